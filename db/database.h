@@ -1,0 +1,92 @@
+// The tuning database: one SQLite file (schema in db/schema.cpp) that tuners write and the runtime
+// reads.
+//
+// Writers: each writer method is one short BEGIN IMMEDIATE transaction, retried with jittered
+// backoff while another process holds the lock (on top of a 30 s busy timeout), so that many tuner
+// processes can share one file (WAL mode) and a sweep killed at any moment keeps everything
+// committed so far.
+// Readers: the runtime opens Mode::ReadOnly, which never writes the database and refuses missing,
+// non-SQLite, corrupt, foreign, older or newer-schema files with a tiletune::Error naming the file
+// and the reason.
+//
+// One Database per thread (a connection is not shared between threads), and never carried across
+// fork(): open a new one in the child.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/records.h"
+
+struct sqlite3;
+
+namespace tiletune::db {
+
+enum class Mode {
+  ReadOnly,   // SQLITE_OPEN_READONLY; the file must exist with the newest schema
+  ReadWrite,  // creates the file if missing and migrates it to the newest schema
+};
+
+class Database {
+ public:
+  static Database open(const std::string& path, Mode mode);
+
+  Database(Database&&) noexcept = default;
+  Database& operator=(Database&&) noexcept = default;
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+  ~Database() = default;
+
+  const std::string& path() const { return path_; }
+  Mode mode() const { return mode_; }
+  int schema_version() const;
+  // "ok" when the file is sound, otherwise SQLite's findings, one per line.
+  std::string integrity_check();
+
+  // ---- writers (Mode::ReadWrite only; each one transaction) --------------------------------
+  // Insert if new; return the id of the row with these exact values.
+  std::int64_t upsert_device(const DeviceRecord& d);
+  // By problem.key(); the first spec stored for a key is kept.
+  std::int64_t upsert_problem(const GemmProblem& p);
+  // By (kernel_name, source_hash).
+  std::int64_t upsert_solution(const Solution& s, const std::string& source_hash);
+  // Insert unless a code object with this cache_key exists (then it is kept as is, failed or
+  // not); returns the id of the stored one. record.id is ignored.
+  std::int64_t put_code_object(const CodeObjectRecord& record);
+  // Inserts or replaces the measurement of (problem, solution, arch), then recomputes that
+  // (arch, problem)'s winner: the 'ok' measurement with the lowest median_ms (ties: the older
+  // row). Failures never win; when no 'ok' measurement is left the winner row is removed.
+  void put_measurement(const MeasurementRecord& m);
+
+  // ---- readers -----------------------------------------------------------------------------
+  std::optional<CodeObjectRecord> find_code_object(const std::string& cache_key);
+  std::optional<CodeObjectRecord> code_object(std::int64_t id);
+  std::optional<MeasurementRecord> find_measurement(std::int64_t problem_id, std::int64_t solution_id,
+                                                    const std::string& arch);
+  // Winners of one arch, or of all arches when arch is empty; ordered by arch, problem key.
+  std::vector<WinnerRecord> winners(const std::string& arch);
+  std::vector<std::string> arches();            // arches with at least one measurement, sorted
+  std::vector<ProblemRow> problems();           // ordered by key
+  // Measurements of one problem (all arches): 'ok' ones by median_ms first, then failures.
+  std::vector<MeasurementRow> measurements(std::int64_t problem_id);
+  std::optional<std::int64_t> find_problem(const std::string& key);
+
+  // The raw handle, for tools and tests that need a query this class lacks. Do not close it.
+  sqlite3* native_handle() const { return db_.get(); }
+
+ private:
+  struct Closer {
+    void operator()(sqlite3* db) const noexcept;
+  };
+  Database(std::unique_ptr<sqlite3, Closer> db, std::string path, Mode mode)
+      : db_(std::move(db)), path_(std::move(path)), mode_(mode) {}
+  void require_writable(const char* what) const;
+
+  std::unique_ptr<sqlite3, Closer> db_;
+  std::string path_;
+  Mode mode_ = Mode::ReadOnly;
+};
+
+}  // namespace tiletune::db

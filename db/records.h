@@ -1,0 +1,98 @@
+// Plain rows of the tuning database (db/schema.cpp has the tables). No behaviour here: the
+// Database class reads and writes these, the tuner fills them, the runtime and tools read them.
+//
+// Conventions: an id of 0 means "none" (stored as NULL); a REAL column that is NULL in the
+// database (never measured, e.g. the timings of a failed candidate) reads back as NaN, and a NaN
+// written is stored as NULL.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "solutions/problem.h"
+#include "solutions/solution.h"
+
+namespace tiletune::db {
+
+inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
+
+// The statuses a measurement may have. Only "ok" can win.
+inline constexpr std::array<std::string_view, 6> kMeasurementStatuses = {
+    "ok", "compile_failed", "invalid", "launch_failed", "crashed", "timeout"};
+
+inline bool is_measurement_status(std::string_view s) {
+  for (auto v : kMeasurementStatuses)
+    if (v == s) return true;
+  return false;
+}
+
+struct DeviceRecord {
+  std::string backend;  // "host", "cuda", "hip"
+  std::string arch;     // "sm_90a", "gfx90a", "x86_64-avx2"
+  std::string name;
+  std::int64_t multiprocessors = 0;
+  std::string driver_version;
+};
+
+struct CodeObjectRecord {
+  std::int64_t id = 0;         // assigned by the database; ignored by put_code_object
+  std::string cache_key;       // content hash of (source, options, arch, compiler version)
+  std::int64_t solution_id = 0;
+  std::string arch;
+  std::string compiler_version;
+  bool ok = false;             // false: compilation failed, log holds the reason, bytes empty
+  std::string log;
+  std::string symbol;          // lowered kernel name to look up in the code object
+  std::vector<std::uint8_t> bytes;
+};
+
+struct MeasurementRecord {
+  std::int64_t problem_id = 0;
+  std::int64_t solution_id = 0;
+  std::int64_t device_id = 0;       // 0: none
+  std::string arch;
+  std::string status = "ok";        // one of kMeasurementStatuses
+  std::string reason;               // why it failed; empty when ok
+  double rel_error = kNotMeasured;  // max relative error against the reference
+  double min_ms = kNotMeasured;
+  double median_ms = kNotMeasured;  // the ranking key
+  double max_ms = kNotMeasured;
+  double tflops = kNotMeasured;
+  std::int64_t code_object_id = 0;  // 0: none
+  std::string sweep;                // free-form sweep / config name
+};
+
+// One row of Database::measurements(problem_id): the measurement plus what a listing shows.
+struct MeasurementRow : MeasurementRecord {
+  std::int64_t id = 0;
+  std::string kernel_name;
+  std::string created_at;  // UTC, ISO 8601
+};
+
+// One row of Database::problems(): enough for a listing.
+struct ProblemRow {
+  std::int64_t id = 0;
+  std::string key;
+  std::int64_t m = 0, n = 0, k = 0, batch = 0;
+  std::int64_t measurements = 0;  // number of measurements, all arches and statuses
+};
+
+// The fastest valid measurement of one problem on one arch, with what the runtime needs to load
+// and launch it.
+struct WinnerRecord {
+  std::string arch;
+  std::int64_t problem_id = 0;
+  std::string problem_key;
+  GemmProblem problem;
+  Solution solution;
+  std::int64_t solution_id = 0;
+  std::string source_hash;
+  std::int64_t code_object_id = 0;  // 0 when the measurement named none
+  double median_ms = kNotMeasured;
+  double tflops = kNotMeasured;
+};
+
+}  // namespace tiletune::db

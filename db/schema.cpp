@@ -1,0 +1,197 @@
+#include "db/schema.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "common/error.h"
+
+namespace tiletune::db::schema {
+namespace {
+
+#define TT_NOW "(strftime('%Y-%m-%dT%H:%M:%fZ','now'))"
+
+// Version 1: every table. Text columns are NOT NULL (with '' defaults) so that UNIQUE constraints
+// see one spelling of "unknown"; ids of 0 from the API are stored as NULL where a column is
+// optional. REAL timings are NULL when not measured.
+const char* const kV1 = R"sql(
+CREATE TABLE meta(
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) WITHOUT ROWID;
+INSERT INTO meta(key, value) VALUES ('application_id', 'tiletune');
+INSERT INTO meta(key, value) VALUES ('created_at', )sql" TT_NOW R"sql();
+
+CREATE TABLE devices(
+  id              INTEGER PRIMARY KEY,
+  backend         TEXT NOT NULL,
+  arch            TEXT NOT NULL,
+  name            TEXT NOT NULL,
+  multiprocessors INTEGER NOT NULL DEFAULT 0,
+  driver_version  TEXT NOT NULL DEFAULT '',
+  UNIQUE(backend, arch, name, multiprocessors, driver_version)
+);
+
+CREATE TABLE problems(
+  id    INTEGER PRIMARY KEY,
+  kind  TEXT NOT NULL DEFAULT 'gemm' CHECK (kind IN ('gemm')),
+  key   TEXT NOT NULL UNIQUE,
+  spec  TEXT NOT NULL,
+  m     INTEGER NOT NULL,
+  n     INTEGER NOT NULL,
+  k     INTEGER NOT NULL,
+  batch INTEGER NOT NULL
+);
+
+CREATE TABLE solutions(
+  id          INTEGER PRIMARY KEY,
+  template    TEXT NOT NULL,
+  params      TEXT NOT NULL,
+  kernel_name TEXT NOT NULL,
+  source_hash TEXT NOT NULL DEFAULT '',
+  UNIQUE(kernel_name, source_hash)
+);
+
+CREATE TABLE code_objects(
+  id               INTEGER PRIMARY KEY,
+  cache_key        TEXT NOT NULL UNIQUE,
+  solution_id      INTEGER NOT NULL REFERENCES solutions(id),
+  arch             TEXT NOT NULL,
+  compiler_version TEXT NOT NULL DEFAULT '',
+  ok               INTEGER NOT NULL CHECK (ok IN (0, 1)),
+  log              TEXT NOT NULL DEFAULT '',
+  symbol           TEXT NOT NULL DEFAULT '',
+  bytes            BLOB,
+  created_at       TEXT NOT NULL DEFAULT )sql" TT_NOW R"sql(
+);
+
+CREATE TABLE measurements(
+  id             INTEGER PRIMARY KEY,
+  problem_id     INTEGER NOT NULL REFERENCES problems(id),
+  solution_id    INTEGER NOT NULL REFERENCES solutions(id),
+  device_id      INTEGER REFERENCES devices(id),
+  arch           TEXT NOT NULL,
+  status         TEXT NOT NULL CHECK (status IN
+                   ('ok', 'compile_failed', 'invalid', 'launch_failed', 'crashed', 'timeout')),
+  reason         TEXT NOT NULL DEFAULT '',
+  rel_error      REAL,
+  min_ms         REAL,
+  median_ms      REAL,
+  max_ms         REAL,
+  tflops         REAL,
+  code_object_id INTEGER REFERENCES code_objects(id),
+  sweep          TEXT NOT NULL DEFAULT '',
+  created_at     TEXT NOT NULL DEFAULT )sql" TT_NOW R"sql(,
+  UNIQUE(problem_id, solution_id, arch)
+);
+
+CREATE TABLE winners(
+  arch           TEXT NOT NULL,
+  problem_id     INTEGER NOT NULL REFERENCES problems(id),
+  solution_id    INTEGER NOT NULL REFERENCES solutions(id),
+  measurement_id INTEGER NOT NULL REFERENCES measurements(id),
+  PRIMARY KEY(arch, problem_id)
+) WITHOUT ROWID;
+)sql";
+
+// Version 2: indexes for the winner recomputation in put_measurement (all measurements of one
+// (arch, problem)) and for finding a solution's code objects.
+const char* const kV2 = R"sql(
+CREATE INDEX measurements_by_arch_problem ON measurements(arch, problem_id, status, median_ms);
+CREATE INDEX code_objects_by_solution ON code_objects(solution_id);
+)sql";
+
+#undef TT_NOW
+
+std::string errmsg(sqlite3* db) { return db ? sqlite3_errmsg(db) : "out of memory"; }
+
+bool is_busy(int rc) {
+  int primary = rc & 0xff;
+  return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
+}
+
+int exec_rc(sqlite3* db, const std::string& sql) {
+  return sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+}
+
+void exec(sqlite3* db, const std::string& sql, const std::string& path, const std::string& what) {
+  int rc = exec_rc(db, sql);
+  if (rc != SQLITE_OK)
+    throw Error(path + ": " + what + ": " + errmsg(db));
+}
+
+std::int64_t query_int(sqlite3* db, const char* sql, const std::string& path) {
+  sqlite3_stmt* st = nullptr;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &st, nullptr);
+  if (rc != SQLITE_OK) throw Error(path + ": " + sql + ": " + errmsg(db));
+  rc = sqlite3_step(st);
+  std::int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) throw Error(path + ": " + sql + ": " + errmsg(db));
+  return v;
+}
+
+void rollback(sqlite3* db) {
+  if (!sqlite3_get_autocommit(db)) exec_rc(db, "ROLLBACK");
+}
+
+}  // namespace
+
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> list = {
+      {1, "initial schema", kV1},
+      {2, "indexes for winner updates and code object lookup", kV2},
+  };
+  return list;
+}
+
+int latest_version() { return migrations().back().version; }
+
+void migrate(sqlite3* db, int target_version, const std::string& path) {
+  if (target_version < 0 || target_version > latest_version())
+    throw Error(path + ": cannot migrate to schema version " + std::to_string(target_version) +
+                " (this build knows versions 1.." + std::to_string(latest_version()) + ")");
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::seconds(120);
+  std::minstd_rand rng(std::random_device{}());
+  int attempt = 0;
+  for (;;) {
+    int rc = exec_rc(db, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK) {
+      if (is_busy(rc) && clock::now() < deadline) {
+        int ms = std::min(5 << std::min(attempt++, 7), 500);
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms / 2 + int(rng() % unsigned(ms))));
+        continue;
+      }
+      throw Error(path + ": cannot lock the database to migrate its schema: " + errmsg(db));
+    }
+    try {
+      int version = int(query_int(db, "PRAGMA user_version", path));
+      if (version > target_version) {
+        throw Error(path + ": schema version " + std::to_string(version) +
+                    " is newer than the version asked for (" + std::to_string(target_version) + ")");
+      }
+      if (version == target_version) {
+        exec(db, "COMMIT", path, "commit");
+        return;
+      }
+      if (version == 0 && query_int(db, "SELECT count(*) FROM sqlite_master", path) != 0)
+        throw Error(path + ": not a tiletune database (it has tables but no tiletune schema version)");
+      const Migration& m = migrations().at(std::size_t(version));  // produces version + 1
+      exec(db, m.sql, path,
+           "migration to schema version " + std::to_string(m.version) + " (" + m.description + ")");
+      if (m.version == 1)
+        exec(db, "PRAGMA application_id = " + std::to_string(kApplicationId), path, "set application_id");
+      exec(db, "PRAGMA user_version = " + std::to_string(m.version), path, "set user_version");
+      exec(db, "COMMIT", path, "commit of schema version " + std::to_string(m.version));
+    } catch (...) {
+      rollback(db);
+      throw;
+    }
+  }
+}
+
+}  // namespace tiletune::db::schema

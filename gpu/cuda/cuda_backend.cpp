@@ -1,0 +1,286 @@
+#include "gpu/cuda/cuda_backend.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <nvrtc.h>
+
+#include <mutex>
+
+#include "common/error.h"
+
+namespace tiletune::gpu::cuda {
+namespace {
+
+// The driver entry points we use, resolved once through cuGetProcAddress.
+struct Driver {
+#define TT_CU_FUNCS(X)                                                                                    \
+  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)                 \
+  X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)   \
+  X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuMemAlloc)           \
+  X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuCtxSynchronize) X(cuEventCreate)        \
+  X(cuEventDestroy) X(cuEventRecord) X(cuEventElapsedTime) X(cuEventSynchronize) X(cuGetErrorString)     \
+  X(cuFuncSetAttribute)
+#define TT_DECLARE(name) decltype(&::name) name = nullptr;
+  TT_CU_FUNCS(TT_DECLARE)
+#undef TT_DECLARE
+  bool ok = false;
+  std::string why;
+};
+
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver d;
+    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      d.why = "no CUDA driver (libcuda.so.1 not found)";
+      return d;
+    }
+    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+    auto get_proc = reinterpret_cast<GetProc>(::dlsym(lib, "cuGetProcAddress_v2"));
+    if (!get_proc) {
+      d.why = "CUDA driver too old (no cuGetProcAddress_v2)";
+      return d;
+    }
+#define TT_RESOLVE(name)                                                                      \
+  if (get_proc(#name, reinterpret_cast<void**>(&d.name), CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, \
+               nullptr) != CUDA_SUCCESS || !d.name) {                                        \
+    d.why = "CUDA driver lacks " #name;                                                      \
+    return d;                                                                                \
+  }
+    TT_CU_FUNCS(TT_RESOLVE)
+#undef TT_RESOLVE
+    CUresult rc = d.cuInit(0);
+    if (rc != CUDA_SUCCESS) {
+      d.why = "cuInit failed with code " + std::to_string(int(rc));
+      return d;
+    }
+    d.ok = true;
+    return d;
+  }();
+  return d;
+}
+
+void check(CUresult rc, const char* what) {
+  if (rc == CUDA_SUCCESS) return;
+  const char* msg = nullptr;
+  if (driver().cuGetErrorString) driver().cuGetErrorString(rc, &msg);
+  throw Error(std::string(what) + " failed: " + (msg ? msg : "error " + std::to_string(int(rc))));
+}
+
+void check_nvrtc(nvrtcResult rc, const char* what) {
+  if (rc != NVRTC_SUCCESS) throw Error(std::string(what) + " failed: " + nvrtcGetErrorString(rc));
+}
+
+class NvrtcCompiler final : public Compiler {
+ public:
+  std::string version() const override {
+    int major = 0, minor = 0;
+    nvrtcVersion(&major, &minor);
+    return "nvrtc-" + std::to_string(major) + "." + std::to_string(minor);
+  }
+
+  CompileResult compile(const CompileRequest& req) const override {
+    CompileResult result;
+    if (req.arch.rfind("sm_", 0) != 0) {
+      result.log = "NVRTC cannot target arch '" + req.arch + "'";
+      return result;
+    }
+    std::vector<const char*> names, texts;
+    for (const auto& [name, text] : req.headers) {
+      names.push_back(name.c_str());
+      texts.push_back(text.c_str());
+    }
+    nvrtcProgram prog = nullptr;
+    try {
+      check_nvrtc(nvrtcCreateProgram(&prog, req.source.c_str(), "tiletune_kernel.cu", int(names.size()),
+                                     texts.data(), names.data()),
+                  "nvrtcCreateProgram");
+      check_nvrtc(nvrtcAddNameExpression(prog, req.name_expression.c_str()), "nvrtcAddNameExpression");
+      std::vector<std::string> opts = {"--gpu-architecture=" + req.arch, "-std=c++17", "--device-as-default-execution-space"};
+      for (const auto& o : req.options) opts.push_back(o);
+      std::vector<const char*> copts;
+      for (const auto& o : opts) copts.push_back(o.c_str());
+      nvrtcResult rc = nvrtcCompileProgram(prog, int(copts.size()), copts.data());
+      size_t log_size = 0;
+      nvrtcGetProgramLogSize(prog, &log_size);
+      result.log.resize(log_size);
+      if (log_size) nvrtcGetProgramLog(prog, result.log.data());
+      while (!result.log.empty() && result.log.back() == '\0') result.log.pop_back();
+      if (rc == NVRTC_SUCCESS) {
+        const char* lowered = nullptr;
+        check_nvrtc(nvrtcGetLoweredName(prog, req.name_expression.c_str(), &lowered), "nvrtcGetLoweredName");
+        result.code.symbol = lowered;
+        size_t size = 0;
+        check_nvrtc(nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize");
+        result.code.bytes.resize(size);
+        check_nvrtc(nvrtcGetCUBIN(prog, reinterpret_cast<char*>(result.code.bytes.data())), "nvrtcGetCUBIN");
+        result.ok = true;
+      } else if (result.log.empty()) {
+        result.log = nvrtcGetErrorString(rc);
+      }
+    } catch (const Error& e) {
+      result.ok = false;
+      result.log += e.what();
+    }
+    if (prog) nvrtcDestroyProgram(&prog);
+    return result;
+  }
+};
+
+class CudaKernel final : public Kernel {
+ public:
+  CudaKernel(CUmodule m, CUfunction f) : module_(m), fn_(f) {}
+  ~CudaKernel() override { driver().cuModuleUnload(module_); }
+  CUfunction fn() const { return fn_; }
+
+ private:
+  CUmodule module_;
+  CUfunction fn_;
+};
+
+int attribute(CUdevice dev, CUdevice_attribute attr) {
+  int v = 0;
+  check(driver().cuDeviceGetAttribute(&v, attr, dev), "cuDeviceGetAttribute");
+  return v;
+}
+
+DeviceInfo query(int index) {
+  const Driver& d = driver();
+  CUdevice dev;
+  check(d.cuDeviceGet(&dev, index), "cuDeviceGet");
+  DeviceInfo info;
+  info.backend = BackendKind::Cuda;
+  info.index = index;
+  char name[256] = {};
+  check(d.cuDeviceGetName(name, sizeof name, dev), "cuDeviceGetName");
+  info.name = name;
+  info.arch = arch_name(attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                        attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+  info.multiprocessors = attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  info.max_threads_per_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  info.shared_bytes_per_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  info.warp_size = attribute(dev, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  info.cache_bytes = attribute(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+  int version = 0;
+  d.cuDriverGetVersion(&version);
+  info.driver_version = "cuda-" + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+  return info;
+}
+
+class CudaDevice final : public Device {
+ public:
+  explicit CudaDevice(int index) : info_(query(index)) {
+    check(driver().cuDeviceGet(&dev_, index), "cuDeviceGet");
+    check(driver().cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
+    bind();
+  }
+  ~CudaDevice() override { driver().cuDevicePrimaryCtxRelease(dev_); }
+
+  const DeviceInfo& info() const override { return info_; }
+  const Compiler& compiler() const override { return compiler_; }
+
+  std::shared_ptr<Kernel> load(const CodeObject& code) override {
+    bind();
+    CUmodule module;
+    check(driver().cuModuleLoadData(&module, code.bytes.data()), "cuModuleLoadData");
+    CUfunction fn;
+    CUresult rc = driver().cuModuleGetFunction(&fn, module, code.symbol.c_str());
+    if (rc != CUDA_SUCCESS) {
+      driver().cuModuleUnload(module);
+      check(rc, ("cuModuleGetFunction(" + code.symbol + ")").c_str());
+    }
+    return std::make_shared<CudaKernel>(module, fn);
+  }
+
+  void launch(Kernel& kernel, const LaunchDims& d, const void* arg, std::size_t, Stream stream) override {
+    bind();
+    CUfunction fn = static_cast<CudaKernel&>(kernel).fn();
+    if (d.shared_bytes > 48 * 1024)
+      check(driver().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(d.shared_bytes)),
+            "cuFuncSetAttribute");
+    void* params[] = {const_cast<void*>(arg)};
+    check(driver().cuLaunchKernel(fn, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2],
+                                  d.shared_bytes, static_cast<CUstream>(stream), params, nullptr),
+          "cuLaunchKernel");
+  }
+
+  void* alloc(std::size_t bytes) override {
+    bind();
+    CUdeviceptr p = 0;
+    check(driver().cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc");
+    return reinterpret_cast<void*>(p);
+  }
+  void free(void* ptr) noexcept override {
+    if (ptr) driver().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
+  }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    bind();
+    check(driver().cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(dst), src, bytes), "cuMemcpyHtoD");
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    bind();
+    check(driver().cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(src), bytes), "cuMemcpyDtoH");
+  }
+  void fill_bytes(void* dst, std::uint8_t value, std::size_t bytes) override {
+    bind();
+    check(driver().cuMemsetD8(reinterpret_cast<CUdeviceptr>(dst), value, bytes), "cuMemsetD8");
+  }
+  void synchronize() override {
+    bind();
+    check(driver().cuCtxSynchronize(), "cuCtxSynchronize (a kernel faulted or timed out)");
+  }
+  Event create_event() override {
+    bind();
+    CUevent e;
+    check(driver().cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+    return e;
+  }
+  void destroy_event(Event e) noexcept override { driver().cuEventDestroy(static_cast<CUevent>(e)); }
+  void record(Event e, Stream s) override {
+    check(driver().cuEventRecord(static_cast<CUevent>(e), static_cast<CUstream>(s)), "cuEventRecord");
+  }
+  float elapsed_ms(Event a, Event b) override {
+    check(driver().cuEventSynchronize(static_cast<CUevent>(b)), "cuEventSynchronize");
+    float ms = 0;
+    check(driver().cuEventElapsedTime(&ms, static_cast<CUevent>(a), static_cast<CUevent>(b)), "cuEventElapsedTime");
+    return ms;
+  }
+
+ private:
+  // The primary context is made current on whichever thread calls in (the runtime is used from
+  // many trainer threads).
+  void bind() { check(driver().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
+
+  DeviceInfo info_;
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  NvrtcCompiler compiler_;
+};
+
+}  // namespace
+
+std::string arch_name(int major, int minor) {
+  return "sm_" + std::to_string(major) + std::to_string(minor) + (major >= 9 ? "a" : "");
+}
+
+std::unique_ptr<Compiler> make_compiler() { return std::make_unique<NvrtcCompiler>(); }
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> out;
+  if (!driver().ok) return out;
+  int count = 0;
+  if (driver().cuDeviceGetCount(&count) != CUDA_SUCCESS) return out;
+  for (int i = 0; i < count; ++i) out.push_back(query(i));
+  return out;
+}
+
+std::unique_ptr<Device> open_device(int index) {
+  if (!driver().ok) throw Error("CUDA backend unavailable: " + driver().why);
+  int count = 0;
+  check(driver().cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (index < 0 || index >= count)
+    throw Error("CUDA device " + std::to_string(index) + " does not exist (" + std::to_string(count) + " found)");
+  return std::make_unique<CudaDevice>(index);
+}
+
+}  // namespace tiletune::gpu::cuda

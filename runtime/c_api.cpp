@@ -1,0 +1,178 @@
+// The C API: every entry point catches everything, so that no exception or abort reaches the
+// trainer; the reason is kept per thread for tiletune_last_error().
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+#include "runtime/runtime.h"
+#include "tiletune.h"
+
+struct tiletune_handle {
+  std::unique_ptr<tiletune::runtime::Runtime> rt;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+template <class F>
+tiletune_status_t guarded(tiletune_status_t on_error, F&& f) {
+  try {
+    last_error.clear();
+    f();
+    return TILETUNE_SUCCESS;
+  } catch (const tiletune::Error& e) {
+    last_error = e.what();
+    return on_error;
+  } catch (const std::exception& e) {
+    last_error = std::string("internal error: ") + e.what();
+    return TILETUNE_ERROR_INTERNAL;
+  } catch (...) {
+    last_error = "internal error: unknown exception";
+    return TILETUNE_ERROR_INTERNAL;
+  }
+}
+
+tiletune::DataType dtype(tiletune_datatype_t t) {
+  switch (t) {
+    case TILETUNE_R_32F: return tiletune::DataType::F32;
+    case TILETUNE_R_16F: return tiletune::DataType::F16;
+    case TILETUNE_R_16BF: return tiletune::DataType::BF16;
+  }
+  throw tiletune::Error("unknown data type " + std::to_string(int(t)));
+}
+
+bool op(tiletune_operation_t o) {
+  if (o != TILETUNE_OP_N && o != TILETUNE_OP_T) throw tiletune::Error("unknown operation " + std::to_string(int(o)));
+  return o == TILETUNE_OP_T;
+}
+
+tiletune_status_t need_handle(tiletune_handle_t h) {
+  if (h && h->rt) return TILETUNE_SUCCESS;
+  last_error = "null tiletune handle";
+  return TILETUNE_ERROR_INVALID_VALUE;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* tiletune_last_error(void) { return last_error.c_str(); }
+
+const char* tiletune_status_string(tiletune_status_t s) {
+  switch (s) {
+    case TILETUNE_SUCCESS: return "success";
+    case TILETUNE_ERROR_INVALID_VALUE: return "invalid value";
+    case TILETUNE_ERROR_DATABASE: return "database error";
+    case TILETUNE_ERROR_DEVICE: return "device error";
+    case TILETUNE_ERROR_NOT_SUPPORTED: return "not supported";
+    case TILETUNE_ERROR_LAUNCH: return "launch error";
+    case TILETUNE_ERROR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+tiletune_status_t tiletune_create(tiletune_handle_t* handle, const char* db_path, const char* backend, int device) {
+  if (!handle || !db_path) {
+    last_error = "tiletune_create: null handle or database path";
+    return TILETUNE_ERROR_INVALID_VALUE;
+  }
+  *handle = nullptr;
+  std::unique_ptr<tiletune::gpu::Device> dev;
+  tiletune_status_t s = guarded(TILETUNE_ERROR_DEVICE, [&] {
+    dev = tiletune::gpu::open_device(tiletune::gpu::resolve_backend(backend ? backend : "auto"), device);
+  });
+  if (s != TILETUNE_SUCCESS) return s;
+  std::unique_ptr<tiletune::runtime::Runtime> rt;
+  s = guarded(TILETUNE_ERROR_DATABASE, [&] { rt = std::make_unique<tiletune::runtime::Runtime>(std::move(dev), db_path); });
+  if (s != TILETUNE_SUCCESS) return s;
+  *handle = new tiletune_handle{std::move(rt)};
+  return TILETUNE_SUCCESS;
+}
+
+tiletune_status_t tiletune_destroy(tiletune_handle_t handle) {
+  delete handle;
+  return TILETUNE_SUCCESS;
+}
+
+tiletune_status_t tiletune_gemm_strided_batched(tiletune_handle_t h, tiletune_operation_t op_a,
+                                                tiletune_operation_t op_b, int64_t m, int64_t n, int64_t k,
+                                                float alpha, const void* a, tiletune_datatype_t ab_type,
+                                                int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
+                                                int64_t stride_b, float beta, void* c, tiletune_datatype_t c_type,
+                                                int64_t ldc, int64_t stride_c, int64_t batch, void* stream) {
+  if (auto s = need_handle(h)) return s;
+  tiletune::GemmProblem p;
+  tiletune_status_t s = guarded(TILETUNE_ERROR_INVALID_VALUE, [&] {
+    p.a_type = dtype(ab_type);
+    p.c_type = dtype(c_type);
+    p.trans_a = op(op_a);
+    p.trans_b = op(op_b);
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.batch = batch;
+    p.lda = lda;
+    p.ldb = ldb;
+    p.ldc = ldc;
+    p.stride_a = stride_a;
+    p.stride_b = stride_b;
+    p.stride_c = stride_c;
+    p.beta_zero = beta == 0.0f;
+    if (lda <= 0 || ldb <= 0 || ldc <= 0) throw tiletune::Error("leading dimensions must be > 0");
+    p.validate();
+  });
+  if (s != TILETUNE_SUCCESS) return s;
+  return guarded(TILETUNE_ERROR_LAUNCH, [&] { h->rt->gemm(p, alpha, a, b, beta, c, stream); });
+}
+
+tiletune_status_t tiletune_gemm(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m,
+                                int64_t n, int64_t k, float alpha, const void* a, tiletune_datatype_t ab_type,
+                                int64_t lda, const void* b, int64_t ldb, float beta, void* c,
+                                tiletune_datatype_t c_type, int64_t ldc, void* stream) {
+  return tiletune_gemm_strided_batched(h, op_a, op_b, m, n, k, alpha, a, ab_type, lda, 0, b, ldb, 0, beta, c, c_type,
+                                       ldc, 0, 1, stream);
+}
+
+tiletune_status_t tiletune_get_stats(tiletune_handle_t h, tiletune_stats_t* out) {
+  if (auto s = need_handle(h)) return s;
+  if (!out) return TILETUNE_ERROR_INVALID_VALUE;
+  const auto& st = h->rt->stats();
+  *out = {st.calls.load(), st.tuned.load(), st.fallbacks.load(), st.jit_compiles.load()};
+  return TILETUNE_SUCCESS;
+}
+
+tiletune_status_t tiletune_get_arch(tiletune_handle_t h, char* arch, size_t arch_size, size_t* tuned) {
+  if (auto s = need_handle(h)) return s;
+  const std::string& a = h->rt->device().info().arch;
+  if (arch && arch_size) {
+    std::strncpy(arch, a.c_str(), arch_size - 1);
+    arch[arch_size - 1] = '\0';
+  }
+  if (tuned) *tuned = h->rt->tuned_problems();
+  return TILETUNE_SUCCESS;
+}
+
+tiletune_status_t tiletune_malloc(tiletune_handle_t h, void** ptr, size_t bytes) {
+  if (auto s = need_handle(h)) return s;
+  return guarded(TILETUNE_ERROR_DEVICE, [&] { *ptr = h->rt->device().alloc(bytes); });
+}
+tiletune_status_t tiletune_free(tiletune_handle_t h, void* ptr) {
+  if (auto s = need_handle(h)) return s;
+  h->rt->device().free(ptr);
+  return TILETUNE_SUCCESS;
+}
+tiletune_status_t tiletune_memcpy_to_device(tiletune_handle_t h, void* dst, const void* src, size_t bytes) {
+  if (auto s = need_handle(h)) return s;
+  return guarded(TILETUNE_ERROR_DEVICE, [&] { h->rt->device().copy_to_device(dst, src, bytes); });
+}
+tiletune_status_t tiletune_memcpy_to_host(tiletune_handle_t h, void* dst, const void* src, size_t bytes) {
+  if (auto s = need_handle(h)) return s;
+  return guarded(TILETUNE_ERROR_DEVICE, [&] { h->rt->device().copy_to_host(dst, src, bytes); });
+}
+tiletune_status_t tiletune_synchronize(tiletune_handle_t h) {
+  if (auto s = need_handle(h)) return s;
+  return guarded(TILETUNE_ERROR_LAUNCH, [&] { h->rt->device().synchronize(); });
+}
+
+}  // extern "C"

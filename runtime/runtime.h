@@ -1,0 +1,71 @@
+// The runtime's engine behind the C API: winners of one arch in memory, kernels loaded lazily,
+// a default kernel for untuned problems.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "db/database.h"
+#include "gpu/backend.h"
+#include "solutions/kernel_template.h"
+#include "solutions/problem.h"
+
+namespace tiletune::runtime {
+
+// The problem key as plain integers: hashing it is far cheaper than building the text key.
+struct ProblemKey {
+  std::int64_t v[15];
+  explicit ProblemKey(const GemmProblem& canonical);
+  bool operator==(const ProblemKey& o) const;
+};
+struct ProblemKeyHash {
+  std::size_t operator()(const ProblemKey& k) const;
+};
+
+struct Stats {
+  std::atomic<std::uint64_t> calls{0}, tuned{0}, fallbacks{0}, jit_compiles{0};
+};
+
+class Runtime {
+ public:
+  Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path);
+  // Runs the problem; pointers are the device's. Throws Error on any failure.
+  void gemm(const GemmProblem& problem, float alpha, const void* a, const void* b, float beta, void* c,
+            gpu::Stream stream);
+
+  gpu::Device& device() { return *dev_; }
+  const Stats& stats() const { return stats_; }
+  std::size_t tuned_problems() const { return winners_.size(); }
+
+ private:
+  struct Loaded {
+    const KernelTemplate* tmpl = nullptr;
+    Solution solution;
+    GemmProblem problem;  // canonical
+    std::int64_t code_object_id = 0;
+    gpu::LaunchDims dims;  // fixed: a winner serves one exact problem
+    std::once_flag once;
+    std::shared_ptr<gpu::Kernel> kernel;
+    std::string error;  // why loading failed; then the fallback runs
+  };
+
+  std::shared_ptr<gpu::Kernel> load_winner(Loaded& w);
+  std::shared_ptr<gpu::Kernel> compile(const KernelTemplate& t, const Solution& s, const GemmProblem& p);
+  std::shared_ptr<gpu::Kernel> fallback_kernel(const KernelTemplate& t, const GemmProblem& p);
+  // Whether `s` may run `p` with these pointers (their alignment may be below what ld implies).
+  bool can_run(const KernelTemplate& t, const Solution& s, const GemmProblem& p, const void* a, const void* b,
+               const void* c) const;
+
+  std::unique_ptr<gpu::Device> dev_;
+  std::mutex db_mu_;  // one SQLite connection, used only for lazy code-object loads
+  db::Database db_;
+  std::unordered_map<ProblemKey, std::unique_ptr<Loaded>, ProblemKeyHash> winners_;
+  const KernelTemplate* default_template_ = nullptr;
+  std::mutex fallback_mu_;
+  std::unordered_map<std::string, std::shared_ptr<gpu::Kernel>> fallbacks_;  // by name expression
+  Stats stats_;
+};
+
+}  // namespace tiletune::runtime

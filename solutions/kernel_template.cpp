@@ -1,0 +1,196 @@
+#include "solutions/kernel_template.h"
+
+#include <cctype>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace tiletune {
+
+std::string content_hash(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+KernelTemplate KernelTemplate::from_json(const nlohmann::json& j) {
+  KernelTemplate t;
+  std::string where = "template spec";
+  try {
+    t.name_ = j.at("name").get<std::string>();
+    where = "template " + t.name_;
+    t.source_ = j.at("source").get<std::string>();
+    t.instance_ = j.at("instance").get<std::string>();
+    for (const auto& b : j.at("backends")) t.backends_.push_back(gpu::backend_from_string(b.get<std::string>()));
+    for (const auto& [name, values] : j.at("parameters").items())
+      t.params_.emplace_back(name, values.get<std::vector<std::int64_t>>());
+    t.defaults_ = j.at("default").get<std::map<std::string, std::int64_t>>();
+    const nlohmann::json derived = j.value("derived", nlohmann::json::array());
+    for (const auto& d : derived)
+      t.derived_.emplace_back(d.at(0).get<std::string>(), Expression::parse(d.at(1).get<std::string>()));
+    const nlohmann::json constraints = j.value("constraints", nlohmann::json::object());  // items() needs an lvalue
+    for (const auto& [name, text] : constraints.items())
+      t.constraints_.emplace_back(name, Expression::parse(text.get<std::string>()));
+    const auto& l = j.at("launch");
+    t.block_ = Expression::parse(l.at("block").get<std::string>());
+    t.grid_x_ = Expression::parse(l.at("grid_x").get<std::string>());
+    t.grid_y_ = Expression::parse(l.at("grid_y").get<std::string>());
+    t.grid_z_ = Expression::parse(l.at("grid_z").get<std::string>());
+    t.shared_bytes_ = Expression::parse(l.at("shared_bytes").get<std::string>());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(where + ": " + e.what());
+  }
+  for (const auto& [name, values] : t.params_) {
+    if (!t.defaults_.count(name)) throw Error(where + ": parameter " + name + " has no default");
+    if (values.empty()) throw Error(where + ": parameter " + name + " has no values");
+  }
+  if (!embedded_kernel_sources().count(t.source_))
+    throw Error(where + ": source file " + t.source_ + " is not in kernel_templates/");
+  return t;
+}
+
+bool KernelTemplate::supports(gpu::BackendKind backend) const {
+  for (auto b : backends_)
+    if (b == backend) return true;
+  return false;
+}
+
+void KernelTemplate::set_values(const std::string& param, const std::vector<std::int64_t>& values) {
+  for (auto& [name, v] : params_)
+    if (name == param) {
+      if (values.empty()) throw Error("template " + name_ + ": parameter " + param + " given no values");
+      v = values;
+      return;
+    }
+  std::string known;
+  for (const auto& [name, v] : params_) known += (known.empty() ? "" : ", ") + name;
+  throw Error("template " + name_ + " has no parameter '" + param + "' (its parameters: " + known + ")");
+}
+
+void KernelTemplate::add_constraint(const std::string& name, const std::string& expression) {
+  constraints_.emplace_back(name, Expression::parse(expression));
+}
+
+Variables KernelTemplate::variables(const Solution& s, const GemmProblem& problem, const gpu::DeviceInfo& dev) const {
+  GemmProblem p = problem.canonical();
+  Variables v(s.params.begin(), s.params.end());
+  v["M"] = p.m;
+  v["N"] = p.n;
+  v["K"] = p.k;
+  v["BATCH"] = p.batch;
+  v["TRANSA"] = p.trans_a;
+  v["TRANSB"] = p.trans_b;
+  v["A_BYTES"] = size_of(p.a_type);
+  v["C_BYTES"] = size_of(p.c_type);
+  v["ALIGN_A"] = alignment_elements(p.lda, p.stride_a, p.batch, size_of(p.a_type));
+  v["ALIGN_B"] = alignment_elements(p.ldb, p.stride_b, p.batch, size_of(p.a_type));
+  v["ALIGN_C"] = alignment_elements(p.ldc, p.stride_c, p.batch, size_of(p.c_type));
+  v["DEV_MAX_THREADS"] = dev.max_threads_per_block;
+  v["DEV_LDS_BYTES"] = dev.shared_bytes_per_block;
+  v["DEV_WARP"] = dev.warp_size;
+  v["DEV_MULTIPROCESSORS"] = dev.multiprocessors;
+  for (const auto& [name, expr] : derived_) v[name] = expr.eval(v);
+  return v;
+}
+
+std::optional<std::string> KernelTemplate::violation(const Variables& vars) const {
+  for (const auto& [name, expr] : constraints_)
+    if (!expr.eval(vars)) return name + ": " + expr.text();
+  return std::nullopt;
+}
+
+gpu::LaunchDims KernelTemplate::launch_dims(const Variables& vars) const {
+  gpu::LaunchDims d;
+  d.block[0] = static_cast<unsigned>(block_.eval(vars));
+  d.grid[0] = static_cast<unsigned>(grid_x_.eval(vars));
+  d.grid[1] = static_cast<unsigned>(grid_y_.eval(vars));
+  d.grid[2] = static_cast<unsigned>(grid_z_.eval(vars));
+  d.shared_bytes = static_cast<unsigned>(shared_bytes_.eval(vars));
+  return d;
+}
+
+std::string KernelTemplate::name_expression(const Solution& s, const GemmProblem& p) const {
+  std::string out;
+  const std::string& in = instance_;
+  for (size_t i = 0; i < in.size();) {
+    if (std::isalpha(static_cast<unsigned char>(in[i])) || in[i] == '_') {
+      size_t j = i;
+      while (j < in.size() && (std::isalnum(static_cast<unsigned char>(in[j])) || in[j] == '_')) ++j;
+      std::string id = in.substr(i, j - i);
+      auto it = s.params.find(id);
+      if (id == "TA") out += device_type_name(p.a_type);
+      else if (id == "TC") out += device_type_name(p.c_type);
+      else if (id == "TRANSA") out += p.trans_a ? "true" : "false";
+      else if (id == "TRANSB") out += p.trans_b ? "true" : "false";
+      else if (it != s.params.end()) out += std::to_string(it->second);
+      else out += id;  // the template's own name
+      i = j;
+    } else {
+      out += in[i++];
+    }
+  }
+  return out;
+}
+
+gpu::CompileRequest KernelTemplate::compile_request(const Solution& s, const GemmProblem& p,
+                                                    const gpu::DeviceInfo& dev) const {
+  gpu::CompileRequest r;
+  r.headers = embedded_kernel_sources();
+  switch (dev.backend) {
+    case gpu::BackendKind::Cuda: r.source = "#include \"prelude_cuda.h\"\n"; break;
+    case gpu::BackendKind::Hip: r.source = "#include \"prelude_hip.h\"\n"; break;
+    case gpu::BackendKind::Host: break;
+  }
+  r.source += "#include \"" + source_ + "\"\n";
+  r.name_expression = name_expression(s, p);
+  r.arch = dev.arch;
+  return r;
+}
+
+const std::string& KernelTemplate::source_hash() const {
+  if (source_hash_.empty()) {
+    std::string all = instance_;
+    for (const auto& [file, text] : embedded_kernel_sources()) {
+      if (file.size() > 5 && file.compare(file.size() - 5, 5, ".json") == 0) continue;  // spaces do not change code
+      all += "\n//@" + file + "\n" + text;
+    }
+    source_hash_ = content_hash(all);
+  }
+  return source_hash_;
+}
+
+const std::vector<KernelTemplate>& builtin_templates() {
+  static const std::vector<KernelTemplate> templates = [] {
+    std::vector<KernelTemplate> out;
+    for (const auto& [file, text] : embedded_kernel_sources()) {
+      if (file.size() < 5 || file.compare(file.size() - 5, 5, ".json") != 0) continue;
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(text);
+      } catch (const nlohmann::json::exception& e) {
+        throw Error("kernel_templates/" + file + ": " + e.what());
+      }
+      out.push_back(KernelTemplate::from_json(j));
+    }
+    return out;
+  }();
+  return templates;
+}
+
+const KernelTemplate& find_template(const std::string& name) {
+  std::string known;
+  for (const auto& t : builtin_templates()) {
+    if (t.name() == name) return t;
+    known += (known.empty() ? "" : ", ") + t.name();
+  }
+  throw Error("unknown kernel template '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace tiletune

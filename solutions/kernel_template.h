@@ -1,0 +1,69 @@
+// A kernel template as the tuner and the runtime see it: its source, its parameter space, its
+// constraints and its launch geometry, all read from kernel_templates/<name>.json beside the
+// source. Nothing about a particular template is written in C++: a kernel author adds a template
+// by adding two files.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "gpu/backend.h"
+#include "solutions/expression.h"
+#include "solutions/problem.h"
+#include "solutions/solution.h"
+
+namespace tiletune {
+
+// Every file of kernel_templates/, embedded at build time (name -> text).
+const std::map<std::string, std::string>& embedded_kernel_sources();
+
+class KernelTemplate {
+ public:
+  static KernelTemplate from_json(const nlohmann::json& spec);  // throws Error naming the field
+
+  const std::string& name() const { return name_; }
+  const std::string& source_file() const { return source_; }
+  bool supports(gpu::BackendKind backend) const;
+  const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& parameters() const { return params_; }
+  const std::map<std::string, std::int64_t>& defaults() const { return defaults_; }
+  Solution default_solution() const { return Solution{name_, defaults_}; }
+  // A tuning config narrows or widens the space: replace a parameter's values (Error if the
+  // template has no such parameter) or add a named constraint.
+  void set_values(const std::string& param, const std::vector<std::int64_t>& values);
+  void add_constraint(const std::string& name, const std::string& expression);
+
+  // All the names an expression may use: parameters, problem, device, then derived values.
+  Variables variables(const Solution& s, const GemmProblem& p, const gpu::DeviceInfo& dev) const;
+  // Name and text of the first constraint the candidate breaks, or nullopt when it can run.
+  std::optional<std::string> violation(const Variables& vars) const;
+  gpu::LaunchDims launch_dims(const Variables& vars) const;
+  // "simt_gemm<float, float, false, false, 128, ...>": the instance pattern with values put in.
+  std::string name_expression(const Solution& s, const GemmProblem& p) const;
+  // Translation unit and headers for a backend's compiler.
+  gpu::CompileRequest compile_request(const Solution& s, const GemmProblem& p, const gpu::DeviceInfo& dev) const;
+  // Hash of the source and every header it can include: a changed kernel never reuses old objects.
+  const std::string& source_hash() const;
+
+ private:
+  std::string name_, source_, instance_;
+  std::vector<gpu::BackendKind> backends_;
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> params_;
+  std::map<std::string, std::int64_t> defaults_;
+  std::vector<std::pair<std::string, Expression>> derived_;
+  std::vector<std::pair<std::string, Expression>> constraints_;
+  Expression block_, grid_x_, grid_y_, grid_z_, shared_bytes_;
+  mutable std::string source_hash_;
+};
+
+// The templates found in the embedded kernel_templates/*.json.
+const std::vector<KernelTemplate>& builtin_templates();
+const KernelTemplate& find_template(const std::string& name);  // throws Error listing known names
+
+// 64-bit FNV-1a as 16 hex digits: stable across platforms and compilers, good enough for cache keys.
+std::string content_hash(const std::string& text);
+
+}  // namespace tiletune

@@ -1,0 +1,62 @@
+#include <cstdio>
+#include <memory>
+
+#include "gpu/backend.h"
+#include "tools/commands.h"
+#include "tuner/config.h"
+#include "tuner/sweep.h"
+
+namespace tiletune::tools {
+
+Run add_tune(CLI::App& app) {
+  struct Args {
+    std::string config, db = "tiletune.db", backend = "auto";
+    int device = 0, jobs = 0;
+    bool no_vendor = false, list_pruned = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("tune", "run a tuning sweep: config -> solution database");
+  cmd->add_option("config", a->config, "tuning config (JSON); see configs/")->required();
+  cmd->add_option("--db", a->db, "solution database to write (created if missing; a rerun resumes)")->capture_default_str();
+  cmd->add_option("--backend", a->backend, "auto | cuda | hip | host")->capture_default_str();
+  cmd->add_option("--device", a->device, "device index")->capture_default_str();
+  cmd->add_option("--jobs", a->jobs, "parallel compile jobs (0: one per core)")->capture_default_str();
+  cmd->add_flag("--no-vendor", a->no_vendor, "do not time the vendor library (cuBLAS) for comparison");
+  cmd->add_flag("--list-pruned", a->list_pruned, "print every pruned candidate with the constraint it breaks");
+  return [a] {
+    tuner::TuningConfig config = tuner::load_config(a->config);
+    tuner::SweepOptions o;
+    o.backend = gpu::resolve_backend(a->backend);
+    o.device = a->device;
+    o.db_path = a->db;
+    o.compile_jobs = a->jobs;
+    o.compare_vendor = !a->no_vendor;
+    o.list_pruned = a->list_pruned;
+    tuner::SweepSummary s = tuner::run_sweep(config, o);
+    tuner::print_summary(s, stdout);
+    std::printf("\nwrote %s\n", a->db.c_str());
+    return 0;
+  };
+}
+
+Run add_devices(CLI::App& app) {
+  app.add_subcommand("devices", "list the backends built in and the devices they find");
+  return [] {
+    for (auto kind : {gpu::BackendKind::Cuda, gpu::BackendKind::Hip, gpu::BackendKind::Host}) {
+      if (!gpu::backend_built(kind)) {
+        std::printf("%-5s not built\n", gpu::to_string(kind));
+        continue;
+      }
+      auto devs = gpu::list_devices(kind);
+      if (devs.empty()) std::printf("%-5s no devices\n", gpu::to_string(kind));
+      for (const auto& d : devs)
+        std::printf("%-5s %d: %s  arch %s  %d multiprocessors  %d KiB shared/block  %s\n", gpu::to_string(kind), d.index,
+                    d.name.c_str(), d.arch.c_str(), d.multiprocessors, d.shared_bytes_per_block / 1024,
+                    d.driver_version.c_str());
+    }
+    std::printf("auto picks: %s\n", gpu::to_string(gpu::resolve_backend("auto")));
+    return 0;
+  };
+}
+
+}  // namespace tiletune::tools

@@ -1,0 +1,27 @@
+// tiletune: the command-line program. `tiletune --help` lists the subcommands.
+#include <cstdio>
+#include <exception>
+
+#include "common/error.h"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tiletune: GEMM kernel autotuner (tune sweeps into a SQLite solution database, inspect it)"};
+  app.require_subcommand(1);
+  tiletune::tools::Run tune = tiletune::tools::add_tune(app);
+  tiletune::tools::Run db = tiletune::tools::add_db(app);
+  tiletune::tools::Run devices = tiletune::tools::add_devices(app);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (app.got_subcommand("tune")) return tune();
+    if (app.got_subcommand("db")) return db();
+    if (app.got_subcommand("devices")) return devices();
+  } catch (const tiletune::Error& e) {
+    std::fprintf(stderr, "tiletune: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tiletune: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,52 @@
+#include "tuner/benchmark.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tiletune::tuner {
+
+Timing time_runs(gpu::Device& dev, ProblemData& data, const BenchmarkOptions& options,
+                 const std::function<void(const TtGemmParams&)>& launch) {
+  std::size_t set = 0;
+  auto next = [&] { return data.params(set++ % data.sets()); };
+
+  struct Events {
+    gpu::Device& dev;
+    std::vector<gpu::Event> list;
+    ~Events() {
+      for (auto e : list) dev.destroy_event(e);
+    }
+  } events{dev, {}};
+  auto make = [&] { return events.list.emplace_back(dev.create_event()); };
+
+  // The first warm-up run also estimates how many runs fit in the time budget.
+  gpu::Event w0 = make(), w1 = make();
+  dev.record(w0);
+  launch(next());
+  dev.record(w1);
+  double first_ms = dev.elapsed_ms(w0, w1);
+  for (int i = 1; i < options.warmup; ++i) launch(next());
+  dev.synchronize();
+
+  int runs = options.max_iterations;
+  if (first_ms > 0) runs = int(std::clamp(options.target_ms / first_ms, double(options.min_iterations),
+                                          double(options.max_iterations)));
+  std::vector<gpu::Event> marks;
+  for (int i = 0; i <= runs; ++i) marks.push_back(make());
+  dev.record(marks[0]);
+  for (int i = 0; i < runs; ++i) {
+    launch(next());
+    dev.record(marks[i + 1]);
+  }
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) ms.push_back(dev.elapsed_ms(marks[i], marks[i + 1]));
+  std::sort(ms.begin(), ms.end());
+  Timing t;
+  t.iterations = runs;
+  t.min_ms = ms.front();
+  t.max_ms = ms.back();
+  t.median_ms = runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);
+  return t;
+}
+
+}  // namespace tiletune::tuner

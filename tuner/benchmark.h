@@ -1,0 +1,21 @@
+// Times one kernel: warm-up, then one event pair per run, rotating through the operand copies so
+// that no run finds its inputs in cache; min / median / max over the runs.
+#pragma once
+#include <functional>
+
+#include "gpu/backend.h"
+#include "tuner/config.h"
+#include "tuner/problem_data.h"
+
+namespace tiletune::tuner {
+
+struct Timing {
+  double min_ms = 0, median_ms = 0, max_ms = 0;
+  int iterations = 0;
+};
+
+// `launch(params)` enqueues one run with the given kernel arguments.
+Timing time_runs(gpu::Device& dev, ProblemData& data, const BenchmarkOptions& options,
+                 const std::function<void(const TtGemmParams&)>& launch);
+
+}  // namespace tiletune::tuner

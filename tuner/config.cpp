@@ -1,0 +1,150 @@
+#include "tuner/config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace tiletune::tuner {
+namespace {
+
+using nlohmann::json;
+
+void only_keys(const json& j, const std::set<std::string>& allowed, const std::string& where) {
+  if (!j.is_object()) throw Error(where + " must be a JSON object");
+  for (const auto& [key, value] : j.items())
+    if (!allowed.count(key)) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      throw Error("unknown key '" + key + "' in " + where + " (allowed: " + list + ")");
+    }
+}
+
+// A size is a number or an inclusive range [start, stop, step].
+std::vector<std::int64_t> sizes(const json& j, const std::string& what) {
+  if (j.is_number_integer()) return {j.get<std::int64_t>()};
+  if (j.is_array() && j.size() == 3) {
+    std::int64_t a = j[0].get<std::int64_t>(), b = j[1].get<std::int64_t>(), s = j[2].get<std::int64_t>();
+    if (s <= 0 || a > b) throw Error(what + ": range " + j.dump() + " must be [start, stop, step] with step > 0");
+    std::vector<std::int64_t> out;
+    for (std::int64_t v = a; v <= b; v += s) out.push_back(v);
+    return out;
+  }
+  throw Error(what + " must be an integer or a range [start, stop, step], got " + j.dump());
+}
+
+void add_problems(const json& spec, std::vector<GemmProblem>& out) {
+  only_keys(spec, {"dtype", "a_type", "c_type", "transA", "transB", "m", "n", "k", "batch", "lda", "ldb", "ldc",
+                   "stride_a", "stride_b", "stride_c", "beta_zero", "name"},
+            "problem " + spec.dump());
+  for (const char* f : {"m", "n", "k"})
+    if (!spec.contains(f)) throw Error(std::string("problem ") + spec.dump() + " has no '" + f + "'");
+  for (auto m : sizes(spec["m"], "m"))
+    for (auto n : sizes(spec["n"], "n"))
+      for (auto k : sizes(spec["k"], "k")) {
+        json one = spec;
+        one["m"] = m;
+        one["n"] = n;
+        one["k"] = k;
+        one.erase("name");
+        GemmProblem p = one.get<GemmProblem>();
+        p.validate();
+        out.push_back(p.canonical());
+      }
+}
+
+void add_shapes(const json& spec, const std::string& base_dir, std::vector<GemmProblem>& out) {
+  only_keys(spec, {"file", "names", "dtypes", "beta_zero"}, "\"shapes\"");
+  std::filesystem::path file = spec.at("file").get<std::string>();
+  if (file.is_relative()) file = std::filesystem::path(base_dir) / file;
+  std::ifstream in(file);
+  if (!in) throw Error("cannot open shapes file " + file.string());
+  json shapes;
+  try {
+    shapes = json::parse(in);
+  } catch (const json::exception& e) {
+    throw Error("shapes file " + file.string() + ": " + e.what());
+  }
+  std::set<std::string> wanted;
+  if (spec.contains("names")) wanted = spec["names"].get<std::set<std::string>>();
+  std::vector<std::string> dtypes = spec.value("dtypes", std::vector<std::string>{"f32"});
+  std::set<std::string> found;
+  for (const auto& s : shapes.at("shapes")) {
+    std::string name = s.at("name").get<std::string>();
+    if (!wanted.empty() && !wanted.count(name)) continue;
+    found.insert(name);
+    for (const auto& dt : dtypes) {
+      json p = {{"dtype", dt}, {"transA", s.at("transA")}, {"transB", s.at("transB")},
+                {"m", s.at("m")}, {"n", s.at("n")}, {"k", s.at("k")}, {"beta_zero", spec.value("beta_zero", true)}};
+      add_problems(p, out);
+    }
+  }
+  for (const auto& w : wanted)
+    if (!found.count(w)) throw Error("shape '" + w + "' is not in " + file.string());
+}
+
+}  // namespace
+
+TuningConfig parse_config(const std::string& text, const std::string& base_dir) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(std::string("config is not valid JSON: ") + e.what());
+  }
+  only_keys(j, {"name", "problems", "shapes", "templates", "benchmark", "about"}, "the config");
+  TuningConfig c;
+  try {
+    c.name = j.value("name", c.name);
+    for (const auto& p : j.value("problems", json::array())) add_problems(p, c.problems);
+    if (j.contains("shapes")) add_shapes(j["shapes"], base_dir, c.problems);
+    if (c.problems.empty()) throw Error("the config names no problems (give \"problems\" or \"shapes\")");
+
+    if (j.contains("templates")) {
+      for (const auto& [name, spec] : j["templates"].items()) {
+        only_keys(spec, {"parameters", "constraints"}, "template \"" + name + "\"");
+        KernelTemplate t = find_template(name);
+        const json params = spec.value("parameters", json::object()), constraints = spec.value("constraints", json::object());
+        for (const auto& [param, values] : params.items())
+          t.set_values(param, values.get<std::vector<std::int64_t>>());
+        for (const auto& [cname, expr] : constraints.items())
+          t.add_constraint(cname, expr.get<std::string>());
+        c.templates.push_back(std::move(t));
+      }
+    } else {
+      c.templates = builtin_templates();
+    }
+
+    if (j.contains("benchmark")) {
+      const json& b = j["benchmark"];
+      only_keys(b, {"warmup", "min_iterations", "max_iterations", "target_ms"}, "\"benchmark\"");
+      c.benchmark.warmup = b.value("warmup", c.benchmark.warmup);
+      c.benchmark.min_iterations = b.value("min_iterations", c.benchmark.min_iterations);
+      c.benchmark.max_iterations = b.value("max_iterations", c.benchmark.max_iterations);
+      c.benchmark.target_ms = b.value("target_ms", c.benchmark.target_ms);
+      if (c.benchmark.min_iterations < 1 || c.benchmark.max_iterations < c.benchmark.min_iterations)
+        throw Error("benchmark: need 1 <= min_iterations <= max_iterations");
+    }
+  } catch (const json::exception& e) {
+    throw Error(std::string("config: ") + e.what());
+  }
+  return c;
+}
+
+TuningConfig load_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot open config file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return parse_config(ss.str(), std::filesystem::path(path).parent_path().string());
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+}  // namespace tiletune::tuner

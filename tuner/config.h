@@ -1,0 +1,31 @@
+// A tuning config: which problems, which templates with which parameter values, how to measure.
+// Read from JSON; every unknown key, parameter or template is an error naming it, because a
+// typo that silently widens or empties a sweep costs hours of GPU time.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "solutions/kernel_template.h"
+#include "solutions/problem.h"
+
+namespace tiletune::tuner {
+
+struct BenchmarkOptions {
+  int warmup = 2;
+  int min_iterations = 5;
+  int max_iterations = 50;
+  double target_ms = 100;  // time spent timing one candidate, at most max_iterations runs
+};
+
+struct TuningConfig {
+  std::string name = "sweep";
+  std::vector<GemmProblem> problems;
+  std::vector<KernelTemplate> templates;  // with the config's overrides applied
+  BenchmarkOptions benchmark;
+};
+
+// `base_dir` resolves relative paths inside the config (e.g. a shapes file).
+TuningConfig parse_config(const std::string& json_text, const std::string& base_dir);
+TuningConfig load_config(const std::string& path);
+
+}  // namespace tiletune::tuner

@@ -1,0 +1,44 @@
+#include "tuner/enumerator.h"
+
+#include "common/error.h"
+
+namespace tiletune::tuner {
+
+std::vector<Solution> cartesian(const KernelTemplate& t) {
+  std::vector<Solution> out{Solution{t.name(), {}}};
+  for (const auto& [name, values] : t.parameters()) {
+    std::vector<Solution> next;
+    next.reserve(out.size() * values.size());
+    for (const auto& partial : out)
+      for (auto v : values) {
+        Solution s = partial;
+        s.params[name] = v;
+        next.push_back(std::move(s));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::vector<GemmProblem>& problems,
+                      const gpu::DeviceInfo& device) {
+  Enumeration e;
+  for (const auto& t : templates) {
+    if (!t.supports(device.backend)) continue;
+    std::vector<Solution> space = cartesian(t);
+    for (std::size_t pi = 0; pi < problems.size(); ++pi)
+      for (const auto& s : space) {
+        ++e.total;
+        Variables vars = t.variables(s, problems[pi], device);
+        if (auto why = t.violation(vars)) {
+          e.pruned_by_reason[why->substr(0, why->find(':'))]++;
+          e.pruned.push_back({pi, s, *why});
+          continue;
+        }
+        e.candidates.push_back({pi, &t, s, t.launch_dims(vars)});
+      }
+  }
+  return e;
+}
+
+}  // namespace tiletune::tuner

@@ -1,0 +1,42 @@
+// Parameter space x problems -> candidates, pruned before anything is compiled by the template's
+// named constraints against the problem and the device. Every pruned candidate keeps its reason.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpu/backend.h"
+#include "solutions/kernel_template.h"
+#include "solutions/problem.h"
+#include "solutions/solution.h"
+
+namespace tiletune::tuner {
+
+struct Candidate {
+  std::size_t problem_index = 0;
+  const KernelTemplate* tmpl = nullptr;
+  Solution solution;
+  gpu::LaunchDims dims;
+};
+
+struct PrunedCandidate {
+  std::size_t problem_index = 0;
+  Solution solution;
+  std::string reason;  // "<constraint name>: <expression>"
+};
+
+struct Enumeration {
+  std::size_t total = 0;  // before pruning
+  std::vector<Candidate> candidates;
+  std::vector<PrunedCandidate> pruned;
+  std::map<std::string, std::size_t> pruned_by_reason;  // constraint name -> count
+};
+
+// Every combination of parameter values of one template.
+std::vector<Solution> cartesian(const KernelTemplate& t);
+
+// Templates that do not support the device's backend are skipped.
+Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::vector<GemmProblem>& problems,
+                      const gpu::DeviceInfo& device);
+
+}  // namespace tiletune::tuner

@@ -1,0 +1,209 @@
+#include "tuner/problem_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "common/error.h"
+#include "kernel_templates/host_types.h"
+
+namespace tiletune::tuner {
+namespace {
+
+double load(const std::uint8_t* base, std::int64_t index, DataType t) {
+  switch (t) {
+    case DataType::F32: {
+      float v;
+      std::memcpy(&v, base + index * 4, 4);
+      return v;
+    }
+    case DataType::F16: {
+      tt_half h;
+      std::memcpy(&h, base + index * 2, 2);
+      return tt_host_to_float(h);
+    }
+    case DataType::BF16: {
+      tt_bf16 h;
+      std::memcpy(&h, base + index * 2, 2);
+      return tt_host_to_float(h);
+    }
+  }
+  return 0;
+}
+
+void store(std::uint8_t* base, std::int64_t index, DataType t, float v) {
+  switch (t) {
+    case DataType::F32: std::memcpy(base + index * 4, &v, 4); break;
+    case DataType::F16: {
+      tt_half h = tt_host_from_float<tt_half>(v);
+      std::memcpy(base + index * 2, &h, 2);
+      break;
+    }
+    case DataType::BF16: {
+      tt_bf16 h = tt_host_from_float<tt_bf16>(v);
+      std::memcpy(base + index * 2, &h, 2);
+      break;
+    }
+  }
+}
+
+// Fills the elements of a strided-batched column-major matrix with random values; the padding
+// between rows and ld keeps the 0xFF poison so that a kernel reading it would be caught by NaNs.
+void fill_random(std::vector<std::uint8_t>& buf, std::int64_t elements, std::int64_t rows, std::int64_t cols,
+                 std::int64_t ld, std::int64_t stride, std::int64_t batch, DataType t, std::mt19937_64& rng) {
+  buf.assign(std::size_t(elements) * size_of(t), 0xFF);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t j = 0; j < cols; ++j)
+      for (std::int64_t i = 0; i < rows; ++i) {
+        float v = dist(rng);
+        if (v == 0.f) v = 0.5f;  // never zeros
+        store(buf.data(), b * stride + j * ld + i, t, v);
+      }
+}
+
+double epsilon(DataType t) {
+  switch (t) {
+    case DataType::F32: return std::ldexp(1.0, -24);
+    case DataType::F16: return std::ldexp(1.0, -11);
+    case DataType::BF16: return std::ldexp(1.0, -8);
+  }
+  return 1;
+}
+
+}  // namespace
+
+double tolerance(const GemmProblem& p) {
+  return 4 * epsilon(p.c_type) + 16 * std::ldexp(1.0, -24) * std::sqrt(double(p.k)) + 1e-7;
+}
+
+ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rotate, std::uint64_t seed)
+    : dev_(dev), problem_(problem.canonical()) {
+  problem_.validate();
+  std::mt19937_64 rng(seed ? seed : std::random_device{}());
+  const GemmProblem& p = problem_;
+  fill_random(host_a_, p.elements_a(), p.rows_a(), p.cols_a(), p.lda, p.stride_a, p.batch, p.a_type, rng);
+  fill_random(host_b_, p.elements_b(), p.rows_b(), p.cols_b(), p.ldb, p.stride_b, p.batch, p.a_type, rng);
+  fill_random(host_c0_, p.elements_c(), p.m, p.n, p.ldc, p.stride_c, p.batch, p.c_type, rng);
+  std::uniform_real_distribution<float> dist(0.5f, 1.5f);
+  alpha_ = dist(rng);
+  beta_ = p.beta_zero ? 0.f : dist(rng);
+  compute_reference();
+
+  std::size_t set_bytes = host_a_.size() + host_b_.size() + host_c0_.size();
+  std::size_t sets = 1;
+  if (rotate && dev.info().cache_bytes > 0)
+    sets = std::clamp<std::size_t>((2 * std::size_t(dev.info().cache_bytes) + set_bytes - 1) / set_bytes, 1, 32);
+  for (std::size_t s = 0; s < sets; ++s) {
+    a_.emplace_back(dev, host_a_.size());
+    b_.emplace_back(dev, host_b_.size());
+    c_.emplace_back(dev, host_c0_.size());
+    dev.copy_to_device(a_.back().get(), host_a_.data(), host_a_.size());
+    dev.copy_to_device(b_.back().get(), host_b_.data(), host_b_.size());
+    dev.copy_to_device(c_.back().get(), host_c0_.data(), host_c0_.size());
+  }
+}
+
+TtGemmParams ProblemData::params(std::size_t set) const {
+  const GemmProblem& p = problem_;
+  TtGemmParams k{};
+  k.a = a_.at(set).get();
+  k.b = b_.at(set).get();
+  k.c = c_.at(set).get();
+  k.lda = p.lda;
+  k.ldb = p.ldb;
+  k.ldc = p.ldc;
+  k.stride_a = p.stride_a;
+  k.stride_b = p.stride_b;
+  k.stride_c = p.stride_c;
+  k.m = int(p.m);
+  k.n = int(p.n);
+  k.k = int(p.k);
+  k.batch = int(p.batch);
+  k.alpha = alpha_;
+  k.beta = beta_;
+  return k;
+}
+
+void ProblemData::compute_reference() {
+  const GemmProblem& p = problem_;
+  // op(A) as rows of k and op(B) as columns of k, both contiguous in k, for a fast dot product.
+  reference_.assign(std::size_t(p.m * p.n * p.batch), 0.0);
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    std::vector<double> at(std::size_t(p.m * p.k)), bt(std::size_t(p.n * p.k));
+    for (std::int64_t i = 0; i < p.m; ++i)
+      for (std::int64_t l = 0; l < p.k; ++l)
+        at[i * p.k + l] = load(host_a_.data(), b * p.stride_a + (p.trans_a ? l + i * p.lda : i + l * p.lda), p.a_type);
+    for (std::int64_t j = 0; j < p.n; ++j)
+      for (std::int64_t l = 0; l < p.k; ++l)
+        bt[j * p.k + l] = load(host_b_.data(), b * p.stride_b + (p.trans_b ? j + l * p.ldb : l + j * p.ldb), p.a_type);
+    auto work = [&](unsigned t) {
+      for (std::int64_t j = t; j < p.n; j += threads)
+        for (std::int64_t i = 0; i < p.m; ++i) {
+          const double* x = &at[i * p.k];
+          const double* y = &bt[j * p.k];
+          double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          std::int64_t l = 0;
+          for (; l + 4 <= p.k; l += 4) {
+            s0 += x[l] * y[l];
+            s1 += x[l + 1] * y[l + 1];
+            s2 += x[l + 2] * y[l + 2];
+            s3 += x[l + 3] * y[l + 3];
+          }
+          for (; l < p.k; ++l) s0 += x[l] * y[l];
+          double v = double(alpha_) * (s0 + s1 + s2 + s3);
+          if (!p.beta_zero) v += double(beta_) * load(host_c0_.data(), b * p.stride_c + i + j * p.ldc, p.c_type);
+          reference_[std::size_t(b * p.m * p.n + j * p.m + i)] = v;
+        }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+    work(0);
+    for (auto& th : pool) th.join();
+  }
+}
+
+void ProblemData::reset_output() {
+  if (problem_.beta_zero) dev_.fill_bytes(c_[0].get(), 0xFF, host_c0_.size());  // NaN in every type
+  else dev_.copy_to_device(c_[0].get(), host_c0_.data(), host_c0_.size());
+}
+
+ValidationResult ProblemData::check_output() {
+  const GemmProblem& p = problem_;
+  std::vector<std::uint8_t> out(host_c0_.size());
+  dev_.copy_to_host(out.data(), c_[0].get(), out.size());
+  ValidationResult r;
+  double err = 0, ref = 0;
+  int eb = size_of(p.c_type);
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    for (std::int64_t j = 0; j < p.n; ++j)
+      for (std::int64_t i = 0; i < p.ldc; ++i) {
+        std::int64_t idx = b * p.stride_c + j * p.ldc + i;
+        if (i >= p.m) {  // padding: must be left exactly as it was
+          if (std::memcmp(&out[idx * eb], &host_c0_[idx * eb], eb) != 0) {
+            r.reason = "wrote outside C: row " + std::to_string(i) + " >= m in column " + std::to_string(j);
+            return r;
+          }
+          continue;
+        }
+        double v = load(out.data(), idx, p.c_type);
+        double want = reference_[std::size_t(b * p.m * p.n + j * p.m + i)];
+        if (!std::isfinite(v)) {
+          r.reason = "C(" + std::to_string(i) + "," + std::to_string(j) + ", batch " + std::to_string(b) +
+                     ") is " + std::to_string(v) + " (not written, or NaN/inf)";
+          r.rel_error = INFINITY;
+          return r;
+        }
+        err += (v - want) * (v - want);
+        ref += want * want;
+      }
+  r.rel_error = std::sqrt(err / std::max(ref, 1e-300));
+  r.ok = r.rel_error <= tolerance(p);
+  if (!r.ok) r.reason = "relative error " + std::to_string(r.rel_error) + " > tolerance " + std::to_string(tolerance(p));
+  return r;
+}
+
+}  // namespace tiletune::tuner

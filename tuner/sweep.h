@@ -1,0 +1,48 @@
+// One tuning sweep: enumerate -> compile (parallel, cached in the database) -> validate ->
+// benchmark -> database, one committed row per finished candidate so that a sweep stopped at any
+// point keeps its work and a rerun of the same config redoes none of it.
+#pragma once
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpu/backend.h"
+#include "tuner/config.h"
+
+namespace tiletune::tuner {
+
+struct SweepOptions {
+  gpu::BackendKind backend = gpu::BackendKind::Host;
+  int device = 0;
+  std::string db_path;
+  int compile_jobs = 0;       // 0: one per core
+  bool compare_vendor = true;  // time the vendor library on every problem too
+  bool list_pruned = false;    // print every pruned candidate with its reason
+};
+
+struct WinnerRow {
+  GemmProblem problem;
+  std::string kernel_name;
+  double median_ms = 0, tflops = 0;
+  double vendor_tflops = -1;  // < 0: no vendor library
+};
+
+struct SweepSummary {
+  std::string arch, device_name, vendor;
+  std::size_t total = 0, pruned = 0, candidates = 0, already_done = 0;
+  std::size_t compiled = 0, compile_cached = 0, compile_failed = 0;
+  std::size_t invalid = 0, launch_failed = 0, benchmarked = 0;
+  std::map<std::string, std::size_t> pruned_by_reason;
+  std::vector<WinnerRow> winners;
+};
+
+// The key under which a code object is cached: every input that can change the binary.
+std::string compile_cache_key(const std::string& source_hash, const gpu::CompileRequest& request,
+                              const std::string& compiler_version);
+
+SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, std::FILE* log = stderr);
+
+void print_summary(const SweepSummary& s, std::FILE* out);
+
+}  // namespace tiletune::tuner
