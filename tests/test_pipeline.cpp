@@ -1,0 +1,193 @@
+// The whole product on the host backend: a sweep writes a database, a rerun resumes without redoing
+// anything, and the runtime opens the database and dispatches the winners (and a fallback for an
+// untuned problem) with correct results.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "db/database.h"
+#include "gpu/backend.h"
+#include "runtime/tiletune.hpp"
+#include "tuner/config.h"
+#include "tuner/problem_data.h"
+#include "tuner/sweep.h"
+
+namespace fs = std::filesystem;
+using namespace tiletune;
+
+namespace {
+
+// Two problems (an odd f32 NN with padded lda, a batched bf16 TN with beta) and a small host space.
+const char* kConfig = R"({
+  "name": "pipeline-test",
+  "problems": [
+    {"dtype": "f32", "transA": "N", "transB": "N", "m": 70, "n": 45, "k": 33, "lda": 75},
+    {"a_type": "bf16", "c_type": "f32", "transA": "T", "transB": "N", "m": 40, "n": 24, "k": 50, "batch": 2, "beta_zero": false}
+  ],
+  "templates": {"host_gemm": {"parameters": {"MT0": [16, 32], "MT1": [16], "KU": [16], "TT0": [8], "TT1": [2, 4]}}},
+  "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 5, "target_ms": 5}
+})";
+
+class Pipeline : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("tiletune-pipeline-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    db_ = (dir_ / "tuned.db").string();
+    config_ = tuner::parse_config(kConfig, dir_.string());
+    tuner::SweepOptions o;
+    o.backend = gpu::BackendKind::Host;
+    o.db_path = db_;
+    first_ = tuner::run_sweep(config_, o, stderr);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  // Runs `problem` through the runtime on fresh random data and checks it against fp64.
+  static tuner::ValidationResult dispatch(Handle& h, const GemmProblem& problem) {
+    auto dev = gpu::open_device(gpu::BackendKind::Host, 0);  // host memory is the runtime's memory too
+    tuner::ProblemData data(*dev, problem, /*rotate=*/false);
+    auto dt = [](DataType t) {
+      return t == DataType::F32 ? TILETUNE_R_32F : t == DataType::F16 ? TILETUNE_R_16F : TILETUNE_R_16BF;
+    };
+    const GemmProblem& p = data.problem();
+    return data.validate([&](const TtGemmParams& a) {
+      h.gemm_strided_batched(p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N, p.m,
+                             p.n, p.k, a.alpha, a.a, dt(p.a_type), p.lda, p.stride_a, a.b, p.ldb, p.stride_b, a.beta,
+                             a.c, dt(p.c_type), p.ldc, p.stride_c, p.batch);
+    });
+  }
+
+  static fs::path dir_;
+  static std::string db_;
+  static tuner::TuningConfig config_;
+  static tuner::SweepSummary first_;
+};
+fs::path Pipeline::dir_;
+std::string Pipeline::db_;
+tuner::TuningConfig Pipeline::config_;
+tuner::SweepSummary Pipeline::first_;
+
+TEST_F(Pipeline, SweepMeasuresEveryCandidateAndPicksAWinnerPerProblem) {
+  EXPECT_EQ(first_.total, 2u * 2 * 2);
+  EXPECT_EQ(first_.candidates + first_.pruned, first_.total);
+  EXPECT_EQ(first_.benchmarked, first_.candidates);
+  EXPECT_EQ(first_.invalid, 0u);
+  ASSERT_EQ(first_.winners.size(), 2u);
+  for (const auto& w : first_.winners) {
+    EXPECT_GT(w.tflops, 0);
+    EXPECT_EQ(w.kernel_name.rfind("host_gemm_", 0), 0u);
+  }
+  db::Database d = db::Database::open(db_, db::Mode::ReadOnly);
+  EXPECT_EQ(d.integrity_check(), "ok");
+  EXPECT_EQ(d.winners("").size(), 2u);
+}
+
+TEST_F(Pipeline, RerunResumesWithoutRedoingAnything) {
+  tuner::SweepOptions o;
+  o.backend = gpu::BackendKind::Host;
+  o.db_path = db_;
+  tuner::SweepSummary again = tuner::run_sweep(config_, o, stderr);
+  EXPECT_EQ(again.already_done, first_.candidates);
+  EXPECT_EQ(again.compiled, 0u);
+  EXPECT_EQ(again.benchmarked, 0u);
+  EXPECT_EQ(again.winners.size(), 2u);
+}
+
+TEST_F(Pipeline, RuntimeDispatchesTunedWinnersCorrectly) {
+  Handle h(db_, "host");
+  EXPECT_EQ(h.arch(), gpu::list_devices(gpu::BackendKind::Host)[0].arch);
+  for (const auto& p : config_.problems) {
+    auto r = dispatch(h, p);
+    EXPECT_TRUE(r.ok) << p.key() << ": " << r.reason;
+  }
+  auto s = h.stats();
+  EXPECT_EQ(s.tuned, 2u);
+  EXPECT_EQ(s.fallbacks, 0u);
+  EXPECT_EQ(s.jit_compiles, 0u) << "winners must load from the database's code objects";
+}
+
+TEST_F(Pipeline, UntunedProblemFallsBackToTheDefaultKernelAndIsCounted) {
+  Handle h(db_, "host");
+  GemmProblem p;
+  p.a_type = DataType::F16;
+  p.c_type = DataType::F16;
+  p.trans_b = true;
+  p.m = 33;
+  p.n = 17;
+  p.k = 9;
+  auto r = dispatch(h, p);
+  EXPECT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(h.stats().fallbacks, 1u);
+  EXPECT_EQ(h.stats().tuned, 0u);
+  EXPECT_EQ(h.stats().jit_compiles, 1u);
+}
+
+TEST_F(Pipeline, BadInputGetsAStatusAndAMessageNeverACrash) {
+  tiletune_handle_t h = nullptr;
+  EXPECT_EQ(tiletune_create(&h, (dir_ / "missing.db").c_str(), "host", 0), TILETUNE_ERROR_DATABASE);
+  EXPECT_NE(std::string(tiletune_last_error()).find("missing.db"), std::string::npos) << tiletune_last_error();
+  EXPECT_EQ(h, nullptr);
+
+  std::ofstream(dir_ / "text.db") << "not a database";
+  EXPECT_EQ(tiletune_create(&h, (dir_ / "text.db").c_str(), "host", 0), TILETUNE_ERROR_DATABASE);
+  EXPECT_EQ(tiletune_create(&h, db_.c_str(), "nonsense", 0), TILETUNE_ERROR_DEVICE);
+  EXPECT_EQ(tiletune_create(&h, db_.c_str(), "host", 7), TILETUNE_ERROR_DEVICE);
+
+  ASSERT_EQ(tiletune_create(&h, db_.c_str(), "host", 0), TILETUNE_SUCCESS);
+  float x[4] = {1, 2, 3, 4};
+  EXPECT_EQ(tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, 0, 2, 2, 1.f, x, TILETUNE_R_32F, 2, x, 2, 0.f, x,
+                          TILETUNE_R_32F, 2, nullptr),
+            TILETUNE_ERROR_INVALID_VALUE);
+  EXPECT_NE(std::string(tiletune_last_error()).find("m, n and k"), std::string::npos) << tiletune_last_error();
+  EXPECT_EQ(tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, 2, 2, 2, 1.f, x, TILETUNE_R_32F, 1, x, 2, 0.f, x,
+                          TILETUNE_R_32F, 2, nullptr),
+            TILETUNE_ERROR_INVALID_VALUE);  // lda < m
+  EXPECT_EQ(tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, 2, 2, 2, 1.f, nullptr, TILETUNE_R_32F, 2, x, 2, 0.f, x,
+                          TILETUNE_R_32F, 2, nullptr),
+            TILETUNE_ERROR_LAUNCH);
+  EXPECT_EQ(tiletune_gemm(h, tiletune_operation_t(5), TILETUNE_OP_N, 2, 2, 2, 1.f, x, TILETUNE_R_32F, 2, x, 2, 0.f, x,
+                          TILETUNE_R_32F, 2, nullptr),
+            TILETUNE_ERROR_INVALID_VALUE);
+  tiletune_destroy(h);
+  EXPECT_EQ(tiletune_gemm(nullptr, TILETUNE_OP_N, TILETUNE_OP_N, 2, 2, 2, 1.f, x, TILETUNE_R_32F, 2, x, 2, 0.f, x,
+                          TILETUNE_R_32F, 2, nullptr),
+            TILETUNE_ERROR_INVALID_VALUE);
+}
+
+TEST_F(Pipeline, WinnersOfAnotherArchAreNeverLoaded) {
+  // Copy the database and relabel every measurement and winner as another arch's.
+  fs::path foreign = dir_ / "foreign.db";
+  {
+    db::Database src = db::Database::open(db_, db::Mode::ReadWrite);  // checkpoints the WAL into the file
+  }
+  fs::copy_file(db_, foreign, fs::copy_options::overwrite_existing);
+  {
+    db::Database d = db::Database::open(foreign.string(), db::Mode::ReadWrite);
+    for (const char* sql : {"UPDATE measurements SET arch = 'gfx90a'", "UPDATE winners SET arch = 'gfx90a'",
+                            "UPDATE code_objects SET arch = 'gfx90a'"})
+      ASSERT_EQ(sqlite3_exec(d.native_handle(), sql, nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  Handle h(foreign.string(), "host");
+  size_t tuned = 99;
+  char arch[32];
+  tiletune_get_arch(h.get(), arch, sizeof arch, &tuned);
+  EXPECT_EQ(tuned, 0u);
+  auto r = dispatch(h, config_.problems[0]);
+  EXPECT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(h.stats().fallbacks, 1u);
+}
+
+TEST(Config, BadConfigFilesAreRefusedWithTheirCause) {
+  EXPECT_THROW(tuner::load_config("/nonexistent/config.json"), Error);
+  try {
+    tuner::parse_config(R"({"problems": [{"m": 1, "n": 1, "k": 1}], "templates": {"host_gemm": {"parameters": {"NOPE": [1]}}}})", ".");
+    FAIL() << "an unknown parameter must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("NOPE"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
