@@ -11,22 +11,6 @@
 
 namespace tiletune::gpu {
 
-const char* to_string(BackendKind kind) {
-  switch (kind) {
-    case BackendKind::Host: return "host";
-    case BackendKind::Cuda: return "cuda";
-    case BackendKind::Hip: return "hip";
-  }
-  return "?";
-}
-
-BackendKind backend_from_string(const std::string& name) {
-  if (name == "host") return BackendKind::Host;
-  if (name == "cuda") return BackendKind::Cuda;
-  if (name == "hip") return BackendKind::Hip;
-  throw Error("unknown backend '" + name + "' (expected host, cuda or hip)");
-}
-
 bool backend_built(BackendKind kind) {
   switch (kind) {
     case BackendKind::Host: return true;

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what tiletune needs to build and test, from Debian/Ubuntu packages; does nothing when
+# everything is already there. The CUDA toolkit is optional (the CUDA backend builds when it is
+# found, e.g. in /usr/local/cuda); HIP comes from Debian's libamdhip64-dev where it exists.
+set -euo pipefail
+need=(cmake g++ make pkg-config libsqlite3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev)
+optional=(libamdhip64-dev llvm-14)
+missing=()
+for p in "${need[@]}" "${optional[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "installing: ${missing[*]}"
+$SUDO apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+# HIP and the LLVM tools only enable the AMD compile path; a distribution without them still builds.
+for p in "${optional[@]}"; do
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null 2>&1 || echo "note: $p not available; the HIP backend will be off"
+done

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs a quickstart sweep on the best backend found
+# (CUDA, else HIP, else the host CPU), writing tiletune.db and printing the winners.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+export PATH="$PATH:/usr/local/cuda/bin"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)"
+./build/tiletune devices
+./build/tiletune tune configs/quickstart.json --db tiletune.db "$@"
+./build/tiletune db winners tiletune.db
