@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <vector>
 
 #include "common/error.h"
@@ -88,7 +89,8 @@ class Parser {
       size_t start = pos_;
       while (pos_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[pos_]))) ++pos_;
       n->kind = Node::Number;
-      n->value = std::stoll(t_.substr(start, pos_ - start));
+      auto [end, ec] = std::from_chars(t_.data() + start, t_.data() + pos_, n->value);
+      if (ec != std::errc()) fail("integer literal out of range");
       return n;
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
@@ -151,11 +153,14 @@ std::int64_t eval_node(const Node& n, const Variables& vars, const std::string& 
   if (op == "&&" && !a) return 0;  // short-circuit so guards like "X > 0 && Y % X == 0" work
   if (op == "||" && a) return 1;
   std::int64_t b = eval_node(*n.args[1], vars, text);
-  if (op == "+") return a + b;
-  if (op == "-") return a - b;
-  if (op == "*") return a * b;
+  std::int64_t r = 0;
+  auto overflow = [&] { return Error("expression \"" + text + "\": integer overflow in " + op); };
+  if (op == "+") return __builtin_add_overflow(a, b, &r) ? throw overflow() : r;
+  if (op == "-") return __builtin_sub_overflow(a, b, &r) ? throw overflow() : r;
+  if (op == "*") return __builtin_mul_overflow(a, b, &r) ? throw overflow() : r;
   if (op == "/" || op == "%") {
     if (b == 0) throw Error("expression \"" + text + "\": division by zero");
+    if (b == -1 && a == INT64_MIN) throw overflow();
     return op == "/" ? a / b : a % b;
   }
   if (op == "<") return a < b;

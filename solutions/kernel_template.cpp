@@ -20,7 +20,7 @@ std::string content_hash(const std::string& text) {
   return buf;
 }
 
-KernelTemplate KernelTemplate::from_json(const nlohmann::json& j) {
+KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j) {
   KernelTemplate t;
   std::string where = "template spec";
   try {
@@ -32,10 +32,10 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::json& j) {
     for (const auto& [name, values] : j.at("parameters").items())
       t.params_.emplace_back(name, values.get<std::vector<std::int64_t>>());
     t.defaults_ = j.at("default").get<std::map<std::string, std::int64_t>>();
-    const nlohmann::json derived = j.value("derived", nlohmann::json::array());
+    const nlohmann::ordered_json derived = j.value("derived", nlohmann::ordered_json::array());
     for (const auto& d : derived)
       t.derived_.emplace_back(d.at(0).get<std::string>(), Expression::parse(d.at(1).get<std::string>()));
-    const nlohmann::json constraints = j.value("constraints", nlohmann::json::object());  // items() needs an lvalue
+    const nlohmann::ordered_json constraints = j.value("constraints", nlohmann::ordered_json::object());  // items() needs an lvalue
     for (const auto& [name, text] : constraints.items())
       t.constraints_.emplace_back(name, Expression::parse(text.get<std::string>()));
     const auto& l = j.at("launch");
@@ -171,9 +171,9 @@ const std::vector<KernelTemplate>& builtin_templates() {
     std::vector<KernelTemplate> out;
     for (const auto& [file, text] : embedded_kernel_sources()) {
       if (file.size() < 5 || file.compare(file.size() - 5, 5, ".json") != 0) continue;
-      nlohmann::json j;
+      nlohmann::ordered_json j;
       try {
-        j = nlohmann::json::parse(text);
+        j = nlohmann::ordered_json::parse(text);
       } catch (const nlohmann::json::exception& e) {
         throw Error("kernel_templates/" + file + ": " + e.what());
       }

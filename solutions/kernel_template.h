@@ -23,7 +23,9 @@ const std::map<std::string, std::string>& embedded_kernel_sources();
 
 class KernelTemplate {
  public:
-  static KernelTemplate from_json(const nlohmann::json& spec);  // throws Error naming the field
+  // Ordered JSON: constraints are checked in the order written, so a pruned candidate is blamed
+  // on the first rule it breaks as the author listed them. Throws Error naming the field.
+  static KernelTemplate from_json(const nlohmann::ordered_json& spec);
 
   const std::string& name() const { return name_; }
   const std::string& source_file() const { return source_; }

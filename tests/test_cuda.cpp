@@ -46,8 +46,7 @@ GemmProblem problem(DataType in, DataType out, bool ta, bool tb, int m, int n, i
 // A spread of each problem's surviving candidates: every stride-th one, plus the template default.
 std::vector<tuner::Candidate> sample(const std::vector<GemmProblem>& problems, const gpu::DeviceInfo& dev,
                                      std::size_t per_problem) {
-  static const std::vector<KernelTemplate> templates = {find_template("simt_gemm")};  // candidates point here
-  auto e = tuner::enumerate(templates, problems, dev);
+  auto e = tuner::enumerate({find_template("simt_gemm")}, problems, dev);
   std::vector<tuner::Candidate> out;
   for (std::size_t pi = 0; pi < problems.size(); ++pi) {
     std::vector<tuner::Candidate> mine;

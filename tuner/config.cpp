@@ -30,6 +30,7 @@ std::vector<std::int64_t> sizes(const json& j, const std::string& what) {
   if (j.is_array() && j.size() == 3) {
     std::int64_t a = j[0].get<std::int64_t>(), b = j[1].get<std::int64_t>(), s = j[2].get<std::int64_t>();
     if (s <= 0 || a > b) throw Error(what + ": range " + j.dump() + " must be [start, stop, step] with step > 0");
+    if ((b - a) / s >= 100000) throw Error(what + ": range " + j.dump() + " expands to more than 100000 sizes");
     std::vector<std::int64_t> out;
     for (std::int64_t v = a; v <= b; v += s) out.push_back(v);
     return out;

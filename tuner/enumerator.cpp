@@ -23,8 +23,10 @@ std::vector<Solution> cartesian(const KernelTemplate& t) {
 Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::vector<GemmProblem>& problems,
                       const gpu::DeviceInfo& device) {
   Enumeration e;
-  for (const auto& t : templates) {
-    if (!t.supports(device.backend)) continue;
+  for (const auto& original : templates) {
+    if (!original.supports(device.backend)) continue;
+    auto shared = std::make_shared<const KernelTemplate>(original);
+    const KernelTemplate& t = *shared;
     std::vector<Solution> space = cartesian(t);
     for (std::size_t pi = 0; pi < problems.size(); ++pi)
       for (const auto& s : space) {
@@ -35,7 +37,7 @@ Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::v
           e.pruned.push_back({pi, s, *why});
           continue;
         }
-        e.candidates.push_back({pi, &t, s, t.launch_dims(vars)});
+        e.candidates.push_back({pi, shared, s, t.launch_dims(vars)});
       }
   }
   return e;

@@ -2,6 +2,7 @@
 // named constraints against the problem and the device. Every pruned candidate keeps its reason.
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,7 @@ namespace tiletune::tuner {
 
 struct Candidate {
   std::size_t problem_index = 0;
-  const KernelTemplate* tmpl = nullptr;
+  std::shared_ptr<const KernelTemplate> tmpl;  // shared copy: a candidate outlives the caller's list
   Solution solution;
   gpu::LaunchDims dims;
 };

@@ -200,6 +200,13 @@ ValidationResult ProblemData::check_output() {
         err += (v - want) * (v - want);
         ref += want * want;
       }
+  // Gaps between batches (stride_c > ldc * n) must be untouched as well.
+  for (std::int64_t b = 0; b + 1 < p.batch; ++b)
+    for (std::int64_t idx = b * p.stride_c + p.ldc * p.n; idx < (b + 1) * p.stride_c; ++idx)
+      if (std::memcmp(&out[idx * eb], &host_c0_[idx * eb], eb) != 0) {
+        r.reason = "wrote between batches of C at element " + std::to_string(idx);
+        return r;
+      }
   r.rel_error = std::sqrt(err / std::max(ref, 1e-300));
   r.ok = r.rel_error <= tolerance(p);
   if (!r.ok) r.reason = "relative error " + std::to_string(r.rel_error) + " > tolerance " + std::to_string(tolerance(p));

@@ -24,7 +24,6 @@ std::string first_lines(const std::string& text, std::size_t max_chars = 600) {
 
 struct CompileJob {
   std::string cache_key;
-  const KernelTemplate* tmpl;
   Solution solution;
   gpu::CompileRequest request;
   std::int64_t solution_id;
@@ -86,7 +85,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     gpu::CompileRequest req = c.tmpl->compile_request(c.solution, config.problems[c.problem_index], info);
     std::string key = compile_cache_key(c.tmpl->source_hash(), req, compiler_version);
     work.push_back({&c, sid, key});
-    if (!jobs.count(key)) jobs.emplace(key, CompileJob{key, c.tmpl, c.solution, std::move(req), sid});
+    if (!jobs.count(key)) jobs.emplace(key, CompileJob{key, c.solution, std::move(req), sid});
   }
   if (sum.already_done) std::fprintf(log, "resuming: %zu candidates already measured in %s\n", sum.already_done, options.db_path.c_str());
 

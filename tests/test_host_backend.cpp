@@ -1,0 +1,436 @@
+// Tests of the host (CPU) backend through the vendor-neutral interface (gpu/backend.h): compile the
+// host_gemm template, load, launch and validate against ProblemData's fp64 reference; check that
+// wrong kernels fail validation, compile errors and bad arches are reported, and that events and
+// memory copies work. Each distinct host_gemm variant is compiled once (in parallel) per run.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "common/error.h"
+#include "gpu/backend.h"
+#include "solutions/kernel_template.h"
+#include "tuner/problem_data.h"
+
+using namespace tiletune;
+using tiletune::tuner::ProblemData;
+using tiletune::tuner::ValidationResult;
+
+namespace {
+
+std::mt19937_64& rng() {
+  static std::mt19937_64 r(std::random_device{}());
+  return r;
+}
+std::int64_t rand_in(std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng()); }
+
+GemmProblem make(std::int64_t m, std::int64_t n, std::int64_t k, DataType a = DataType::F32, DataType c = DataType::F32,
+                 bool ta = false, bool tb = false) {
+  GemmProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a_type = a;
+  p.c_type = c;
+  p.trans_a = ta;
+  p.trans_b = tb;
+  return p;
+}
+
+// A hand-written kernel for the negative tests: correct f32 NN GEMM for MODE 0; MODE 1 writes only
+// the first half of the columns, MODE 2 adds 1 to every element, MODE 3 also writes row m (padding).
+const char* kBadSource = R"(
+#include "gemm_params.h"
+template <int MODE>
+void bad(const void* arg, unsigned, unsigned, unsigned bz) {
+  const TtGemmParams& p = *static_cast<const TtGemmParams*>(arg);
+  const float* A = static_cast<const float*>(p.a) + (long long)bz * p.stride_a;
+  const float* B = static_cast<const float*>(p.b) + (long long)bz * p.stride_b;
+  float* C = static_cast<float*>(p.c) + (long long)bz * p.stride_c;
+  const int ncols = MODE == 1 ? p.n / 2 : p.n;
+  for (int j = 0; j < ncols; ++j)
+    for (int i = 0; i < p.m; ++i) {
+      float s = 0.f;
+      for (int l = 0; l < p.k; ++l) s += A[i + (long long)l * p.lda] * B[l + (long long)j * p.ldb];
+      float v = p.alpha * s;
+      if (p.beta != 0.f) v += p.beta * C[i + (long long)j * p.ldc];
+      if (MODE == 2) v += 1.0f;
+      C[i + (long long)j * p.ldc] = v;
+      if (MODE == 3 && i == p.m - 1 && p.ldc > p.m) C[p.m + (long long)j * p.ldc] = v;
+    }
+}
+)";
+
+struct Variant {
+  DataType a, c;
+  bool ta, tb;
+  Solution sol;
+  std::string key() const {
+    return std::string(to_string(a)) + ">" + to_string(c) + (ta ? "T" : "N") + (tb ? "T" : "N") + sol.kernel_name();
+  }
+};
+
+Solution other_solution() {
+  Solution s = find_template("host_gemm").default_solution();
+  s.params = {{"MT0", 16}, {"MT1", 64}, {"KU", 64}, {"TT0", 16}, {"TT1", 2}};
+  return s;
+}
+
+class HostBackend : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dev_ = gpu::open_device(gpu::BackendKind::Host, 0).release();
+    const KernelTemplate& t = find_template("host_gemm");
+    const Solution def = t.default_solution();
+    std::vector<Variant> variants;
+    for (int tr = 0; tr < 4; ++tr) variants.push_back({DataType::F32, DataType::F32, bool(tr & 1), bool(tr & 2), def});
+    variants.push_back({DataType::F16, DataType::F16, false, false, def});
+    variants.push_back({DataType::BF16, DataType::BF16, true, false, def});
+    variants.push_back({DataType::F16, DataType::F32, false, true, def});
+    variants.push_back({DataType::F32, DataType::F32, false, false, other_solution()});
+
+    std::vector<std::pair<std::string, std::future<gpu::CompileResult>>> jobs;
+    for (const auto& v : variants) {
+      GemmProblem p = make(8, 8, 8, v.a, v.c, v.ta, v.tb);
+      gpu::CompileRequest req = t.compile_request(v.sol, p, dev_->info());
+      jobs.emplace_back(v.key(), std::async(std::launch::async, [req] { return dev_->compiler().compile(req); }));
+    }
+    for (int mode = 0; mode < 4; ++mode) {
+      gpu::CompileRequest req;
+      req.source = kBadSource;
+      req.headers = {{"gemm_params.h", embedded_kernel_sources().at("gemm_params.h")}};
+      req.name_expression = "bad<" + std::to_string(mode) + ">";
+      req.arch = dev_->info().arch;
+      jobs.emplace_back("bad" + std::to_string(mode),
+                        std::async(std::launch::async, [req] { return dev_->compiler().compile(req); }));
+    }
+    kernels_ = new std::map<std::string, std::shared_ptr<gpu::Kernel>>;
+    code_ = new std::map<std::string, gpu::CodeObject>;
+    for (auto& [key, fut] : jobs) {
+      gpu::CompileResult r = fut.get();
+      if (!r.ok) {
+        compile_failures_ += key + ":\n" + r.log + "\n";
+        continue;
+      }
+      (*code_)[key] = r.code;
+      (*kernels_)[key] = dev_->load(r.code);
+    }
+  }
+  static void TearDownTestSuite() {
+    delete kernels_;
+    delete code_;
+    delete dev_;
+    kernels_ = nullptr;
+    code_ = nullptr;
+    dev_ = nullptr;
+  }
+  void SetUp() override { ASSERT_TRUE(compile_failures_.empty()) << compile_failures_; }
+
+  static gpu::Kernel& kernel(const std::string& key) {
+    auto it = kernels_->find(key);
+    if (it == kernels_->end()) throw Error("test kernel " + key + " was not compiled");
+    return *it->second;
+  }
+
+  // Runs the host_gemm variant matching `p` and `sol` on fresh random data and validates it.
+  static ValidationResult run_gemm(const GemmProblem& p, const Solution& sol, gpu::Kernel* k = nullptr) {
+    const KernelTemplate& t = find_template("host_gemm");
+    if (!k) k = &kernel(Variant{p.a_type, p.c_type, p.trans_a, p.trans_b, sol}.key());
+    ProblemData data(*dev_, p, /*rotate=*/false);
+    gpu::LaunchDims dims = t.launch_dims(t.variables(sol, p, dev_->info()));
+    return data.validate([&](const TtGemmParams& prm) { dev_->launch(*k, dims, &prm, sizeof prm); });
+  }
+  static ValidationResult run_bad(int mode, const GemmProblem& p) {
+    ProblemData data(*dev_, p, /*rotate=*/false);
+    gpu::LaunchDims dims;
+    dims.grid[2] = unsigned(p.batch);
+    gpu::Kernel& k = kernel("bad" + std::to_string(mode));
+    return data.validate([&](const TtGemmParams& prm) { dev_->launch(k, dims, &prm, sizeof prm); });
+  }
+
+  static gpu::Device* dev_;
+  static std::map<std::string, std::shared_ptr<gpu::Kernel>>* kernels_;
+  static std::map<std::string, gpu::CodeObject>* code_;
+  static std::string compile_failures_;
+};
+
+gpu::Device* HostBackend::dev_ = nullptr;
+std::map<std::string, std::shared_ptr<gpu::Kernel>>* HostBackend::kernels_ = nullptr;
+std::map<std::string, gpu::CodeObject>* HostBackend::code_ = nullptr;
+std::string HostBackend::compile_failures_;
+
+#define EXPECT_VALID(r) \
+  do { \
+    ValidationResult r_ = (r); \
+    EXPECT_TRUE(r_.ok) << r_.reason; \
+    EXPECT_TRUE(r_.reason.empty()) << r_.reason; \
+    EXPECT_GE(r_.rel_error, 0.0); \
+  } while (0)
+
+TEST_F(HostBackend, DeviceInfo) {
+  const gpu::DeviceInfo& info = dev_->info();
+  EXPECT_EQ(info.backend, gpu::BackendKind::Host);
+  EXPECT_FALSE(info.arch.empty());
+  EXPECT_GE(info.multiprocessors, 1);
+  EXPECT_TRUE(gpu::backend_built(gpu::BackendKind::Host));
+  EXPECT_EQ(gpu::list_devices(gpu::BackendKind::Host).size(), 1u);
+  EXPECT_THROW(gpu::open_device(gpu::BackendKind::Host, 1), Error);
+  EXPECT_FALSE(dev_->compiler().version().empty());
+  EXPECT_FALSE(gpu::make_compiler(gpu::BackendKind::Host)->version().empty());
+}
+
+TEST_F(HostBackend, CompileRequestForHost) {
+  const KernelTemplate& t = find_template("host_gemm");
+  gpu::CompileRequest r = t.compile_request(t.default_solution(), make(8, 8, 8, DataType::BF16, DataType::F32, false, true),
+                                            dev_->info());
+  EXPECT_EQ(r.name_expression, "host_gemm<tt_bf16, float, false, true, 32, 32, 16, 8, 4>");
+  EXPECT_EQ(r.source.find("prelude"), std::string::npos) << r.source;
+  EXPECT_NE(r.source.find("host_gemm.h"), std::string::npos) << r.source;
+  EXPECT_EQ(r.arch, dev_->info().arch);
+}
+
+TEST_F(HostBackend, AllTransposesF32) {
+  const Solution def = find_template("host_gemm").default_solution();
+  for (int tr = 0; tr < 4; ++tr) {
+    SCOPED_TRACE("transposes " + std::to_string(tr));
+    EXPECT_VALID(run_gemm(make(37, 29, 53, DataType::F32, DataType::F32, tr & 1, tr & 2), def));
+    EXPECT_VALID(run_gemm(make(rand_in(1, 150), rand_in(1, 150), rand_in(1, 150), DataType::F32, DataType::F32, tr & 1, tr & 2), def));
+    EXPECT_VALID(run_gemm(make(1, 1, 1, DataType::F32, DataType::F32, tr & 1, tr & 2), def));
+  }
+}
+
+TEST_F(HostBackend, HalfPrecisionInputs) {
+  const Solution def = find_template("host_gemm").default_solution();
+  EXPECT_VALID(run_gemm(make(64, 48, 80, DataType::F16, DataType::F16), def));
+  EXPECT_VALID(run_gemm(make(37, 29, 53, DataType::F16, DataType::F16), def));
+  EXPECT_VALID(run_gemm(make(37, 29, 53, DataType::BF16, DataType::BF16, true, false), def));
+  EXPECT_VALID(run_gemm(make(rand_in(1, 120), rand_in(1, 120), rand_in(1, 200), DataType::BF16, DataType::BF16, true, false), def));
+  EXPECT_VALID(run_gemm(make(37, 29, 53, DataType::F16, DataType::F32, false, true), def));
+}
+
+TEST_F(HostBackend, LeadingDimensionsLargerThanPacked) {
+  const Solution def = find_template("host_gemm").default_solution();
+  GemmProblem p = make(37, 29, 53);
+  p.lda = 45;
+  p.ldb = 60;
+  p.ldc = 41;
+  EXPECT_VALID(run_gemm(p, def));
+  GemmProblem q = make(37, 29, 53, DataType::F32, DataType::F32, true, true);
+  q.lda = 64;   // >= k
+  q.ldb = 33;   // >= n
+  q.ldc = 40;
+  q.beta_zero = false;
+  EXPECT_VALID(run_gemm(q, def));
+}
+
+TEST_F(HostBackend, BatchedWithBeta) {
+  const Solution def = find_template("host_gemm").default_solution();
+  GemmProblem p = make(37, 29, 53, DataType::F32, DataType::F32, true, false);
+  p.batch = 3;
+  p.beta_zero = false;
+  EXPECT_VALID(run_gemm(p, def));
+  // explicit strides and lds larger than packed
+  p.lda = 60;
+  p.ldc = 39;
+  p.stride_a = 60 * 37 + 13;
+  p.stride_b = 53 * 29 + 7;
+  p.stride_c = 39 * 29 + 5;
+  EXPECT_VALID(run_gemm(p, def));
+  {
+    ProblemData d(*dev_, p, false);
+    EXPECT_NE(d.beta(), 0.f);
+    EXPECT_NE(d.alpha(), 0.f);
+  }
+  GemmProblem h = make(33, 20, 70, DataType::BF16, DataType::BF16, true, false);
+  h.batch = 3;
+  h.beta_zero = false;
+  EXPECT_VALID(run_gemm(h, def));
+}
+
+TEST_F(HostBackend, OtherTileShape) {
+  const Solution s = other_solution();
+  EXPECT_VALID(run_gemm(make(37, 29, 53), s));
+  EXPECT_VALID(run_gemm(make(rand_in(60, 200), rand_in(60, 200), rand_in(65, 300)), s));
+  GemmProblem p = make(50, 70, 130);
+  p.batch = 2;
+  p.beta_zero = false;
+  EXPECT_VALID(run_gemm(p, s));
+}
+
+TEST_F(HostBackend, WrongTransposeFailsValidation) {
+  // The NN kernel on an NT problem of square packed shapes runs in bounds but computes A*B, not A*B^T.
+  const Solution def = find_template("host_gemm").default_solution();
+  gpu::Kernel& nn = kernel(Variant{DataType::F32, DataType::F32, false, false, def}.key());
+  ValidationResult r = run_gemm(make(40, 40, 40, DataType::F32, DataType::F32, false, true), def, &nn);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.reason.find("relative error"), std::string::npos) << r.reason;
+  EXPECT_GT(r.rel_error, 0.1);
+}
+
+TEST_F(HostBackend, CustomKernelControl) {
+  // The hand-written kernel in its correct mode passes: the failures below are its deliberate bugs.
+  EXPECT_VALID(run_bad(0, make(37, 29, 53)));
+  GemmProblem p = make(20, 10, 30);
+  p.batch = 3;
+  p.beta_zero = false;
+  EXPECT_VALID(run_bad(0, p));
+}
+
+TEST_F(HostBackend, PartialWriteFailsValidation) {
+  ValidationResult r = run_bad(1, make(37, 29, 53));
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.reason.find("not written"), std::string::npos) << r.reason;
+  // with beta != 0, C starts from random values rather than poison: still caught
+  GemmProblem p = make(37, 29, 53);
+  p.beta_zero = false;
+  p.batch = 2;
+  r = run_bad(1, p);
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.reason.empty());
+}
+
+TEST_F(HostBackend, OffByOneFailsValidation) {
+  ValidationResult r = run_bad(2, make(37, 29, 53));
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.reason.find("relative error"), std::string::npos) << r.reason;
+  EXPECT_GT(r.rel_error, tuner::tolerance(make(37, 29, 53)));
+}
+
+TEST_F(HostBackend, WritingPaddingFailsValidation) {
+  GemmProblem p = make(37, 29, 53);
+  p.ldc = 40;
+  ValidationResult r = run_bad(3, p);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.reason.find("outside C"), std::string::npos) << r.reason;
+  // the same kernel with packed C has no padding to spoil
+  EXPECT_VALID(run_bad(3, make(37, 29, 53)));
+}
+
+TEST_F(HostBackend, CompileErrorReturnsLog) {
+  gpu::CompileRequest req;
+  req.source = "int broken() { return undefined_symbol_xyz; }\n"
+               "template <int X> void bad(const void*, unsigned, unsigned, unsigned) {}\n";
+  req.name_expression = "bad<0>";
+  req.arch = dev_->info().arch;
+  gpu::CompileResult r = dev_->compiler().compile(req);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("undefined_symbol_xyz"), std::string::npos) << r.log;
+  EXPECT_TRUE(r.code.bytes.empty());
+}
+
+TEST_F(HostBackend, BadArchRefused) {
+  gpu::CompileRequest req;
+  req.source = "template <int X> void ok(const void*, unsigned, unsigned, unsigned) {}\n";
+  req.name_expression = "ok<0>";
+  for (const char* arch : {"sm_90a", "gfx90a", ""}) {
+    req.arch = arch;
+    gpu::CompileResult r = dev_->compiler().compile(req);
+    EXPECT_FALSE(r.ok) << arch;
+    EXPECT_NE(r.log.find("arch"), std::string::npos) << r.log;
+    EXPECT_NE(r.log.find(std::string("'") + arch + "'"), std::string::npos) << r.log;
+  }
+}
+
+TEST_F(HostBackend, LoadErrors) {
+  gpu::CodeObject garbage;
+  garbage.bytes.resize(4096);
+  for (auto& b : garbage.bytes) b = std::uint8_t(rand_in(0, 255));
+  garbage.symbol = "tt_entry";
+  EXPECT_THROW(dev_->load(garbage), Error);
+  gpu::CodeObject wrong = code_->at("bad0");
+  wrong.symbol = "no_such_entry";
+  try {
+    dev_->load(wrong);
+    ADD_FAILURE() << "loaded a missing symbol";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no_such_entry"), std::string::npos) << e.what();
+  }
+  // a second load of a good object gives an independent, working kernel
+  auto again = dev_->load(code_->at("bad0"));
+  EXPECT_VALID(run_bad(0, make(9, 7, 5)));
+}
+
+TEST_F(HostBackend, EventsTime) {
+  gpu::Event a = dev_->create_event(), b = dev_->create_event(), c = dev_->create_event();
+  dev_->record(a);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  dev_->record(b);
+  EXPECT_GE(dev_->elapsed_ms(a, b), 19.f);
+  EXPECT_LT(dev_->elapsed_ms(a, b), 5000.f);
+  // a kernel launch between two events
+  GemmProblem p = make(100, 100, 100);
+  ProblemData data(*dev_, p, false);
+  const KernelTemplate& t = find_template("host_gemm");
+  const Solution def = t.default_solution();
+  gpu::LaunchDims dims = t.launch_dims(t.variables(def, p, dev_->info()));
+  TtGemmParams prm = data.params(0);
+  dev_->record(b);
+  dev_->launch(kernel(Variant{DataType::F32, DataType::F32, false, false, def}.key()), dims, &prm, sizeof prm);
+  dev_->record(c);
+  dev_->synchronize();
+  float ms = dev_->elapsed_ms(b, c);
+  EXPECT_GE(ms, 0.f);
+  EXPECT_LE(ms, dev_->elapsed_ms(a, c));
+  EXPECT_GE(dev_->elapsed_ms(a, c), dev_->elapsed_ms(a, b));
+  dev_->destroy_event(a);
+  dev_->destroy_event(b);
+  dev_->destroy_event(c);
+}
+
+TEST_F(HostBackend, MemoryRoundTrip) {
+  const std::size_t n = 100003;
+  std::vector<std::uint8_t> src(n), back(n, 0);
+  for (auto& v : src) v = std::uint8_t(rand_in(1, 255));
+  gpu::DeviceBuffer buf(*dev_, n);
+  ASSERT_NE(buf.get(), nullptr);
+  EXPECT_EQ(buf.size(), n);
+  dev_->copy_to_device(buf.get(), src.data(), n);
+  dev_->copy_to_host(back.data(), buf.get(), n);
+  EXPECT_EQ(back, src);
+  // a sub-range
+  std::vector<std::uint8_t> part(1000);
+  dev_->copy_to_host(part.data(), static_cast<std::uint8_t*>(buf.get()) + 5000, part.size());
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), src.begin() + 5000));
+  // fill
+  std::uint8_t value = std::uint8_t(rand_in(1, 255));
+  dev_->fill_bytes(static_cast<std::uint8_t*>(buf.get()) + 10, value, 500);
+  dev_->copy_to_host(back.data(), buf.get(), n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint8_t want = (i >= 10 && i < 510) ? value : src[i];
+    ASSERT_EQ(back[i], want) << "byte " << i;
+  }
+  // moving a buffer moves ownership
+  gpu::DeviceBuffer moved(std::move(buf));
+  EXPECT_EQ(buf.get(), nullptr);
+  ASSERT_NE(moved.get(), nullptr);
+  dev_->copy_to_host(back.data(), moved.get(), 10);
+  EXPECT_TRUE(std::equal(back.begin(), back.begin() + 10, src.begin()));
+}
+
+TEST_F(HostBackend, ProblemDataRotatesCopies) {
+  GemmProblem p = make(64, 64, 64);
+  ProblemData d(*dev_, p);  // rotate: enough copies to pass twice the cache
+  EXPECT_GE(d.sets(), 1u);
+  if (dev_->info().cache_bytes > 0) EXPECT_GT(d.sets(), 1u);
+  for (std::size_t s = 1; s < d.sets(); ++s) {
+    EXPECT_NE(d.params(s).a, d.params(0).a);
+    EXPECT_NE(d.params(s).c, d.params(0).c);
+  }
+  EXPECT_EQ(d.params(0).lda, 64);
+  EXPECT_EQ(d.params(0).m, 64);
+  EXPECT_EQ(d.beta(), 0.f);
+  EXPECT_GE(d.alpha(), 0.5f);
+  EXPECT_LE(d.alpha(), 1.5f);
+  ProblemData single(*dev_, p, false);
+  EXPECT_EQ(single.sets(), 1u);
+}
+
+}  // namespace
