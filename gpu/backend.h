@@ -26,6 +26,8 @@ struct DeviceInfo {
   int multiprocessors = 1;     // SMs, CUs, or CPU threads on the host
   int max_threads_per_block = 1024;
   int shared_bytes_per_block = 48 * 1024;  // static limit a kernel may use without opt-in
+  int shared_bytes_optin = 48 * 1024;      // dynamic limit with opt-in (227 KiB on Hopper)
+  int compute_capability = 0;              // major * 10 + minor on CUDA, 0 elsewhere
   int warp_size = 32;
   std::string driver_version;
   std::int64_t cache_bytes = 0;  // last-level cache: benchmarks rotate buffers past twice this
@@ -68,6 +70,7 @@ struct LaunchDims {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   unsigned shared_bytes = 0;
+  unsigned cluster[3] = {1, 1, 1};  // thread-block cluster (CUDA sm_90+); 1x1x1 = none
 };
 
 using Stream = void*;  // native stream handle; nullptr is the default stream

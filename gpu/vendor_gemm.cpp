@@ -1,11 +1,10 @@
 #include "gpu/vendor_gemm.h"
 
-namespace tiletune::gpu {
 #ifdef TILETUNE_WITH_CUDA
-namespace cuda {
-std::unique_ptr<VendorGemm> make_cublas_gemm();
-}
+#include "gpu/cuda/cuda_backend.h"
 #endif
+
+namespace tiletune::gpu {
 
 std::unique_ptr<VendorGemm> make_vendor_gemm(Device& dev) {
 #ifdef TILETUNE_WITH_CUDA

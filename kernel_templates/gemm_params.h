@@ -6,6 +6,9 @@
 // BLAS column-major: C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C.
 // Element (i, j) of a column-major matrix X with leading dimension ldx is X[i + j * ldx].
 // Batch b reads A + b * stride_a (in elements), likewise B and C.
+// workspace: device memory of the size the template's "workspace_bytes" expression asks for,
+// zero-filled when first allocated; a kernel that uses it must leave it zeroed when it finishes
+// (e.g. split-K tile semaphores), so that it is never cleared between launches.
 #ifndef TILETUNE_GEMM_PARAMS_H
 #define TILETUNE_GEMM_PARAMS_H
 
@@ -17,6 +20,7 @@ struct TtGemmParams {
   long long stride_a, stride_b, stride_c;
   int m, n, k, batch;
   float alpha, beta;
+  void* workspace;
 };
 
 #endif

@@ -4,16 +4,17 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "gpu/arguments.h"
 #include "kernel_templates/gemm_params.h"
 
 namespace tiletune::runtime {
 
 ProblemKey::ProblemKey(const GemmProblem& p)
     : v{std::int64_t(p.a_type), std::int64_t(p.c_type), p.trans_a, p.trans_b, p.m, p.n, p.k, p.batch, p.lda, p.ldb,
-        p.ldc, p.stride_a, p.stride_b, p.stride_c, p.beta_zero} {}
+        p.ldc, p.stride_a, p.stride_b, p.stride_c, p.beta_zero, p.compute_tf32} {}
 
 bool ProblemKey::operator==(const ProblemKey& o) const {
-  for (int i = 0; i < 15; ++i)
+  for (int i = 0; i < 16; ++i)
     if (v[i] != o.v[i]) return false;
   return true;
 }
@@ -57,6 +58,8 @@ Runtime::Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path
       continue;
     }
     loaded->dims = t->launch_dims(vars);
+    loaded->workspace_bytes = t->workspace_bytes(vars);
+    loaded->vars = std::move(vars);
     winners_.emplace(ProblemKey(p), std::move(loaded));
   }
 }
@@ -71,6 +74,10 @@ std::shared_ptr<gpu::Kernel> Runtime::compile(const KernelTemplate& t, const Sol
 std::shared_ptr<gpu::Kernel> Runtime::load_winner(Loaded& w) {
   std::call_once(w.once, [&] {
     try {
+      if (w.workspace_bytes > 0) {
+        w.workspace = gpu::DeviceBuffer(*dev_, std::size_t(w.workspace_bytes));
+        dev_->fill_bytes(w.workspace.get(), 0, std::size_t(w.workspace_bytes));
+      }
       std::optional<db::CodeObjectRecord> code;
       if (w.code_object_id) {
         std::lock_guard<std::mutex> lock(db_mu_);
@@ -101,6 +108,16 @@ std::shared_ptr<gpu::Kernel> Runtime::fallback_kernel(const KernelTemplate& t, c
   return k;
 }
 
+void Runtime::launch(gpu::Kernel& kernel, const KernelTemplate& t, const gpu::LaunchDims& dims, const Variables& vars,
+                     const GemmProblem& p, const TtGemmParams& args, gpu::Stream stream) {
+  if (t.arguments() == "gemm") {  // the hot path: no allocation
+    dev_->launch(kernel, dims, &args, sizeof args, stream);
+    return;
+  }
+  std::vector<std::uint8_t> bytes = gpu::kernel_arguments(t, args, p, vars);
+  dev_->launch(kernel, dims, bytes.data(), bytes.size(), stream);
+}
+
 static int pointer_alignment(const void* ptr, int elem_bytes) {
   auto addr = reinterpret_cast<std::uintptr_t>(ptr);
   int v = 1;
@@ -124,7 +141,7 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
   if (!a || !b || !c) throw Error("a null matrix pointer was passed");
   GemmProblem p = problem.canonical();
   TtGemmParams args{a, b, c, p.lda, p.ldb, p.ldc, p.stride_a, p.stride_b, p.stride_c,
-                    int(p.m), int(p.n), int(p.k), int(p.batch), alpha, beta};
+                    int(p.m), int(p.n), int(p.k), int(p.batch), alpha, beta, nullptr};
 
   auto it = winners_.find(ProblemKey(p));
   if (it != winners_.end()) {
@@ -134,7 +151,8 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
                     reinterpret_cast<std::uintptr_t>(c)) % 16 == 0;
     if (aligned || can_run(*w.tmpl, w.solution, p, a, b, c)) {
       if (auto kernel = load_winner(w)) {
-        dev_->launch(*kernel, w.dims, &args, sizeof args, stream);
+        args.workspace = w.workspace.get();
+        launch(*kernel, *w.tmpl, w.dims, w.vars, p, args, stream);
         ++stats_.calls;
         ++stats_.tuned;
         return;
@@ -147,7 +165,9 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
   if (!can_run(t, s, p, a, b, c))
     throw Error("no kernel can run " + p.key() + ": the default " + s.kernel_name() + " does not fit this device");
   auto kernel = fallback_kernel(t, p);
-  dev_->launch(*kernel, t.launch_dims(t.variables(s, p, dev_->info())), &args, sizeof args, stream);
+  Variables vars = t.variables(s, p, dev_->info());
+  if (t.workspace_bytes(vars) > 0) throw Error("the default kernel of " + t.name() + " must not need a workspace");
+  launch(*kernel, t, t.launch_dims(vars), vars, p, args, stream);
   ++stats_.calls;
   ++stats_.fallbacks;
 }

@@ -9,6 +9,7 @@
 
 #include "db/database.h"
 #include "gpu/backend.h"
+#include "kernel_templates/gemm_params.h"
 #include "solutions/kernel_template.h"
 #include "solutions/problem.h"
 
@@ -16,7 +17,7 @@ namespace tiletune::runtime {
 
 // The problem key as plain integers: hashing it is far cheaper than building the text key.
 struct ProblemKey {
-  std::int64_t v[15];
+  std::int64_t v[16];
   explicit ProblemKey(const GemmProblem& canonical);
   bool operator==(const ProblemKey& o) const;
 };
@@ -46,6 +47,9 @@ class Runtime {
     GemmProblem problem;  // canonical
     std::int64_t code_object_id = 0;
     gpu::LaunchDims dims;  // fixed: a winner serves one exact problem
+    Variables vars;        // for templates whose arguments are built per call (TMA descriptors)
+    std::int64_t workspace_bytes = 0;
+    gpu::DeviceBuffer workspace;  // zeroed scratch, allocated with the kernel
     std::once_flag once;
     std::shared_ptr<gpu::Kernel> kernel;
     std::string error;  // why loading failed; then the fallback runs
@@ -54,6 +58,8 @@ class Runtime {
   std::shared_ptr<gpu::Kernel> load_winner(Loaded& w);
   std::shared_ptr<gpu::Kernel> compile(const KernelTemplate& t, const Solution& s, const GemmProblem& p);
   std::shared_ptr<gpu::Kernel> fallback_kernel(const KernelTemplate& t, const GemmProblem& p);
+  void launch(gpu::Kernel& kernel, const KernelTemplate& t, const gpu::LaunchDims& dims, const Variables& vars,
+              const GemmProblem& p, const TtGemmParams& args, gpu::Stream stream);
   // Whether `s` may run `p` with these pointers (their alignment may be below what ld implies).
   bool can_run(const KernelTemplate& t, const Solution& s, const GemmProblem& p, const void* a, const void* b,
                const void* c) const;

@@ -44,6 +44,12 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j) {
     t.grid_y_ = Expression::parse(l.at("grid_y").get<std::string>());
     t.grid_z_ = Expression::parse(l.at("grid_z").get<std::string>());
     t.shared_bytes_ = Expression::parse(l.at("shared_bytes").get<std::string>());
+    t.cluster_x_ = Expression::parse(l.value("cluster_x", std::string("1")));
+    t.cluster_y_ = Expression::parse(l.value("cluster_y", std::string("1")));
+    t.workspace_ = Expression::parse(j.value("workspace_bytes", std::string("0")));
+    t.arguments_ = j.value("arguments", std::string("gemm"));
+    if (t.arguments_ != "gemm" && t.arguments_ != "gemm_tma")
+      throw Error(where + ": unknown \"arguments\" kind '" + t.arguments_ + "' (gemm or gemm_tma)");
   } catch (const nlohmann::json::exception& e) {
     throw Error(where + ": " + e.what());
   }
@@ -96,6 +102,9 @@ Variables KernelTemplate::variables(const Solution& s, const GemmProblem& proble
   v["DEV_LDS_BYTES"] = dev.shared_bytes_per_block;
   v["DEV_WARP"] = dev.warp_size;
   v["DEV_MULTIPROCESSORS"] = dev.multiprocessors;
+  v["DEV_LDS_OPTIN_BYTES"] = dev.shared_bytes_optin;
+  v["DEV_CC"] = dev.compute_capability;
+  v["COMPUTE_TF32"] = p.compute_tf32;
   for (const auto& [name, expr] : derived_) v[name] = expr.eval(v);
   return v;
 }
@@ -113,6 +122,8 @@ gpu::LaunchDims KernelTemplate::launch_dims(const Variables& vars) const {
   d.grid[1] = static_cast<unsigned>(grid_y_.eval(vars));
   d.grid[2] = static_cast<unsigned>(grid_z_.eval(vars));
   d.shared_bytes = static_cast<unsigned>(shared_bytes_.eval(vars));
+  d.cluster[0] = static_cast<unsigned>(cluster_x_.eval(vars));
+  d.cluster[1] = static_cast<unsigned>(cluster_y_.eval(vars));
   return d;
 }
 

@@ -43,6 +43,11 @@ class KernelTemplate {
   // Name and text of the first constraint the candidate breaks, or nullopt when it can run.
   std::optional<std::string> violation(const Variables& vars) const;
   gpu::LaunchDims launch_dims(const Variables& vars) const;
+  // Bytes of zeroed device scratch the kernel needs (TtGemmParams::workspace), 0 for most.
+  std::int64_t workspace_bytes(const Variables& vars) const { return workspace_.eval(vars); }
+  // How the kernel's single argument is built: "gemm" (TtGemmParams as is) or "gemm_tma"
+  // (TtGemmParams plus TMA descriptors, built by the CUDA backend).
+  const std::string& arguments() const { return arguments_; }
   // "simt_gemm<float, float, false, false, 128, ...>": the instance pattern with values put in.
   std::string name_expression(const Solution& s, const GemmProblem& p) const;
   // Translation unit and headers for a backend's compiler.
@@ -51,13 +56,13 @@ class KernelTemplate {
   const std::string& source_hash() const;
 
  private:
-  std::string name_, source_, instance_;
+  std::string name_, source_, instance_, arguments_ = "gemm";
   std::vector<gpu::BackendKind> backends_;
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> params_;
   std::map<std::string, std::int64_t> defaults_;
   std::vector<std::pair<std::string, Expression>> derived_;
   std::vector<std::pair<std::string, Expression>> constraints_;
-  Expression block_, grid_x_, grid_y_, grid_z_, shared_bytes_;
+  Expression block_, grid_x_, grid_y_, grid_z_, shared_bytes_, cluster_x_, cluster_y_, workspace_;
   mutable std::string source_hash_;
 };
 

@@ -52,6 +52,7 @@ void GemmProblem::validate() const {
   auto need = [](bool ok, const std::string& what) {
     if (!ok) throw Error("invalid GEMM problem: " + what);
   };
+  need(!compute_tf32 || a_type == DataType::F32, "tf32 compute needs f32 inputs");
   need(m >= 1 && n >= 1 && k >= 1, "m, n and k must be >= 1 (got m=" + std::to_string(m) +
                                         " n=" + std::to_string(n) + " k=" + std::to_string(k) + ")");
   need(batch >= 1, "batch must be >= 1");
@@ -73,7 +74,7 @@ std::string GemmProblem::key() const {
   s += to_string(c.a_type);
   s += ">";
   s += to_string(c.c_type);
-  s += "|acc_f32|";
+  s += c.compute_tf32 ? "|tf32|" : "|acc_f32|";
   s += c.trans_a ? 'T' : 'N';
   s += c.trans_b ? 'T' : 'N';
   auto add = [&s](const char* name, std::int64_t v) {
@@ -131,6 +132,7 @@ void to_json(nlohmann::json& j, const GemmProblem& p) {
                      {"lda", p.lda}, {"ldb", p.ldb}, {"ldc", p.ldc},
                      {"stride_a", p.stride_a}, {"stride_b", p.stride_b}, {"stride_c", p.stride_c},
                      {"beta_zero", p.beta_zero}};
+  if (p.compute_tf32) j["compute"] = "tf32";
 }
 
 static bool parse_trans(const nlohmann::json& j, const char* name) {
@@ -144,7 +146,16 @@ static bool parse_trans(const nlohmann::json& j, const char* name) {
 void from_json(const nlohmann::json& j, GemmProblem& p) {
   try {
     p = GemmProblem{};
-    if (j.contains("dtype")) p.a_type = p.c_type = dtype_from_string(j.at("dtype").get<std::string>());
+    if (j.contains("dtype")) {
+      std::string dt = j.at("dtype").get<std::string>();
+      p.compute_tf32 = dt == "tf32";  // shapes files name fp32-through-tf32 problems "tf32"
+      p.a_type = p.c_type = p.compute_tf32 ? DataType::F32 : dtype_from_string(dt);
+    }
+    if (j.contains("compute")) {
+      std::string c = j.at("compute").get<std::string>();
+      if (c != "f32" && c != "tf32") throw Error("compute must be \"f32\" or \"tf32\", got \"" + c + "\"");
+      p.compute_tf32 = c == "tf32";
+    }
     if (j.contains("a_type")) p.a_type = dtype_from_string(j.at("a_type").get<std::string>());
     if (j.contains("c_type")) p.c_type = dtype_from_string(j.at("c_type").get<std::string>());
     p.trans_a = parse_trans(j, "transA");

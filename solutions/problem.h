@@ -25,6 +25,7 @@ struct GemmProblem {
   std::int64_t lda = 0, ldb = 0, ldc = 0;  // 0 means packed
   std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // 0 means packed (batch > 1)
   bool beta_zero = true;
+  bool compute_tf32 = false;  // f32 inputs on tf32 tensor cores (cuBLAS's COMPUTE_32F_FAST_TF32)
 
   // Fills packed leading dimensions and strides where 0, and zeroes strides when batch == 1,
   // so that two descriptions of the same problem share one key.

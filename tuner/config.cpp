@@ -39,7 +39,7 @@ std::vector<std::int64_t> sizes(const json& j, const std::string& what) {
 }
 
 void add_problems(const json& spec, std::vector<GemmProblem>& out) {
-  only_keys(spec, {"dtype", "a_type", "c_type", "transA", "transB", "m", "n", "k", "batch", "lda", "ldb", "ldc",
+  only_keys(spec, {"dtype", "a_type", "c_type", "compute", "transA", "transB", "m", "n", "k", "batch", "lda", "ldb", "ldc",
                    "stride_a", "stride_b", "stride_c", "beta_zero", "name"},
             "problem " + spec.dump());
   for (const char* f : {"m", "n", "k"})

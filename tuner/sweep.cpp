@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "db/database.h"
+#include "gpu/arguments.h"
 #include "gpu/vendor_gemm.h"
 #include "tuner/benchmark.h"
 #include "tuner/enumerator.h"
@@ -155,8 +156,17 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         try {
           auto& kernel = kernels[code->id];
           if (!kernel) kernel = dev->load({code->bytes, code->symbol});
-          auto launch = [&](const TtGemmParams& args) {
-            dev->launch(*kernel, w.cand->dims, &args, sizeof args);
+          const KernelTemplate& tmpl = *w.cand->tmpl;
+          Variables vars = tmpl.variables(w.cand->solution, problem, info);
+          gpu::DeviceBuffer workspace;
+          if (std::int64_t bytes = tmpl.workspace_bytes(vars); bytes > 0) {
+            workspace = gpu::DeviceBuffer(*dev, std::size_t(bytes));
+            dev->fill_bytes(workspace.get(), 0, std::size_t(bytes));
+          }
+          auto launch = [&](TtGemmParams args) {
+            args.workspace = workspace.get();
+            std::vector<std::uint8_t> bytes = gpu::kernel_arguments(tmpl, args, problem, vars);
+            dev->launch(*kernel, w.cand->dims, bytes.data(), bytes.size());
           };
           ValidationResult v = data->validate(launch);
           m.rel_error = v.rel_error;

@@ -61,7 +61,8 @@ class CublasGemm final : public VendorGemm {
     cublasStatus_t s = lib().gemm(handle_, p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                   a.m, a.n, a.k, &a.alpha, a.a, cuda_type(p.a_type), int(a.lda), a.stride_a, a.b,
                                   cuda_type(p.a_type), int(a.ldb), a.stride_b, &a.beta, a.c, cuda_type(p.c_type),
-                                  int(a.ldc), a.stride_c, a.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                                  int(a.ldc), a.stride_c, a.batch,
+                                  p.compute_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS) throw Error("cublasGemmStridedBatchedEx failed with status " + std::to_string(int(s)));
   }
 

@@ -19,7 +19,7 @@ struct Driver {
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuMemAlloc)           \
   X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuCtxSynchronize) X(cuEventCreate)        \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventElapsedTime) X(cuEventSynchronize) X(cuGetErrorString)     \
-  X(cuFuncSetAttribute)
+  X(cuFuncSetAttribute) X(cuLaunchKernelEx) X(cuTensorMapEncodeTiled)
 #define TT_DECLARE(name) decltype(&::name) name = nullptr;
   TT_CU_FUNCS(TT_DECLARE)
 #undef TT_DECLARE
@@ -161,6 +161,9 @@ DeviceInfo query(int index) {
   info.shared_bytes_per_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
   info.warp_size = attribute(dev, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
   info.cache_bytes = attribute(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+  info.shared_bytes_optin = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  info.compute_capability = attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
+                            attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   int version = 0;
   d.cuDriverGetVersion(&version);
   info.driver_version = "cuda-" + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
@@ -199,9 +202,29 @@ class CudaDevice final : public Device {
       check(driver().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(d.shared_bytes)),
             "cuFuncSetAttribute");
     void* params[] = {const_cast<void*>(arg)};
-    check(driver().cuLaunchKernel(fn, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2],
-                                  d.shared_bytes, static_cast<CUstream>(stream), params, nullptr),
-          "cuLaunchKernel");
+    if (d.cluster[0] * d.cluster[1] * d.cluster[2] == 1) {
+      check(driver().cuLaunchKernel(fn, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2],
+                                    d.shared_bytes, static_cast<CUstream>(stream), params, nullptr),
+            "cuLaunchKernel");
+      return;
+    }
+    CUlaunchAttribute cluster{};
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim.x = d.cluster[0];
+    cluster.value.clusterDim.y = d.cluster[1];
+    cluster.value.clusterDim.z = d.cluster[2];
+    CUlaunchConfig config{};
+    config.gridDimX = d.grid[0];
+    config.gridDimY = d.grid[1];
+    config.gridDimZ = d.grid[2];
+    config.blockDimX = d.block[0];
+    config.blockDimY = d.block[1];
+    config.blockDimZ = d.block[2];
+    config.sharedMemBytes = d.shared_bytes;
+    config.hStream = static_cast<CUstream>(stream);
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    check(driver().cuLaunchKernelEx(&config, fn, params, nullptr), "cuLaunchKernelEx");
   }
 
   void* alloc(std::size_t bytes) override {
@@ -264,6 +287,10 @@ std::string arch_name(int major, int minor) {
 }
 
 std::unique_ptr<Compiler> make_compiler() { return std::make_unique<NvrtcCompiler>(); }
+
+decltype(&::cuTensorMapEncodeTiled) tensor_map_encoder() {
+  return driver().ok ? driver().cuTensorMapEncodeTiled : nullptr;
+}
 
 std::vector<DeviceInfo> list_devices() {
   std::vector<DeviceInfo> out;

@@ -1,0 +1,16 @@
+// The single by-value argument of a template's kernels, as its JSON's "arguments" names it.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernel_templates/gemm_params.h"
+#include "solutions/kernel_template.h"
+
+namespace tiletune::gpu {
+
+// "gemm": the bytes of `p`. "gemm_tma": TtGemmTmaParams with TMA descriptors for p's pointers,
+// built by the CUDA backend (Error where CUDA is not built in).
+std::vector<std::uint8_t> kernel_arguments(const KernelTemplate& t, const TtGemmParams& p, const GemmProblem& problem,
+                                           const Variables& vars);
+
+}  // namespace tiletune::gpu
