@@ -2,6 +2,7 @@
 // launch kernels skip cleanly where no CUDA device is present and run on the H200.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <thread>
 
@@ -133,6 +134,21 @@ TEST_F(CudaDevice, SampledSimtVariantsValidateOnEveryLayoutTypeAndEdge) {
     ++checked;
   }
   EXPECT_GE(checked, 30u);
+}
+
+TEST_F(CudaDevice, DeviceReferenceMatchesTheHostReference) {
+  for (auto p : {problem(DataType::BF16, DataType::F32, true, false, 300, 170, 520, 2, false),
+                 problem(DataType::F32, DataType::F32, false, true, 129, 64, 1000)}) {
+    tuner::ProblemData host(*dev_, p, false, 42, /*device_reference_flops=*/1e300);
+    tuner::ProblemData device(*dev_, p, false, 42, /*device_reference_flops=*/0);
+    ASSERT_EQ(host.reference().size(), device.reference().size());
+    double err = 0, ref = 0;
+    for (std::size_t i = 0; i < host.reference().size(); ++i) {
+      err += std::pow(host.reference()[i] - device.reference()[i], 2);
+      ref += std::pow(host.reference()[i], 2);
+    }
+    EXPECT_LT(std::sqrt(err / ref), 1e-12) << p.key();
+  }
 }
 
 TEST_F(CudaDevice, SweepThenRuntimeDispatchOnTheGpu) {

@@ -1,5 +1,6 @@
 #include "tuner/config.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -62,8 +63,12 @@ void add_shapes(const json& spec, const std::string& base_dir, std::vector<GemmP
   only_keys(spec, {"file", "names", "dtypes", "beta_zero"}, "\"shapes\"");
   std::filesystem::path file = spec.at("file").get<std::string>();
   if (file.is_relative()) file = std::filesystem::path(base_dir) / file;
+  // TILETUNE_SHAPES_DIR lets a config travel without the tree beside it (e.g. to a GPU machine).
+  const char* dir = std::getenv("TILETUNE_SHAPES_DIR");
+  if (!std::filesystem::exists(file) && dir && *dir) file = std::filesystem::path(dir) / file.filename();
   std::ifstream in(file);
-  if (!in) throw Error("cannot open shapes file " + file.string());
+  if (!in) throw Error("cannot open shapes file " + file.string() + " (relative paths start at the config's folder; "
+                       "TILETUNE_SHAPES_DIR names a fallback folder)");
   json shapes;
   try {
     shapes = json::parse(in);

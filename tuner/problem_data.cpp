@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "kernel_templates/host_types.h"
+#include "solutions/kernel_template.h"
 
 namespace tiletune::tuner {
 namespace {
@@ -81,7 +82,8 @@ double tolerance(const GemmProblem& p) {
   return 4 * epsilon(p.c_type) + inputs + 16 * std::ldexp(1.0, -24) * std::sqrt(double(p.k)) + 1e-7;
 }
 
-ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rotate, std::uint64_t seed)
+ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rotate, std::uint64_t seed,
+                         double device_reference_flops)
     : dev_(dev), problem_(problem.canonical()) {
   problem_.validate();
   std::mt19937_64 rng(seed ? seed : std::random_device{}());
@@ -92,7 +94,6 @@ ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rota
   std::uniform_real_distribution<float> dist(0.5f, 1.5f);
   alpha_ = dist(rng);
   beta_ = p.beta_zero ? 0.f : dist(rng);
-  compute_reference();
 
   std::size_t set_bytes = host_a_.size() + host_b_.size() + host_c0_.size();
   std::size_t sets = 1;
@@ -106,6 +107,45 @@ ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rota
     dev.copy_to_device(b_.back().get(), host_b_.data(), host_b_.size());
     dev.copy_to_device(c_.back().get(), host_c0_.data(), host_c0_.size());
   }
+
+  // op(A) op(B) in fp64; on a GPU, large problems use the naive device reference kernel.
+  bool on_device = dev.info().backend != gpu::BackendKind::Host && p.flops() > device_reference_flops && p.n <= 65535;
+  if (on_device) products_on_device();
+  else products_on_host();
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    for (std::int64_t j = 0; j < p.n; ++j)
+      for (std::int64_t i = 0; i < p.m; ++i) {
+        double& v = reference_[std::size_t(b * p.m * p.n + j * p.m + i)];
+        v *= double(alpha_);
+        if (!p.beta_zero) v += double(beta_) * load(host_c0_.data(), b * p.stride_c + i + j * p.ldc, p.c_type);
+      }
+}
+
+void ProblemData::products_on_device() {
+  const GemmProblem& p = problem_;
+  gpu::CompileRequest req;
+  req.headers = embedded_kernel_sources();
+  req.source = std::string(dev_.info().backend == gpu::BackendKind::Cuda ? "#include \"prelude_cuda.h\"\n"
+                                                                         : "#include \"prelude_hip.h\"\n") +
+               "#include \"reference_gemm.cuh\"\n";
+  req.name_expression = std::string("reference_gemm<") + device_type_name(p.a_type) + ", " +
+                        (p.trans_a ? "true" : "false") + ", " + (p.trans_b ? "true" : "false") + ">";
+  req.arch = dev_.info().arch;
+  gpu::CompileResult r = dev_.compiler().compile(req);
+  if (!r.ok) throw Error("compiling the reference kernel failed: " + r.log);
+  auto kernel = dev_.load(r.code);
+  reference_.assign(std::size_t(p.m * p.n * p.batch), 0.0);
+  gpu::DeviceBuffer out(dev_, reference_.size() * sizeof(double));
+  TtGemmParams args = params(0);
+  args.c = out.get();
+  gpu::LaunchDims dims;
+  dims.block[0] = 256;
+  dims.grid[0] = unsigned((p.m + 255) / 256);
+  dims.grid[1] = unsigned(p.n);
+  dims.grid[2] = unsigned(p.batch);
+  dev_.launch(*kernel, dims, &args, sizeof args);
+  dev_.synchronize();
+  dev_.copy_to_host(reference_.data(), out.get(), reference_.size() * sizeof(double));
 }
 
 TtGemmParams ProblemData::params(std::size_t set) const {
@@ -129,7 +169,7 @@ TtGemmParams ProblemData::params(std::size_t set) const {
   return k;
 }
 
-void ProblemData::compute_reference() {
+void ProblemData::products_on_host() {
   const GemmProblem& p = problem_;
   // op(A) as rows of k and op(B) as columns of k, both contiguous in k, for a fast dot product.
   reference_.assign(std::size_t(p.m * p.n * p.batch), 0.0);
@@ -156,9 +196,7 @@ void ProblemData::compute_reference() {
             s3 += x[l + 3] * y[l + 3];
           }
           for (; l < p.k; ++l) s0 += x[l] * y[l];
-          double v = double(alpha_) * (s0 + s1 + s2 + s3);
-          if (!p.beta_zero) v += double(beta_) * load(host_c0_.data(), b * p.stride_c + i + j * p.ldc, p.c_type);
-          reference_[std::size_t(b * p.m * p.n + j * p.m + i)] = v;
+          reference_[std::size_t(b * p.m * p.n + j * p.m + i)] = s0 + s1 + s2 + s3;
         }
     };
     std::vector<std::thread> pool;

@@ -1,4 +1,5 @@
-// Inputs for one problem on one device, and their fp64 reference, made once per problem and shared
+// Inputs for one problem on one device, and their fp64 reference (on the host, or for problems
+// over 2e10 flops on a GPU by the naive reference_gemm kernel), made once per problem and shared
 // by all its candidates. Inputs are fresh random values in [-1, 1] (never zeros), rounded to the
 // input type first so the reference sees exactly what the kernel sees. Several copies of the
 // operands are kept so that timing rotates through more than twice the device's cache.
@@ -21,7 +22,9 @@ struct ValidationResult {
 class ProblemData {
  public:
   // `rotate` = false keeps a single copy (validation only).
-  ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rotate = true, std::uint64_t seed = 0);
+  // Problems above `device_reference_flops` get their reference from the device (GPUs only).
+  ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rotate = true, std::uint64_t seed = 0,
+              double device_reference_flops = 2e10);
 
   const GemmProblem& problem() const { return problem_; }
   std::size_t sets() const { return a_.size(); }
@@ -40,10 +43,12 @@ class ProblemData {
   ValidationResult check_output();
 
   float alpha() const { return alpha_; }
+  const std::vector<double>& reference() const { return reference_; }  // m x n per batch, packed
   float beta() const { return beta_; }
 
  private:
-  void compute_reference();
+  void products_on_host();
+  void products_on_device();
 
   gpu::Device& dev_;
   GemmProblem problem_;

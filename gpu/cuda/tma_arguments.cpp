@@ -1,0 +1,94 @@
+// TMA tensor maps for the Hopper wgmma template; see tma_arguments.h and
+// kernel_templates/wgmma_gemm.cuh for the shared-memory layouts these boxes fill.
+#include "gpu/cuda/tma_arguments.h"
+
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "kernel_templates/gemm_tma_params.h"
+
+namespace tiletune::gpu::cuda {
+
+static_assert(sizeof(TtTensorMap) == sizeof(CUtensorMap), "TtTensorMap must mirror CUtensorMap");
+static_assert(alignof(TtTensorMap) >= 64, "TMA descriptors must be 64-byte aligned");
+
+namespace {
+
+// One operand as stored (column-major): `inner` contiguous elements per column, `outer` columns
+// ld elements apart, `batch` matrices `stride` elements apart. The box is box_inner x box_outer.
+void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what, CUtensorMapDataType dt,
+                    int elem_bytes, const void* base, std::int64_t inner, std::int64_t outer, std::int64_t ld,
+                    std::int64_t stride, std::int64_t batch, int box_inner, int box_outer) {
+  const std::int64_t row_bytes = ld * elem_bytes;
+  std::int64_t batch_bytes = stride * elem_bytes;
+  if (batch <= 1) batch_bytes = (row_bytes * outer + 15) / 16 * 16;  // unused; any legal value
+  if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0 || row_bytes % 16 != 0 || batch_bytes % 16 != 0)
+    throw Error(std::string("wgmma_gemm: TMA needs a 16-byte aligned ") + what +
+                " with leading dimension and batch stride multiples of 16 bytes (ld=" + std::to_string(ld) +
+                ", stride=" + std::to_string(stride) + ")");
+  cuuint64_t dims[3] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer),
+                        static_cast<cuuint64_t>(batch < 1 ? 1 : batch)};
+  cuuint64_t strides[2] = {static_cast<cuuint64_t>(row_bytes), static_cast<cuuint64_t>(batch_bytes)};
+  cuuint32_t box[3] = {static_cast<cuuint32_t>(box_inner), static_cast<cuuint32_t>(box_outer), 1};
+  cuuint32_t elem_strides[3] = {1, 1, 1};
+  CUtensorMap m;
+  std::memset(&m, 0, sizeof m);
+  const CUresult r = encode(&m, dt, 3, const_cast<void*>(base), dims, strides, box, elem_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw Error(std::string("wgmma_gemm: cuTensorMapEncodeTiled failed for ") + what + " (CUresult " +
+                std::to_string(static_cast<int>(r)) + ", dims " + std::to_string(inner) + "x" +
+                std::to_string(outer) + "x" + std::to_string(batch) + ", ld " + std::to_string(ld) + ")");
+  std::memcpy(map, &m, sizeof m);
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, const TtGemmParams& p,
+                                                    DataType a_type, bool trans_a, bool trans_b, int bm,
+                                                    int bn, int bk) {
+  if (!encode) throw Error("wgmma_gemm: cuTensorMapEncodeTiled is not available (no CUDA driver)");
+  CUtensorMapDataType dt;
+  switch (a_type) {
+    case DataType::BF16: dt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+    case DataType::F16: dt = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+    default: throw Error("wgmma_gemm: only 16-bit inputs (f16, bf16) are supported");
+  }
+  constexpr int eb = 2;
+  // The kernel's shared layouts assume 64-element (128-byte) swizzle atoms.
+  if (bk != 64 || bm % 64 != 0 || bn % 64 != 0 || bm > 256 || bn > 256)
+    throw Error("wgmma_gemm: unsupported tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
+                std::to_string(bk));
+  TtGemmTmaParams args;
+  std::memset(&args, 0, sizeof args);
+  args.g = p;
+  // A: op(A) is M x K. Stored K x M (K-major, trans_a) or M x K (MN-major).
+  if (trans_a)
+    encode_operand(encode, &args.map_a, "A", dt, eb, p.a, p.k, p.m, p.lda, p.stride_a, p.batch, bk, bm);
+  else
+    encode_operand(encode, &args.map_a, "A", dt, eb, p.a, p.m, p.k, p.lda, p.stride_a, p.batch, 64, bk);
+  // B: op(B) is K x N. Stored K x N (K-major, !trans_b) or N x K (MN-major).
+  if (!trans_b)
+    encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.k, p.n, p.ldb, p.stride_b, p.batch, bk, bn);
+  else
+    encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.n, p.k, p.ldb, p.stride_b, p.batch, 64, bk);
+  std::vector<std::uint8_t> bytes(sizeof args);
+  std::memcpy(bytes.data(), &args, sizeof args);
+  return bytes;
+}
+
+std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const GemmProblem& problem,
+                                                  const Variables& vars) {
+  auto get = [&](const char* name) -> int {
+    auto it = vars.find(name);
+    if (it == vars.end()) throw Error(std::string("wgmma_gemm: variable ") + name + " missing");
+    return static_cast<int>(it->second);
+  };
+  return encode_tma_gemm_arguments(tensor_map_encoder(), p, problem.a_type, problem.trans_a, problem.trans_b,
+                                   get("BM"), get("BN"), get("BK"));
+}
+
+}  // namespace tiletune::gpu::cuda

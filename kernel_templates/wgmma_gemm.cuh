@@ -1,0 +1,342 @@
+// Hopper (sm_90a) GEMM: TMA-fed, mbarrier-pipelined, warp-specialised wgmma kernel.
+// Column-major BLAS semantics (gemm_params.h): C = alpha * op(A) * op(B) + beta * C.
+//
+// Block = 1 producer warpgroup + CONSUMERS consumer warpgroups. The grid is persistent: each block
+// walks tiles blockIdx.x, blockIdx.x + gridDim.x, ... of the BM x BN x batch tile space in a
+// grouped raster order (RASTER 0: groups of GROUP tile rows along M, walking N inside a group;
+// RASTER 1: the same with M and N swapped), so that concurrently running tiles share operands in L2.
+//
+// Producer (one thread): for every K step of every tile, waits for the stage to be empty, arms the
+// stage's "full" mbarrier with the stage's byte count and issues the TMA copies (128-byte swizzle,
+// zero fill outside the matrix, so edge tiles and K tails need no special case).
+// Consumers: each owns WM = BM / CONSUMERS rows of the tile (WM/64 wgmma m64 sub-tiles) and all BN
+// columns; per K step, BK/16 wgmma.mma_async per sub-tile, one commit group per stage, one group
+// left in flight: the stage read by the previous group is released once that group retired.
+// Epilogue per consumer: accumulators (times alpha) go through a padded fp32 staging buffer in
+// shared memory, 32 columns at a time, and are written with coalesced stores down each column of C
+// (16-byte vectors where C's pointer / ldc / batch stride allow, predicated scalars otherwise,
+// e.g. ldc odd); beta * C is read the same way only when beta != 0.
+//
+// Operand layouts (column-major): A is K-major when TRANSA (stored K x M), MN-major otherwise;
+// B is K-major unless TRANSB. Shared memory per stage and operand:
+//   K-major : [rows][64 elements = 128 B], 128B swizzle; descriptor SBO = 1024 (8-row groups),
+//             a k16 step advances the start address by 32 B inside the swizzle atom.
+//   MN-major: [rows/64][BK][64 elements = 128 B]; descriptor LBO = BK * 128 (next 64 rows),
+//             SBO = 1024 (next 8 k), a k16 step advances the start address by 2048 B.
+// 16-bit inputs only (tf32 wgmma needs both operands K-major; not implemented).
+#include "gemm_params.h"
+#include "gemm_tma_params.h"
+#include "tt_types.h"
+#include "wgmma_ops.h"
+
+namespace tt_wg {
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+template <class T> struct IsBf16 { static constexpr bool value = false; };
+template <> struct IsBf16<tt_bf16> { static constexpr bool value = true; };
+
+TT_DEVICE u32 smem_addr(const void* p) {
+  u32 r;
+  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+  return r;
+}
+
+TT_DEVICE void mbar_init(u32 bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+TT_DEVICE void mbar_arrive_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+TT_DEVICE void mbar_arrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+TT_DEVICE void mbar_wait(u32 bar, u32 parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred P1;\n"
+      "TT_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@!P1 bra TT_WAIT;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+TT_DEVICE void tma_load_3d(u32 dst, const TtTensorMap* map, u32 bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+TT_DEVICE void prefetch_map(const TtTensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+
+TT_DEVICE void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+TT_DEVICE void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> TT_DEVICE void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+
+TT_DEVICE void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Keeps the compiler from moving accumulator reads / writes across wgmma waits.
+template <int R> TT_DEVICE void fence_regs(float* d) {
+  TT_UNROLL
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Shared-memory matrix descriptor, 128-byte swizzle.
+TT_DEVICE u64 desc(u32 addr, u32 lbo, u32 sbo) {
+  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)((lbo >> 4) & 0x3FFF) << 16) |
+         ((u64)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+
+// V consecutive elements of C: load / store as one 16-byte vector (caller checked alignment).
+template <class T, int V> struct CVec;
+template <int V> struct CVec<float, V> {
+  static TT_DEVICE void load(const float* p, float* v) {
+    float4 x = *reinterpret_cast<const float4*>(p);
+    v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
+  }
+  static TT_DEVICE void store(float* p, const float* v) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  }
+};
+template <class T16, int V> struct CVec {
+  static TT_DEVICE void load(const T16* p, float* v) {
+    uint4 x = *reinterpret_cast<const uint4*>(p);
+    u32 w[4] = {x.x, x.y, x.z, x.w};
+    TT_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      T16 lo, hi;
+      lo.bits = (unsigned short)(w[i] & 0xffffu);
+      hi.bits = (unsigned short)(w[i] >> 16);
+      v[2 * i] = tt_to_float(lo);
+      v[2 * i + 1] = tt_to_float(hi);
+    }
+  }
+  static TT_DEVICE void store(T16* p, const float* v) {
+    u32 w[4];
+    TT_UNROLL
+    for (int i = 0; i < 4; ++i)
+      w[i] = (u32)tt_from_float<T16>(v[2 * i]).bits | ((u32)tt_from_float<T16>(v[2 * i + 1]).bits << 16);
+    *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+};
+
+// Tile index -> (tile row, tile column, batch), grouped raster.
+template <int RASTER, int GROUP>
+TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, int& b) {
+  const int per_batch = tiles_m * tiles_n;
+  b = t / per_batch;
+  t -= b * per_batch;
+  const int major = RASTER == 0 ? tiles_m : tiles_n;  // dimension grouped
+  const int minor = RASTER == 0 ? tiles_n : tiles_m;  // dimension walked inside a group
+  const int in_group = GROUP * minor;
+  const int g = t / in_group;
+  const int first = g * GROUP;
+  const int gs = (major - first) < GROUP ? (major - first) : GROUP;
+  const int r = t - g * in_group;
+  const int x = first + r % gs, y = r / gs;
+  if (RASTER == 0) { mb = x; nb = y; } else { nb = x; mb = y; }
+}
+
+}  // namespace tt_wg
+
+template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
+          int CONSUMERS, int RASTER, int GROUP>
+__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
+    wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
+  using namespace tt_wg;
+  static_assert(sizeof(TA) == 2, "wgmma_gemm: 16-bit inputs only");
+  static_assert(BK == 64, "BK is one 128-byte swizzle atom of 16-bit elements");
+  static_assert(CONSUMERS == 1 || CONSUMERS == 2, "1 or 2 consumer warpgroups");
+  constexpr int WM = BM / CONSUMERS;  // rows per consumer warpgroup
+  constexpr int MI = WM / 64;         // m64 sub-tiles per consumer
+  static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "BM / CONSUMERS must be 64 or 128");
+  static_assert(BN % 64 == 0 && BN <= 256, "BN is 64, 128, 192 or 256");
+  constexpr bool A_K = TRANSA;   // A K-major in memory
+  constexpr bool B_K = !TRANSB;  // B K-major in memory
+  constexpr u32 A_STAGE = BM * BK * 2, B_STAGE = BN * BK * 2;
+  constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
+  constexpr int EN = 32;      // epilogue chunk (columns)
+  constexpr int EP = WM + 4;  // staging pitch (floats): conflict-free fragment writes
+  constexpr int KSTEPS = BK / 16;
+  constexpr bool BF = IsBf16<TA>::value;
+  typedef TtWgmma<BN, BF, A_K ? 0 : 1, B_K ? 0 : 1> Mma;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const u32 raw = smem_addr(smem_raw);
+  const u32 pad = ((raw + 1023u) & ~1023u) - raw;
+  unsigned char* smem = smem_raw + pad;
+  const u32 sA = raw + pad;                       // STAGES x A_STAGE
+  const u32 sB = sA + STAGES * A_STAGE;           // STAGES x B_STAGE
+  float* staging = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES);  // CONSUMERS x EN x EP
+  const u32 bars = sB + STAGES * B_STAGE + CONSUMERS * EN * EP * 4;
+  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
+
+  const int M = p.g.m, N = p.g.n, K = p.g.k;
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  const int total = tiles_m * tiles_n * p.g.batch;
+  const int KT = (K + BK - 1) / BK;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(bars + 8 * s, 1);
+      mbar_init(bars + 8 * (STAGES + s), CONSUMERS * 4);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    // ------------------------------------------------------------------ producer
+    if (CONSUMERS == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x == 0) {
+      prefetch_map(&p.map_a);
+      prefetch_map(&p.map_b);
+      int s = 0;
+      u32 ph = 0;
+      for (int t = blockIdx.x; t < total; t += gridDim.x) {
+        int mb, nb, b;
+        tile_coords<RASTER, GROUP>(t, tiles_m, tiles_n, mb, nb, b);
+        const int m0 = mb * BM, n0 = nb * BN;
+        for (int kt = 0; kt < KT; ++kt) {
+          const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
+          mbar_wait(empty, ph ^ 1);
+          mbar_arrive_expect_tx(full, STAGE_BYTES);
+          const u32 a = sA + s * A_STAGE, bb = sB + s * B_STAGE;
+          const int k0 = kt * BK;
+          if (A_K) {
+            tma_load_3d(a, &p.map_a, full, k0, m0, b);
+          } else {
+            TT_UNROLL
+            for (int i = 0; i < BM / 64; ++i) tma_load_3d(a + i * 64 * BK * 2, &p.map_a, full, m0 + 64 * i, k0, b);
+          }
+          if (B_K) {
+            tma_load_3d(bb, &p.map_b, full, k0, n0, b);
+          } else {
+            TT_UNROLL
+            for (int i = 0; i < BN / 64; ++i) tma_load_3d(bb + i * 64 * BK * 2, &p.map_b, full, n0 + 64 * i, k0, b);
+          }
+          if (++s == STAGES) { s = 0; ph ^= 1; }
+        }
+      }
+    }
+  } else {
+    // ------------------------------------------------------------------ consumers
+    if (CONSUMERS == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const int cw = wg - 1;
+    const int tid = threadIdx.x - 128 * wg;
+    const int warp = tid / 32, lane = tid % 32;
+    const float alpha = p.g.alpha, beta = p.g.beta;
+    float* stg = staging + cw * EN * EP;
+
+    constexpr int V = 16 / (int)sizeof(TC);  // elements per 16-byte vector of C
+    constexpr int TPC = WM / V;              // threads per column in the store pass
+    constexpr int CPP = 128 / TPC;           // columns per pass
+    static_assert(EN % CPP == 0, "store pass must tile the chunk");
+    const long long ldc = p.g.ldc;
+    const bool vec_ok = ((unsigned long long)p.g.c % 16 == 0) && (ldc % V == 0) &&
+                        (p.g.batch == 1 || p.g.stride_c % V == 0);
+
+    float acc[MI][BN / 2];
+    int s = 0;
+    u32 ph = 0;
+    for (int t = blockIdx.x; t < total; t += gridDim.x) {
+      int mb, nb, b;
+      tile_coords<RASTER, GROUP>(t, tiles_m, tiles_n, mb, nb, b);
+      int prev = -1;
+      for (int kt = 0; kt < KT; ++kt) {
+        mbar_wait(bars + 8 * s, ph);
+        const u32 a = sA + s * A_STAGE + cw * MI * 64 * BK * 2;  // same offset for both layouts
+        const u32 bb = sB + s * B_STAGE;
+        wg_fence();
+        TT_UNROLL
+        for (int kk = 0; kk < KSTEPS; ++kk) {
+          const u64 db = B_K ? desc(bb + kk * 32, 16, 1024) : desc(bb + kk * 2048, BK * 128, 1024);
+          TT_UNROLL
+          for (int mi = 0; mi < MI; ++mi) {
+            const u32 am = a + mi * 64 * BK * 2;
+            const u64 da = A_K ? desc(am + kk * 32, 16, 1024) : desc(am + kk * 2048, BK * 128, 1024);
+            Mma::mma(acc[mi], da, db, (kt > 0 || kk > 0) ? 1 : 0);
+          }
+        }
+        wg_commit();
+        if (prev >= 0) {
+          wg_wait<1>();
+          if (lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
+        }
+        prev = s;
+        if (++s == STAGES) { s = 0; ph ^= 1; }
+      }
+      wg_wait<0>();
+      TT_UNROLL
+      for (int mi = 0; mi < MI; ++mi) fence_regs<BN / 2>(acc[mi]);
+      if (lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
+
+      // ---------------------------------------------------------------- epilogue
+      const int m_base = mb * BM + cw * WM;
+      const int n_tile = nb * BN;
+      TC* C = reinterpret_cast<TC*>(p.g.c) + (long long)b * p.g.stride_c;
+      TT_UNROLL
+      for (int ch = 0; ch < BN / EN; ++ch) {
+        named_sync(1 + cw, 128);  // previous chunk's staging reads finished
+        TT_UNROLL
+        for (int mi = 0; mi < MI; ++mi) {
+          TT_UNROLL
+          for (int j = 0; j < EN / 8; ++j) {
+            const float* f = &acc[mi][(ch * EN / 8 + j) * 4];
+            const int col = j * 8 + 2 * (lane & 3);
+            const int row = mi * 64 + warp * 16 + (lane >> 2);
+            stg[col * EP + row] = alpha * f[0];
+            stg[(col + 1) * EP + row] = alpha * f[1];
+            stg[col * EP + row + 8] = alpha * f[2];
+            stg[(col + 1) * EP + row + 8] = alpha * f[3];
+          }
+        }
+        named_sync(1 + cw, 128);
+        const int r = (tid % TPC) * V;
+        const int gm = m_base + r;
+        TT_UNROLL
+        for (int c = tid / TPC; c < EN; c += CPP) {
+          const int gn = n_tile + ch * EN + c;
+          if (gn < N && gm < M) {
+            float v[V];
+            const float4* src = reinterpret_cast<const float4*>(stg + c * EP + r);
+            TT_UNROLL
+            for (int q = 0; q < V / 4; ++q) {
+              const float4 x = src[q];
+              v[4 * q] = x.x; v[4 * q + 1] = x.y; v[4 * q + 2] = x.z; v[4 * q + 3] = x.w;
+            }
+            TC* dst = C + gm + (long long)gn * ldc;
+            if (vec_ok && gm + V <= M) {
+              if (beta != 0.0f) {
+                float o[V];
+                CVec<TC, V>::load(dst, o);
+                TT_UNROLL
+                for (int q = 0; q < V; ++q) v[q] += beta * o[q];
+              }
+              CVec<TC, V>::store(dst, v);
+            } else {
+              TT_UNROLL
+              for (int q = 0; q < V; ++q) {
+                if (gm + q < M) {
+                  float x = v[q];
+                  if (beta != 0.0f) x += beta * tt_to_float(dst[q]);
+                  dst[q] = tt_from_float<TC>(x);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
