@@ -33,12 +33,6 @@ typedef short s16x2 __attribute__((ext_vector_type(2)));
 typedef short s16x4 __attribute__((ext_vector_type(4)));
 typedef _Float16 f16x4 __attribute__((ext_vector_type(4)));
 
-constexpr int cmin(int a, int b) { return a < b ? a : b; }
-// Largest power of two <= 8 dividing both a and b.
-constexpr int common_pow2(int a, int b) {
-  return (a % 8 == 0 && b % 8 == 0) ? 8 : (a % 4 == 0 && b % 4 == 0) ? 4 : (a % 2 == 0 && b % 2 == 0) ? 2 : 1;
-}
-
 // Raw storage of an input element (bits only; tt_half / tt_bf16 are one unsigned short), values
 // per lane per instruction (KPL) and the fragment type a lane reads from LDS in one access.
 template <class TA> struct Operand;

@@ -44,6 +44,12 @@ constexpr int stage_strd(int v, int cont, int vw) { return v / (cont / vw); }
 // KPL fragment values are one 8-byte (16-bit types) or 4-byte (fp32) LDS read.
 constexpr int lds_index(int mn, int k, int pitch) { return mn * pitch + k; }
 
+// Width of the LDS vector stores of a k-contiguous staged vector: the largest power of two (<= 8)
+// dividing both the global vector width and the pitch, so that every store is naturally aligned.
+constexpr int common_pow2(int a, int b) {
+  return (a % 8 == 0 && b % 8 == 0) ? 8 : (a % 4 == 0 && b % 4 == 0) ? 4 : (a % 2 == 0 && b % 2 == 0) ? 2 : 1;
+}
+
 }  // namespace tt_mfma
 
 #endif

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "gpu/arguments.h"
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
 #include "runtime/tiletune.hpp"
@@ -134,6 +135,48 @@ TEST_F(CudaDevice, SampledSimtVariantsValidateOnEveryLayoutTypeAndEdge) {
     ++checked;
   }
   EXPECT_GE(checked, 30u);
+}
+
+// Small problems for every CUDA template, cheap enough to run under compute-sanitizer
+// (memcheck, racecheck): scripts run this test by name on the H200.
+TEST_F(CudaDevice, SanitizerSampleOfEveryTemplate) {
+  std::vector<GemmProblem> problems = {
+      problem(DataType::BF16, DataType::BF16, true, false, 200, 136, 72, 1, false),
+      problem(DataType::F16, DataType::F32, false, false, 130, 96, 40),
+      problem(DataType::BF16, DataType::F32, false, true, 64, 200, 64, 2),
+      problem(DataType::F32, DataType::F32, true, true, 65, 33, 40),
+  };
+  GemmProblem tf32 = problem(DataType::F32, DataType::F32, true, false, 96, 64, 48);
+  tf32.compute_tf32 = true;
+  problems.push_back(tf32);
+  std::size_t checked = 0;
+  for (const auto& t : builtin_templates()) {
+    if (!t.supports(gpu::BackendKind::Cuda)) continue;
+    auto e = tuner::enumerate({t}, problems, dev_->info());
+    std::vector<std::size_t> seen(problems.size(), 0);
+    for (const auto& c : e.candidates) {
+      if (seen[c.problem_index]++ >= 2) continue;  // two variants per problem and template
+      const GemmProblem& p = problems[c.problem_index];
+      auto r = dev_->compiler().compile(c.tmpl->compile_request(c.solution, p, dev_->info()));
+      ASSERT_TRUE(r.ok) << c.solution.kernel_name() << "\n" << r.log;
+      auto kernel = dev_->load(r.code);
+      Variables vars = c.tmpl->variables(c.solution, p, dev_->info());
+      gpu::DeviceBuffer ws;
+      if (auto bytes = c.tmpl->workspace_bytes(vars)) {
+        ws = gpu::DeviceBuffer(*dev_, bytes);
+        dev_->fill_bytes(ws.get(), 0, bytes);
+      }
+      tuner::ProblemData data(*dev_, p, false);
+      auto v = data.validate([&](TtGemmParams a) {
+        a.workspace = ws.get();
+        auto bytes = gpu::kernel_arguments(*c.tmpl, a, p, vars);
+        dev_->launch(*kernel, c.dims, bytes.data(), bytes.size());
+      });
+      EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << ": " << v.reason;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 8u);
 }
 
 TEST_F(CudaDevice, DeviceReferenceMatchesTheHostReference) {

@@ -184,6 +184,21 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         } catch (const Error& err) {
           m.status = "launch_failed";
           m.reason = err.what();
+          // A fault can leave the device unusable (CUDA's sticky errors); then every later
+          // candidate would be recorded as failed too. Record this one as the culprit and stop:
+          // rerunning the sweep resumes after it. (Worker-process isolation is the full answer.)
+          bool device_alive = true;
+          try {
+            dev->synchronize();
+          } catch (const Error&) {
+            device_alive = false;
+          }
+          if (!device_alive) {
+            m.status = "crashed";
+            db.put_measurement(m);
+            throw Error("the device failed after " + w.cand->solution.kernel_name() + " (" + err.what() +
+                        "); it is recorded as crashed, rerun the same command to resume");
+          }
         }
       }
       if (m.status == "ok") ++sum.benchmarked;
