@@ -14,36 +14,13 @@
 #include "tuner/enumerator.h"
 #include "tuner/problem_data.h"
 #include "tuner/sweep.h"
+#include "tests/test_util.h"
 
 using namespace tiletune;
 namespace fs = std::filesystem;
+using namespace tiletune::testing;
 
 namespace {
-
-gpu::DeviceInfo h200_like() {
-  gpu::DeviceInfo d;
-  d.backend = gpu::BackendKind::Cuda;
-  d.arch = "sm_90a";
-  d.multiprocessors = 132;
-  d.max_threads_per_block = 1024;
-  d.shared_bytes_per_block = 48 * 1024;
-  d.warp_size = 32;
-  return d;
-}
-
-GemmProblem problem(DataType in, DataType out, bool ta, bool tb, int m, int n, int k, int batch = 1, bool beta0 = true) {
-  GemmProblem p;
-  p.a_type = in;
-  p.c_type = out;
-  p.trans_a = ta;
-  p.trans_b = tb;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.batch = batch;
-  p.beta_zero = beta0;
-  return p.canonical();
-}
 
 // A spread of each problem's surviving candidates: every stride-th one, plus the template default.
 std::vector<tuner::Candidate> sample(const std::vector<GemmProblem>& problems, const gpu::DeviceInfo& dev,
@@ -63,17 +40,17 @@ std::vector<tuner::Candidate> sample(const std::vector<GemmProblem>& problems, c
 TEST(CudaCompile, NvrtcCompilesSimtVariantsForSm90aWithoutAGpu) {
   auto compiler = gpu::cuda::make_compiler();
   EXPECT_EQ(compiler->version().rfind("nvrtc-", 0), 0u);
-  std::vector<GemmProblem> problems = {problem(DataType::F32, DataType::F32, false, false, 4096, 4096, 4096),
-                                       problem(DataType::F32, DataType::F32, true, false, 1000, 1000, 1000),
-                                       problem(DataType::BF16, DataType::BF16, false, true, 512, 512, 512),
-                                       problem(DataType::F16, DataType::F32, true, true, 333, 200, 100)};
-  auto cands = sample(problems, h200_like(), 3);
+  std::vector<GemmProblem> problems = {gemm(DataType::F32, DataType::F32, false, false, 4096, 4096, 4096),
+                                       gemm(DataType::F32, DataType::F32, true, false, 1000, 1000, 1000),
+                                       gemm(DataType::BF16, DataType::BF16, false, true, 512, 512, 512),
+                                       gemm(DataType::F16, DataType::F32, true, true, 333, 200, 100)};
+  auto cands = sample(problems, fake_device(gpu::BackendKind::Cuda), 3);
   ASSERT_GE(cands.size(), 8u);
   std::vector<gpu::CompileResult> results(cands.size());
   std::atomic<std::size_t> next{0};
   auto work = [&] {
     for (std::size_t i; (i = next++) < cands.size();)
-      results[i] = compiler->compile(cands[i].tmpl->compile_request(cands[i].solution, problems[cands[i].problem_index], h200_like()));
+      results[i] = compiler->compile(cands[i].tmpl->compile_request(cands[i].solution, problems[cands[i].problem_index], fake_device(gpu::BackendKind::Cuda)));
   };
   std::thread other(work);
   work();
@@ -113,13 +90,13 @@ class CudaDevice : public ::testing::Test {
 
 TEST_F(CudaDevice, SampledSimtVariantsValidateOnEveryLayoutTypeAndEdge) {
   std::vector<GemmProblem> problems = {
-      problem(DataType::F32, DataType::F32, false, false, 1000, 1000, 1000),
-      problem(DataType::F32, DataType::F32, true, false, 127, 65, 33, 1, false),
-      problem(DataType::F32, DataType::F32, false, true, 256, 130, 77, 3),
-      problem(DataType::F32, DataType::F32, true, true, 64, 64, 64, 2, false),
-      problem(DataType::BF16, DataType::BF16, false, false, 300, 200, 100),
-      problem(DataType::F16, DataType::F32, true, false, 513, 257, 129),
-      problem(DataType::BF16, DataType::F32, false, true, 128, 96, 1000, 1, false),
+      gemm(DataType::F32, DataType::F32, false, false, 1000, 1000, 1000),
+      gemm(DataType::F32, DataType::F32, true, false, 127, 65, 33, 1, false),
+      gemm(DataType::F32, DataType::F32, false, true, 256, 130, 77, 3),
+      gemm(DataType::F32, DataType::F32, true, true, 64, 64, 64, 2, false),
+      gemm(DataType::BF16, DataType::BF16, false, false, 300, 200, 100),
+      gemm(DataType::F16, DataType::F32, true, false, 513, 257, 129),
+      gemm(DataType::BF16, DataType::F32, false, true, 128, 96, 1000, 1, false),
   };
   problems[0].lda = 1003;  // odd leading dimension: only scalar loads are allowed
   auto cands = sample(problems, dev_->info(), 6);
@@ -141,12 +118,12 @@ TEST_F(CudaDevice, SampledSimtVariantsValidateOnEveryLayoutTypeAndEdge) {
 // (memcheck, racecheck): scripts run this test by name on the H200.
 TEST_F(CudaDevice, SanitizerSampleOfEveryTemplate) {
   std::vector<GemmProblem> problems = {
-      problem(DataType::BF16, DataType::BF16, true, false, 200, 136, 72, 1, false),
-      problem(DataType::F16, DataType::F32, false, false, 130, 96, 40),
-      problem(DataType::BF16, DataType::F32, false, true, 64, 200, 64, 2),
-      problem(DataType::F32, DataType::F32, true, true, 65, 33, 40),
+      gemm(DataType::BF16, DataType::BF16, true, false, 200, 136, 72, 1, false),
+      gemm(DataType::F16, DataType::F32, false, false, 130, 96, 40),
+      gemm(DataType::BF16, DataType::F32, false, true, 64, 200, 64, 2),
+      gemm(DataType::F32, DataType::F32, true, true, 65, 33, 40),
   };
-  GemmProblem tf32 = problem(DataType::F32, DataType::F32, true, false, 96, 64, 48);
+  GemmProblem tf32 = gemm(DataType::F32, DataType::F32, true, false, 96, 64, 48);
   tf32.compute_tf32 = true;
   problems.push_back(tf32);
   std::size_t checked = 0;
@@ -180,8 +157,8 @@ TEST_F(CudaDevice, SanitizerSampleOfEveryTemplate) {
 }
 
 TEST_F(CudaDevice, DeviceReferenceMatchesTheHostReference) {
-  for (auto p : {problem(DataType::BF16, DataType::F32, true, false, 300, 170, 520, 2, false),
-                 problem(DataType::F32, DataType::F32, false, true, 129, 64, 1000)}) {
+  for (auto p : {gemm(DataType::BF16, DataType::F32, true, false, 300, 170, 520, 2, false),
+                 gemm(DataType::F32, DataType::F32, false, true, 129, 64, 1000)}) {
     tuner::ProblemData host(*dev_, p, false, 42, /*device_reference_flops=*/1e300);
     tuner::ProblemData device(*dev_, p, false, 42, /*device_reference_flops=*/0);
     ASSERT_EQ(host.reference().size(), device.reference().size());

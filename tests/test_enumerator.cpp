@@ -17,33 +17,18 @@
 #include "solutions/kernel_template.h"
 #include "tuner/config.h"
 #include "tuner/enumerator.h"
+#include "tests/test_util.h"
 
 using namespace tiletune;
 using namespace tiletune::tuner;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
+using namespace tiletune::testing;
+
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-tiletune exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
 
-std::mt19937_64& rng() {
-  static std::mt19937_64 r(std::random_device{}());
-  return r;
-}
-std::int64_t rand_in(std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng()); }
 
 gpu::DeviceInfo cuda_device() {
   gpu::DeviceInfo d;
@@ -225,19 +210,27 @@ TEST(Enumerator, OddLeadingDimensionLeavesOnlyScalarVectors) {
 TEST(Enumerator, BackendFiltering) {
   std::vector<GemmProblem> problems = {make(300, 200, 100), make(64, 64, 64, DataType::BF16)};
   const auto& all = builtin_templates();
-  Enumeration ec = enumerate(all, problems, cuda_device());
-  EXPECT_EQ(ec.total, cartesian(find_template("simt_gemm")).size() * problems.size());
-  ASSERT_FALSE(ec.candidates.empty());
-  for (const auto& c : ec.candidates) EXPECT_EQ(c.tmpl->name(), "simt_gemm");
-  for (const auto& p : ec.pruned) EXPECT_EQ(p.solution.template_name, "simt_gemm");
-
-  Enumeration eh = enumerate(all, problems, host_device());
-  EXPECT_EQ(eh.total, cartesian(find_template("host_gemm")).size() * problems.size());
-  ASSERT_FALSE(eh.candidates.empty());
-  for (const auto& c : eh.candidates) EXPECT_EQ(c.tmpl->name(), "host_gemm");
-  std::set<std::size_t> seen;
-  for (const auto& c : eh.candidates) seen.insert(c.problem_index);
-  EXPECT_EQ(seen, (std::set<std::size_t>{0, 1}));
+  for (const auto& dev : {cuda_device(), host_device()}) {
+    Enumeration e = enumerate(all, problems, dev);
+    std::size_t expected = 0;
+    std::set<std::string> allowed;
+    for (const auto& t : all)
+      if (t.supports(dev.backend)) {
+        expected += cartesian(t).size() * problems.size();
+        allowed.insert(t.name());
+      }
+    EXPECT_EQ(e.total, expected);
+    ASSERT_FALSE(e.candidates.empty());
+    for (const auto& c : e.candidates) EXPECT_TRUE(allowed.count(c.tmpl->name())) << c.tmpl->name();
+    for (const auto& p : e.pruned) EXPECT_TRUE(allowed.count(p.solution.template_name)) << p.solution.template_name;
+    std::set<std::size_t> seen;
+    for (const auto& c : e.candidates) seen.insert(c.problem_index);
+    EXPECT_EQ(seen, (std::set<std::size_t>{0, 1}));
+  }
+  EXPECT_TRUE(find_template("simt_gemm").supports(gpu::BackendKind::Cuda));
+  EXPECT_FALSE(find_template("simt_gemm").supports(gpu::BackendKind::Host));
+  EXPECT_TRUE(find_template("host_gemm").supports(gpu::BackendKind::Host));
+  EXPECT_FALSE(find_template("host_gemm").supports(gpu::BackendKind::Cuda));
 }
 
 TEST(Enumerator, LaunchDimsCoverProblem) {

@@ -11,27 +11,16 @@
 
 #include "common/error.h"
 #include "solutions/expression.h"
+#include "tests/test_util.h"
 
 using namespace tiletune;
+
+using namespace tiletune::testing;
 
 namespace {
 
 std::int64_t ev(const std::string& text, const Variables& vars = {}) { return Expression::parse(text).eval(vars); }
 
-// Message of the Error that `f` throws; fails the test if it throws nothing or something else.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-tiletune exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
 
 TEST(Expression, Literals) {
   EXPECT_EQ(ev("0"), 0);

@@ -19,18 +19,16 @@
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
 #include "tuner/problem_data.h"
+#include "tests/test_util.h"
 
 using namespace tiletune;
 using tiletune::tuner::ProblemData;
 using tiletune::tuner::ValidationResult;
 
+using namespace tiletune::testing;
+
 namespace {
 
-std::mt19937_64& rng() {
-  static std::mt19937_64 r(std::random_device{}());
-  return r;
-}
-std::int64_t rand_in(std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng()); }
 
 GemmProblem make(std::int64_t m, std::int64_t n, std::int64_t k, DataType a = DataType::F32, DataType c = DataType::F32,
                  bool ta = false, bool tb = false) {

@@ -14,31 +14,16 @@
 #include "common/error.h"
 #include "solutions/problem.h"
 #include "solutions/solution.h"
+#include "tests/test_util.h"
 
 using namespace tiletune;
 using nlohmann::json;
 
+using namespace tiletune::testing;
+
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-tiletune exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
 
-std::mt19937_64& rng() {
-  static std::mt19937_64 r(std::random_device{}());
-  return r;
-}
-std::int64_t rand_in(std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng()); }
 
 GemmProblem make(std::int64_t m, std::int64_t n, std::int64_t k, bool ta = false, bool tb = false, std::int64_t batch = 1) {
   GemmProblem p;

@@ -1,0 +1,85 @@
+// Helpers shared by the test suites.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "common/error.h"
+#include "gpu/backend.h"
+#include "solutions/problem.h"
+
+namespace tiletune::testing {
+
+// Message of the tiletune::Error that `f` throws; fails the test if it throws nothing or another type.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw a non-tiletune exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "did not throw";
+  return {};
+}
+
+// Freshly seeded for every run: tests must pass on any valid input.
+inline std::mt19937_64& rng() {
+  static std::mt19937_64 r(std::random_device{}());
+  return r;
+}
+inline std::int64_t rand_in(std::int64_t lo, std::int64_t hi) {
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng());
+}
+
+inline GemmProblem gemm(DataType in, DataType out, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                        std::int64_t batch = 1, bool beta_zero = true) {
+  GemmProblem p;
+  p.a_type = in;
+  p.c_type = out;
+  p.trans_a = ta;
+  p.trans_b = tb;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.batch = batch;
+  p.beta_zero = beta_zero;
+  return p.canonical();
+}
+
+// Device descriptions for pure (device-free) enumeration tests.
+inline gpu::DeviceInfo fake_device(gpu::BackendKind backend) {
+  gpu::DeviceInfo d;
+  d.backend = backend;
+  switch (backend) {
+    case gpu::BackendKind::Cuda:
+      d.name = "fake H200";
+      d.arch = "sm_90a";
+      d.multiprocessors = 132;
+      d.shared_bytes_optin = 232448;
+      d.compute_capability = 90;
+      break;
+    case gpu::BackendKind::Hip:
+      d.name = "fake MI250X";
+      d.arch = "gfx90a";
+      d.multiprocessors = 110;
+      d.shared_bytes_per_block = d.shared_bytes_optin = 65536;
+      d.warp_size = 64;
+      break;
+    case gpu::BackendKind::Host:
+      d.name = "fake CPU";
+      d.arch = "x86_64";
+      d.multiprocessors = 2;
+      d.max_threads_per_block = 1;
+      d.shared_bytes_per_block = d.shared_bytes_optin = 0;
+      d.warp_size = 1;
+      break;
+  }
+  return d;
+}
+
+}  // namespace tiletune::testing
