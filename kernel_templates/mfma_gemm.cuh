@@ -102,6 +102,18 @@ template <> struct Mfma<float, 16> {
   }
 };
 
+// C conversions. fp16 uses the hardware converts (v_cvt_f32_f16 / v_cvt_f16_f32: round to nearest
+// even, fp16 denormals kept, as tt_types.h's portable routines), which keeps the epilogue short.
+TT_DEVICE float out_to_float(float x) { return x; }
+TT_DEVICE float out_to_float(tt_bf16 x) { return tt_to_float(x); }
+TT_DEVICE float out_to_float(tt_half x) { return (float)__builtin_bit_cast(_Float16, x.bits); }
+template <class TC> TT_DEVICE TC out_from_float(float f) { return tt_from_float<TC>(f); }
+template <> TT_DEVICE tt_half out_from_float<tt_half>(float f) {
+  tt_half h;
+  h.bits = __builtin_bit_cast(unsigned short, (_Float16)f);
+  return h;
+}
+
 // Global -> register -> LDS staging of one operand tile, CONT x STRD as it lies in global memory.
 // CONT_IS_K: the contiguous dimension is k (A transposed, B not transposed): rows of the LDS tile
 // are then written as vectors; otherwise each element goes to its own (mn, k) slot.
@@ -266,7 +278,10 @@ __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_gemm(TtGemm
   }
 
   // Epilogue: accumulators r = 4q .. 4q+3 of a lane are 4 consecutive rows of one C column,
-  // written as one vector where the C layout keeps such vectors aligned (uniform run-time check).
+  // read and written as one vector where the C layout keeps such vectors aligned (uniform
+  // run-time check). One conversion per element and no duplicated paths: the body stays small
+  // enough for the compiler to unroll fully, so that acc is never indexed dynamically (which would
+  // put the accumulators in scratch memory).
   const float alpha = p.alpha, beta = p.beta;
   const long long ldc = p.ldc;
   const bool c_vec = ldc % 4 == 0 && p.stride_c % 4 == 0 && ((unsigned long long)p.c % (4 * sizeof(TC))) == 0;
@@ -282,27 +297,30 @@ __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_gemm(TtGemm
       for (int q = 0; q < NR / 4; ++q) {
         const int row = m0 + wm0 + i * MI + acc_row(lane, 4 * q, MI);
         TC* cp = C + row + (long long)col * ldc;
-        if (c_vec && row + 4 <= M) {
-          Vec<TC, 4> out;
-          if (read_c) {
-            const Vec<TC, 4> old = *reinterpret_cast<const Vec<TC, 4>*>(cp);
-            TT_UNROLL
-            for (int t = 0; t < 4; ++t)
-              out.v[t] = tt_from_float<TC>(alpha * acc[i][j][4 * q + t] + beta * tt_to_float(old.v[t]));
+        const bool whole = c_vec && row + 4 <= M;
+        float v[4];
+        TT_UNROLL
+        for (int t = 0; t < 4; ++t) v[t] = alpha * acc[i][j][4 * q + t];
+        if (read_c) {
+          Vec<TC, 4> old;
+          if (whole) {
+            old = *reinterpret_cast<const Vec<TC, 4>*>(cp);
           } else {
             TT_UNROLL
-            for (int t = 0; t < 4; ++t) out.v[t] = tt_from_float<TC>(alpha * acc[i][j][4 * q + t]);
+            for (int t = 0; t < 4; ++t) old.v[t] = row + t < M ? cp[t] : tt_from_float<TC>(0.0f);
           }
+          TT_UNROLL
+          for (int t = 0; t < 4; ++t) v[t] += beta * out_to_float(old.v[t]);
+        }
+        Vec<TC, 4> out;
+        TT_UNROLL
+        for (int t = 0; t < 4; ++t) out.v[t] = out_from_float<TC>(v[t]);
+        if (whole) {
           *reinterpret_cast<Vec<TC, 4>*>(cp) = out;
         } else {
           TT_UNROLL
-          for (int t = 0; t < 4; ++t) {
-            if (row + t < M) {
-              float v = alpha * acc[i][j][4 * q + t];
-              if (read_c) v += beta * tt_to_float(cp[t]);
-              cp[t] = tt_from_float<TC>(v);
-            }
-          }
+          for (int t = 0; t < 4; ++t)
+            if (row + t < M) cp[t] = out.v[t];
         }
       }
     }

@@ -1,5 +1,6 @@
 #include "runtime/runtime.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
@@ -29,11 +30,11 @@ Runtime::Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path
     : dev_(std::move(device)), db_(db::Database::open(db_path, db::Mode::ReadOnly)) {
   const gpu::DeviceInfo& info = dev_->info();
   for (const auto& t : builtin_templates())
-    if (t.supports(info.backend)) {
-      default_template_ = &t;
-      break;
-    }
-  if (!default_template_) throw Error(std::string("no kernel template supports backend ") + gpu::to_string(info.backend));
+    if (t.supports(info.backend) && t.fallback_rank() >= 0) fallback_templates_.push_back(&t);
+  std::stable_sort(fallback_templates_.begin(), fallback_templates_.end(),
+                   [](const KernelTemplate* a, const KernelTemplate* b) { return a->fallback_rank() < b->fallback_rank(); });
+  if (fallback_templates_.empty())
+    throw Error(std::string("no kernel template offers a fallback for backend ") + gpu::to_string(info.backend));
 
   // Only this arch's winners: a code object built for one arch is never loaded on another.
   for (const auto& w : db_.winners(info.arch)) {
@@ -160,10 +161,15 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
     }
   }
 
-  const KernelTemplate& t = *default_template_;
+  const KernelTemplate* chosen = nullptr;
+  for (const KernelTemplate* t : fallback_templates_)
+    if (can_run(*t, t->default_solution(), p, a, b, c)) {
+      chosen = t;
+      break;
+    }
+  if (!chosen) throw Error("no kernel can run " + p.key() + " on " + dev_->info().arch + ": no template's default fits");
+  const KernelTemplate& t = *chosen;
   Solution s = t.default_solution();
-  if (!can_run(t, s, p, a, b, c))
-    throw Error("no kernel can run " + p.key() + ": the default " + s.kernel_name() + " does not fit this device");
   auto kernel = fallback_kernel(t, p);
   Variables vars = t.variables(s, p, dev_->info());
   if (t.workspace_bytes(vars) > 0) throw Error("the default kernel of " + t.name() + " must not need a workspace");

@@ -68,7 +68,7 @@ class Runtime {
   std::mutex db_mu_;  // one SQLite connection, used only for lazy code-object loads
   db::Database db_;
   std::unordered_map<ProblemKey, std::unique_ptr<Loaded>, ProblemKeyHash> winners_;
-  const KernelTemplate* default_template_ = nullptr;
+  std::vector<const KernelTemplate*> fallback_templates_;  // by fallback_rank
   std::mutex fallback_mu_;
   std::unordered_map<std::string, std::shared_ptr<gpu::Kernel>> fallbacks_;  // by name expression
   Stats stats_;

@@ -48,6 +48,7 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j) {
     t.cluster_y_ = Expression::parse(l.value("cluster_y", std::string("1")));
     t.workspace_ = Expression::parse(j.value("workspace_bytes", std::string("0")));
     t.arguments_ = j.value("arguments", std::string("gemm"));
+    t.fallback_rank_ = j.value("fallback_rank", -1);
     if (t.arguments_ != "gemm" && t.arguments_ != "gemm_tma")
       throw Error(where + ": unknown \"arguments\" kind '" + t.arguments_ + "' (gemm or gemm_tma)");
   } catch (const nlohmann::json::exception& e) {

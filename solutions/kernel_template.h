@@ -48,6 +48,10 @@ class KernelTemplate {
   // How the kernel's single argument is built: "gemm" (TtGemmParams as is) or "gemm_tma"
   // (TtGemmParams plus TMA descriptors, built by the CUDA backend).
   const std::string& arguments() const { return arguments_; }
+  // Preference of this template's default as the runtime's kernel for untuned problems: lower is
+  // tried first; -1 (no "fallback_rank" in the JSON) means never. A template that declares a rank
+  // promises its default is valid for every problem its constraints admit.
+  int fallback_rank() const { return fallback_rank_; }
   // "simt_gemm<float, float, false, false, 128, ...>": the instance pattern with values put in.
   std::string name_expression(const Solution& s, const GemmProblem& p) const;
   // Translation unit and headers for a backend's compiler.
@@ -63,6 +67,7 @@ class KernelTemplate {
   std::vector<std::pair<std::string, Expression>> derived_;
   std::vector<std::pair<std::string, Expression>> constraints_;
   Expression block_, grid_x_, grid_y_, grid_z_, shared_bytes_, cluster_x_, cluster_y_, workspace_;
+  int fallback_rank_ = -1;
   mutable std::string source_hash_;
 };
 
