@@ -9,13 +9,18 @@
 // Producer (one thread): for every K step of every tile, waits for the stage to be empty, arms the
 // stage's "full" mbarrier with the stage's byte count and issues the TMA copies (128-byte swizzle,
 // zero fill outside the matrix, so edge tiles and K tails need no special case).
-// Consumers: each owns WM = BM / CONSUMERS rows of the tile (WM/64 wgmma m64 sub-tiles) and all BN
-// columns; per K step, BK/16 wgmma.mma_async per sub-tile, one commit group per stage, one group
-// left in flight: the stage read by the previous group is released once that group retired.
+// Consumers, cooperative (PINGPONG = 0): each owns WM = BM / CONSUMERS rows of the tile (WM/64
+// wgmma m64 sub-tiles) and all BN columns; per K step, BK/16 wgmma.mma_async per sub-tile, one
+// commit group per stage, one group left in flight: the stage read by the previous group is
+// released once that group retired.
+// Consumers, ping-pong (PINGPONG = 1, CONSUMERS = 2): each consumer owns whole tiles (WM = BM),
+// the two take alternate tiles; a pair of named barriers makes them run their main loops in turn,
+// so one consumer's epilogue overlaps the other's main loop (and no mbarrier parity wait can run
+// more than one phase ahead when a consumer skips the other's K steps in the ring).
 // Epilogue per consumer: accumulators (times alpha) go through a padded fp32 staging buffer in
-// shared memory, 32 columns at a time, and are written with coalesced stores down each column of C
-// (16-byte vectors where C's pointer / ldc / batch stride allow, predicated scalars otherwise,
-// e.g. ldc odd); beta * C is read the same way only when beta != 0.
+// shared memory, 32 columns at a time, and are written with coalesced stores down each column of C:
+// 16-byte vectors where C's pointer / ldc / batch stride allow, else scalars with consecutive lanes
+// on consecutive rows (e.g. ldc odd); beta * C is read the same way only when beta != 0.
 //
 // Operand layouts (column-major): A is K-major when TRANSA (stored K x M), MN-major otherwise;
 // B is K-major unless TRANSB. Shared memory per stage and operand:
@@ -81,6 +86,9 @@ template <int N> TT_DEVICE void wg_wait() { asm volatile("wgmma.wait_group.sync.
 
 TT_DEVICE void named_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+TT_DEVICE void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
 // Keeps the compiler from moving accumulator reads / writes across wgmma waits.
@@ -148,14 +156,16 @@ TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, in
 }  // namespace tt_wg
 
 template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
-          int CONSUMERS, int RASTER, int GROUP>
+          int CONSUMERS, int RASTER, int GROUP, int PINGPONG>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
   static_assert(sizeof(TA) == 2, "wgmma_gemm: 16-bit inputs only");
   static_assert(BK == 64, "BK is one 128-byte swizzle atom of 16-bit elements");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "1 or 2 consumer warpgroups");
-  constexpr int WM = BM / CONSUMERS;  // rows per consumer warpgroup
+  static_assert(PINGPONG == 0 || CONSUMERS == 2, "ping-pong needs two consumers");
+  constexpr bool PP = PINGPONG != 0;
+  constexpr int WM = PP ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
   constexpr int MI = WM / 64;         // m64 sub-tiles per consumer
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "BM / CONSUMERS must be 64 or 128");
   static_assert(BN % 64 == 0 && BN <= 256, "BN is 64, 128, 192 or 256");
@@ -187,7 +197,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(bars + 8 * s, 1);
-      mbar_init(bars + 8 * (STAGES + s), CONSUMERS * 4);
+      mbar_init(bars + 8 * (STAGES + s), PP ? 4 : CONSUMERS * 4);  // one arrival per consuming warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -249,13 +259,24 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     float acc[MI][BN / 2];
     int s = 0;
     u32 ph = 0;
-    for (int t = blockIdx.x; t < total; t += gridDim.x) {
+    // Ping-pong: the consumers take turns, tile by tile; each skips the other's K steps in the ring.
+    auto skip_tile = [&]() {
+      const int pos = s + KT;
+      ph ^= (u32)((pos / STAGES) & 1);
+      s = pos % STAGES;
+    };
+    if (PP && cw == 1) skip_tile();
+    const int t_step = PP ? 2 * gridDim.x : gridDim.x;
+    for (int t = blockIdx.x + (PP ? cw * gridDim.x : 0); t < total; t += t_step) {
       int mb, nb, b;
       tile_coords<RASTER, GROUP>(t, tiles_m, tiles_n, mb, nb, b);
+      // Ping-pong order: a consumer starts its main loop only after the other one has passed all of
+      // its full-barrier waits (tensor cores in turn, and no parity wait more than one phase ahead).
+      if (PP && t != (int)blockIdx.x) named_sync(3 + cw, 256);
       int prev = -1;
       for (int kt = 0; kt < KT; ++kt) {
         mbar_wait(bars + 8 * s, ph);
-        const u32 a = sA + s * A_STAGE + cw * MI * 64 * BK * 2;  // same offset for both layouts
+        const u32 a = sA + s * A_STAGE + (PP ? 0 : cw * MI * 64 * BK * 2);  // same offset for both layouts
         const u32 bb = sB + s * B_STAGE;
         wg_fence();
         TT_UNROLL
@@ -276,13 +297,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         prev = s;
         if (++s == STAGES) { s = 0; ph ^= 1; }
       }
+      if (PP && t + (int)gridDim.x < total) named_arrive(3 + (cw ^ 1), 256);
       wg_wait<0>();
       TT_UNROLL
       for (int mi = 0; mi < MI; ++mi) fence_regs<BN / 2>(acc[mi]);
       if (lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
+      if (PP) skip_tile();
 
       // ---------------------------------------------------------------- epilogue
-      const int m_base = mb * BM + cw * WM;
+      const int m_base = mb * BM + (PP ? 0 : cw * WM);
       const int n_tile = nb * BN;
       TC* C = reinterpret_cast<TC*>(p.g.c) + (long long)b * p.g.stride_c;
       TT_UNROLL
@@ -302,37 +325,53 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           }
         }
         named_sync(1 + cw, 128);
-        const int r = (tid % TPC) * V;
-        const int gm = m_base + r;
-        TT_UNROLL
-        for (int c = tid / TPC; c < EN; c += CPP) {
-          const int gn = n_tile + ch * EN + c;
-          if (gn < N && gm < M) {
-            float v[V];
-            const float4* src = reinterpret_cast<const float4*>(stg + c * EP + r);
-            TT_UNROLL
-            for (int q = 0; q < V / 4; ++q) {
-              const float4 x = src[q];
-              v[4 * q] = x.x; v[4 * q + 1] = x.y; v[4 * q + 2] = x.z; v[4 * q + 3] = x.w;
-            }
-            TC* dst = C + gm + (long long)gn * ldc;
-            if (vec_ok && gm + V <= M) {
-              if (beta != 0.0f) {
-                float o[V];
-                CVec<TC, V>::load(dst, o);
-                TT_UNROLL
-                for (int q = 0; q < V; ++q) v[q] += beta * o[q];
-              }
-              CVec<TC, V>::store(dst, v);
-            } else {
+        if (vec_ok) {
+          // 16-byte vectors: TPC threads cover one column of WM rows; whole 128-byte lines per warp.
+          const int r = (tid % TPC) * V;
+          const int gm = m_base + r;
+          TT_UNROLL
+          for (int c = tid / TPC; c < EN; c += CPP) {
+            const int gn = n_tile + ch * EN + c;
+            if (gn < N && gm < M) {
+              float v[V];
+              const float4* src = reinterpret_cast<const float4*>(stg + c * EP + r);
               TT_UNROLL
-              for (int q = 0; q < V; ++q) {
-                if (gm + q < M) {
-                  float x = v[q];
-                  if (beta != 0.0f) x += beta * tt_to_float(dst[q]);
-                  dst[q] = tt_from_float<TC>(x);
+              for (int q = 0; q < V / 4; ++q) {
+                const float4 x = src[q];
+                v[4 * q] = x.x; v[4 * q + 1] = x.y; v[4 * q + 2] = x.z; v[4 * q + 3] = x.w;
+              }
+              TC* dst = C + gm + (long long)gn * ldc;
+              if (gm + V <= M) {
+                if (beta != 0.0f) {
+                  float o[V];
+                  CVec<TC, V>::load(dst, o);
+                  TT_UNROLL
+                  for (int q = 0; q < V; ++q) v[q] += beta * o[q];
+                }
+                CVec<TC, V>::store(dst, v);
+              } else {
+                TT_UNROLL
+                for (int q = 0; q < V; ++q) {
+                  if (gm + q < M) {
+                    float x = v[q];
+                    if (beta != 0.0f) x += beta * tt_to_float(dst[q]);
+                    dst[q] = tt_from_float<TC>(x);
+                  }
                 }
               }
+            }
+          }
+        } else {
+          // Unaligned C (e.g. odd ldc): scalars, consecutive lanes on consecutive rows.
+          TT_UNROLL
+          for (int i = tid; i < WM * EN; i += 128) {
+            const int r = i % WM, c = i / WM;
+            const int gm = m_base + r, gn = n_tile + ch * EN + c;
+            if (gm < M && gn < N) {
+              TC* dst = C + gm + (long long)gn * ldc;
+              float x = stg[c * EP + r];
+              if (beta != 0.0f) x += beta * tt_to_float(*dst);
+              *dst = tt_from_float<TC>(x);
             }
           }
         }

@@ -216,30 +216,60 @@ ValidationResult ProblemData::check_output() {
   std::vector<std::uint8_t> out(host_c0_.size());
   dev_.copy_to_host(out.data(), c_[0].get(), out.size());
   ValidationResult r;
-  double err = 0, ref = 0;
   int eb = size_of(p.c_type);
-  for (std::int64_t b = 0; b < p.batch; ++b)
-    for (std::int64_t j = 0; j < p.n; ++j)
+  // Columns are checked in parallel (a large C has 10^8 elements); each worker keeps its sums and
+  // its first failure, and the failure of the lowest column wins so that reports are stable.
+  const std::int64_t columns = p.batch * p.n;
+  unsigned threads = unsigned(std::clamp<std::int64_t>(columns / 64, 1, std::max(1u, std::thread::hardware_concurrency())));
+  struct Part {
+    double err = 0, ref = 0;
+    std::int64_t bad_column = -1;
+    std::string reason;
+  };
+  std::vector<Part> parts(threads);
+  auto work = [&](unsigned t) {
+    Part& part = parts[t];
+    for (std::int64_t col = t; col < columns && part.bad_column < 0; col += threads) {
+      std::int64_t b = col / p.n, j = col % p.n;
       for (std::int64_t i = 0; i < p.ldc; ++i) {
         std::int64_t idx = b * p.stride_c + j * p.ldc + i;
         if (i >= p.m) {  // padding: must be left exactly as it was
           if (std::memcmp(&out[idx * eb], &host_c0_[idx * eb], eb) != 0) {
-            r.reason = "wrote outside C: row " + std::to_string(i) + " >= m in column " + std::to_string(j);
-            return r;
+            part.bad_column = col;
+            part.reason = "wrote outside C: row " + std::to_string(i) + " >= m in column " + std::to_string(j);
+            break;
           }
           continue;
         }
         double v = load(out.data(), idx, p.c_type);
         double want = reference_[std::size_t(b * p.m * p.n + j * p.m + i)];
         if (!std::isfinite(v)) {
-          r.reason = "C(" + std::to_string(i) + "," + std::to_string(j) + ", batch " + std::to_string(b) +
-                     ") is " + std::to_string(v) + " (not written, or NaN/inf)";
-          r.rel_error = INFINITY;
-          return r;
+          part.bad_column = col;
+          part.reason = "C(" + std::to_string(i) + "," + std::to_string(j) + ", batch " + std::to_string(b) + ") is " +
+                        std::to_string(v) + " (not written, or NaN/inf)";
+          break;
         }
-        err += (v - want) * (v - want);
-        ref += want * want;
+        part.err += (v - want) * (v - want);
+        part.ref += want * want;
       }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  work(0);
+  for (auto& th : pool) th.join();
+  double err = 0, ref = 0;
+  const Part* first_bad = nullptr;
+  for (const Part& part : parts) {
+    err += part.err;
+    ref += part.ref;
+    if (part.bad_column >= 0 && (!first_bad || part.bad_column < first_bad->bad_column)) first_bad = &part;
+  }
+  if (first_bad) {
+    r.reason = first_bad->reason;
+    r.rel_error = INFINITY;
+    return r;
+  }
   // Gaps between batches (stride_c > ldc * n) must be untouched as well.
   for (std::int64_t b = 0; b + 1 < p.batch; ++b)
     for (std::int64_t idx = b * p.stride_c + p.ldc * p.n; idx < (b + 1) * p.stride_c; ++idx)

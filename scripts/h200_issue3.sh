@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Issue 3 on the H200: GPU tests, a compute-sanitizer memcheck sample of every CUDA template, the
+# tensor-core sweeps of configs/h200_gemm_<dtypes>.json into one database, and the winners against
+# cuBLAS through the runtime (gemm_vs_vendor). Each stage has a time limit; a sweep stopped by it
+# keeps what it finished and a rerun resumes.
+# Usage: scripts/h200_issue3.sh BUILD_DIR OUT_DIR COMMIT "bf16 fp16 tf32" [tests]
+set -uo pipefail
+B=$1 OUT=$2 COMMIT=$3 DTYPES=$4 TESTS=${5:-}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export TILETUNE_SHAPES_DIR=${TILETUNE_SHAPES_DIR:-$PWD/.shapes}
+DB="$OUT/h200_gemm.db"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
+if [ -n "$TESTS" ]; then
+  timeout 150 "$B/tests/test_cuda" --gtest_filter=-*SanitizerSample* > "$OUT/test_cuda.log" 2>&1
+  echo "test_cuda exit $?"; grep -E "^\[  (PASSED|FAILED) |^\[  FAILED" "$OUT/test_cuda.log"
+  timeout 150 compute-sanitizer --tool memcheck "$B/tests/test_cuda" --gtest_filter=*SanitizerSample* > "$OUT/memcheck.log" 2>&1
+  echo "memcheck exit $?"; grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/memcheck.log"
+fi
+for dt in $DTYPES; do
+  limit=240; [ "$dt" = tf32 ] && limit=120
+  timeout $limit "$B/tiletune" tune "configs/h200_gemm_$dt.json" --backend cuda --db "$DB" > "$OUT/tune_$dt.log" 2>&1
+  echo "tune $dt exit $?"; grep -E "^summary|took" "$OUT/tune_$dt.log"
+done
+timeout 150 "$B/benchmarks/gemm_vs_vendor" --db "$DB" --commit "$COMMIT" --rounds 3 --out "$OUT/gemm_h200" \
+  --label "tensor-core templates (wgmma_gemm, mma_gemm) tuned by configs/h200_gemm_{$(echo $DTYPES | tr ' ' ,)}.json"
+echo "gemm_vs_vendor exit $?"
