@@ -77,12 +77,16 @@ int main(int argc, char** argv) {
       const GemmProblem p = w.problem.canonical();
       tuner::ProblemData data(*dev, p);
       auto ours = [&](const TtGemmParams& a) {
-        rt.gemm_strided_batched(p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
-                                p.m, p.n, p.k, a.alpha, a.a, api_type(p.a_type), p.lda, p.stride_a, a.b, p.ldb,
-                                p.stride_b, a.beta, a.c, api_type(p.c_type), p.ldc, p.stride_c, p.batch);
+        rt.gemm_strided_batched_ex(p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
+                                   p.m, p.n, p.k, a.alpha, a.a, api_type(p.a_type), p.lda, p.stride_a, a.b, p.ldb,
+                                   p.stride_b, a.beta, a.c, api_type(p.c_type), p.ldc, p.stride_c, p.batch,
+                                   p.compute_tf32 ? TILETUNE_COMPUTE_32F_FAST_TF32 : TILETUNE_COMPUTE_32F);
       };
       auto theirs = [&](const TtGemmParams& a) { vendor->run(p, a); };
+      const std::uint64_t fallbacks_before = rt.stats().fallbacks;
       tuner::ValidationResult v_ours = data.validate(ours), v_theirs;
+      // A row only counts if the runtime ran the tuned winner, not its fallback.
+      const bool ran_winner = rt.stats().fallbacks == fallbacks_before;
       if (vendor) v_theirs = data.validate(theirs);
       std::vector<double> t_ours, t_theirs;
       for (int r = 0; r < rounds; ++r) {
@@ -97,15 +101,16 @@ int main(int argc, char** argv) {
       double theirs_tf = vendor ? p.flops() / (median(t_theirs) * 1e-3) / 1e12 : 0;
       double ratio = theirs_tf > 0 ? ours_tf / theirs_tf : 0;
       std::string kernel = w.solution.kernel_name();
-      std::printf("%-36s %12.2f %12.2f %7.3f  %s%s\n", shape_text(p).c_str(), ours_tf, theirs_tf, ratio, kernel.c_str(),
-                  v_ours.ok ? "" : "  INVALID");
+      std::printf("%-36s %12.2f %12.2f %7.3f  %s%s%s\n", shape_text(p).c_str(), ours_tf, theirs_tf, ratio, kernel.c_str(),
+                  v_ours.ok ? "" : "  INVALID", ran_winner ? "" : "  FALLBACK (not the winner)");
+      if (!ran_winner) kernel += " (FALLBACK ran instead)";
       char line[512];
       std::snprintf(line, sizeof line, "| %s | %.2f | %.2f | %.3f | %.1e | %.1e | `%s` |\n", shape_text(p).c_str(), ours_tf,
                     theirs_tf, ratio, v_ours.rel_error, v_theirs.rel_error, kernel.c_str());
       md += line;
       rows.push_back({{"problem", p}, {"key", p.key()}, {"kernel", kernel}, {"tiletune_tflops", ours_tf},
                       {"vendor_tflops", theirs_tf}, {"ratio", ratio}, {"tiletune_ms", median(t_ours)},
-                      {"vendor_ms", median(t_theirs)}, {"tiletune_valid", v_ours.ok},
+                      {"vendor_ms", median(t_theirs)}, {"tiletune_valid", v_ours.ok}, {"ran_winner", ran_winner},
                       {"tiletune_rel_error", v_ours.rel_error}, {"vendor_rel_error", v_theirs.rel_error}});
       if (!v_ours.ok) std::fprintf(stderr, "winner %s is INVALID on %s: %s\n", kernel.c_str(), p.key().c_str(), v_ours.reason.c_str());
     }

@@ -95,12 +95,13 @@ tiletune_status_t tiletune_destroy(tiletune_handle_t handle) {
   return TILETUNE_SUCCESS;
 }
 
-tiletune_status_t tiletune_gemm_strided_batched(tiletune_handle_t h, tiletune_operation_t op_a,
-                                                tiletune_operation_t op_b, int64_t m, int64_t n, int64_t k,
-                                                float alpha, const void* a, tiletune_datatype_t ab_type,
-                                                int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
-                                                int64_t stride_b, float beta, void* c, tiletune_datatype_t c_type,
-                                                int64_t ldc, int64_t stride_c, int64_t batch, void* stream) {
+tiletune_status_t tiletune_gemm_strided_batched_ex(tiletune_handle_t h, tiletune_operation_t op_a,
+                                                   tiletune_operation_t op_b, int64_t m, int64_t n, int64_t k,
+                                                   float alpha, const void* a, tiletune_datatype_t ab_type,
+                                                   int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
+                                                   int64_t stride_b, float beta, void* c, tiletune_datatype_t c_type,
+                                                   int64_t ldc, int64_t stride_c, int64_t batch,
+                                                   tiletune_compute_t compute, void* stream) {
   if (auto s = need_handle(h)) return s;
   tiletune::GemmProblem p;
   tiletune_status_t s = guarded(TILETUNE_ERROR_INVALID_VALUE, [&] {
@@ -119,11 +120,24 @@ tiletune_status_t tiletune_gemm_strided_batched(tiletune_handle_t h, tiletune_op
     p.stride_b = stride_b;
     p.stride_c = stride_c;
     p.beta_zero = beta == 0.0f;
+    if (compute != TILETUNE_COMPUTE_32F && compute != TILETUNE_COMPUTE_32F_FAST_TF32)
+      throw tiletune::Error("unknown compute type " + std::to_string(int(compute)));
+    p.compute_tf32 = compute == TILETUNE_COMPUTE_32F_FAST_TF32;
     if (lda <= 0 || ldb <= 0 || ldc <= 0) throw tiletune::Error("leading dimensions must be > 0");
     p.validate();
   });
   if (s != TILETUNE_SUCCESS) return s;
   return guarded(TILETUNE_ERROR_LAUNCH, [&] { h->rt->gemm(p, alpha, a, b, beta, c, stream); });
+}
+
+tiletune_status_t tiletune_gemm_strided_batched(tiletune_handle_t h, tiletune_operation_t op_a,
+                                                tiletune_operation_t op_b, int64_t m, int64_t n, int64_t k,
+                                                float alpha, const void* a, tiletune_datatype_t ab_type,
+                                                int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
+                                                int64_t stride_b, float beta, void* c, tiletune_datatype_t c_type,
+                                                int64_t ldc, int64_t stride_c, int64_t batch, void* stream) {
+  return tiletune_gemm_strided_batched_ex(h, op_a, op_b, m, n, k, alpha, a, ab_type, lda, stride_a, b, ldb, stride_b,
+                                          beta, c, c_type, ldc, stride_c, batch, TILETUNE_COMPUTE_32F, stream);
 }
 
 tiletune_status_t tiletune_gemm(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m,

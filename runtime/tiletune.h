@@ -34,6 +34,9 @@ typedef enum {
 
 typedef enum { TILETUNE_OP_N = 0, TILETUNE_OP_T = 1 } tiletune_operation_t;
 typedef enum { TILETUNE_R_32F = 0, TILETUNE_R_16F = 1, TILETUNE_R_16BF = 2 } tiletune_datatype_t;
+/* Accumulation is always fp32; FAST_TF32 lets fp32 inputs run on tf32 tensor cores (as cuBLAS's
+ * CUBLAS_COMPUTE_32F_FAST_TF32). It is part of the problem key: tf32 and fp32 problems are tuned apart. */
+typedef enum { TILETUNE_COMPUTE_32F = 0, TILETUNE_COMPUTE_32F_FAST_TF32 = 1 } tiletune_compute_t;
 
 typedef struct {
   uint64_t calls;        /* GEMM calls that launched a kernel */
@@ -63,6 +66,15 @@ tiletune_status_t tiletune_gemm_strided_batched(tiletune_handle_t handle, tiletu
                                                 int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
                                                 int64_t stride_b, float beta, void* c, tiletune_datatype_t c_type,
                                                 int64_t ldc, int64_t stride_c, int64_t batch, void* stream);
+
+/* As tiletune_gemm_strided_batched, with the compute type named. */
+tiletune_status_t tiletune_gemm_strided_batched_ex(tiletune_handle_t handle, tiletune_operation_t op_a,
+                                                   tiletune_operation_t op_b, int64_t m, int64_t n, int64_t k,
+                                                   float alpha, const void* a, tiletune_datatype_t ab_type,
+                                                   int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
+                                                   int64_t stride_b, float beta, void* c, tiletune_datatype_t c_type,
+                                                   int64_t ldc, int64_t stride_c, int64_t batch,
+                                                   tiletune_compute_t compute, void* stream);
 
 tiletune_status_t tiletune_get_stats(tiletune_handle_t handle, tiletune_stats_t* stats);
 /* Arch of the handle's device, e.g. "sm_90a", and the number of tuned problems loaded for it. */

@@ -25,7 +25,8 @@ const char* kConfig = R"({
   "name": "pipeline-test",
   "problems": [
     {"dtype": "f32", "transA": "N", "transB": "N", "m": 70, "n": 45, "k": 33, "lda": 75},
-    {"a_type": "bf16", "c_type": "f32", "transA": "T", "transB": "N", "m": 40, "n": 24, "k": 50, "batch": 2, "beta_zero": false}
+    {"a_type": "bf16", "c_type": "f32", "transA": "T", "transB": "N", "m": 40, "n": 24, "k": 50, "batch": 2, "beta_zero": false},
+    {"dtype": "tf32", "transA": "N", "transB": "T", "m": 20, "n": 30, "k": 40}
   ],
   "templates": {"host_gemm": {"parameters": {"MT0": [16, 32], "MT1": [16], "KU": [16], "TT0": [8], "TT1": [2, 4]}}},
   "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 5, "target_ms": 5}
@@ -54,9 +55,10 @@ class Pipeline : public ::testing::Test {
     };
     const GemmProblem& p = data.problem();
     return data.validate([&](const TtGemmParams& a) {
-      h.gemm_strided_batched(p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N, p.m,
-                             p.n, p.k, a.alpha, a.a, dt(p.a_type), p.lda, p.stride_a, a.b, p.ldb, p.stride_b, a.beta,
-                             a.c, dt(p.c_type), p.ldc, p.stride_c, p.batch);
+      h.gemm_strided_batched_ex(p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
+                                p.m, p.n, p.k, a.alpha, a.a, dt(p.a_type), p.lda, p.stride_a, a.b, p.ldb, p.stride_b,
+                                a.beta, a.c, dt(p.c_type), p.ldc, p.stride_c, p.batch,
+                                p.compute_tf32 ? TILETUNE_COMPUTE_32F_FAST_TF32 : TILETUNE_COMPUTE_32F);
     });
   }
 
@@ -71,18 +73,18 @@ tuner::TuningConfig Pipeline::config_;
 tuner::SweepSummary Pipeline::first_;
 
 TEST_F(Pipeline, SweepMeasuresEveryCandidateAndPicksAWinnerPerProblem) {
-  EXPECT_EQ(first_.total, 2u * 2 * 2);
+  EXPECT_EQ(first_.total, 3u * 2 * 2);
   EXPECT_EQ(first_.candidates + first_.pruned, first_.total);
   EXPECT_EQ(first_.benchmarked, first_.candidates);
   EXPECT_EQ(first_.invalid, 0u);
-  ASSERT_EQ(first_.winners.size(), 2u);
+  ASSERT_EQ(first_.winners.size(), 3u);
   for (const auto& w : first_.winners) {
     EXPECT_GT(w.tflops, 0);
     EXPECT_EQ(w.kernel_name.rfind("host_gemm_", 0), 0u);
   }
   db::Database d = db::Database::open(db_, db::Mode::ReadOnly);
   EXPECT_EQ(d.integrity_check(), "ok");
-  EXPECT_EQ(d.winners("").size(), 2u);
+  EXPECT_EQ(d.winners("").size(), 3u);
 }
 
 TEST_F(Pipeline, RerunResumesWithoutRedoingAnything) {
@@ -93,7 +95,7 @@ TEST_F(Pipeline, RerunResumesWithoutRedoingAnything) {
   EXPECT_EQ(again.already_done, first_.candidates);
   EXPECT_EQ(again.compiled, 0u);
   EXPECT_EQ(again.benchmarked, 0u);
-  EXPECT_EQ(again.winners.size(), 2u);
+  EXPECT_EQ(again.winners.size(), 3u);
 }
 
 TEST_F(Pipeline, RuntimeDispatchesTunedWinnersCorrectly) {
@@ -104,7 +106,7 @@ TEST_F(Pipeline, RuntimeDispatchesTunedWinnersCorrectly) {
     EXPECT_TRUE(r.ok) << p.key() << ": " << r.reason;
   }
   auto s = h.stats();
-  EXPECT_EQ(s.tuned, 2u);
+  EXPECT_EQ(s.tuned, 3u);
   EXPECT_EQ(s.fallbacks, 0u);
   EXPECT_EQ(s.jit_compiles, 0u) << "winners must load from the database's code objects";
 }
