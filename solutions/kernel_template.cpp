@@ -1,7 +1,12 @@
 #include "solutions/kernel_template.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -20,8 +25,10 @@ std::string content_hash(const std::string& text) {
   return buf;
 }
 
-KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j) {
+KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
+                                        const std::map<std::string, std::string>* sources) {
   KernelTemplate t;
+  t.sources_ = sources ? sources : &embedded_kernel_sources();
   std::string where = "template spec";
   try {
     t.name_ = j.at("name").get<std::string>();
@@ -58,8 +65,9 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j) {
     if (!t.defaults_.count(name)) throw Error(where + ": parameter " + name + " has no default");
     if (values.empty()) throw Error(where + ": parameter " + name + " has no values");
   }
-  if (!embedded_kernel_sources().count(t.source_))
-    throw Error(where + ": source file " + t.source_ + " is not in kernel_templates/");
+  if (!t.sources_->count(t.source_))
+    throw Error(where + ": source file " + t.source_ + " is not in kernel_templates/" +
+                (t.sources_ == &embedded_kernel_sources() ? "" : " nor beside the template"));
   return t;
 }
 
@@ -154,7 +162,7 @@ std::string KernelTemplate::name_expression(const Solution& s, const GemmProblem
 gpu::CompileRequest KernelTemplate::compile_request(const Solution& s, const GemmProblem& p,
                                                     const gpu::DeviceInfo& dev) const {
   gpu::CompileRequest r;
-  r.headers = embedded_kernel_sources();
+  r.headers = sources_ ? *sources_ : embedded_kernel_sources();
   switch (dev.backend) {
     case gpu::BackendKind::Cuda: r.source = "#include \"prelude_cuda.h\"\n"; break;
     case gpu::BackendKind::Hip: r.source = "#include \"prelude_hip.h\"\n"; break;
@@ -169,7 +177,7 @@ gpu::CompileRequest KernelTemplate::compile_request(const Solution& s, const Gem
 const std::string& KernelTemplate::source_hash() const {
   if (source_hash_.empty()) {
     std::string all = instance_;
-    for (const auto& [file, text] : embedded_kernel_sources()) {
+    for (const auto& [file, text] : sources_ ? *sources_ : embedded_kernel_sources()) {
       if (file.size() > 5 && file.compare(file.size() - 5, 5, ".json") == 0) continue;  // spaces do not change code
       all += "\n//@" + file + "\n" + text;
     }
@@ -178,18 +186,80 @@ const std::string& KernelTemplate::source_hash() const {
   return source_hash_;
 }
 
+namespace {
+
+bool is_json(const std::string& file) { return file.size() >= 5 && file.compare(file.size() - 5, 5, ".json") == 0; }
+
+KernelTemplate parse_template(const std::string& where, const std::string& text,
+                              const std::map<std::string, std::string>* sources) {
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(where + ": " + e.what());
+  }
+  return KernelTemplate::from_json(j, sources);
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f.good() && !f.eof()) throw Error("cannot read " + path.string());
+  return text;
+}
+
+}  // namespace
+
+// Templates come from two places:
+//  - the embedded kernel_templates/*.json (compiled into the binary);
+//  - extra directories named by the environment variable TILETUNE_TEMPLATE_PATH, colon-separated
+//    like PATH (empty entries ignored). Every *.json file in such a directory is a template; every
+//    regular file of these directories (sources, headers) is resolvable by name, alongside the
+//    embedded kernel_templates/ files, from the extra templates' sources (#include "name"). An
+//    extra file may not shadow an embedded file, nor an extra template a builtin one's name.
+//    The tests use it for templates that crash or hang on purpose (tests/templates/); the worker
+//    process of an isolated sweep inherits the environment and so sees the same templates.
+// Read once, on first use: set the variable before anything asks for a template.
 const std::vector<KernelTemplate>& builtin_templates() {
   static const std::vector<KernelTemplate> templates = [] {
+    namespace fs = std::filesystem;
     std::vector<KernelTemplate> out;
-    for (const auto& [file, text] : embedded_kernel_sources()) {
-      if (file.size() < 5 || file.compare(file.size() - 5, 5, ".json") != 0) continue;
-      nlohmann::ordered_json j;
-      try {
-        j = nlohmann::ordered_json::parse(text);
-      } catch (const nlohmann::json::exception& e) {
-        throw Error("kernel_templates/" + file + ": " + e.what());
+    for (const auto& [file, text] : embedded_kernel_sources())
+      if (is_json(file)) out.push_back(parse_template("kernel_templates/" + file, text, nullptr));
+
+    const char* env = std::getenv("TILETUNE_TEMPLATE_PATH");
+    if (!env || !*env) return out;
+    // Static storage: templates keep a pointer to the files they resolve against.
+    static std::map<std::string, std::string> sources = embedded_kernel_sources();
+    std::vector<std::pair<std::string, std::string>> specs;  // where, text
+    std::string path = env;
+    for (std::size_t start = 0; start <= path.size();) {
+      std::size_t end = path.find(':', start);
+      if (end == std::string::npos) end = path.size();
+      const std::string dir = path.substr(start, end - start);
+      start = end + 1;
+      if (dir.empty()) continue;
+      std::error_code ec;
+      if (!fs::is_directory(dir, ec))
+        throw Error("TILETUNE_TEMPLATE_PATH: " + dir + " is not a directory");
+      std::vector<fs::path> files;
+      for (const auto& entry : fs::directory_iterator(dir))
+        if (entry.is_regular_file()) files.push_back(entry.path());
+      std::sort(files.begin(), files.end());
+      for (const auto& f : files) {
+        const std::string name = f.filename().string();
+        if (embedded_kernel_sources().count(name))
+          throw Error("TILETUNE_TEMPLATE_PATH: " + f.string() + " shadows the embedded kernel_templates/" + name);
+        std::string text = read_text(f);
+        if (is_json(name)) specs.emplace_back(f.string(), text);
+        sources.emplace(name, std::move(text));  // the first directory holding a name wins
       }
-      out.push_back(KernelTemplate::from_json(j));
+    }
+    for (const auto& [where, text] : specs) {
+      KernelTemplate t = parse_template(where, text, &sources);
+      for (const auto& b : out)
+        if (b.name() == t.name()) throw Error(where + ": a template named " + t.name() + " exists already");
+      out.push_back(std::move(t));
     }
     return out;
   }();

@@ -25,7 +25,10 @@ class KernelTemplate {
  public:
   // Ordered JSON: constraints are checked in the order written, so a pruned candidate is blamed
   // on the first rule it breaks as the author listed them. Throws Error naming the field.
-  static KernelTemplate from_json(const nlohmann::ordered_json& spec);
+  // `sources` (name -> text) are the files the template's source and #includes resolve against;
+  // it must outlive the template (nullptr: embedded_kernel_sources()).
+  static KernelTemplate from_json(const nlohmann::ordered_json& spec,
+                                  const std::map<std::string, std::string>* sources = nullptr);
 
   const std::string& name() const { return name_; }
   const std::string& source_file() const { return source_; }
@@ -68,10 +71,12 @@ class KernelTemplate {
   std::vector<std::pair<std::string, Expression>> constraints_;
   Expression block_, grid_x_, grid_y_, grid_z_, shared_bytes_, cluster_x_, cluster_y_, workspace_;
   int fallback_rank_ = -1;
+  const std::map<std::string, std::string>* sources_ = nullptr;  // static storage; nullptr: the embedded files
   mutable std::string source_hash_;
 };
 
-// The templates found in the embedded kernel_templates/*.json.
+// The templates found in the embedded kernel_templates/*.json, then those of the directories
+// in $TILETUNE_TEMPLATE_PATH (see kernel_template.cpp).
 const std::vector<KernelTemplate>& builtin_templates();
 const KernelTemplate& find_template(const std::string& name);  // throws Error listing known names
 

@@ -1,17 +1,22 @@
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "gpu/backend.h"
 #include "tools/commands.h"
 #include "tuner/config.h"
+#include "common/error.h"
 #include "tuner/sweep.h"
+#include "tuner/worker.h"
 
 namespace tiletune::tools {
 
 Run add_tune(CLI::App& app) {
   struct Args {
     std::string config, db = "tiletune.db", backend = "auto";
+    std::string isolation = "process";
     int device = 0, jobs = 0;
+    double timeout = 0;
     bool no_vendor = false, list_pruned = false;
   };
   auto a = std::make_shared<Args>();
@@ -23,6 +28,15 @@ Run add_tune(CLI::App& app) {
   cmd->add_option("--jobs", a->jobs, "parallel compile jobs (0: one per core)")->capture_default_str();
   cmd->add_flag("--no-vendor", a->no_vendor, "do not time the vendor library (cuBLAS) for comparison");
   cmd->add_flag("--list-pruned", a->list_pruned, "print every pruned candidate with the constraint it breaks");
+  cmd->add_option("--isolation", a->isolation,
+                  "process: validate and time each candidate in a worker process, so that one that crashes or "
+                  "hangs is recorded as failed and the sweep goes on; none: in this process")
+      ->check(CLI::IsMember({"none", "process"}))
+      ->capture_default_str();
+  cmd->add_option("--timeout", a->timeout,
+                  "seconds one candidate may take in the worker before it is killed and recorded as timed out "
+                  "(default: the config's benchmark.timeout_s, else 60)")
+      ->check(CLI::PositiveNumber);
   return [a] {
     tuner::TuningConfig config = tuner::load_config(a->config);
     tuner::SweepOptions o;
@@ -32,11 +46,34 @@ Run add_tune(CLI::App& app) {
     o.compile_jobs = a->jobs;
     o.compare_vendor = !a->no_vendor;
     o.list_pruned = a->list_pruned;
+    if (a->timeout > 0) config.benchmark.timeout_s = a->timeout;
+    if (a->isolation == "process") {
+      o.isolation = tuner::Isolation::Process;
+      std::error_code ec;
+      o.worker_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+      if (ec) throw Error("cannot find this program's path for its worker processes (/proc/self/exe): " + ec.message() +
+                          "; use --isolation none");
+    }
     tuner::SweepSummary s = tuner::run_sweep(config, o);
     tuner::print_summary(s, stdout);
     std::printf("\nwrote %s\n", a->db.c_str());
     return 0;
   };
+}
+
+// The worker process of an isolated sweep (tuner/worker.h has the protocol); not for people.
+Run add_worker(CLI::App& app) {
+  struct Args {
+    std::string db, backend = "host";
+    int device = 0;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("worker", "measure candidates sent as JSON lines on stdin (used by tune)");
+  cmd->group("");  // hidden from --help
+  cmd->add_option("--db", a->db, "solution database (read-only: code objects)")->required();
+  cmd->add_option("--backend", a->backend, "cuda | hip | host")->capture_default_str();
+  cmd->add_option("--device", a->device, "device index")->capture_default_str();
+  return [a] { return tuner::run_worker(gpu::backend_from_string(a->backend), a->device, a->db); };
 }
 
 Run add_devices(CLI::App& app) {

@@ -11,5 +11,6 @@ using Run = std::function<int()>;
 Run add_tune(CLI::App& app);
 Run add_db(CLI::App& app);
 Run add_devices(CLI::App& app);
+Run add_worker(CLI::App& app);  // hidden: the worker process of `tune --isolation process`
 
 }  // namespace tiletune::tools

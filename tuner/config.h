@@ -15,6 +15,7 @@ struct BenchmarkOptions {
   int min_iterations = 5;
   int max_iterations = 50;
   double target_ms = 100;  // time spent timing one candidate, at most max_iterations runs
+  double timeout_s = 60;   // an isolated sweep kills a candidate's worker after this long (validation + timing)
 };
 
 struct TuningConfig {

@@ -25,6 +25,16 @@ void Progress::finish(const std::string& summary) {
   print(true);
 }
 
+void Progress::message(const std::string& line) {
+  if (tty_) {
+    std::fprintf(out_, "\r\033[K%s\n", line.c_str());
+    print(false);
+  } else {
+    std::fprintf(out_, "%s\n", line.c_str());
+    std::fflush(out_);
+  }
+}
+
 void Progress::print(bool final) {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   double rate = s > 0 ? double(done_) / s : 0;

@@ -12,6 +12,8 @@ class Progress {
   // `note` is appended, e.g. "best 41.2 TFLOP/s".
   void step(const std::string& note = "");
   void finish(const std::string& summary = "");
+  // A line of its own (e.g. a candidate that crashed), above the live line on a terminal.
+  void message(const std::string& line);
 
  private:
   void print(bool final);

@@ -9,12 +9,9 @@
 
 #include "common/error.h"
 #include "db/database.h"
-#include "gpu/arguments.h"
-#include "gpu/vendor_gemm.h"
-#include "tuner/benchmark.h"
 #include "tuner/enumerator.h"
-#include "tuner/problem_data.h"
 #include "tuner/progress.h"
+#include "tuner/worker.h"
 
 namespace tiletune::tuner {
 namespace {
@@ -128,19 +125,29 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     progress.finish(std::to_string(sum.compiled) + " compiled, " + std::to_string(sum.compile_failed) + " failed");
   }
 
-  // Validate and time, problem by problem, so that one problem's buffers are alive at a time.
-  std::unique_ptr<gpu::VendorGemm> vendor = options.compare_vendor ? gpu::make_vendor_gemm(*dev) : nullptr;
-  if (vendor) sum.vendor = vendor->name();
-  std::unordered_map<std::int64_t, std::shared_ptr<gpu::Kernel>> kernels;
+  // Validate and time, problem by problem, so that one problem's buffers are alive at a time:
+  // in this process, or (Isolation::Process) in a worker process that may crash or hang.
+  std::unique_ptr<Measurer> local;
+  std::unique_ptr<WorkerProcess> worker;
+  if (options.isolation == Isolation::InProcess) {
+    local = std::make_unique<Measurer>(*dev, db);
+  } else {
+    if (options.worker_exe.empty()) throw Error("process isolation needs the path of the tiletune program (worker_exe)");
+    worker = std::make_unique<WorkerProcess>(options.worker_exe, info.backend, options.device, options.db_path, info.arch);
+    std::fprintf(log, "measuring in a worker process (%s), time-out %g s per candidate\n", options.worker_exe.c_str(),
+                 config.benchmark.timeout_s);
+  }
+  auto measure = [&](const MeasureRequest& r) {
+    return local ? local->measure(r) : worker->measure(r, config.benchmark.timeout_s);
+  };
+
   std::vector<double> vendor_tflops(config.problems.size(), -1);
   Progress progress("measure", work.size(), log);
   double best_tflops = 0;
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
     const GemmProblem& problem = config.problems[pi];
-    std::unique_ptr<ProblemData> data;
     for (const Work& w : work) {
       if (w.cand->problem_index != pi) continue;
-      if (!data) data = std::make_unique<ProblemData>(*dev, problem);
       db::MeasurementRecord m;
       m.problem_id = problem_ids[pi];
       m.solution_id = w.solution_id;
@@ -153,78 +160,66 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         m.reason = code ? first_lines(code->log) : "code object missing";
       } else {
         m.code_object_id = code->id;
-        try {
-          auto& kernel = kernels[code->id];
-          if (!kernel) kernel = dev->load({code->bytes, code->symbol});
-          const KernelTemplate& tmpl = *w.cand->tmpl;
-          Variables vars = tmpl.variables(w.cand->solution, problem, info);
-          gpu::DeviceBuffer workspace;
-          if (std::int64_t bytes = tmpl.workspace_bytes(vars); bytes > 0) {
-            workspace = gpu::DeviceBuffer(*dev, std::size_t(bytes));
-            dev->fill_bytes(workspace.get(), 0, std::size_t(bytes));
-          }
-          auto launch = [&](TtGemmParams args) {
-            args.workspace = workspace.get();
-            std::vector<std::uint8_t> bytes = gpu::kernel_arguments(tmpl, args, problem, vars);
-            dev->launch(*kernel, w.cand->dims, bytes.data(), bytes.size());
-          };
-          ValidationResult v = data->validate(launch);
-          m.rel_error = v.rel_error;
-          if (!v.ok) {
-            m.status = "invalid";
-            m.reason = v.reason;
-          } else {
-            Timing t = time_runs(*dev, *data, config.benchmark, launch);
-            m.min_ms = t.min_ms;
-            m.median_ms = t.median_ms;
-            m.max_ms = t.max_ms;
-            m.tflops = problem.flops() / (t.median_ms * 1e-3) / 1e12;
-            best_tflops = std::max(best_tflops, m.tflops);
-          }
-        } catch (const Error& err) {
-          m.status = "launch_failed";
-          m.reason = err.what();
-          // A fault can leave the device unusable (CUDA's sticky errors); then every later
-          // candidate would be recorded as failed too. Record this one as the culprit and stop:
-          // rerunning the sweep resumes after it. (Worker-process isolation is the full answer.)
-          bool device_alive = true;
-          try {
-            dev->synchronize();
-          } catch (const Error&) {
-            device_alive = false;
-          }
-          if (!device_alive) {
-            m.status = "crashed";
-            db.put_measurement(m);
-            throw Error("the device failed after " + w.cand->solution.kernel_name() + " (" + err.what() +
-                        "); it is recorded as crashed, rerun the same command to resume");
-          }
+        MeasureRequest r;
+        r.problem = problem;
+        r.solution = w.cand->solution;
+        r.code_object_id = code->id;
+        r.benchmark = config.benchmark;
+        r.tmpl = w.cand->tmpl.get();
+        MeasureResult res = measure(r);
+        m.status = res.status;
+        m.reason = res.reason;
+        m.rel_error = res.rel_error;
+        if (res.status == "ok") {
+          m.min_ms = res.min_ms;
+          m.median_ms = res.median_ms;
+          m.max_ms = res.max_ms;
+          m.tflops = problem.flops() / (res.median_ms * 1e-3) / 1e12;
+          best_tflops = std::max(best_tflops, m.tflops);
         }
       }
       if (m.status == "ok") ++sum.benchmarked;
       else if (m.status == "invalid") ++sum.invalid;
       else if (m.status == "launch_failed") ++sum.launch_failed;
-      db.put_measurement(m);
+      else if (m.status == "crashed") ++sum.crashed;
+      else if (m.status == "timeout") ++sum.timed_out;
+      db.put_measurement(m);  // failures too: a rerun does not retry them
+      if (m.status == "crashed" || m.status == "timeout")
+        progress.message(w.cand->solution.kernel_name() + ": " + m.status + ": " + m.reason);
+      // In this process a crashed device cannot go on: the culprit is recorded, a rerun resumes
+      // after it. (A worker process is simply replaced.)
+      if (m.status == "crashed" && local)
+        throw Error("the device failed after " + w.cand->solution.kernel_name() + " (" + m.reason +
+                    "); it is recorded as crashed, rerun the same command to resume");
       char note[128];
       std::snprintf(note, sizeof note, "best %.2f TFLOP/s", best_tflops);
       progress.step(note);
     }
-    if (vendor && vendor->supports(problem)) {
-      if (!data) data = std::make_unique<ProblemData>(*dev, problem);
-      try {
-        auto launch = [&](const TtGemmParams& args) { vendor->run(problem, args); };
-        ValidationResult v = data->validate(launch);
-        if (!v.ok) std::fprintf(log, "warning: %s disagrees with the reference on %s: %s\n", vendor->name().c_str(),
-                                problem.key().c_str(), v.reason.c_str());
-        Timing t = time_runs(*dev, *data, config.benchmark, launch);
-        vendor_tflops[pi] = problem.flops() / (t.median_ms * 1e-3) / 1e12;
-      } catch (const Error& err) {
-        std::fprintf(log, "warning: %s failed on %s: %s\n", vendor->name().c_str(), problem.key().c_str(), err.what());
+    if (options.compare_vendor) {
+      MeasureRequest r;
+      r.problem = problem;
+      r.vendor = true;
+      r.benchmark = config.benchmark;
+      MeasureResult res = measure(r);
+      if (!res.vendor.empty()) sum.vendor = res.vendor;
+      if (res.status == "ok" || res.status == "invalid") {
+        if (res.status == "invalid")
+          std::fprintf(log, "warning: %s disagrees with the reference on %s: %s\n", res.vendor.c_str(),
+                       problem.key().c_str(), res.reason.c_str());
+        if (res.median_ms > 0) vendor_tflops[pi] = problem.flops() / (res.median_ms * 1e-3) / 1e12;
+      } else if (res.status != "unsupported") {
+        std::fprintf(log, "warning: the vendor library failed on %s: %s: %s\n", problem.key().c_str(), res.status.c_str(),
+                     res.reason.c_str());
+        if (res.status == "crashed" && local)
+          throw Error("the device failed in the vendor library (" + res.reason + ")");
       }
     }
   }
   progress.finish(std::to_string(sum.benchmarked) + " benchmarked, " + std::to_string(sum.invalid) + " invalid, " +
-                  std::to_string(sum.launch_failed) + " failed to launch");
+                  std::to_string(sum.launch_failed) + " failed to launch, " + std::to_string(sum.crashed) +
+                  " crashed, " + std::to_string(sum.timed_out) + " timed out" +
+                  (worker && worker->starts() > 1 ? " (" + std::to_string(worker->starts()) + " worker processes)" : ""));
+  worker.reset();  // ends the worker
 
   std::vector<db::WinnerRecord> winners = db.winners(info.arch);
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi)
@@ -236,9 +231,11 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
 
 void print_summary(const SweepSummary& s, std::FILE* out) {
   std::fprintf(out, "\nsummary: %zu enumerated, %zu pruned, %zu already measured, %zu compiled (%zu cached, %zu failed), "
-                    "%zu invalid, %zu failed to launch, %zu benchmarked\n",
-               s.total, s.pruned, s.already_done, s.compiled, s.compile_cached, s.compile_failed, s.invalid,
-               s.launch_failed, s.benchmarked);
+                    "%zu benchmarked, %zu failed\n",
+               s.total, s.pruned, s.already_done, s.compiled, s.compile_cached, s.compile_failed, s.benchmarked,
+               s.invalid + s.launch_failed + s.crashed + s.timed_out);
+  std::fprintf(out, "failed by reason: %zu invalid, %zu failed to launch, %zu crashed, %zu timed out\n", s.invalid,
+               s.launch_failed, s.crashed, s.timed_out);
   std::fprintf(out, "\nwinners on %s (%s):\n", s.arch.c_str(), s.device_name.c_str());
   std::fprintf(out, "%-48s %10s %10s %10s  %s\n", "problem", "ms", "TFLOP/s", s.vendor.empty() ? "" : ("x " + s.vendor).c_str(), "kernel");
   for (const auto& w : s.winners) {

@@ -12,6 +12,13 @@
 
 namespace tiletune::tuner {
 
+// Where candidates are validated and timed.
+enum class Isolation {
+  InProcess,  // in the sweep's own process: a kernel that faults takes the sweep down (a rerun resumes)
+  Process,    // in a worker process (`tiletune worker`): a fault, a hang or a kill is recorded as the
+              // candidate's failure ("crashed", "timeout") and a fresh worker goes on
+};
+
 struct SweepOptions {
   gpu::BackendKind backend = gpu::BackendKind::Host;
   int device = 0;
@@ -19,6 +26,8 @@ struct SweepOptions {
   int compile_jobs = 0;       // 0: one per core
   bool compare_vendor = true;  // time the vendor library on every problem too
   bool list_pruned = false;    // print every pruned candidate with its reason
+  Isolation isolation = Isolation::InProcess;
+  std::string worker_exe;      // the tiletune program, for Isolation::Process (the CLI: /proc/self/exe)
 };
 
 struct WinnerRow {
@@ -33,6 +42,7 @@ struct SweepSummary {
   std::size_t total = 0, pruned = 0, candidates = 0, already_done = 0;
   std::size_t compiled = 0, compile_cached = 0, compile_failed = 0;
   std::size_t invalid = 0, launch_failed = 0, benchmarked = 0;
+  std::size_t crashed = 0, timed_out = 0;  // the worker died / was killed for overrunning its time-out
   std::map<std::string, std::size_t> pruned_by_reason;
   std::vector<WinnerRow> winners;
 };

@@ -1,0 +1,207 @@
+// Crash isolation: candidates that segfault, hang or give wrong results (the test-only template
+// tests/templates/crashy_gemm) are measured in a worker process and recorded as failed with their
+// reason; the sweep completes, the good candidate wins, and a rerun measures nothing again.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "db/database.h"
+#include "gpu/backend.h"
+#include "tuner/config.h"
+#include "tuner/sweep.h"
+#include "tuner/worker.h"
+
+namespace fs = std::filesystem;
+using namespace tiletune;
+
+namespace {
+
+const char* kConfig = R"({
+  "name": "isolation-test",
+  "problems": [{"dtype": "f32", "transA": "N", "transB": "N", "m": 40, "n": 24, "k": 16}],
+  "templates": {"crashy_gemm": {"parameters": {"MODE": [0, 1, 2, 3]}}},
+  "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 5, "target_ms": 5, "timeout_s": 3}
+})";
+
+std::string kernel(int mode) { return "crashy_gemm_MODE-" + std::to_string(mode); }
+
+// Before anything loads templates (builtin_templates() reads it once); the workers inherit it.
+const bool kTemplatePathSet = ::setenv("TILETUNE_TEMPLATE_PATH", TILETUNE_SOURCE_DIR "/tests/templates", 1) == 0;
+
+class Isolation : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_TRUE(kTemplatePathSet);
+    dir_ = fs::temp_directory_path() / ("tiletune-isolation-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    db_ = (dir_ / "tuned.db").string();
+    config_ = tuner::parse_config(kConfig, dir_.string());
+    first_ = tuner::run_sweep(config_, options(), stderr);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static tuner::SweepOptions options() {
+    tuner::SweepOptions o;
+    o.backend = gpu::BackendKind::Host;
+    o.db_path = db_;
+    o.isolation = tuner::Isolation::Process;
+    o.worker_exe = TILETUNE_EXE;
+    return o;
+  }
+
+  // kernel name -> its measurement
+  static std::map<std::string, db::MeasurementRow> measurements() {
+    db::Database d = db::Database::open(db_, db::Mode::ReadOnly);
+    auto pid = d.find_problem(config_.problems[0].key());
+    EXPECT_TRUE(pid);
+    std::map<std::string, db::MeasurementRow> out;
+    if (pid)
+      for (const auto& m : d.measurements(*pid)) out[m.kernel_name] = m;
+    return out;
+  }
+
+  static fs::path dir_;
+  static std::string db_;
+  static tuner::TuningConfig config_;
+  static tuner::SweepSummary first_;
+};
+fs::path Isolation::dir_;
+std::string Isolation::db_;
+tuner::TuningConfig Isolation::config_;
+tuner::SweepSummary Isolation::first_;
+
+TEST_F(Isolation, EveryFailureIsRecordedWithItsReasonAndTheSweepCompletes) {
+  EXPECT_EQ(first_.candidates, 4u);
+  EXPECT_EQ(first_.benchmarked, 1u);
+  EXPECT_EQ(first_.crashed, 1u);
+  EXPECT_EQ(first_.timed_out, 1u);
+  EXPECT_EQ(first_.invalid, 1u);
+  EXPECT_EQ(first_.launch_failed, 0u);
+
+  auto m = measurements();
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[kernel(0)].status, "ok") << m[kernel(0)].reason;
+  EXPECT_GT(m[kernel(0)].median_ms, 0);
+  EXPECT_EQ(m[kernel(1)].status, "crashed");
+  EXPECT_NE(m[kernel(1)].reason.find("SIGSEGV"), std::string::npos) << m[kernel(1)].reason;
+  EXPECT_EQ(m[kernel(2)].status, "timeout");
+  EXPECT_NE(m[kernel(2)].reason.find("3 s"), std::string::npos) << m[kernel(2)].reason;
+  EXPECT_EQ(m[kernel(3)].status, "invalid");
+  EXPECT_GT(m[kernel(3)].rel_error, 0.01);
+}
+
+TEST_F(Isolation, TheCorrectCandidateWins) {
+  ASSERT_EQ(first_.winners.size(), 1u);
+  EXPECT_EQ(first_.winners[0].kernel_name, kernel(0));
+  db::Database d = db::Database::open(db_, db::Mode::ReadOnly);
+  auto w = d.winners("");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].solution.kernel_name(), kernel(0));
+  EXPECT_EQ(d.integrity_check(), "ok");
+}
+
+TEST_F(Isolation, RerunMeasuresNothingAgain) {
+  tuner::SweepSummary again = tuner::run_sweep(config_, options(), stderr);
+  EXPECT_EQ(again.already_done, 4u);
+  EXPECT_EQ(again.compiled, 0u);
+  EXPECT_EQ(again.benchmarked + again.invalid + again.crashed + again.timed_out + again.launch_failed, 0u);
+  ASSERT_EQ(again.winners.size(), 1u);
+  EXPECT_EQ(again.winners[0].kernel_name, kernel(0));
+}
+
+TEST_F(Isolation, InProcessMeasuringStillWorksForWellBehavedKernels) {
+  tuner::TuningConfig c = tuner::parse_config(kConfig, dir_.string());
+  c.templates[0].set_values("MODE", {0, 3});
+  tuner::SweepOptions o = options();
+  o.isolation = tuner::Isolation::InProcess;
+  o.db_path = (dir_ / "in_process.db").string();
+  tuner::SweepSummary s = tuner::run_sweep(c, o, stderr);
+  EXPECT_EQ(s.benchmarked, 1u);
+  EXPECT_EQ(s.invalid, 1u);
+  ASSERT_EQ(s.winners.size(), 1u);
+  EXPECT_EQ(s.winners[0].kernel_name, kernel(0));
+}
+
+TEST_F(Isolation, AWorkerThatCannotStartStopsTheSweepWithoutRecordingAnything) {
+  tuner::TuningConfig c = tuner::parse_config(kConfig, dir_.string());
+  c.templates[0].set_values("MODE", {0});
+  tuner::SweepOptions o = options();
+  o.db_path = (dir_ / "bad_worker.db").string();
+  o.worker_exe = "/bin/false";
+  EXPECT_THROW(tuner::run_sweep(c, o, stderr), Error);
+  db::Database d = db::Database::open(o.db_path, db::Mode::ReadOnly);
+  auto pid = d.find_problem(c.problems[0].key());
+  ASSERT_TRUE(pid);
+  EXPECT_TRUE(d.measurements(*pid).empty());
+}
+
+// The same on a CUDA GPU: an illegal address (a sticky error: the worker's context is lost) and a
+// kernel that never ends; each later candidate gets a fresh worker and a working GPU.
+TEST(IsolationCuda, IllegalAddressAndHangAreRecordedAndTheGpuRecovers) {
+  if (!gpu::backend_built(gpu::BackendKind::Cuda) || gpu::list_devices(gpu::BackendKind::Cuda).empty())
+    GTEST_SKIP() << "no CUDA device";
+  fs::path dir = fs::temp_directory_path() / ("tiletune-isolation-cuda-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  tuner::TuningConfig c = tuner::parse_config(R"({
+    "name": "isolation-cuda-test",
+    "problems": [{"dtype": "f32", "transA": "N", "transB": "N", "m": 256, "n": 128, "k": 64}],
+    "templates": {"crashy_gemm_cuda": {"parameters": {"MODE": [0, 1, 2, 3]}}},
+    "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 5, "target_ms": 5, "timeout_s": 5}
+  })", dir.string());
+  tuner::SweepOptions o;
+  o.backend = gpu::BackendKind::Cuda;
+  o.db_path = (dir / "cuda.db").string();
+  o.isolation = tuner::Isolation::Process;
+  o.worker_exe = TILETUNE_EXE;
+  tuner::SweepSummary s = tuner::run_sweep(c, o, stderr);
+  tuner::print_summary(s, stderr);
+  EXPECT_EQ(s.benchmarked, 1u);
+  EXPECT_EQ(s.crashed, 1u);
+  EXPECT_EQ(s.timed_out, 1u);
+  EXPECT_EQ(s.invalid, 1u);
+  ASSERT_EQ(s.winners.size(), 1u);
+  EXPECT_EQ(s.winners[0].kernel_name, "crashy_gemm_cuda_MODE-0");
+  EXPECT_GT(s.winners[0].vendor_tflops, 0) << "cuBLAS, timed in a fresh worker after the crash and the hang";
+  db::Database d = db::Database::open(o.db_path, db::Mode::ReadOnly);
+  for (const auto& m : d.measurements(*d.find_problem(c.problems[0].key()))) {
+    std::fprintf(stderr, "%s: %s %s\n", m.kernel_name.c_str(), m.status.c_str(), m.reason.c_str());
+    if (m.kernel_name == "crashy_gemm_cuda_MODE-1") {
+      EXPECT_EQ(m.status, "crashed");
+      EXPECT_NE(m.reason.find("illegal"), std::string::npos) << m.reason;
+    }
+    if (m.kernel_name == "crashy_gemm_cuda_MODE-2") EXPECT_EQ(m.status, "timeout");
+  }
+  fs::remove_all(dir);
+}
+
+TEST(WorkerProtocol, RequestsAndResultsRoundTrip) {
+  tuner::MeasureRequest r;
+  r.problem.m = 7;
+  r.problem.trans_b = true;
+  r.solution = {"crashy_gemm", {{"MODE", 2}}};
+  r.code_object_id = 42;
+  r.benchmark.timeout_s = 3;
+  tuner::MeasureRequest back = tuner::request_from_json(nlohmann::json::parse(tuner::to_json(r).dump()));
+  EXPECT_EQ(back.problem.key(), r.problem.key());
+  EXPECT_EQ(back.solution, r.solution);
+  EXPECT_EQ(back.code_object_id, 42);
+  EXPECT_FALSE(back.vendor);
+  EXPECT_EQ(back.benchmark.timeout_s, 3);
+
+  tuner::MeasureResult m;
+  m.status = "invalid";
+  m.reason = "off by one";
+  m.rel_error = 0.5;
+  tuner::MeasureResult mb = tuner::result_from_json(nlohmann::json::parse(tuner::to_json(m).dump()));
+  EXPECT_EQ(mb.status, "invalid");
+  EXPECT_EQ(mb.reason, "off by one");
+  EXPECT_EQ(mb.rel_error, 0.5);
+  EXPECT_TRUE(std::isnan(mb.median_ms));
+}
+
+}  // namespace

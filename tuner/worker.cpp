@@ -1,0 +1,480 @@
+#include "tuner/worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <utility>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "db/database.h"
+#include "gpu/arguments.h"
+#include "gpu/vendor_gemm.h"
+#include "tuner/benchmark.h"
+#include "tuner/problem_data.h"
+
+namespace tiletune::tuner {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double number_or_nan(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? NAN : it->get<double>();
+}
+
+std::string signal_name(int sig) {
+  static const std::pair<int, const char*> names[] = {
+      {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGILL, "SIGILL"},   {SIGFPE, "SIGFPE"},   {SIGABRT, "SIGABRT"},
+      {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGINT, "SIGINT"},   {SIGPIPE, "SIGPIPE"}, {SIGTRAP, "SIGTRAP"},
+      {SIGSYS, "SIGSYS"},   {SIGXCPU, "SIGXCPU"}, {SIGHUP, "SIGHUP"},   {SIGQUIT, "SIGQUIT"}};
+  std::string name = "signal " + std::to_string(sig);
+  for (const auto& [number, text] : names)
+    if (number == sig) name = text;
+  if (const char* text = ::strsignal(sig)) name += std::string(" (") + text + ")";
+  return name;
+}
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) return "worker killed by " + signal_name(WTERMSIG(status));
+  if (WIFEXITED(status)) return "worker exited with status " + std::to_string(WEXITSTATUS(status));
+  return "worker ended";
+}
+
+// Writes all of `text` to `fd`; false when the reader is gone. SIGPIPE is held back meanwhile so
+// that a dead worker never kills the sweep.
+bool write_all(int fd, const std::string& text) {
+  sigset_t pipe_set, old;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  bool ok = true;
+  for (std::size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ok = false;
+      break;
+    }
+    done += std::size_t(n);
+  }
+  if (!ok && errno == EPIPE) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&pipe_set, nullptr, &zero) > 0) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return ok;
+}
+
+}  // namespace
+
+// ---- protocol ------------------------------------------------------------------------------------
+
+json to_json(const MeasureRequest& r) {
+  json j;
+  json problem;
+  tiletune::to_json(problem, r.problem);
+  j["problem"] = problem;
+  if (r.vendor) {
+    j["vendor"] = true;
+  } else {
+    j["template"] = r.solution.template_name;
+    j["params"] = r.solution.params;
+    j["code_object_id"] = r.code_object_id;
+  }
+  j["benchmark"] = {{"warmup", r.benchmark.warmup},
+                    {"min_iterations", r.benchmark.min_iterations},
+                    {"max_iterations", r.benchmark.max_iterations},
+                    {"target_ms", r.benchmark.target_ms},
+                    {"timeout_s", r.benchmark.timeout_s}};
+  return j;
+}
+
+MeasureRequest request_from_json(const json& j) {
+  MeasureRequest r;
+  try {
+    tiletune::from_json(j.at("problem"), r.problem);
+    r.vendor = j.value("vendor", false);
+    if (!r.vendor) {
+      r.solution.template_name = j.at("template").get<std::string>();
+      r.solution.params = j.at("params").get<std::map<std::string, std::int64_t>>();
+      r.code_object_id = j.at("code_object_id").get<std::int64_t>();
+    }
+    const json& b = j.at("benchmark");
+    r.benchmark.warmup = b.at("warmup").get<int>();
+    r.benchmark.min_iterations = b.at("min_iterations").get<int>();
+    r.benchmark.max_iterations = b.at("max_iterations").get<int>();
+    r.benchmark.target_ms = b.at("target_ms").get<double>();
+    r.benchmark.timeout_s = b.value("timeout_s", r.benchmark.timeout_s);
+  } catch (const json::exception& e) {
+    throw Error(std::string("worker request: ") + e.what());
+  }
+  return r;
+}
+
+json to_json(const MeasureResult& r) {
+  json j = {{"status", r.status}, {"reason", r.reason}};
+  // NaN is written as null by nlohmann::json; say so explicitly for clarity.
+  auto num = [](double v) { return std::isnan(v) ? json(nullptr) : json(v); };
+  j["rel_error"] = num(r.rel_error);
+  j["min_ms"] = num(r.min_ms);
+  j["median_ms"] = num(r.median_ms);
+  j["max_ms"] = num(r.max_ms);
+  if (!r.vendor.empty()) j["vendor"] = r.vendor;
+  return j;
+}
+
+MeasureResult result_from_json(const json& j) {
+  MeasureResult r;
+  try {
+    r.status = j.at("status").get<std::string>();
+    r.reason = j.value("reason", std::string());
+    r.rel_error = number_or_nan(j, "rel_error");
+    r.min_ms = number_or_nan(j, "min_ms");
+    r.median_ms = number_or_nan(j, "median_ms");
+    r.max_ms = number_or_nan(j, "max_ms");
+    r.vendor = j.value("vendor", std::string());
+  } catch (const json::exception& e) {
+    throw Error(std::string("worker result: ") + e.what());
+  }
+  return r;
+}
+
+// ---- measuring -----------------------------------------------------------------------------------
+
+Measurer::Measurer(gpu::Device& dev, db::Database& db) : dev_(dev), db_(db) {}
+Measurer::~Measurer() = default;
+
+ProblemData& Measurer::data_for(const GemmProblem& p) {
+  std::string key = p.key();
+  if (!data_ || key != data_key_) {
+    data_.reset();  // one problem's buffers at a time
+    data_key_.clear();
+    data_ = std::make_unique<ProblemData>(dev_, p);
+    data_key_ = key;
+  }
+  return *data_;
+}
+
+MeasureResult Measurer::measure(const MeasureRequest& r, const std::function<void()>& on_ready) {
+  MeasureResult result;
+  try {
+    return r.vendor ? measure_vendor(r, on_ready) : measure_kernel(r, on_ready);
+  } catch (const Error& err) {
+    result.status = "launch_failed";
+    result.reason = err.what();
+  }
+  // A fault can leave the device unusable (CUDA's sticky errors, e.g. an illegal address): then
+  // this candidate is the culprit, and nothing more can run in this process.
+  try {
+    dev_.synchronize();
+  } catch (const Error& err) {
+    result.status = "crashed";
+    result.reason += std::string("; the device is unusable afterwards: ") + err.what();
+    data_.reset();
+    data_key_.clear();
+  }
+  return result;
+}
+
+MeasureResult Measurer::measure_kernel(const MeasureRequest& r, const std::function<void()>& on_ready) {
+  MeasureResult result;
+  const KernelTemplate& tmpl = r.tmpl ? *r.tmpl : find_template(r.solution.template_name);
+  const GemmProblem& problem = r.problem;
+  ProblemData& data = data_for(problem);
+  auto& kernel = kernels_[r.code_object_id];
+  if (!kernel) {
+    auto code = db_.code_object(r.code_object_id);
+    if (!code || !code->ok) {
+      kernels_.erase(r.code_object_id);
+      throw Error("code object " + std::to_string(r.code_object_id) + (code ? " failed to compile" : " is missing") +
+                  " in " + db_.path());
+    }
+    kernel = dev_.load({code->bytes, code->symbol});
+  }
+  Variables vars = tmpl.variables(r.solution, problem, dev_.info());
+  const gpu::LaunchDims dims = tmpl.launch_dims(vars);
+  gpu::DeviceBuffer workspace;
+  if (std::int64_t bytes = tmpl.workspace_bytes(vars); bytes > 0) {
+    workspace = gpu::DeviceBuffer(dev_, std::size_t(bytes));
+    dev_.fill_bytes(workspace.get(), 0, std::size_t(bytes));
+  }
+  auto launch = [&](TtGemmParams args) {
+    args.workspace = workspace.get();
+    std::vector<std::uint8_t> bytes = gpu::kernel_arguments(tmpl, args, problem, vars);
+    dev_.launch(*kernel, dims, bytes.data(), bytes.size());
+  };
+  if (on_ready) on_ready();
+  ValidationResult v = data.validate(launch);
+  result.rel_error = v.rel_error;
+  if (!v.ok) {
+    result.status = "invalid";
+    result.reason = v.reason;
+    return result;
+  }
+  Timing t = time_runs(dev_, data, r.benchmark, launch);
+  result.min_ms = t.min_ms;
+  result.median_ms = t.median_ms;
+  result.max_ms = t.max_ms;
+  return result;
+}
+
+MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::function<void()>& on_ready) {
+  MeasureResult result;
+  if (!vendor_made_) {
+    vendor_ = gpu::make_vendor_gemm(dev_);
+    vendor_made_ = true;
+  }
+  if (!vendor_ || !vendor_->supports(r.problem)) {
+    result.status = "unsupported";
+    result.reason = vendor_ ? vendor_->name() + " does not support this problem" : "no vendor library";
+    return result;
+  }
+  result.vendor = vendor_->name();
+  ProblemData& data = data_for(r.problem);
+  if (on_ready) on_ready();
+  auto launch = [&](const TtGemmParams& args) { vendor_->run(r.problem, args); };
+  // A vendor result that disagrees with the reference is reported ("invalid") but timed anyway:
+  // it is only a yardstick.
+  ValidationResult v = data.validate(launch);
+  result.rel_error = v.rel_error;
+  if (!v.ok) {
+    result.status = "invalid";
+    result.reason = v.reason;
+  }
+  Timing t = time_runs(dev_, data, r.benchmark, launch);
+  result.min_ms = t.min_ms;
+  result.median_ms = t.median_ms;
+  result.max_ms = t.max_ms;
+  return result;
+}
+
+// ---- the worker process --------------------------------------------------------------------------
+
+int run_worker(gpu::BackendKind backend, int device, const std::string& db_path) {
+  // The protocol owns the original stdout; whatever else writes to stdout (a kernel's printf, a
+  // library's banner) lands on stderr instead.
+  std::fflush(stdout);
+  int proto_fd = ::dup(1);
+  if (proto_fd < 0 || ::dup2(2, 1) < 0) throw Error(std::string("worker: cannot set up stdout: ") + std::strerror(errno));
+  ::fcntl(proto_fd, F_SETFD, FD_CLOEXEC);
+  auto reply = [&](const json& j) {
+    if (!write_all(proto_fd, j.dump() + "\n")) std::exit(0);  // the parent is gone
+  };
+
+  std::unique_ptr<gpu::Device> dev = gpu::open_device(backend, device);
+  db::Database db = db::Database::open(db_path, db::Mode::ReadOnly);
+  Measurer measurer(*dev, db);
+  reply({{"hello", "tiletune-worker"}, {"arch", dev->info().arch}, {"pid", ::getpid()}});
+
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    MeasureResult result;
+    try {
+      MeasureRequest r = request_from_json(json::parse(line));
+      result = measurer.measure(r, [&] { reply({{"phase", "ready"}}); });
+    } catch (const json::exception& e) {
+      result.status = "launch_failed";
+      result.reason = std::string("worker: bad request: ") + e.what();
+    } catch (const Error& e) {
+      result.status = "launch_failed";
+      result.reason = e.what();
+    }
+    reply(to_json(result));
+    if (result.status == "crashed") return 3;  // the device is unusable in this process
+  }
+  return 0;
+}
+
+// ---- the parent's side ---------------------------------------------------------------------------
+
+WorkerProcess::WorkerProcess(std::string exe, gpu::BackendKind backend, int device, std::string db_path,
+                             std::string arch)
+    : exe_(std::move(exe)), db_path_(std::move(db_path)), arch_(std::move(arch)), backend_(backend), device_(device) {}
+
+WorkerProcess::~WorkerProcess() { stop(false); }
+
+void WorkerProcess::start() {
+  // Everything the child needs is prepared before fork: between fork and exec only
+  // async-signal-safe calls are allowed (the parent has threads and, on GPUs, a driver).
+  std::vector<std::string> args = {exe_, "worker", "--backend", gpu::to_string(backend_),
+                                   "--device", std::to_string(device_), "--db", db_path_};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  int in[2], out[2];  // in: parent -> worker stdin; out: worker stdout -> parent
+  if (::pipe2(in, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    ::close(in[0]);
+    ::close(in[1]);
+    throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  }
+  const pid_t parent = ::getpid();
+  const int max_fd = int(std::min(::sysconf(_SC_OPEN_MAX), 65536L));
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
+    throw Error(std::string("cannot start a worker process: fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the sweep
+    if (::getppid() != parent) ::_exit(126);
+    if (::dup2(in[0], 0) < 0 || ::dup2(out[1], 1) < 0) ::_exit(126);
+    // The parent's database and driver handles stay in the parent.
+    if (::syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+      for (int fd = 3; fd < max_fd; ++fd) ::close(fd);
+    ::execv(argv[0], argv.data());
+    const char msg[] = "tiletune: cannot exec the worker program\n";
+    [[maybe_unused]] ssize_t n = ::write(2, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  pid_ = pid;
+  to_worker_ = in[1];
+  from_worker_ = out[0];
+  buffer_.clear();
+  ++starts_;
+
+  // The worker opens the device and the database, then says hello.
+  std::string line;
+  Read got = read_line(line, Clock::now() + std::chrono::seconds(300));
+  if (got != Read::Line) {
+    std::string why = got == Read::Timeout ? "no hello within 300 s" : stop(false);
+    if (got == Read::Timeout) stop(true);
+    throw Error("the worker process (" + exe_ + " worker) did not start: " + why);
+  }
+  json hello;
+  try {
+    hello = json::parse(line);
+  } catch (const json::exception&) {
+  }
+  if (!hello.is_object() || hello.value("hello", "") != "tiletune-worker") {
+    stop(true);
+    throw Error("the worker process (" + exe_ + ") answered '" + line + "' instead of a hello: is it tiletune?");
+  }
+  if (hello.value("arch", "") != arch_) {
+    std::string arch = hello.value("arch", "");
+    stop(true);
+    throw Error("the worker process sees arch " + arch + ", the sweep " + arch_);
+  }
+}
+
+std::string WorkerProcess::stop(bool kill) {
+  if (pid_ < 0) return "no worker";
+  if (to_worker_ >= 0) ::close(to_worker_);  // a healthy worker exits on end of input
+  to_worker_ = -1;
+  if (kill) ::kill(pid_, SIGKILL);
+  int status = 0;
+  pid_t got = 0;
+  for (int i = 0; i < 500 && (got = ::waitpid(pid_, &status, WNOHANG)) == 0; ++i)  // up to 5 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (got == 0) {
+    ::kill(pid_, SIGKILL);
+    got = ::waitpid(pid_, &status, 0);
+  }
+  if (from_worker_ >= 0) ::close(from_worker_);
+  from_worker_ = -1;
+  pid_ = -1;
+  buffer_.clear();
+  return got > 0 ? describe_exit(status) : "worker lost";
+}
+
+bool WorkerProcess::send(const std::string& line) { return write_all(to_worker_, line + "\n"); }
+
+WorkerProcess::Read WorkerProcess::read_line(std::string& line, Clock::time_point deadline) {
+  for (;;) {
+    if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
+      line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      return Read::Line;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return Read::Timeout;
+    struct pollfd p = {from_worker_, POLLIN, 0};
+    int n = ::poll(&p, 1, int(std::min<long long>(left, 1000 * 1000)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(std::string("poll on the worker's output: ") + std::strerror(errno));
+    if (n == 0) continue;  // the deadline is checked above
+    char buf[4096];
+    ssize_t got = ::read(from_worker_, buf, sizeof buf);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got <= 0) return Read::Eof;
+    buffer_.append(buf, std::size_t(got));
+  }
+}
+
+MeasureResult WorkerProcess::measure(const MeasureRequest& r, double timeout_s) {
+  const std::string request = to_json(r).dump();
+  if (pid_ < 0) start();
+  if (!send(request)) {
+    // The worker was gone before this request (it died idle): not this candidate's doing.
+    stop(false);
+    start();
+    if (!send(request)) {
+      MeasureResult m;
+      m.status = "crashed";
+      m.reason = stop(false) + " (before reading the request)";
+      return m;
+    }
+  }
+  // Making a problem's data (the fp64 reference) and loading the kernel come before the
+  // candidate's own time; they are the tuner's work, but still bounded.
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  Clock::time_point deadline = Clock::now() + std::max<Clock::duration>(timeout, std::chrono::minutes(30));
+  bool ready = false;
+  for (;;) {
+    std::string line;
+    Read got = read_line(line, deadline);
+    if (got == Read::Timeout) {
+      MeasureResult m;
+      m.status = "timeout";
+      char text[160];
+      std::snprintf(text, sizeof text, "no result within %g s%s; worker killed", ready ? timeout_s : 1800.0,
+                    ready ? "" : " (preparing the problem or loading the kernel)");
+      m.reason = text;
+      stop(true);
+      return m;
+    }
+    if (got == Read::Eof) {
+      MeasureResult m;
+      m.status = "crashed";
+      m.reason = stop(false);
+      if (!ready) m.reason += " (before its first launch)";
+      return m;
+    }
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::exception&) {
+      stop(true);
+      throw Error("the worker process wrote a line that is not JSON: " + line);
+    }
+    if (j.contains("phase")) {
+      ready = true;
+      deadline = Clock::now() + timeout;
+      continue;
+    }
+    MeasureResult m = result_from_json(j);
+    if (m.status == "crashed") stop(false);  // it exits: its device is unusable
+    return m;
+  }
+}
+
+}  // namespace tiletune::tuner

@@ -1,0 +1,142 @@
+// Measuring one candidate (validate against the reference, then time it), and crash isolation:
+// running that measurement in a worker process, so that a kernel that faults, hangs or kills its
+// process is recorded as failed and the sweep goes on with a fresh worker.
+//
+//   Measurer       - measures in this process (on a device and a database given to it).
+//   run_worker     - the `tiletune worker` subcommand: a Measurer behind a line protocol.
+//   WorkerProcess  - the sweep's side: starts `tiletune worker` (fork + exec), sends requests,
+//                    waits with a time-out, kills and restarts it when needed.
+//
+// The protocol: one JSON object per line, over the worker's stdin and stdout (the worker's
+// stderr passes through; anything a kernel or library prints on stdout goes to stderr too).
+//   worker -> parent, once at start:  {"hello": "tiletune-worker", "arch": "sm_90a", "pid": 123}
+//   parent -> worker, per candidate:  {"problem": {GemmProblem spec}, "template": "simt_gemm",
+//                                      "params": {"MT0": 128, ...}, "code_object_id": 42,
+//                                      "benchmark": {"warmup": 2, "min_iterations": 5, ...}}
+//                     or for the vendor library:  {"problem": {...}, "vendor": true, "benchmark": {...}}
+//   worker -> parent:  {"phase": "ready"}  when the problem data are made and the kernel loaded:
+//                      the per-candidate time-out starts here (making a problem's inputs and its
+//                      fp64 reference can take long, and is done once per problem).
+//   worker -> parent:  {"status": "ok" | "invalid" | "launch_failed" | "crashed" | "unsupported",
+//                       "reason": "...", "rel_error": x, "min_ms": x, "median_ms": x, "max_ms": x,
+//                       "vendor": "cuBLAS"}   (unmeasured numbers are null)
+// The worker answers "crashed" when a launch failed and the device is unusable afterwards (CUDA's
+// sticky errors, e.g. an illegal address), then exits. It exits when its stdin closes.
+// The parent adds "crashed" (the worker died: "worker killed by SIGSEGV (Segmentation fault)")
+// and "timeout" (no result in time: the worker is killed with SIGKILL).
+#pragma once
+#include <sys/types.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "gpu/backend.h"
+#include "solutions/kernel_template.h"
+#include "solutions/problem.h"
+#include "solutions/solution.h"
+#include "tuner/config.h"
+
+namespace tiletune::db {
+class Database;
+}
+namespace tiletune::gpu {
+class VendorGemm;
+}
+
+namespace tiletune::tuner {
+
+class ProblemData;
+
+struct MeasureRequest {
+  GemmProblem problem;
+  bool vendor = false;               // time the vendor library (cuBLAS) instead of a kernel
+  Solution solution;                 // template name and parameter values (kernels only)
+  std::int64_t code_object_id = 0;   // the compiled kernel, in the database
+  BenchmarkOptions benchmark;
+  // In-process only (never sent): the template to use instead of find_template(solution's).
+  const KernelTemplate* tmpl = nullptr;
+};
+
+struct MeasureResult {
+  std::string status = "ok";  // ok, invalid, launch_failed, crashed, timeout; unsupported (vendor only)
+  std::string reason;         // why it failed
+  double rel_error = NAN, min_ms = NAN, median_ms = NAN, max_ms = NAN;
+  std::string vendor;         // the vendor library's name (vendor requests)
+};
+
+nlohmann::json to_json(const MeasureRequest& r);
+MeasureRequest request_from_json(const nlohmann::json& j);  // throws Error on bad fields
+nlohmann::json to_json(const MeasureResult& r);
+MeasureResult result_from_json(const nlohmann::json& j);
+
+// Measures candidates on one device. Keeps the current problem's data (inputs, reference) across
+// requests for the same problem, and loaded kernels by code object id.
+class Measurer {
+ public:
+  // `db` is only read (code objects).
+  Measurer(gpu::Device& dev, db::Database& db);
+  ~Measurer();
+  // A kernel's failure is a result, never an exception. `on_ready` runs once the problem data
+  // exist and the kernel is loaded, just before its first launch.
+  MeasureResult measure(const MeasureRequest& r, const std::function<void()>& on_ready = {});
+
+ private:
+  ProblemData& data_for(const GemmProblem& p);
+  MeasureResult measure_kernel(const MeasureRequest& r, const std::function<void()>& on_ready);
+  MeasureResult measure_vendor(const MeasureRequest& r, const std::function<void()>& on_ready);
+
+  gpu::Device& dev_;
+  db::Database& db_;
+  std::string data_key_;
+  std::unique_ptr<ProblemData> data_;
+  std::unordered_map<std::int64_t, std::shared_ptr<gpu::Kernel>> kernels_;
+  std::unique_ptr<gpu::VendorGemm> vendor_;
+  bool vendor_made_ = false;
+};
+
+// `tiletune worker`: opens the device and the database (read-only), says hello, then answers
+// requests from stdin until it closes. Returns the process's exit status.
+int run_worker(gpu::BackendKind backend, int device, const std::string& db_path);
+
+// The parent's handle on one worker process, started lazily and restarted after it dies.
+class WorkerProcess {
+ public:
+  // `exe` is the tiletune program; `arch` the parent's device arch (a worker that sees another
+  // one is refused).
+  WorkerProcess(std::string exe, gpu::BackendKind backend, int device, std::string db_path, std::string arch);
+  ~WorkerProcess();
+  WorkerProcess(const WorkerProcess&) = delete;
+  WorkerProcess& operator=(const WorkerProcess&) = delete;
+
+  // Starts a worker if none runs (Error if it cannot start or says no hello), sends `r` and waits
+  // at most `timeout_s` after the worker's "ready" for the result. A worker that dies gives
+  // "crashed", one that overruns is killed and gives "timeout"; either way the next call starts a
+  // fresh one.
+  MeasureResult measure(const MeasureRequest& r, double timeout_s);
+  int starts() const { return starts_; }  // workers started so far
+
+ private:
+  enum class Read { Line, Eof, Timeout };
+  void start();
+  // Closes the pipes and reaps the worker (SIGKILL first when `kill`); returns why it ended.
+  std::string stop(bool kill);
+  bool send(const std::string& line);
+  Read read_line(std::string& line, std::chrono::steady_clock::time_point deadline);
+
+  std::string exe_, db_path_, arch_;
+  gpu::BackendKind backend_;
+  int device_;
+  pid_t pid_ = -1;
+  int to_worker_ = -1, from_worker_ = -1;
+  std::string buffer_;  // bytes read past the last line
+  int starts_ = 0;
+};
+
+}  // namespace tiletune::tuner
