@@ -141,6 +141,8 @@ void backoff(int attempt) {
 // connection holds the lock, for up to kWriteDeadline. Any other error rolls back and propagates.
 template <class F>
 auto write_txn(sqlite3* db, const std::string& path, const char* what, F&& f) -> std::invoke_result_t<F&> {
+  // Inside Database::transaction: join it. A busy error propagates to the outer retry loop.
+  if (!sqlite3_get_autocommit(db)) return f();
   const auto deadline = std::chrono::steady_clock::now() + kWriteDeadline;
   for (int attempt = 0;; ++attempt) {
     try {
@@ -189,7 +191,7 @@ int identify_in_snapshot(sqlite3* db, const std::string& path, Mode mode) {
   const auto app_id = query_i64(db, path, "PRAGMA application_id");
   const auto tables = query_i64(db, path, "SELECT count(*) FROM sqlite_master");
   if (version == 0 && app_id == 0 && tables == 0) {
-    if (mode == Mode::ReadOnly)
+    if (mode != Mode::ReadWrite)
       throw Error(path + ": not a tiletune database (an empty SQLite file; open it read-write to create the schema)");
     return 0;
   }
@@ -297,14 +299,14 @@ Database Database::open(const std::string& path, Mode mode) {
   if (path.empty()) throw Error("tiletune database: empty path");
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
-  if (mode == Mode::ReadOnly && !exists) throw Error(path + ": database file does not exist");
+  if (mode != Mode::ReadWrite && !exists) throw Error(path + ": database file does not exist");
   if (exists && fs::is_directory(path, ec)) throw Error(path + ": is a directory, not a database file");
 
-  const int flags = mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  const int flags = mode != Mode::ReadWrite ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   sqlite3* raw = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   std::unique_ptr<sqlite3, Closer> handle(raw);
-  if (rc != SQLITE_OK) fail(raw, rc, path, mode == Mode::ReadOnly ? "cannot open database read-only" : "cannot open or create database");
+  if (rc != SQLITE_OK) fail(raw, rc, path, mode != Mode::ReadWrite ? "cannot open database read-only" : "cannot open or create database");
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, kBusyTimeoutMs);
 
@@ -413,41 +415,113 @@ std::int64_t Database::put_code_object(const CodeObjectRecord& r) {
   });
 }
 
+namespace {
+
+void check_measurement(const std::string& path, const char* what, const MeasurementRecord& m) {
+  if (!is_measurement_status(m.status))
+    throw Error(path + ": " + what + ": unknown status '" + m.status +
+                "' (ok, compile_failed, invalid, launch_failed, crashed, timeout)");
+  if (m.arch.empty()) throw Error(path + ": " + what + ": empty arch");
+  if (m.status == "ok" && !(std::isfinite(m.median_ms) && m.median_ms >= 0))
+    throw Error(path + ": " + what + ": an 'ok' measurement needs a finite median_ms");
+}
+
+// Inside a write transaction: inserts or replaces the measurement of (problem, solution, arch)
+// (created_at '' = now), its provenance (source '' = measured here; then it names this row and
+// the measurement's sweep and device), and recomputes that (arch, problem)'s winner.
+void store_measurement(sqlite3* db, const std::string& path, const MeasurementRecord& m,
+                       const std::string& created_at, const ProvenanceRecord& prov) {
+  Stmt ins(db,
+           "INSERT INTO measurements(problem_id, solution_id, device_id, arch, status, reason, rel_error, "
+           "min_ms, median_ms, max_ms, tflops, code_object_id, sweep, created_at) "
+           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+           "CASE WHEN ?14 = '' THEN strftime('%Y-%m-%dT%H:%M:%fZ','now') ELSE ?14 END) "
+           "ON CONFLICT(problem_id, solution_id, arch) DO UPDATE SET "
+           "device_id = excluded.device_id, status = excluded.status, reason = excluded.reason, "
+           "rel_error = excluded.rel_error, min_ms = excluded.min_ms, median_ms = excluded.median_ms, "
+           "max_ms = excluded.max_ms, tflops = excluded.tflops, code_object_id = excluded.code_object_id, "
+           "sweep = excluded.sweep, created_at = excluded.created_at",
+           path);
+  ins.i64(1, m.problem_id).i64(2, m.solution_id).id(3, m.device_id).text(4, m.arch).text(5, m.status);
+  ins.text(6, m.reason).real(7, m.rel_error).real(8, m.min_ms).real(9, m.median_ms).real(10, m.max_ms);
+  ins.real(11, m.tflops).id(12, m.code_object_id).text(13, m.sweep).text(14, created_at).run();
+
+  Stmt sel(db, "SELECT id, created_at FROM measurements WHERE problem_id = ?1 AND solution_id = ?2 AND arch = ?3",
+           path);
+  sel.i64(1, m.problem_id).i64(2, m.solution_id).text(3, m.arch);
+  if (!sel.step()) throw Error(path + ": storing a measurement: row vanished after insert");
+  const std::int64_t id = sel.col_i64(0);
+  const std::string stored_at = sel.col_text(1);
+  const bool local = prov.source.empty();
+  Stmt pr(db,
+          "INSERT INTO provenance(measurement_id, source, source_measurement_id, sweep, device_id, recorded_at) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(measurement_id) DO UPDATE SET source = excluded.source, "
+          "source_measurement_id = excluded.source_measurement_id, sweep = excluded.sweep, "
+          "device_id = excluded.device_id, recorded_at = excluded.recorded_at",
+          path);
+  pr.i64(1, id).text(2, prov.source).i64(3, local ? id : prov.source_measurement_id);
+  pr.text(4, local ? m.sweep : prov.sweep).id(5, local ? m.device_id : prov.device_id);
+  pr.text(6, local || prov.recorded_at.empty() ? stored_at : prov.recorded_at).run();
+
+  // Recompute the winner of (arch, problem) from all its measurements: a re-measurement may
+  // have made the current winner slower or failed.
+  Stmt del(db, "DELETE FROM winners WHERE arch = ?1 AND problem_id = ?2", path);
+  del.text(1, m.arch).i64(2, m.problem_id).run();
+  Stmt win(db,
+           "INSERT INTO winners(arch, problem_id, solution_id, measurement_id) "
+           "SELECT arch, problem_id, solution_id, id FROM measurements "
+           "WHERE arch = ?1 AND problem_id = ?2 AND status = 'ok' AND median_ms IS NOT NULL "
+           "ORDER BY median_ms, id LIMIT 1",
+           path);
+  win.text(1, m.arch).i64(2, m.problem_id).run();
+}
+
+}  // namespace
+
 void Database::put_measurement(const MeasurementRecord& m) {
   require_writable("put_measurement");
-  if (!is_measurement_status(m.status))
-    throw Error(path_ + ": put_measurement: unknown status '" + m.status +
-                "' (ok, compile_failed, invalid, launch_failed, crashed, timeout)");
-  if (m.arch.empty()) throw Error(path_ + ": put_measurement: empty arch");
-  if (m.status == "ok" && !(std::isfinite(m.median_ms) && m.median_ms >= 0))
-    throw Error(path_ + ": put_measurement: an 'ok' measurement needs a finite median_ms");
-  write_txn(db_.get(), path_, "put_measurement", [&] {
-    Stmt ins(db_.get(),
-             "INSERT INTO measurements(problem_id, solution_id, device_id, arch, status, reason, rel_error, "
-             "min_ms, median_ms, max_ms, tflops, code_object_id, sweep) "
-             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
-             "ON CONFLICT(problem_id, solution_id, arch) DO UPDATE SET "
-             "device_id = excluded.device_id, status = excluded.status, reason = excluded.reason, "
-             "rel_error = excluded.rel_error, min_ms = excluded.min_ms, median_ms = excluded.median_ms, "
-             "max_ms = excluded.max_ms, tflops = excluded.tflops, code_object_id = excluded.code_object_id, "
-             "sweep = excluded.sweep, created_at = excluded.created_at",
-             path_);
-    ins.i64(1, m.problem_id).i64(2, m.solution_id).id(3, m.device_id).text(4, m.arch).text(5, m.status);
-    ins.text(6, m.reason).real(7, m.rel_error).real(8, m.min_ms).real(9, m.median_ms).real(10, m.max_ms);
-    ins.real(11, m.tflops).id(12, m.code_object_id).text(13, m.sweep).run();
+  check_measurement(path_, "put_measurement", m);
+  write_txn(db_.get(), path_, "put_measurement", [&] { store_measurement(db_.get(), path_, m, "", ProvenanceRecord{}); });
+}
 
-    // Recompute the winner of (arch, problem) from all its measurements: a re-measurement may
-    // have made the current winner slower or failed.
-    Stmt del(db_.get(), "DELETE FROM winners WHERE arch = ?1 AND problem_id = ?2", path_);
-    del.text(1, m.arch).i64(2, m.problem_id).run();
-    Stmt win(db_.get(),
-             "INSERT INTO winners(arch, problem_id, solution_id, measurement_id) "
-             "SELECT arch, problem_id, solution_id, id FROM measurements "
-             "WHERE arch = ?1 AND problem_id = ?2 AND status = 'ok' AND median_ms IS NOT NULL "
-             "ORDER BY median_ms, id LIMIT 1",
-             path_);
-    win.text(1, m.arch).i64(2, m.problem_id).run();
+bool Database::better(const MeasurementRecord& a, const MeasurementRecord& b) {
+  const bool a_ok = a.status == "ok" && !std::isnan(a.median_ms);
+  const bool b_ok = b.status == "ok" && !std::isnan(b.median_ms);
+  if (a_ok != b_ok) return a_ok;
+  return a_ok && a.median_ms < b.median_ms;
+}
+
+bool Database::put_measurement_if_better(const MeasurementRecord& m, const std::string& created_at,
+                                         const ProvenanceRecord& provenance) {
+  require_writable("put_measurement_if_better");
+  check_measurement(path_, "put_measurement_if_better", m);
+  return write_txn(db_.get(), path_, "put_measurement_if_better", [&] {
+    if (auto old = find_measurement(m.problem_id, m.solution_id, m.arch); old && !better(m, *old)) return false;
+    store_measurement(db_.get(), path_, m, created_at, provenance);
+    return true;
   });
+}
+
+void Database::set_meta(const std::string& key, const std::string& value) {
+  require_writable("set_meta");
+  write_txn(db_.get(), path_, "set_meta", [&] {
+    Stmt st(db_.get(), "INSERT INTO meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            path_);
+    st.text(1, key).text(2, value).run();
+  });
+}
+
+void Database::transaction(const char* what, const std::function<void()>& f) {
+  require_writable(what);
+  if (!sqlite3_get_autocommit(db_.get())) throw Error(path_ + ": " + what + ": a transaction is already open");
+  write_txn(db_.get(), path_, what, f);
+}
+
+void Database::compact_for_shipping() {
+  require_writable("compact_for_shipping");
+  exec_retrying(db_.get(), path_, "PRAGMA wal_checkpoint(TRUNCATE)");
+  exec_retrying(db_.get(), path_, "PRAGMA journal_mode = DELETE");
+  exec_retrying(db_.get(), path_, "VACUUM");
 }
 
 std::optional<CodeObjectRecord> Database::find_code_object(const std::string& cache_key) {
@@ -476,31 +550,45 @@ std::optional<MeasurementRecord> Database::find_measurement(std::int64_t problem
   return r;
 }
 
+namespace {
+
+constexpr const char* kWinnerQuery =
+    "SELECT w.arch, w.problem_id, p.key, p.spec, s.template, s.params, s.id, s.source_hash, "
+    "m.code_object_id, m.median_ms, m.tflops, w.measurement_id "
+    "FROM winners w JOIN problems p ON p.id = w.problem_id JOIN solutions s ON s.id = w.solution_id "
+    "JOIN measurements m ON m.id = w.measurement_id ";
+
+WinnerRecord read_winner(const Stmt& st, const std::string& path) {
+  WinnerRecord w;
+  w.arch = st.col_text(0);
+  w.problem_id = st.col_i64(1);
+  w.problem_key = st.col_text(2);
+  w.problem = parse_problem(st.col_text(3), path, w.problem_id);
+  w.solution_id = st.col_i64(6);
+  w.solution = parse_solution(st.col_text(4), st.col_text(5), path, w.solution_id);
+  w.source_hash = st.col_text(7);
+  w.code_object_id = st.col_i64(8);
+  w.median_ms = st.col_real(9);
+  w.tflops = st.col_real(10);
+  w.measurement_id = st.col_i64(11);
+  return w;
+}
+
+}  // namespace
+
 std::vector<WinnerRecord> Database::winners(const std::string& arch) {
-  Stmt st(db_.get(),
-          "SELECT w.arch, w.problem_id, p.key, p.spec, s.template, s.params, s.id, s.source_hash, "
-          "m.code_object_id, m.median_ms, m.tflops "
-          "FROM winners w JOIN problems p ON p.id = w.problem_id JOIN solutions s ON s.id = w.solution_id "
-          "JOIN measurements m ON m.id = w.measurement_id "
-          "WHERE ?1 = '' OR w.arch = ?1 ORDER BY w.arch, p.key",
-          path_);
+  Stmt st(db_.get(), (std::string(kWinnerQuery) + "WHERE ?1 = '' OR w.arch = ?1 ORDER BY w.arch, p.key").c_str(), path_);
   st.text(1, arch);
   std::vector<WinnerRecord> out;
-  while (st.step()) {
-    WinnerRecord w;
-    w.arch = st.col_text(0);
-    w.problem_id = st.col_i64(1);
-    w.problem_key = st.col_text(2);
-    w.problem = parse_problem(st.col_text(3), path_, w.problem_id);
-    w.solution_id = st.col_i64(6);
-    w.solution = parse_solution(st.col_text(4), st.col_text(5), path_, w.solution_id);
-    w.source_hash = st.col_text(7);
-    w.code_object_id = st.col_i64(8);
-    w.median_ms = st.col_real(9);
-    w.tflops = st.col_real(10);
-    out.push_back(std::move(w));
-  }
+  while (st.step()) out.push_back(read_winner(st, path_));
   return out;
+}
+
+std::optional<WinnerRecord> Database::find_winner(const std::string& arch, const std::string& problem_key) {
+  Stmt st(db_.get(), (std::string(kWinnerQuery) + "WHERE w.arch = ?1 AND p.key = ?2").c_str(), path_);
+  st.text(1, arch).text(2, problem_key);
+  if (!st.step()) return std::nullopt;
+  return read_winner(st, path_);
 }
 
 std::vector<std::string> Database::arches() {
@@ -556,6 +644,126 @@ std::optional<std::int64_t> Database::find_problem(const std::string& key) {
   st.text(1, key);
   if (!st.step()) return std::nullopt;
   return st.col_i64(0);
+}
+
+std::optional<std::string> Database::meta(const std::string& key) {
+  Stmt st(db_.get(), "SELECT value FROM meta WHERE key = ?1", path_);
+  st.text(1, key);
+  if (!st.step()) return std::nullopt;
+  return st.col_text(0);
+}
+
+std::vector<DeviceRow> Database::devices() {
+  Stmt st(db_.get(), "SELECT id, backend, arch, name, multiprocessors, driver_version FROM devices ORDER BY id", path_);
+  std::vector<DeviceRow> out;
+  while (st.step()) {
+    DeviceRow d;
+    d.id = st.col_i64(0);
+    d.backend = st.col_text(1);
+    d.arch = st.col_text(2);
+    d.name = st.col_text(3);
+    d.multiprocessors = st.col_i64(4);
+    d.driver_version = st.col_text(5);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<ProblemSpecRow> Database::problem_specs() {
+  Stmt st(db_.get(), "SELECT id, key, spec FROM problems ORDER BY id", path_);
+  std::vector<ProblemSpecRow> out;
+  while (st.step()) {
+    ProblemSpecRow r;
+    r.id = st.col_i64(0);
+    r.key = st.col_text(1);
+    r.problem = parse_problem(st.col_text(2), path_, r.id);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<SolutionRow> Database::solutions() {
+  Stmt st(db_.get(), "SELECT id, template, params, source_hash FROM solutions ORDER BY id", path_);
+  std::vector<SolutionRow> out;
+  while (st.step()) {
+    SolutionRow r;
+    r.id = st.col_i64(0);
+    r.solution = parse_solution(st.col_text(1), st.col_text(2), path_, r.id);
+    r.source_hash = st.col_text(3);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<MeasurementRow> Database::all_measurements() {
+  const std::string sql = std::string("SELECT ") + kMeasurementColumns +
+                          ", m.id, s.kernel_name, m.created_at "
+                          "FROM measurements m JOIN solutions s ON s.id = m.solution_id ORDER BY m.id";
+  Stmt st(db_.get(), sql.c_str(), path_);
+  std::vector<MeasurementRow> out;
+  while (st.step()) {
+    MeasurementRow r;
+    read_measurement(st, r);
+    r.id = st.col_i64(13);
+    r.kernel_name = st.col_text(14);
+    r.created_at = st.col_text(15);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::optional<MeasurementRow> Database::measurement(std::int64_t id) {
+  const std::string sql = std::string("SELECT ") + kMeasurementColumns +
+                          ", m.id, s.kernel_name, m.created_at "
+                          "FROM measurements m JOIN solutions s ON s.id = m.solution_id WHERE m.id = ?1";
+  Stmt st(db_.get(), sql.c_str(), path_);
+  st.i64(1, id);
+  if (!st.step()) return std::nullopt;
+  MeasurementRow r;
+  read_measurement(st, r);
+  r.id = st.col_i64(13);
+  r.kernel_name = st.col_text(14);
+  r.created_at = st.col_text(15);
+  return r;
+}
+
+void Database::for_each_code_object(const std::function<void(const CodeObjectRecord&)>& f) {
+  Stmt st(db_.get(), (std::string("SELECT ") + kCodeObjectColumns + "ORDER BY id").c_str(), path_);
+  while (st.step()) f(read_code_object(st));
+}
+
+namespace {
+
+constexpr const char* kProvenanceColumns =
+    "SELECT measurement_id, source, source_measurement_id, sweep, device_id, recorded_at FROM provenance ";
+
+ProvenanceRecord read_provenance(const Stmt& st) {
+  ProvenanceRecord r;
+  r.measurement_id = st.col_i64(0);
+  r.source = st.col_text(1);
+  r.source_measurement_id = st.col_i64(2);
+  r.sweep = st.col_text(3);
+  r.device_id = st.col_i64(4);
+  r.recorded_at = st.col_text(5);
+  return r;
+}
+
+}  // namespace
+
+std::optional<ProvenanceRecord> Database::provenance(std::int64_t measurement_id) {
+  if (schema_version() < 3) return std::nullopt;
+  Stmt st(db_.get(), (std::string(kProvenanceColumns) + "WHERE measurement_id = ?1").c_str(), path_);
+  st.i64(1, measurement_id);
+  if (!st.step()) return std::nullopt;
+  return read_provenance(st);
+}
+
+std::vector<ProvenanceRecord> Database::all_provenance() {
+  std::vector<ProvenanceRecord> out;
+  if (schema_version() < 3) return out;
+  Stmt st(db_.get(), (std::string(kProvenanceColumns) + "ORDER BY measurement_id").c_str(), path_);
+  while (st.step()) out.push_back(read_provenance(st));
+  return out;
 }
 
 }  // namespace tiletune::db

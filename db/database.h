@@ -13,6 +13,7 @@
 // fork(): open a new one in the child.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,9 @@ namespace tiletune::db {
 enum class Mode {
   ReadOnly,   // SQLITE_OPEN_READONLY; the file must exist with the newest schema
   ReadWrite,  // creates the file if missing and migrates it to the newest schema
+  // Read-only like ReadOnly, but also accepts an older schema (a database from an older tiletune
+  // that is being merged or packed); readers of newer tables return nothing for it.
+  ReadOnlyAnyVersion,
 };
 
 class Database {
@@ -58,7 +62,26 @@ class Database {
   // Inserts or replaces the measurement of (problem, solution, arch), then recomputes that
   // (arch, problem)'s winner: the 'ok' measurement with the lowest median_ms (ties: the older
   // row). Failures never win; when no 'ok' measurement is left the winner row is removed.
+  // Also records a provenance row (source '': measured here), replacing any earlier one.
   void put_measurement(const MeasurementRecord& m);
+
+  // Whether measurement a beats b for the same (problem, solution, arch): an 'ok' one beats a
+  // failure; among 'ok' ones the lower median_ms. Two failures, or equal times: no.
+  static bool better(const MeasurementRecord& a, const MeasurementRecord& b);
+  // For merge and pack: stores m (ids already of this database) with its created_at (empty: now)
+  // and provenance (measurement_id ignored) unless this database already has a measurement of
+  // (problem, solution, arch) that m does not beat; then recomputes that winner like
+  // put_measurement. Returns whether m was stored.
+  bool put_measurement_if_better(const MeasurementRecord& m, const std::string& created_at,
+                                 const ProvenanceRecord& provenance);
+  void set_meta(const std::string& key, const std::string& value);
+  // Runs f as one write transaction: the writers called inside it join it, so that a merge or a
+  // pack is applied entirely or not at all (and much faster than one transaction per row).
+  void transaction(const char* what, const std::function<void()>& f);
+  // For a file that is shipped read-only: checkpoints the WAL, switches the file back to the
+  // rollback journal (a WAL file cannot be opened where its directory is not writable) and
+  // rebuilds it without free pages (VACUUM).
+  void compact_for_shipping();
 
   // ---- readers -----------------------------------------------------------------------------
   std::optional<CodeObjectRecord> find_code_object(const std::string& cache_key);
@@ -72,6 +95,21 @@ class Database {
   // Measurements of one problem (all arches): 'ok' ones by median_ms first, then failures.
   std::vector<MeasurementRow> measurements(std::int64_t problem_id);
   std::optional<std::int64_t> find_problem(const std::string& key);
+  // The winner of one (arch, problem key), if any.
+  std::optional<WinnerRecord> find_winner(const std::string& arch, const std::string& problem_key);
+  std::optional<std::string> meta(const std::string& key);
+
+  // ---- bulk readers (merge, pack), ordered by id -------------------------------------------
+  std::vector<DeviceRow> devices();
+  std::vector<ProblemSpecRow> problem_specs();
+  std::vector<SolutionRow> solutions();
+  std::vector<MeasurementRow> all_measurements();
+  std::optional<MeasurementRow> measurement(std::int64_t id);
+  // Every code object, one at a time (their bytes may be large).
+  void for_each_code_object(const std::function<void(const CodeObjectRecord&)>& f);
+  // Provenance of one measurement / of all; nothing for a file older than schema version 3.
+  std::optional<ProvenanceRecord> provenance(std::int64_t measurement_id);
+  std::vector<ProvenanceRecord> all_provenance();
 
   // The raw handle, for tools and tests that need a query this class lacks. Do not close it.
   sqlite3* native_handle() const { return db_.get(); }

@@ -93,6 +93,35 @@ struct WinnerRecord {
   std::int64_t code_object_id = 0;  // 0 when the measurement named none
   double median_ms = kNotMeasured;
   double tflops = kNotMeasured;
+  std::int64_t measurement_id = 0;  // the winning measurement
+};
+
+// Where a measurement came from (schema version 3). `source` is empty for a measurement made
+// directly into this database; for one copied by `tiletune db merge` or `db pack` it is the path
+// of the database it was measured into (kept through chains of merges), and
+// source_measurement_id its id there.
+struct ProvenanceRecord {
+  std::int64_t measurement_id = 0;
+  std::string source;
+  std::int64_t source_measurement_id = 0;
+  std::string sweep;
+  std::int64_t device_id = 0;  // this database's devices.id; 0: none
+  std::string recorded_at;     // UTC, ISO 8601; when measured (local) or when copied here
+};
+
+// Bulk rows, with their ids in the database they were read from.
+struct DeviceRow : DeviceRecord {
+  std::int64_t id = 0;
+};
+struct SolutionRow {
+  std::int64_t id = 0;
+  Solution solution;
+  std::string source_hash;
+};
+struct ProblemSpecRow {
+  std::int64_t id = 0;
+  std::string key;
+  GemmProblem problem;
 };
 
 }  // namespace tiletune::db

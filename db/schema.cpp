@@ -104,6 +104,25 @@ CREATE INDEX measurements_by_arch_problem ON measurements(arch, problem_id, stat
 CREATE INDEX code_objects_by_solution ON code_objects(solution_id);
 )sql";
 
+// Version 3: where each measurement came from. `tiletune db merge` and `db pack` copy
+// measurements between files; a provenance row says which database file (absolute path, as given
+// when merging) and sweep the measurement was made in, its id there, and the device it ran on (an
+// id of this file's devices table). source '' means it was measured directly into this file.
+// Every measurement has exactly one row (the tuner's writes add one with source ''); existing
+// measurements are back-filled as local ones.
+const char* const kV3 = R"sql(
+CREATE TABLE provenance(
+  measurement_id        INTEGER PRIMARY KEY REFERENCES measurements(id) ON DELETE CASCADE,
+  source                TEXT NOT NULL DEFAULT '',
+  source_measurement_id INTEGER NOT NULL DEFAULT 0,
+  sweep                 TEXT NOT NULL DEFAULT '',
+  device_id             INTEGER REFERENCES devices(id),
+  recorded_at           TEXT NOT NULL DEFAULT )sql" TT_NOW R"sql(
+);
+INSERT INTO provenance(measurement_id, source, source_measurement_id, sweep, device_id, recorded_at)
+  SELECT id, '', id, sweep, device_id, created_at FROM measurements;
+)sql";
+
 #undef TT_NOW
 
 std::string errmsg(sqlite3* db) { return db ? sqlite3_errmsg(db) : "out of memory"; }
@@ -144,6 +163,7 @@ const std::vector<Migration>& migrations() {
   static const std::vector<Migration> list = {
       {1, "initial schema", kV1},
       {2, "indexes for winner updates and code object lookup", kV2},
+      {3, "provenance of every measurement (source database, sweep, device)", kV3},
   };
   return list;
 }

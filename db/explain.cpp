@@ -1,0 +1,252 @@
+#include "db/explain.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace tiletune::db {
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s.empty() ? "none" : s;
+}
+
+int leading_int(const std::string& s, std::size_t from) {
+  std::size_t end = from;
+  while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+  if (end == from || end - from > 6) return -1;
+  return std::atoi(s.substr(from, end - from).c_str());
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+GemmProblem parse_problem_json(const std::string& text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("bad problem JSON (not valid JSON): " + std::string(e.what()));
+  }
+  if (!j.is_object()) throw Error("bad problem JSON: expected an object such as {\"dtype\": \"f32\", \"m\": 512, \"n\": 512, \"k\": 512}, got " + j.dump());
+  static const std::set<std::string> fields = {"dtype", "a_type", "c_type", "compute", "transA", "transB",
+                                               "m", "n", "k", "batch", "lda", "ldb", "ldc",
+                                               "stride_a", "stride_b", "stride_c", "beta_zero"};
+  for (const auto& [name, value] : j.items())
+    if (!fields.count(name))
+      throw Error("bad problem JSON: unknown field '" + name +
+                  "' (known: dtype, a_type, c_type, compute, transA, transB, m, n, k, batch, lda, ldb, ldc, "
+                  "stride_a, stride_b, stride_c, beta_zero)");
+  GemmProblem p;
+  try {
+    from_json(j, p);
+    p.validate();
+  } catch (const Error& e) {
+    throw Error(std::string("bad problem JSON: ") + e.what());
+  } catch (const std::exception& e) {
+    throw Error(std::string("bad problem JSON: ") + e.what());
+  }
+  return p.canonical();
+}
+
+gpu::DeviceInfo device_for_arch(const std::string& arch, const std::optional<DeviceRecord>& measured_on) {
+  gpu::DeviceInfo d;
+  d.arch = arch;
+  if (measured_on) {
+    d.name = measured_on->name;
+    d.multiprocessors = int(std::max<std::int64_t>(1, measured_on->multiprocessors));
+    d.driver_version = measured_on->driver_version;
+  }
+  std::string backend = measured_on ? measured_on->backend : "";
+  if (backend.empty()) backend = arch.rfind("sm_", 0) == 0 ? "cuda" : arch.rfind("gfx", 0) == 0 ? "hip" : "host";
+  d.backend = gpu::backend_from_string(backend);
+  switch (d.backend) {
+    case gpu::BackendKind::Cuda: {
+      const int cc = arch.rfind("sm_", 0) == 0 ? leading_int(arch, 3) : -1;
+      d.compute_capability = std::max(cc, 0);
+      d.max_threads_per_block = 1024;
+      d.warp_size = 32;
+      d.shared_bytes_per_block = 48 * 1024;
+      // Opt-in shared memory per block by compute capability (CUDA programming guide, table 21).
+      d.shared_bytes_optin = cc >= 90 && cc < 100 ? 232448
+                             : cc == 100 || cc == 103 ? 232448
+                             : cc == 80 || cc == 87   ? 166912
+                             : cc == 86 || cc == 89 || cc >= 120 ? 101376
+                             : cc == 75 ? 65536
+                             : cc == 70 || cc == 72 ? 98304
+                                        : 48 * 1024;
+      if (!measured_on) d.multiprocessors = 132;
+      break;
+    }
+    case gpu::BackendKind::Hip: {
+      const int gen = arch.rfind("gfx", 0) == 0 ? leading_int(arch, 3) : -1;
+      d.warp_size = gen >= 1000 ? 32 : 64;  // RDNA (gfx10xx, gfx11xx, gfx12xx) runs wave32 under HIP
+      d.max_threads_per_block = 1024;
+      d.shared_bytes_per_block = d.shared_bytes_optin = 65536;
+      if (!measured_on) d.multiprocessors = 104;
+      break;
+    }
+    case gpu::BackendKind::Host:
+      d.max_threads_per_block = 1;
+      d.shared_bytes_per_block = 0;
+      d.warp_size = 1;
+      break;
+  }
+  if (d.name.empty()) d.name = "(not in the database; assumed from the arch)";
+  return d;
+}
+
+
+
+std::optional<std::string> winner_unusable(const WinnerRecord& w, const gpu::DeviceInfo& dev) {
+  const KernelTemplate* t = nullptr;
+  for (const auto& candidate : builtin_templates())
+    if (candidate.name() == w.solution.template_name) t = &candidate;
+  if (!t) return "its template " + w.solution.template_name + " is unknown to this build";
+  if (auto why = t->violation(t->variables(w.solution, w.problem.canonical(), dev)))
+    return "it breaks a constraint on this device: " + *why;
+  return std::nullopt;
+}
+
+std::string resolve_arch(Database& db, const std::string& given) {
+  const std::vector<std::string> arches = db.arches();
+  if (!given.empty()) {
+    if (std::find(arches.begin(), arches.end(), given) == arches.end())
+      throw Error(db.path() + ": unknown arch '" + given + "': the database has measurements for " + join(arches));
+    return given;
+  }
+  if (arches.size() == 1) return arches[0];
+  if (arches.empty()) throw Error(db.path() + ": the database has no measurements, so no arch to explain");
+  throw Error(db.path() + ": the database holds several arches (" + join(arches) + "); pick one with --arch");
+}
+
+Explanation explain(Database& db, const GemmProblem& problem, const std::string& arch_given) {
+  Explanation e;
+  e.arch = resolve_arch(db, arch_given);
+  e.problem = problem.canonical();
+  e.key = e.problem.key();
+  e.winner = db.find_winner(e.arch, e.key);
+
+  // The device the constraints are checked against: the one the winner (or any measurement of
+  // this arch) was measured on.
+  std::optional<DeviceRecord> dev_row;
+  std::int64_t dev_id = 0;
+  if (e.winner) {
+    e.measurement = db.measurement(e.winner->measurement_id);
+    if (e.measurement) {
+      dev_id = e.measurement->device_id;
+      e.provenance = db.provenance(e.measurement->id);
+    }
+    if (e.winner->code_object_id) e.code_object = db.code_object(e.winner->code_object_id);
+  }
+  const auto devices = db.devices();
+  for (const auto& d : devices)
+    if ((dev_id && d.id == dev_id) || (!dev_id && d.arch == e.arch)) dev_row = d;
+  e.device = device_for_arch(e.arch, dev_row);
+
+  if (e.winner) {
+    if (auto why = winner_unusable(*e.winner, e.device))
+      e.untuned_reason = "the winner " + e.winner->solution.kernel_name() + " is skipped by the runtime: " + *why;
+    else
+      e.choice = Explanation::Choice::Tuned;
+  } else {
+    e.untuned_reason = "no winner for this exact problem key on " + e.arch;
+  }
+  if (e.choice == Explanation::Choice::Tuned) return e;
+
+  // The runtime's rules (solutions/selection.h): the nearest usable winner, else a fallback.
+  std::vector<WinnerRecord> usable;
+  std::vector<TunedEntry> tuned;
+  for (auto& w : db.winners(e.arch)) {
+    if (winner_unusable(w, e.device)) continue;
+    tuned.push_back({w.problem.canonical(), &find_template(w.solution.template_name), w.solution});
+    usable.push_back(std::move(w));
+  }
+  if (auto near = nearest_tuned(tuned, e.problem, e.device)) {
+    e.choice = Explanation::Choice::Nearest;
+    e.neighbour = usable[near->index];
+    e.distance = near->distance;
+    return e;
+  }
+  FallbackChoice c = choose_fallback(fallback_templates(e.device.backend), e.problem, e.device);
+  e.rejected = c.rejected;
+  if (c.tmpl) {
+    e.choice = Explanation::Choice::Fallback;
+    e.fallback = c.tmpl->default_solution();
+  }
+  // The closest tuned problems of the same types and layout, though too far to be used.
+  std::vector<std::pair<double, std::string>> near;
+  for (const auto& t : tuned)
+    if (double d = problem_distance(t.problem, e.problem); std::isfinite(d)) near.emplace_back(d, t.problem.key());
+  std::sort(near.begin(), near.end());
+  for (std::size_t i = 0; i < near.size() && i < 3; ++i) e.tuned_neighbours.push_back(near[i].second);
+  return e;
+}
+
+std::string format(const Explanation& e) {
+  std::string s;
+  s += "problem  " + e.key + "\n";
+  s += "arch     " + e.arch + " (" + gpu::to_string(e.device.backend) + ", device: " + e.device.name + ")\n";
+  switch (e.choice) {
+    case Explanation::Choice::Tuned: {
+      const WinnerRecord& w = *e.winner;
+      s += "choice   TUNED: exact match of the problem key among the winners of " + e.arch + "\n";
+      s += "kernel   " + w.solution.kernel_name() + "\n";
+      s += "template " + w.solution.template_name + " " + w.solution.params_json() + "\n";
+      if (e.measurement) {
+        const MeasurementRow& m = *e.measurement;
+        s += "measured median " + fmt("%.4f", m.median_ms) + " ms (min " + fmt("%.4f", m.min_ms) + ", max " +
+             fmt("%.4f", m.max_ms) + "), " + fmt("%.3f", m.tflops) + " TFLOP/s, rel error " + fmt("%.2e", m.rel_error) +
+             ", sweep '" + m.sweep + "', " + m.created_at + "\n";
+      }
+      if (e.provenance)
+        s += "from     " + (e.provenance->source.empty() ? std::string("measured into this database")
+                                                         : e.provenance->source + " (measurement " +
+                                                               std::to_string(e.provenance->source_measurement_id) + ")") +
+             "\n";
+      if (e.code_object && e.code_object->ok && e.code_object->arch == e.arch)
+        s += "code     stored code object " + std::to_string(e.code_object->id) + " (" +
+             std::to_string(e.code_object->bytes.size()) + " bytes, " + e.code_object->compiler_version +
+             "): loaded on first call, no compile\n";
+      else
+        s += "code     no usable stored code object: compiled from the template source on first call\n";
+      s += "note     pointers less aligned than the leading dimensions imply are checked against the winner's\n"
+           "         constraints at each call and may run the fallback instead\n";
+      break;
+    }
+    case Explanation::Choice::Nearest:
+      s += "choice   NEAREST (untuned): " + e.untuned_reason + "; the nearest tuned problem " +
+           e.neighbour->problem_key + " (distance " + fmt("%.2f", e.distance) + " <= " +
+           fmt("%.1f", kMaxNearestDistance) + ") has a winner that admits this problem\n";
+      s += "kernel   " + e.neighbour->solution.kernel_name() + " (its code object, no compile)\n";
+      break;
+    case Explanation::Choice::Fallback:
+      s += "choice   FALLBACK (untuned): " + e.untuned_reason + "\n";
+      s += "kernel   " + e.fallback.kernel_name() + " (default of " + e.fallback.template_name +
+           ", compiled once per data type and layout on first use)\n";
+      break;
+    case Explanation::Choice::NoKernel:
+      s += "choice   NONE: " + e.untuned_reason + ", and no fallback template's default fits: the runtime returns an error\n";
+      break;
+  }
+  for (const auto& [name, why] : e.rejected) s += "skipped  fallback " + name + ": breaks " + why + "\n";
+  if (e.choice != Explanation::Choice::Tuned)
+    for (const auto& k : e.tuned_neighbours) s += "nearby   tuned: " + k + "\n";
+  return s;
+}
+
+}  // namespace tiletune::db

@@ -1,0 +1,59 @@
+// `tiletune db explain`: which kernel the runtime would run for one problem on one arch, and why.
+//
+// The rules themselves live in solutions/selection.h, shared with the runtime.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "db/database.h"
+#include "gpu/backend.h"
+#include "solutions/kernel_template.h"
+#include "solutions/selection.h"
+#include "solutions/problem.h"
+
+namespace tiletune::db {
+
+// A GemmProblem from the JSON of a tuning config's problem (dtype or a_type/c_type, compute,
+// transA, transB, m, n, k, batch, lda, ldb, ldc, stride_*, beta_zero); validated and canonical.
+// Throws Error saying what is wrong (not JSON, not an object, an unknown field, a bad value).
+GemmProblem parse_problem_json(const std::string& text);
+
+// The device properties the kernel constraints read, for an arch known only by name (and by the
+// devices table row when there is one): "sm_XY" -> CUDA with compute capability XY, "gfxNNN" ->
+// HIP (wave64 on gfx9, wave32 after), anything else -> the host backend.
+gpu::DeviceInfo device_for_arch(const std::string& arch, const std::optional<DeviceRecord>& measured_on);
+
+// Why the runtime would skip this winner when loading the database (unknown template, broken
+// constraint on this device), or nullopt when it is used.
+std::optional<std::string> winner_unusable(const WinnerRecord& w, const gpu::DeviceInfo& dev);
+
+struct Explanation {
+  GemmProblem problem;  // canonical
+  std::string key;
+  std::string arch;
+  gpu::DeviceInfo device;  // as assumed for the constraints
+  enum class Choice { Tuned, Nearest, Fallback, NoKernel } choice = Choice::NoKernel;
+  std::optional<WinnerRecord> neighbour;         // the nearest tuned problem's winner (Nearest)
+  double distance = 0;                           // its distance (solutions/selection.h)
+  std::optional<WinnerRecord> winner;            // the exact match, if any
+  std::optional<MeasurementRow> measurement;     // its winning measurement
+  std::optional<ProvenanceRecord> provenance;
+  std::optional<CodeObjectRecord> code_object;   // its stored code object (bytes included)
+  std::string untuned_reason;                    // why no tuned kernel (Fallback / NoKernel)
+  Solution fallback;                             // the default solution run (Fallback)
+  std::vector<std::pair<std::string, std::string>> rejected;  // fallback templates passed over
+  std::vector<std::string> tuned_neighbours;     // keys of tuned problems with the same types and layout
+};
+
+// `given` when the database has measurements of it, else the database's only arch; Error naming
+// the arches otherwise (unknown arch, or several and none given).
+std::string resolve_arch(Database& db, const std::string& given);
+
+// Throws Error for an arch the database has no measurements of (naming those it has).
+Explanation explain(Database& db, const GemmProblem& problem, const std::string& arch);
+std::string format(const Explanation& e);
+
+}  // namespace tiletune::db

@@ -1,0 +1,45 @@
+// Moving tuning results between databases: `tiletune db pack` (a small read-only database of the
+// winners, to ship with a trainer) and `tiletune db merge` (sweeps of several machines combined).
+// Both go through the Database class; every failure is a tiletune::Error naming the file and the
+// cause.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tiletune::db {
+
+struct PackResult {
+  std::uintmax_t source_bytes = 0;  // the source file plus its WAL
+  std::uintmax_t packed_bytes = 0;
+  std::vector<std::string> arches;  // the arches packed
+  std::size_t winners = 0;
+  std::size_t code_objects = 0;
+  std::size_t source_measurements = 0;
+};
+
+// Writes to `dst` a database holding only the winners of `arches` (all arches of `src` when
+// empty): their problems, solutions, devices, winning measurements (with provenance) and code
+// objects. The file is written beside `dst` and renamed into place, in rollback-journal mode so
+// that it opens read-only anywhere, and checked to open with Mode::ReadOnly. Refuses an existing
+// dst unless `force`, an arch `src` has no measurements of, and a selection without winners.
+PackResult pack(const std::string& src, const std::string& dst, const std::vector<std::string>& arches, bool force);
+
+struct MergeResult {
+  std::string source;
+  std::size_t measurements = 0;  // read from the source
+  std::size_t added = 0;         // (problem, solution, arch) new to the destination
+  std::size_t replaced = 0;      // the source's measurement was better
+  std::size_t kept = 0;          // the destination's was as good or better
+  std::size_t code_objects = 0;  // code objects read from the source (new ones are added by cache key)
+};
+
+// Merges `src` into `dst` (created if missing), one transaction per source: devices, problems,
+// solutions and code objects (by cache_key) are unioned; for one (problem, solution, arch) the
+// better measurement wins (Database::better; ties keep the destination's), winners are
+// recomputed and every copied measurement keeps its provenance (the database it was measured
+// into, its sweep and device). Merging the same source again changes nothing. All sources are
+// opened and identified before dst is created or changed.
+std::vector<MergeResult> merge(const std::string& dst, const std::vector<std::string>& srcs);
+
+}  // namespace tiletune::db
