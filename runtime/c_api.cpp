@@ -47,6 +47,34 @@ bool op(tiletune_operation_t o) {
   return o == TILETUNE_OP_T;
 }
 
+tiletune::GemmProblem make_problem(tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m, int64_t n,
+                                   int64_t k, tiletune_datatype_t ab_type, int64_t lda, int64_t stride_a, int64_t ldb,
+                                   int64_t stride_b, tiletune_datatype_t c_type, int64_t ldc, int64_t stride_c,
+                                   int64_t batch, bool beta_zero, tiletune_compute_t compute) {
+  tiletune::GemmProblem p;
+  p.a_type = dtype(ab_type);
+  p.c_type = dtype(c_type);
+  p.trans_a = op(op_a);
+  p.trans_b = op(op_b);
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.batch = batch;
+  p.lda = lda;
+  p.ldb = ldb;
+  p.ldc = ldc;
+  p.stride_a = stride_a;
+  p.stride_b = stride_b;
+  p.stride_c = stride_c;
+  p.beta_zero = beta_zero;
+  if (compute != TILETUNE_COMPUTE_32F && compute != TILETUNE_COMPUTE_32F_FAST_TF32)
+    throw tiletune::Error("unknown compute type " + std::to_string(int(compute)));
+  p.compute_tf32 = compute == TILETUNE_COMPUTE_32F_FAST_TF32;
+  if (lda <= 0 || ldb <= 0 || ldc <= 0) throw tiletune::Error("leading dimensions must be > 0");
+  p.validate();
+  return p;
+}
+
 tiletune_status_t need_handle(tiletune_handle_t h) {
   if (h && h->rt) return TILETUNE_SUCCESS;
   last_error = "null tiletune handle";
@@ -105,26 +133,8 @@ tiletune_status_t tiletune_gemm_strided_batched_ex(tiletune_handle_t h, tiletune
   if (auto s = need_handle(h)) return s;
   tiletune::GemmProblem p;
   tiletune_status_t s = guarded(TILETUNE_ERROR_INVALID_VALUE, [&] {
-    p.a_type = dtype(ab_type);
-    p.c_type = dtype(c_type);
-    p.trans_a = op(op_a);
-    p.trans_b = op(op_b);
-    p.m = m;
-    p.n = n;
-    p.k = k;
-    p.batch = batch;
-    p.lda = lda;
-    p.ldb = ldb;
-    p.ldc = ldc;
-    p.stride_a = stride_a;
-    p.stride_b = stride_b;
-    p.stride_c = stride_c;
-    p.beta_zero = beta == 0.0f;
-    if (compute != TILETUNE_COMPUTE_32F && compute != TILETUNE_COMPUTE_32F_FAST_TF32)
-      throw tiletune::Error("unknown compute type " + std::to_string(int(compute)));
-    p.compute_tf32 = compute == TILETUNE_COMPUTE_32F_FAST_TF32;
-    if (lda <= 0 || ldb <= 0 || ldc <= 0) throw tiletune::Error("leading dimensions must be > 0");
-    p.validate();
+    p = make_problem(op_a, op_b, m, n, k, ab_type, lda, stride_a, ldb, stride_b, c_type, ldc, stride_c, batch,
+                     beta == 0.0f, compute);
   });
   if (s != TILETUNE_SUCCESS) return s;
   return guarded(TILETUNE_ERROR_LAUNCH, [&] { h->rt->gemm(p, alpha, a, b, beta, c, stream); });
@@ -148,11 +158,28 @@ tiletune_status_t tiletune_gemm(tiletune_handle_t h, tiletune_operation_t op_a, 
                                        ldc, 0, 1, stream);
 }
 
+tiletune_status_t tiletune_explain(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m,
+                                   int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda, int64_t ldb,
+                                   tiletune_datatype_t c_type, int64_t ldc, int64_t batch, int beta_is_zero,
+                                   tiletune_compute_t compute, char* text, size_t text_size) {
+  if (auto s = need_handle(h)) return s;
+  std::string why;
+  tiletune_status_t s = guarded(TILETUNE_ERROR_INVALID_VALUE, [&] {
+    why = h->rt->explain(make_problem(op_a, op_b, m, n, k, ab_type, lda, 0, ldb, 0, c_type, ldc, 0, batch,
+                                      beta_is_zero != 0, compute));
+  });
+  if (s == TILETUNE_SUCCESS && text && text_size) {
+    std::strncpy(text, why.c_str(), text_size - 1);
+    text[text_size - 1] = '\0';
+  }
+  return s;
+}
+
 tiletune_status_t tiletune_get_stats(tiletune_handle_t h, tiletune_stats_t* out) {
   if (auto s = need_handle(h)) return s;
   if (!out) return TILETUNE_ERROR_INVALID_VALUE;
   const auto& st = h->rt->stats();
-  *out = {st.calls.load(), st.tuned.load(), st.fallbacks.load(), st.jit_compiles.load()};
+  *out = {st.calls.load(), st.tuned.load(), st.nearest.load(), st.fallbacks.load(), st.jit_compiles.load()};
   return TILETUNE_SUCCESS;
 }
 

@@ -1,7 +1,13 @@
 #include "runtime/runtime.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
 #include <cstdio>
 
 #include "common/error.h"
@@ -29,10 +35,7 @@ std::size_t ProblemKeyHash::operator()(const ProblemKey& k) const {
 Runtime::Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path)
     : dev_(std::move(device)), db_(db::Database::open(db_path, db::Mode::ReadOnly)) {
   const gpu::DeviceInfo& info = dev_->info();
-  for (const auto& t : builtin_templates())
-    if (t.supports(info.backend) && t.fallback_rank() >= 0) fallback_templates_.push_back(&t);
-  std::stable_sort(fallback_templates_.begin(), fallback_templates_.end(),
-                   [](const KernelTemplate* a, const KernelTemplate* b) { return a->fallback_rank() < b->fallback_rank(); });
+  fallback_templates_ = fallback_templates(info.backend);
   if (fallback_templates_.empty())
     throw Error(std::string("no kernel template offers a fallback for backend ") + gpu::to_string(info.backend));
 
@@ -61,6 +64,8 @@ Runtime::Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path
     loaded->dims = t->launch_dims(vars);
     loaded->workspace_bytes = t->workspace_bytes(vars);
     loaded->vars = std::move(vars);
+    tuned_.push_back({p, t, w.solution});
+    tuned_loaded_.push_back(loaded.get());
     winners_.emplace(ProblemKey(p), std::move(loaded));
   }
 }
@@ -126,14 +131,88 @@ static int pointer_alignment(const void* ptr, int elem_bytes) {
   return v;
 }
 
-bool Runtime::can_run(const KernelTemplate& t, const Solution& s, const GemmProblem& p, const void* a, const void* b,
-                      const void* c) const {
-  Variables vars = t.variables(s, p, dev_->info());
+void Runtime::lower_alignment(Variables& vars, const GemmProblem& p, const void* a, const void* b, const void* c) {
   int ab = size_of(p.a_type), cb = size_of(p.c_type);
   vars["ALIGN_A"] = std::min<std::int64_t>(vars["ALIGN_A"], pointer_alignment(a, ab));
   vars["ALIGN_B"] = std::min<std::int64_t>(vars["ALIGN_B"], pointer_alignment(b, ab));
   vars["ALIGN_C"] = std::min<std::int64_t>(vars["ALIGN_C"], pointer_alignment(c, cb));
+}
+
+bool Runtime::can_run(const KernelTemplate& t, const Solution& s, const GemmProblem& p, const void* a, const void* b,
+                      const void* c) const {
+  Variables vars = t.variables(s, p, dev_->info());
+  lower_alignment(vars, p, a, b, c);
   return !t.violation(vars);
+}
+
+std::unique_ptr<Runtime::Plan> Runtime::fallback_plan(const GemmProblem& p, const void* a, const void* b,
+                                                      const void* c) {
+  // With pointers, their alignment may be below what the leading dimensions imply.
+  std::function<void(Variables&)> adjust;
+  if (a) adjust = [&](Variables& v) { lower_alignment(v, p, a, b, c); };
+  FallbackChoice choice = choose_fallback(fallback_templates_, p, dev_->info(), adjust);
+  if (!choice.tmpl) throw Error("no kernel can run " + p.key() + " on " + dev_->info().arch + ": no template's default fits");
+  const KernelTemplate* t = choice.tmpl;
+  auto plan = std::make_unique<Plan>();
+  plan->tmpl = t;
+  plan->solution = t->default_solution();
+  plan->problem = p;
+  plan->vars = t->variables(plan->solution, p, dev_->info());
+  if (t->workspace_bytes(plan->vars) > 0) throw Error("the default kernel of " + t->name() + " must not need a workspace");
+  plan->dims = t->launch_dims(plan->vars);
+  plan->kernel = fallback_kernel(*t, p);
+  plan->why = "untuned: the general default " + plan->solution.kernel_name();
+  return plan;
+}
+
+std::unique_ptr<Runtime::Plan> Runtime::make_plan(const GemmProblem& p) {
+  std::optional<NearestChoice> near = nearest_tuned(tuned_, p, dev_->info());
+  if (!near) {
+    auto plan = fallback_plan(p, nullptr, nullptr, nullptr);
+    plan->why += " (no tuned problem of the same types and layout within distance " +
+                 std::to_string(kMaxNearestDistance) + " whose winner admits it)";
+    return plan;
+  }
+  Loaded* best = tuned_loaded_[near->index];
+  auto plan = std::make_unique<Plan>();
+  plan->neighbour = best;
+  plan->tmpl = best->tmpl;
+  plan->solution = best->solution;
+  plan->problem = p;
+  plan->vars = best->tmpl->variables(best->solution, p, dev_->info());
+  plan->dims = best->tmpl->launch_dims(plan->vars);
+  if (std::int64_t bytes = best->tmpl->workspace_bytes(plan->vars); bytes > 0) {
+    plan->workspace = gpu::DeviceBuffer(*dev_, std::size_t(bytes));
+    dev_->fill_bytes(plan->workspace.get(), 0, std::size_t(bytes));
+  }
+  char d[32];
+  std::snprintf(d, sizeof d, "%.2f", near->distance);
+  plan->why = "untuned: nearest tuned problem " + best->problem.key() + " (distance " + d + "), its winner " +
+              best->solution.kernel_name();
+  return plan;
+}
+
+Runtime::Plan& Runtime::plan_for(const GemmProblem& p) {
+  ProblemKey key(p);
+  {
+    std::shared_lock<std::shared_mutex> lock(plans_mu_);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return *it->second;
+  }
+  auto plan = make_plan(p);  // outside the lock: may compile
+  std::unique_lock<std::shared_mutex> lock(plans_mu_);
+  auto& slot = plans_[key];
+  if (!slot) slot = std::move(plan);
+  return *slot;
+}
+
+std::string Runtime::explain(const GemmProblem& problem) {
+  problem.validate();
+  GemmProblem p = problem.canonical();
+  auto it = winners_.find(ProblemKey(p));
+  if (it != winners_.end())
+    return "tuned: exact winner " + it->second->solution.kernel_name() + " of " + p.key();
+  return plan_for(p).why;
 }
 
 void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const void* b, float beta, void* c,
@@ -143,13 +222,13 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
   GemmProblem p = problem.canonical();
   TtGemmParams args{a, b, c, p.lda, p.ldb, p.ldc, p.stride_a, p.stride_b, p.stride_c,
                     int(p.m), int(p.n), int(p.k), int(p.batch), alpha, beta, nullptr};
+  // Pointers aligned to 16 bytes satisfy any vector width the tuner allowed for these ld's.
+  const bool aligned = (reinterpret_cast<std::uintptr_t>(a) | reinterpret_cast<std::uintptr_t>(b) |
+                        reinterpret_cast<std::uintptr_t>(c)) % 16 == 0;
 
   auto it = winners_.find(ProblemKey(p));
   if (it != winners_.end()) {
     Loaded& w = *it->second;
-    // Pointers aligned to 16 bytes satisfy any vector width the tuner allowed for these ld's.
-    bool aligned = (reinterpret_cast<std::uintptr_t>(a) | reinterpret_cast<std::uintptr_t>(b) |
-                    reinterpret_cast<std::uintptr_t>(c)) % 16 == 0;
     if (aligned || can_run(*w.tmpl, w.solution, p, a, b, c)) {
       if (auto kernel = load_winner(w)) {
         args.workspace = w.workspace.get();
@@ -161,21 +240,49 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
     }
   }
 
-  const KernelTemplate* chosen = nullptr;
-  for (const KernelTemplate* t : fallback_templates_)
-    if (can_run(*t, t->default_solution(), p, a, b, c)) {
-      chosen = t;
-      break;
+  Plan& plan = plan_for(p);
+  ++plan.calls;
+  if (aligned || can_run(*plan.tmpl, plan.solution, p, a, b, c)) {
+    std::shared_ptr<gpu::Kernel> kernel = plan.neighbour ? load_winner(*plan.neighbour) : plan.kernel;
+    if (kernel) {
+      args.workspace = plan.workspace.get();
+      launch(*kernel, *plan.tmpl, plan.dims, plan.vars, p, args, stream);
+      ++stats_.calls;
+      ++(plan.neighbour ? stats_.nearest : stats_.fallbacks);
+      return;
     }
-  if (!chosen) throw Error("no kernel can run " + p.key() + " on " + dev_->info().arch + ": no template's default fits");
-  const KernelTemplate& t = *chosen;
-  Solution s = t.default_solution();
-  auto kernel = fallback_kernel(t, p);
-  Variables vars = t.variables(s, p, dev_->info());
-  if (t.workspace_bytes(vars) > 0) throw Error("the default kernel of " + t.name() + " must not need a workspace");
-  launch(*kernel, t, t.launch_dims(vars), vars, p, args, stream);
+  }
+  // Misaligned pointers the plan's kernel cannot take (or a neighbour that failed to load).
+  auto fallback = fallback_plan(p, a, b, c);
+  launch(*fallback->kernel, *fallback->tmpl, fallback->dims, fallback->vars, p, args, stream);
   ++stats_.calls;
   ++stats_.fallbacks;
+}
+
+void Runtime::record_untuned() const {
+  const char* path = std::getenv("TILETUNE_RECORD_UNTUNED");
+  if (!path || !*path || plans_.empty()) return;
+  nlohmann::json problems = nlohmann::json::array();
+  for (const auto& [key, plan] : plans_) {
+    nlohmann::json j = plan->problem;
+    j["name"] = std::to_string(plan->calls.load()) + " calls, untuned on " + dev_->info().arch;
+    problems.push_back(j);
+  }
+  nlohmann::json config = {{"name", "untuned-" + dev_->info().arch},
+                           {"about", "Problems a trainer ran without an exact winner (TILETUNE_RECORD_UNTUNED); "
+                                     "tune them with `tiletune tune` and add a \"templates\" section if needed."},
+                           {"problems", problems}};
+  std::string tmp = std::string(path) + ".tmp";
+  std::ofstream(tmp) << config.dump(2) << "\n";
+  std::rename(tmp.c_str(), path);  // whole file or nothing
+}
+
+Runtime::~Runtime() {
+  try {
+    record_untuned();
+  } catch (...) {
+    // never let a destructor take the trainer down
+  }
 }
 
 }  // namespace tiletune::runtime

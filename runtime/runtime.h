@@ -4,6 +4,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 
@@ -12,6 +13,7 @@
 #include "kernel_templates/gemm_params.h"
 #include "solutions/kernel_template.h"
 #include "solutions/problem.h"
+#include "solutions/selection.h"
 
 namespace tiletune::runtime {
 
@@ -26,15 +28,20 @@ struct ProblemKeyHash {
 };
 
 struct Stats {
-  std::atomic<std::uint64_t> calls{0}, tuned{0}, fallbacks{0}, jit_compiles{0};
+  std::atomic<std::uint64_t> calls{0}, tuned{0}, nearest{0}, fallbacks{0}, jit_compiles{0};
 };
+
 
 class Runtime {
  public:
   Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path);
+  ~Runtime();  // writes the untuned problems when TILETUNE_RECORD_UNTUNED names a file
   // Runs the problem; pointers are the device's. Throws Error on any failure.
   void gemm(const GemmProblem& problem, float alpha, const void* a, const void* b, float beta, void* c,
             gpu::Stream stream);
+
+  // What gemm() would run for this problem, and why, in one line (`tiletune db explain`).
+  std::string explain(const GemmProblem& problem);
 
   gpu::Device& device() { return *dev_; }
   const Stats& stats() const { return stats_; }
@@ -55,6 +62,24 @@ class Runtime {
     std::string error;  // why loading failed; then the fallback runs
   };
 
+  // The decision for a problem without an exact winner, made once and cached.
+  struct Plan {
+    Loaded* neighbour = nullptr;  // set: run this winner's kernel (nearest); null: the fallback
+    const KernelTemplate* tmpl = nullptr;
+    Solution solution;
+    gpu::LaunchDims dims;
+    Variables vars;
+    gpu::DeviceBuffer workspace;
+    std::shared_ptr<gpu::Kernel> kernel;  // the fallback's; a neighbour's comes from load_winner
+    std::string why;
+    std::atomic<std::uint64_t> calls{0};
+    GemmProblem problem;
+  };
+  Plan& plan_for(const GemmProblem& p);
+  std::unique_ptr<Plan> make_plan(const GemmProblem& p);
+  std::unique_ptr<Plan> fallback_plan(const GemmProblem& p, const void* a, const void* b, const void* c);
+  void record_untuned() const;  // TILETUNE_RECORD_UNTUNED
+
   std::shared_ptr<gpu::Kernel> load_winner(Loaded& w);
   std::shared_ptr<gpu::Kernel> compile(const KernelTemplate& t, const Solution& s, const GemmProblem& p);
   std::shared_ptr<gpu::Kernel> fallback_kernel(const KernelTemplate& t, const GemmProblem& p);
@@ -63,14 +88,19 @@ class Runtime {
   // Whether `s` may run `p` with these pointers (their alignment may be below what ld implies).
   bool can_run(const KernelTemplate& t, const Solution& s, const GemmProblem& p, const void* a, const void* b,
                const void* c) const;
+  static void lower_alignment(Variables& vars, const GemmProblem& p, const void* a, const void* b, const void* c);
 
   std::unique_ptr<gpu::Device> dev_;
   std::mutex db_mu_;  // one SQLite connection, used only for lazy code-object loads
   db::Database db_;
   std::unordered_map<ProblemKey, std::unique_ptr<Loaded>, ProblemKeyHash> winners_;
+  std::vector<TunedEntry> tuned_;           // the winners again, for nearest_tuned(); same order as
+  std::vector<Loaded*> tuned_loaded_;       // these
   std::vector<const KernelTemplate*> fallback_templates_;  // by fallback_rank
   std::mutex fallback_mu_;
   std::unordered_map<std::string, std::shared_ptr<gpu::Kernel>> fallbacks_;  // by name expression
+  std::shared_mutex plans_mu_;
+  std::unordered_map<ProblemKey, std::unique_ptr<Plan>, ProblemKeyHash> plans_;
   Stats stats_;
 };
 

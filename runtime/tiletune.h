@@ -9,6 +9,11 @@
  * Convention: BLAS column-major, C = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T.
  * Pointers are device pointers of the handle's device (plain host memory on the host backend).
  * Thread safety: any number of threads may call tiletune_gemm* on one handle at once.
+ *
+ * Untuned problems run the winner of the nearest tuned problem of the same types and layout (within
+ * about a factor of two in m, n, k), else the general default kernel; both are counted in the stats.
+ * With TILETUNE_RECORD_UNTUNED=<file>, tiletune_destroy writes every untuned problem with its call
+ * count to <file> as a tuning config that `tiletune tune` takes as input.
  */
 #ifndef TILETUNE_H
 #define TILETUNE_H
@@ -41,6 +46,7 @@ typedef enum { TILETUNE_COMPUTE_32F = 0, TILETUNE_COMPUTE_32F_FAST_TF32 = 1 } ti
 typedef struct {
   uint64_t calls;        /* GEMM calls that launched a kernel */
   uint64_t tuned;        /* ... with the tuned winner of that exact problem */
+  uint64_t nearest;      /* ... with the winner of the nearest tuned problem (see runtime.h) */
   uint64_t fallbacks;    /* ... with the general default kernel (untuned problem) */
   uint64_t jit_compiles; /* kernels compiled at run time (fallbacks, or no code object for this arch) */
 } tiletune_stats_t;
@@ -75,6 +81,12 @@ tiletune_status_t tiletune_gemm_strided_batched_ex(tiletune_handle_t handle, til
                                                    int64_t stride_b, float beta, void* c, tiletune_datatype_t c_type,
                                                    int64_t ldc, int64_t stride_c, int64_t batch,
                                                    tiletune_compute_t compute, void* stream);
+
+/* One line saying which kernel a problem would get and why (exact winner, nearest, fallback). */
+tiletune_status_t tiletune_explain(tiletune_handle_t handle, tiletune_operation_t op_a, tiletune_operation_t op_b,
+                                   int64_t m, int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda,
+                                   int64_t ldb, tiletune_datatype_t c_type, int64_t ldc, int64_t batch,
+                                   int beta_is_zero, tiletune_compute_t compute, char* text, size_t text_size);
 
 tiletune_status_t tiletune_get_stats(tiletune_handle_t handle, tiletune_stats_t* stats);
 /* Arch of the handle's device, e.g. "sm_90a", and the number of tuned problems loaded for it. */

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 
 #include "common/error.h"
@@ -125,6 +127,87 @@ TEST_F(Pipeline, UntunedProblemFallsBackToTheDefaultKernelAndIsCounted) {
   EXPECT_EQ(h.stats().fallbacks, 1u);
   EXPECT_EQ(h.stats().tuned, 0u);
   EXPECT_EQ(h.stats().jit_compiles, 1u);
+}
+
+TEST_F(Pipeline, NearbyUntunedProblemRunsTheNearestWinner) {
+  Handle h(db_, "host");
+  GemmProblem p = config_.problems[0];  // tuned: f32 NN 70x45x33, lda 75
+  p.m = 64;
+  p.n = 50;
+  p.k = 30;
+  p.lda = 0;
+  auto r = dispatch(h, p);
+  EXPECT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(h.stats().nearest, 1u);
+  EXPECT_EQ(h.stats().fallbacks, 0u);
+  EXPECT_EQ(h.stats().jit_compiles, 0u) << "the neighbour's code object serves";
+
+  char why[512];
+  p = p.canonical();
+  ASSERT_EQ(tiletune_explain(h.get(), TILETUNE_OP_N, TILETUNE_OP_N, p.m, p.n, p.k, TILETUNE_R_32F, p.lda, p.ldb,
+                             TILETUNE_R_32F, p.ldc, 1, 1, TILETUNE_COMPUTE_32F, why, sizeof why),
+            TILETUNE_SUCCESS);
+  EXPECT_NE(std::string(why).find("nearest"), std::string::npos) << why;
+  // Far away (m 20x larger): the general default, not a kernel tuned for another scale.
+  ASSERT_EQ(tiletune_explain(h.get(), TILETUNE_OP_N, TILETUNE_OP_N, 1400, 45, 33, TILETUNE_R_32F, 1400, 33,
+                             TILETUNE_R_32F, 1400, 1, 1, TILETUNE_COMPUTE_32F, why, sizeof why),
+            TILETUNE_SUCCESS);
+  EXPECT_NE(std::string(why).find("default"), std::string::npos) << why;
+  const GemmProblem& t = config_.problems[0];
+  ASSERT_EQ(tiletune_explain(h.get(), TILETUNE_OP_N, TILETUNE_OP_N, t.m, t.n, t.k, TILETUNE_R_32F, t.lda, t.ldb,
+                             TILETUNE_R_32F, t.ldc, 1, 1, TILETUNE_COMPUTE_32F, why, sizeof why),
+            TILETUNE_SUCCESS);
+  EXPECT_NE(std::string(why).find("exact winner"), std::string::npos) << why;
+}
+
+TEST_F(Pipeline, ManyThreadsDispatchAtOnce) {
+  Handle h(db_, "host");
+  std::vector<GemmProblem> problems = config_.problems;
+  GemmProblem untuned;
+  untuned.a_type = untuned.c_type = DataType::BF16;
+  untuned.m = 21;
+  untuned.n = 13;
+  untuned.k = 17;
+  problems.push_back(untuned);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 6; ++i) {
+        try {
+          if (!dispatch(h, problems[(t + i) % problems.size()]).ok) ++failures;
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << e.what();
+          ++failures;
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  auto s = h.stats();
+  EXPECT_EQ(s.calls, 48u);
+  EXPECT_EQ(s.tuned + s.nearest + s.fallbacks, 48u);
+  EXPECT_EQ(s.jit_compiles, 1u) << "the untuned problem's default compiles once, whichever thread comes first";
+}
+
+TEST_F(Pipeline, UntunedProblemsAreRecordedAsATuningConfig) {
+  std::string path = (dir_ / "untuned.json").string();
+  ::setenv("TILETUNE_RECORD_UNTUNED", path.c_str(), 1);
+  {
+    Handle h(db_, "host");
+    GemmProblem p;
+    p.m = 19;
+    p.n = 23;
+    p.k = 29;
+    p.trans_a = true;
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(dispatch(h, p).ok);
+    EXPECT_TRUE(dispatch(h, config_.problems[0]).ok);  // tuned: not recorded
+  }
+  ::unsetenv("TILETUNE_RECORD_UNTUNED");
+  tuner::TuningConfig recorded = tuner::load_config(path);
+  ASSERT_EQ(recorded.problems.size(), 1u);
+  EXPECT_EQ(recorded.problems[0].m, 19);
+  EXPECT_TRUE(recorded.problems[0].trans_a);
 }
 
 TEST_F(Pipeline, BadInputGetsAStatusAndAMessageNeverACrash) {

@@ -149,7 +149,9 @@ class ThreadPool {
     for (auto& t : workers_) t.join();
   }
 
+  // One grid at a time, like one stream: launches from several threads queue here.
   void run(HostEntry fn, const void* arg, const unsigned grid[3]) {
+    std::lock_guard<std::mutex> one_grid(launch_mu_);
     std::unique_lock<std::mutex> lock(mu_);
     fn_ = fn;
     arg_ = arg;
@@ -188,6 +190,7 @@ class ThreadPool {
   }
 
   std::vector<std::thread> workers_;
+  std::mutex launch_mu_;
   std::mutex mu_;
   std::condition_variable wake_, done_;
   bool stop_ = false;
