@@ -1,9 +1,13 @@
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "common/error.h"
 #include "db/database.h"
+#include "db/explain.h"
+#include "db/ship.h"
 #include "tools/commands.h"
 
 namespace tiletune::tools {
@@ -11,7 +15,53 @@ namespace {
 
 struct Args {
   std::string db, arch, problem;
+  std::string src, dst;
+  std::vector<std::string> arches, srcs;
+  bool force = false;
 };
+
+std::string human_bytes(std::uintmax_t n) {
+  char buf[64];
+  if (n >= (std::uintmax_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(n) / double(1 << 30));
+  else if (n >= (std::uintmax_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", double(n) / double(1 << 20));
+  else if (n >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", double(n) / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)n);
+  return buf;
+}
+
+int pack(const Args& a) {
+  db::PackResult r = db::pack(a.src, a.dst, a.arches, a.force);
+  std::string arches;
+  for (const auto& x : r.arches) arches += (arches.empty() ? "" : ", ") + x;
+  std::printf("packed %zu winners (%zu with code objects) of %s\n", r.winners, r.code_objects, arches.c_str());
+  std::printf("  %-40s %12s  (%zu measurements)\n", a.src.c_str(), human_bytes(r.source_bytes).c_str(), r.source_measurements);
+  std::printf("  %-40s %12s  (%.1f%% of the source; opens read-only)\n", a.dst.c_str(), human_bytes(r.packed_bytes).c_str(),
+              r.source_bytes ? 100.0 * double(r.packed_bytes) / double(r.source_bytes) : 0.0);
+  return 0;
+}
+
+int merge(const Args& a) {
+  for (const auto& r : db::merge(a.dst, a.srcs))
+    std::printf("%s: %zu measurements: %zu added, %zu replaced (better), %zu kept; %zu code objects\n", r.source.c_str(),
+                r.measurements, r.added, r.replaced, r.kept, r.code_objects);
+  db::Database d = db::Database::open(a.dst, db::Mode::ReadOnly);
+  std::printf("%s: %zu problems, %zu winners\n", a.dst.c_str(), d.problems().size(), d.winners("").size());
+  return 0;
+}
+
+int explain(const Args& a) {
+  std::string text = a.problem;
+  if (!text.empty() && text[0] == '@') {  // --problem @file.json
+    std::ifstream in(text.substr(1));
+    if (!in) throw Error("cannot read the problem file " + text.substr(1));
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  GemmProblem p = db::parse_problem_json(text);
+  db::Database d = db::Database::open(a.db, db::Mode::ReadOnly);  // as the runtime opens it
+  db::Explanation e = db::explain(d, p, a.arch);
+  std::fputs(db::format(e).c_str(), stdout);
+  return 0;
+}
 
 int list_problems(db::Database& d) {
   std::printf("%6s %8s %8s %8s %6s %6s  %s\n", "id", "m", "n", "k", "batch", "meas", "key");
@@ -56,7 +106,7 @@ int show_problem(db::Database& d, const std::string& which) {
 
 Run add_db(CLI::App& app) {
   auto a = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("db", "inspect a solution database (opened read-only)");
+  CLI::App* cmd = app.add_subcommand("db", "inspect, pack, merge or explain solution databases");
   cmd->require_subcommand(1);
   auto* problems = cmd->add_subcommand("problems", "list the problems with their measurement counts");
   auto* winners = cmd->add_subcommand("winners", "list the winner of every problem and arch");
@@ -65,7 +115,27 @@ Run add_db(CLI::App& app) {
   for (auto* sub : {problems, winners, show, check}) sub->add_option("db", a->db, "database file")->required();
   winners->add_option("--arch", a->arch, "only this arch (e.g. sm_90a)");
   show->add_option("problem", a->problem, "problem id or key (see `db problems`)")->required();
-  return [a, problems, winners, show, check] {
+
+  auto* pack_cmd = cmd->add_subcommand("pack", "write a small read-only database of the winners, to ship with a trainer");
+  pack_cmd->add_option("src", a->src, "tuning database")->required();
+  pack_cmd->add_option("dst", a->dst, "database to write")->required();
+  pack_cmd->add_option("--arch", a->arches, "only the winners of this arch (repeatable; default: all)");
+  pack_cmd->add_flag("--force", a->force, "overwrite dst if it exists");
+
+  auto* merge_cmd = cmd->add_subcommand("merge", "merge the sweeps of other databases into dst (created if missing)");
+  merge_cmd->add_option("dst", a->dst, "database to merge into")->required();
+  merge_cmd->add_option("src", a->srcs, "databases to merge from")->required();
+
+  auto* explain_cmd = cmd->add_subcommand("explain", "which kernel the runtime would run for a problem, and why");
+  explain_cmd->add_option("db", a->db, "database file")->required();
+  explain_cmd->add_option("--problem", a->problem,
+                          "the problem as JSON (fields of a tuning config's problem), or @FILE")->required();
+  explain_cmd->add_option("--arch", a->arch, "arch (default: the database's only arch)");
+
+  return [a, problems, winners, show, check, pack_cmd, merge_cmd, explain_cmd] {
+    if (*pack_cmd) return pack(*a);
+    if (*merge_cmd) return merge(*a);
+    if (*explain_cmd) return explain(*a);
     db::Database d = db::Database::open(a->db, db::Mode::ReadOnly);
     if (*problems) return list_problems(d);
     if (*winners) return list_winners(d, a->arch);
