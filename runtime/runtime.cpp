@@ -206,6 +206,11 @@ Runtime::Plan& Runtime::plan_for(const GemmProblem& p) {
   return *slot;
 }
 
+bool Runtime::has_exact_winner(const GemmProblem& problem) const {
+  problem.validate();
+  return winners_.count(ProblemKey(problem.canonical())) != 0;
+}
+
 std::string Runtime::explain(const GemmProblem& problem) {
   problem.validate();
   GemmProblem p = problem.canonical();

@@ -40,6 +40,9 @@ class Runtime {
   void gemm(const GemmProblem& problem, float alpha, const void* a, const void* b, float beta, void* c,
             gpu::Stream stream);
 
+  // The first step of every gemm(): check the problem, canonicalise it, look up its exact winner.
+  // Exposed for the dispatch-cost benchmark; true when a winner exists.
+  bool has_exact_winner(const GemmProblem& problem) const;
   // What gemm() would run for this problem, and why, in one line (`tiletune db explain`).
   std::string explain(const GemmProblem& problem);
 

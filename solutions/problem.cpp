@@ -49,22 +49,22 @@ GemmProblem GemmProblem::canonical() const {
 }
 
 void GemmProblem::validate() const {
-  auto need = [](bool ok, const std::string& what) {
-    if (!ok) throw Error("invalid GEMM problem: " + what);
-  };
-  need(!compute_tf32 || a_type == DataType::F32, "tf32 compute needs f32 inputs");
-  need(m >= 1 && n >= 1 && k >= 1, "m, n and k must be >= 1 (got m=" + std::to_string(m) +
-                                        " n=" + std::to_string(n) + " k=" + std::to_string(k) + ")");
-  need(batch >= 1, "batch must be >= 1");
-  need(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX && batch <= 65535,
-       "m, n, k must fit in 32 bits and batch be at most 65535");
+  // On the runtime's hot path: messages are only built for a problem that fails.
+  auto fail = [](const std::string& what) { throw Error("invalid GEMM problem: " + what); };
+  if (compute_tf32 && a_type != DataType::F32) fail("tf32 compute needs f32 inputs");
+  if (m < 1 || n < 1 || k < 1)
+    fail("m, n and k must be >= 1 (got m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" +
+         std::to_string(k) + ")");
+  if (batch < 1) fail("batch must be >= 1");
+  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > 65535)
+    fail("m, n, k must fit in 32 bits and batch be at most 65535");
   GemmProblem c = canonical();
-  need(c.lda >= rows_a(), "lda=" + std::to_string(c.lda) + " is smaller than " + std::to_string(rows_a()));
-  need(c.ldb >= rows_b(), "ldb=" + std::to_string(c.ldb) + " is smaller than " + std::to_string(rows_b()));
-  need(c.ldc >= m, "ldc=" + std::to_string(c.ldc) + " is smaller than m=" + std::to_string(m));
+  if (c.lda < rows_a()) fail("lda=" + std::to_string(c.lda) + " is smaller than " + std::to_string(rows_a()));
+  if (c.ldb < rows_b()) fail("ldb=" + std::to_string(c.ldb) + " is smaller than " + std::to_string(rows_b()));
+  if (c.ldc < m) fail("ldc=" + std::to_string(c.ldc) + " is smaller than m=" + std::to_string(m));
   if (batch > 1) {
-    need(c.stride_c >= c.ldc * n, "stride_c overlaps batches of C");
-    need(c.stride_a >= 0 && c.stride_b >= 0, "batch strides must be >= 0");
+    if (c.stride_c < c.ldc * n) fail("stride_c overlaps batches of C");
+    if (c.stride_a < 0 || c.stride_b < 0) fail("batch strides must be >= 0");
   }
 }
 
