@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export PATH="$PATH:/usr/local/cuda/bin"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)"
+cmake --build build -j"$(nproc)" --target tiletune
 ./build/tiletune devices
 ./build/tiletune tune configs/quickstart.json --db tiletune.db "$@"
 ./build/tiletune db winners tiletune.db
