@@ -56,6 +56,22 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
     t.workspace_ = Expression::parse(j.value("workspace_bytes", std::string("0")));
     t.arguments_ = j.value("arguments", std::string("gemm"));
     t.fallback_rank_ = j.value("fallback_rank", -1);
+    if (j.contains("model")) {
+      const auto& m = j.at("model");
+      if (!m.is_object()) throw Error(where + ": \"model\" must be an object");
+      for (const auto& [key, value] : m.items())
+        if (key != "tile_m" && key != "tile_n" && key != "tile_k" && key != "threads" && key != "shared_bytes" &&
+            key != "split_k")
+          throw Error(where + ": unknown key '" + key + "' in \"model\" (allowed: tile_m, tile_n, tile_k, threads, "
+                      "shared_bytes, split_k)");
+      t.has_model_ = true;
+      t.model_tile_m_ = Expression::parse(m.at("tile_m").get<std::string>());
+      t.model_tile_n_ = Expression::parse(m.at("tile_n").get<std::string>());
+      t.model_tile_k_ = Expression::parse(m.at("tile_k").get<std::string>());
+      t.model_threads_ = Expression::parse(m.at("threads").get<std::string>());
+      t.model_shared_bytes_ = Expression::parse(m.value("shared_bytes", std::string("0")));
+      t.model_split_k_ = Expression::parse(m.value("split_k", std::string("1")));
+    }
     if (t.arguments_ != "gemm" && t.arguments_ != "gemm_tma")
       throw Error(where + ": unknown \"arguments\" kind '" + t.arguments_ + "' (gemm or gemm_tma)");
   } catch (const nlohmann::json::exception& e) {
@@ -134,6 +150,18 @@ gpu::LaunchDims KernelTemplate::launch_dims(const Variables& vars) const {
   d.cluster[0] = static_cast<unsigned>(cluster_x_.eval(vars));
   d.cluster[1] = static_cast<unsigned>(cluster_y_.eval(vars));
   return d;
+}
+
+std::optional<ModelShape> KernelTemplate::model_shape(const Variables& vars) const {
+  if (!has_model_) return std::nullopt;
+  ModelShape s;
+  s.tile_m = std::max<std::int64_t>(1, model_tile_m_.eval(vars));
+  s.tile_n = std::max<std::int64_t>(1, model_tile_n_.eval(vars));
+  s.tile_k = std::max<std::int64_t>(1, model_tile_k_.eval(vars));
+  s.threads = std::max<std::int64_t>(1, model_threads_.eval(vars));
+  s.shared_bytes = std::max<std::int64_t>(0, model_shared_bytes_.eval(vars));
+  s.split_k = std::max<std::int64_t>(1, model_split_k_.eval(vars));
+  return s;
 }
 
 std::string KernelTemplate::name_expression(const Solution& s, const GemmProblem& p) const {

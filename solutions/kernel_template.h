@@ -21,6 +21,17 @@ namespace tiletune {
 // Every file of kernel_templates/, embedded at build time (name -> text).
 const std::map<std::string, std::string>& embedded_kernel_sources();
 
+// What the analytical search model (tuner/search.h) needs of a candidate, evaluated from the
+// optional "model" section of a template's JSON: expressions over the template's variables.
+//   "model": {"tile_m": "BM", "tile_n": "BN", "tile_k": "BK", "threads": "THREADS",
+//             "shared_bytes": "SMEM_BYTES", "split_k": "SPLITK"}
+// tile_m/tile_n: the block tile of C; tile_k: K per main-loop step; threads: per block;
+// shared_bytes: shared memory per block (static + dynamic); split_k (optional, default 1): how many
+// blocks share one C tile along K.
+struct ModelShape {
+  std::int64_t tile_m = 1, tile_n = 1, tile_k = 1, threads = 1, shared_bytes = 0, split_k = 1;
+};
+
 class KernelTemplate {
  public:
   // Ordered JSON: constraints are checked in the order written, so a pruned candidate is blamed
@@ -55,6 +66,9 @@ class KernelTemplate {
   // tried first; -1 (no "fallback_rank" in the JSON) means never. A template that declares a rank
   // promises its default is valid for every problem its constraints admit.
   int fallback_rank() const { return fallback_rank_; }
+  // Whether the JSON has a "model" section, and its values for one candidate (nullopt without one).
+  bool has_model() const { return has_model_; }
+  std::optional<ModelShape> model_shape(const Variables& vars) const;
   // "simt_gemm<float, float, false, false, 128, ...>": the instance pattern with values put in.
   std::string name_expression(const Solution& s, const GemmProblem& p) const;
   // Translation unit and headers for a backend's compiler.
@@ -71,6 +85,8 @@ class KernelTemplate {
   std::vector<std::pair<std::string, Expression>> constraints_;
   Expression block_, grid_x_, grid_y_, grid_z_, shared_bytes_, cluster_x_, cluster_y_, workspace_;
   int fallback_rank_ = -1;
+  bool has_model_ = false;
+  Expression model_tile_m_, model_tile_n_, model_tile_k_, model_threads_, model_shared_bytes_, model_split_k_;
   const std::map<std::string, std::string>* sources_ = nullptr;  // static storage; nullptr: the embedded files
   mutable std::string source_hash_;
 };

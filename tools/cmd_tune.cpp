@@ -17,6 +17,10 @@ Run add_tune(CLI::App& app) {
     std::string isolation = "process";
     int device = 0, jobs = 0;
     double timeout = 0;
+    std::string search;
+    long long budget = -1;
+    double budget_seconds = -1;
+    long long seed = -1;
     bool no_vendor = false, list_pruned = false;
   };
   auto a = std::make_shared<Args>();
@@ -37,8 +41,24 @@ Run add_tune(CLI::App& app) {
                   "seconds one candidate may take in the worker before it is killed and recorded as timed out "
                   "(default: the config's benchmark.timeout_s, else 60)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--search", a->search,
+                  "which candidates to benchmark (overrides the config's search.strategy): exhaustive | random "
+                  "(--budget of them, drawn from the config's search.seed) | model (ranked by an analytical model, the "
+                  "best --budget) | halving (short timing for all, full timing for the best third)")
+      ->check(CLI::IsMember({"exhaustive", "random", "model", "halving"}));
+  cmd->add_option("--budget", a->budget, "candidates per problem (halving: fully timed ones); 0 = all")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--budget-seconds", a->budget_seconds, "seconds of measuring per problem; 0 = no limit")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", a->seed, "random: which subset (default: the config's search.seed, else 0)")
+      ->check(CLI::NonNegativeNumber);
   return [a] {
     tuner::TuningConfig config = tuner::load_config(a->config);
+    if (!a->search.empty()) config.search.strategy = a->search;
+    if (a->budget >= 0) config.search.budget = static_cast<std::size_t>(a->budget);
+    if (a->budget_seconds >= 0) config.search.budget_seconds = a->budget_seconds;
+    if (a->seed >= 0) config.search.seed = static_cast<std::uint64_t>(a->seed);
+    tuner::validate(config.search);
     tuner::SweepOptions o;
     o.backend = gpu::resolve_backend(a->backend);
     o.device = a->device;

@@ -102,7 +102,7 @@ TuningConfig parse_config(const std::string& text, const std::string& base_dir) 
   } catch (const json::exception& e) {
     throw Error(std::string("config is not valid JSON: ") + e.what());
   }
-  only_keys(j, {"name", "problems", "shapes", "templates", "benchmark", "about"}, "the config");
+  only_keys(j, {"name", "problems", "shapes", "templates", "benchmark", "search", "about"}, "the config");
   TuningConfig c;
   try {
     c.name = j.value("name", c.name);
@@ -136,6 +136,19 @@ TuningConfig parse_config(const std::string& text, const std::string& base_dir) 
       if (!(c.benchmark.timeout_s > 0)) throw Error("benchmark: timeout_s must be > 0 seconds");
       if (c.benchmark.min_iterations < 1 || c.benchmark.max_iterations < c.benchmark.min_iterations)
         throw Error("benchmark: need 1 <= min_iterations <= max_iterations");
+    }
+    if (j.contains("search")) {
+      const json& s = j["search"];
+      only_keys(s, {"strategy", "budget", "budget_seconds", "seed"}, "\"search\"");
+      c.search.strategy = s.value("strategy", c.search.strategy);
+      if (s.contains("budget")) {
+        if (!s["budget"].is_number_integer() || s["budget"].get<std::int64_t>() < 0)
+          throw Error("search: budget must be an integer >= 0 (candidates per problem; 0 = all)");
+        c.search.budget = s["budget"].get<std::size_t>();
+      }
+      c.search.budget_seconds = s.value("budget_seconds", c.search.budget_seconds);
+      c.search.seed = s.value("seed", c.search.seed);
+      validate(c.search);
     }
   } catch (const json::exception& e) {
     throw Error(std::string("config: ") + e.what());

@@ -7,6 +7,7 @@
 
 #include "solutions/kernel_template.h"
 #include "solutions/problem.h"
+#include "tuner/search.h"
 
 namespace tiletune::tuner {
 
@@ -23,6 +24,7 @@ struct TuningConfig {
   std::vector<GemmProblem> problems;
   std::vector<KernelTemplate> templates;  // with the config's overrides applied
   BenchmarkOptions benchmark;
+  SearchOptions search;  // which candidates to benchmark (tuner/search.h); default: all of them
 };
 
 // `base_dir` resolves relative paths inside the config (e.g. a shapes file).

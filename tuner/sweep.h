@@ -43,6 +43,12 @@ struct SweepSummary {
   std::size_t compiled = 0, compile_cached = 0, compile_failed = 0;
   std::size_t invalid = 0, launch_failed = 0, benchmarked = 0;
   std::size_t crashed = 0, timed_out = 0;  // the worker died / was killed for overrunning its time-out
+  // Search (tuner/search.h): candidates the strategy did not pick; not measured because a
+  // problem's budget_seconds ran out; halving: candidates left with only a short timing, those
+  // fully timed as contenders after it (at most the budget), short-timed ones fully timed because
+  // they had become the problem's winner (a winner is never a short timing), and every later full
+  // timing of a candidate already recorded (contenders, the final re-measurements, promotions).
+  std::size_t not_selected = 0, over_budget = 0, short_timed = 0, fully_timed = 0, promoted = 0, remeasured = 0;
   std::map<std::string, std::size_t> pruned_by_reason;
   std::vector<WinnerRow> winners;
 };

@@ -1,0 +1,260 @@
+// Search strategies (tuner/search.h): the analytical model's score, the per-problem selection, and
+// whole sweeps on the host backend with each strategy.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "db/database.h"
+#include "tests/test_util.h"
+#include "tuner/config.h"
+#include "tuner/enumerator.h"
+#include "tuner/search.h"
+#include "tuner/sweep.h"
+
+namespace fs = std::filesystem;
+using namespace tiletune;
+using tiletune::testing::fake_device;
+using tiletune::testing::gemm;
+
+namespace {
+
+const char* kConfig = R"({
+  "name": "search-test",
+  "problems": [
+    {"dtype": "f32", "transA": "N", "transB": "N", "m": 70, "n": 45, "k": 33},
+    {"dtype": "f32", "transA": "T", "transB": "N", "m": 64, "n": 64, "k": 64}
+  ],
+  "templates": {"host_gemm": {"parameters": {"MT0": [16, 32, 64], "MT1": [16, 32], "KU": [16], "TT0": [8], "TT1": [2, 4]}}},
+  "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 5, "target_ms": 4}
+})";
+
+struct SweepRun {
+  tuner::SweepSummary summary;
+  std::string db;
+};
+
+class Search : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tiletune-search-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  SweepRun sweep(const tuner::SearchOptions& s, const std::string& name) {
+    tuner::TuningConfig c = tuner::parse_config(kConfig, dir_.string());
+    c.search = s;
+    tuner::SweepOptions o;
+    o.backend = gpu::BackendKind::Host;
+    o.db_path = (dir_ / (name + ".db")).string();
+    o.compare_vendor = false;
+    SweepRun r{tuner::run_sweep(c, o, stderr), o.db_path};
+    return r;
+  }
+
+  // Per problem key: kernel name -> measurement, for the host arch.
+  static std::map<std::string, std::map<std::string, db::MeasurementRow>> rows(const std::string& path) {
+    db::Database d = db::Database::open(path, db::Mode::ReadOnly);
+    std::map<std::string, std::map<std::string, db::MeasurementRow>> out;
+    for (const auto& p : d.problems())
+      for (const auto& m : d.measurements(p.id)) out[p.key][m.kernel_name] = m;
+    return out;
+  }
+
+  static std::size_t space_per_problem() {
+    tuner::TuningConfig c = tuner::parse_config(kConfig, ".");
+    auto dev = fake_device(gpu::BackendKind::Host);
+    tuner::Enumeration e = tuner::enumerate(c.templates, {c.problems[0]}, dev);
+    return e.candidates.size();
+  }
+
+  static void expect_valid(const SweepRun& r) {
+    db::Database d = db::Database::open(r.db, db::Mode::ReadOnly);
+    EXPECT_EQ(d.integrity_check(), "ok");
+    ASSERT_EQ(r.summary.winners.size(), 2u);
+    for (const auto& w : d.winners("")) {
+      auto m = d.find_measurement(w.problem_id, w.solution_id, w.arch);
+      ASSERT_TRUE(m);
+      EXPECT_EQ(m->status, "ok");
+      EXPECT_NE(m->reason, tuner::kShortTimingReason) << "a winner must be fully timed";
+      EXPECT_GT(w.median_ms, 0);
+    }
+  }
+
+  fs::path dir_;
+};
+
+TEST(SearchOptions, ConfigAndValidation) {
+  auto c = tuner::parse_config(
+      R"({"problems": [{"dtype": "f32", "m": 8, "n": 8, "k": 8}],
+          "search": {"strategy": "random", "budget": 5, "budget_seconds": 2.5, "seed": 7}})", ".");
+  EXPECT_EQ(c.search.strategy, "random");
+  EXPECT_EQ(c.search.budget, 5u);
+  EXPECT_EQ(c.search.budget_seconds, 2.5);
+  EXPECT_EQ(c.search.seed, 7u);
+  EXPECT_NE(tiletune::testing::error_of([] {
+              tuner::parse_config(R"({"problems": [{"dtype": "f32", "m": 8, "n": 8, "k": 8}], "search": {"strategy": "genetic"}})", ".");
+            }).find("unknown search strategy 'genetic'"),
+            std::string::npos);
+  EXPECT_NE(tiletune::testing::error_of([] {
+              tuner::parse_config(R"({"problems": [{"dtype": "f32", "m": 8, "n": 8, "k": 8}], "search": {"budgt": 3}})", ".");
+            }).find("unknown key 'budgt'"),
+            std::string::npos);
+  EXPECT_NE(tiletune::testing::error_of([] {
+              tuner::parse_config(R"({"problems": [{"dtype": "f32", "m": 8, "n": 8, "k": 8}], "search": {"strategy": "random"}})", ".");
+            }).find("needs a budget"),
+            std::string::npos);
+}
+
+// On 132 SMs with one block per SM (the shared memory of a 4-stage wgmma ring allows no more):
+// 1408 x 1536 is exactly 132 tiles of 128 x 128, one full wave; 128 x 256 tiles move fewer bytes
+// but make 66 tiles, half the machine idle.
+TEST(SearchModel, WaveQuantisationOn132SMs) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  ASSERT_TRUE(t.has_model());
+  GemmProblem p = gemm(DataType::BF16, DataType::BF16, true, false, 1408, 1536, 4096);
+  Solution full = t.default_solution(), half = t.default_solution();
+  full.params["BM"] = 128, full.params["BN"] = 128;
+  half.params["BM"] = 128, half.params["BN"] = 256;
+  tuner::ModelEstimate a = tuner::model_estimate(t, full, p, dev), b = tuner::model_estimate(t, half, p, dev);
+  ASSERT_TRUE(a.has_model && b.has_model);
+  EXPECT_EQ(a.tiles, 132);
+  EXPECT_EQ(a.blocks_per_mp, 1);
+  EXPECT_DOUBLE_EQ(a.wave_factor, 1.0);
+  EXPECT_EQ(b.tiles, 66);
+  EXPECT_DOUBLE_EQ(b.wave_factor, 2.0);
+  EXPECT_LT(b.byte_seconds, a.byte_seconds);  // bigger tiles re-read less...
+  EXPECT_LT(a.seconds, b.seconds);            // ...but quantise badly
+
+  // One more row of tiles than a full wave: 133 tiles on 132 slots costs two waves.
+  GemmProblem q = gemm(DataType::BF16, DataType::BF16, true, false, 1408 + 128, 1536, 4096);  // 12 x 12 = 144
+  EXPECT_NEAR(tuner::model_estimate(t, full, q, dev).wave_factor, 2.0 / (144.0 / 132.0), 1e-12);
+
+  // select_candidates("model") puts the well-quantised one first; a template without a model
+  // section ranks last.
+  nlohmann::ordered_json spec = nlohmann::ordered_json::parse(R"({"name": "nomodel", "source": "host_gemm.h",
+      "backends": ["cuda"], "instance": "x", "parameters": {"A": [1]}, "default": {"A": 1},
+      "launch": {"block": "1", "grid_x": "1", "grid_y": "1", "grid_z": "1", "shared_bytes": "0"}})");
+  KernelTemplate none = KernelTemplate::from_json(spec);
+  EXPECT_FALSE(none.has_model());
+  Solution ns = none.default_solution();
+  std::vector<tuner::SearchCandidate> cands = {{&none, &ns}, {&t, &half}, {&t, &full}};
+  tuner::SearchOptions o;
+  o.strategy = "model";
+  EXPECT_EQ(tuner::select_candidates(o, cands, p, dev), (std::vector<std::size_t>{2, 1, 0}));
+  o.budget = 1;
+  EXPECT_EQ(tuner::select_candidates(o, cands, p, dev), (std::vector<std::size_t>{2}));
+}
+
+TEST(SearchSelect, RandomIsSeededAndBudgeted) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const KernelTemplate& t = find_template("simt_gemm");
+  std::vector<Solution> sols = tuner::cartesian(t);
+  std::vector<tuner::SearchCandidate> cands;
+  for (const auto& s : sols) cands.push_back({&t, &s});
+  GemmProblem p = gemm(DataType::F32, DataType::F32, false, false, 1000, 1000, 1000);
+  tuner::SearchOptions o;
+  o.strategy = "random";
+  o.budget = 20;
+  o.seed = 1;
+  auto a = tuner::select_candidates(o, cands, p, dev), b = tuner::select_candidates(o, cands, p, dev);
+  EXPECT_EQ(a.size(), 20u);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(std::set<std::size_t>(a.begin(), a.end()).size(), 20u);
+  o.seed = 2;
+  EXPECT_NE(tuner::select_candidates(o, cands, p, dev), a);
+}
+
+TEST(SearchSelect, HalvingContenders) {
+  std::vector<double> ms = {5, NAN, 1, 4, 3, 2, 6};  // 6 ok: keep 2, best first
+  EXPECT_EQ(tuner::halving_contenders(ms, 0), (std::vector<std::size_t>{2, 5}));
+  EXPECT_EQ(tuner::halving_contenders(ms, 1), (std::vector<std::size_t>{2}));
+  EXPECT_EQ(tuner::halving_contenders({NAN, 7}, 0), (std::vector<std::size_t>{1}));
+  EXPECT_TRUE(tuner::halving_contenders({NAN}, 0).empty());
+  tuner::BenchmarkOptions full;
+  tuner::BenchmarkOptions s = tuner::short_benchmark(full);
+  EXPECT_EQ(s.min_iterations, 2);
+  EXPECT_DOUBLE_EQ(s.target_ms, full.target_ms / 8);
+}
+
+TEST_F(Search, EveryStrategyFindsAWinner) {
+  const std::size_t space = space_per_problem();
+  ASSERT_GE(space, 6u);
+  for (std::string strategy : {"exhaustive", "random", "model", "halving"}) {
+    SCOPED_TRACE(strategy);
+    tuner::SearchOptions s;
+    s.strategy = strategy;
+    if (strategy == "random") s.budget = 3;
+    SweepRun r = sweep(s, strategy);
+    expect_valid(r);
+    auto all = rows(r.db);
+    for (const auto& [key, ms] : all) {
+      if (strategy == "random") EXPECT_EQ(ms.size(), 3u) << key;
+      else EXPECT_EQ(ms.size(), space) << key;
+    }
+  }
+}
+
+TEST_F(Search, RandomRespectsBudgetAndSeedAndResumes) {
+  tuner::SearchOptions s;
+  s.strategy = "random";
+  s.budget = 3;
+  s.seed = 42;
+  SweepRun a = sweep(s, "a"), b = sweep(s, "b");
+  EXPECT_EQ(a.summary.benchmarked, 6u);
+  auto ra = rows(a.db), rb = rows(b.db);
+  ASSERT_EQ(ra.size(), 2u);
+  for (const auto& [key, ms] : ra) {
+    std::set<std::string> ka, kb;
+    for (const auto& [k, m] : ms) ka.insert(k);
+    for (const auto& [k, m] : rb[key]) kb.insert(k);
+    EXPECT_EQ(ka, kb) << "same seed, same subset";
+  }
+  // A rerun of the same config on the same database measures nothing new.
+  SweepRun again = sweep(s, "a");
+  EXPECT_EQ(again.summary.already_done, 6u);
+  EXPECT_EQ(again.summary.benchmarked, 0u);
+}
+
+TEST_F(Search, HalvingTimesAllBrieflyAndAtMostTheBudgetFully) {
+  const std::size_t space = space_per_problem();
+  tuner::SearchOptions s;
+  s.strategy = "halving";
+  s.budget = 1;
+  SweepRun r = sweep(s, "halving");
+  expect_valid(r);
+  EXPECT_LE(r.summary.fully_timed, 2 * s.budget);  // two problems
+  std::size_t full_rows = 0, total = 0;
+  for (const auto& [key, ms] : rows(r.db)) {
+    EXPECT_EQ(ms.size(), space) << "every candidate measured at least briefly";
+    for (const auto& [k, m] : ms) {
+      ++total;
+      if (m.status == "ok" && m.reason != tuner::kShortTimingReason) ++full_rows;
+    }
+  }
+  EXPECT_EQ(full_rows, r.summary.fully_timed + r.summary.promoted);
+  EXPECT_EQ(total, r.summary.benchmarked + r.summary.invalid + r.summary.launch_failed);
+  // Resume: the short-timed losers are not retried.
+  SweepRun again = sweep(s, "halving");
+  EXPECT_EQ(again.summary.benchmarked, 0u);
+  EXPECT_EQ(again.summary.already_done, 2 * space);
+}
+
+TEST_F(Search, SecondsBudgetMeasuresAtLeastOnePerProblem) {
+  tuner::SearchOptions s;
+  s.strategy = "model";
+  s.budget_seconds = 1e-9;
+  SweepRun r = sweep(s, "seconds");
+  EXPECT_EQ(r.summary.benchmarked, 2u);
+  EXPECT_EQ(r.summary.over_budget, 2 * (space_per_problem() - 1));
+  EXPECT_EQ(r.summary.winners.size(), 2u);
+}
+
+}  // namespace

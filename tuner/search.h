@@ -1,0 +1,97 @@
+// Search strategies: which candidates of one problem a sweep benchmarks, and in what order. The
+// sweep (tuner/sweep.cpp) does the compiling, measuring and recording; this file only decides.
+//
+//   exhaustive  every candidate, in enumeration order (budget: the first N).
+//   random      a uniformly random subset of `budget` candidates, drawn from `seed` and the
+//               problem's key: the same seed gives the same subset of the same space.
+//   model       every candidate ranked by an analytical estimate of its time (model_estimate), the
+//               best `budget` benchmarked, best first. Templates without a "model" section rank
+//               last (in enumeration order).
+//   halving     successive halving: every candidate gets a short timing (short_benchmark), the
+//               best third of them (at most `budget`) a full timing, and the best few of those
+//               (kHalvingFinal) are timed fully once more; see sweep.cpp for what is recorded.
+//
+// `budget_seconds` (> 0) stops a problem's measuring once that much wall time has gone into it
+// (checked before each candidate; at least one candidate of each problem is always measured).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/backend.h"
+#include "solutions/kernel_template.h"
+#include "solutions/problem.h"
+#include "solutions/solution.h"
+
+namespace tiletune::tuner {
+
+struct BenchmarkOptions;  // tuner/config.h (which includes this file)
+
+struct SearchOptions {
+  std::string strategy = "exhaustive";  // exhaustive | random | model | halving
+  std::size_t budget = 0;               // candidates per problem (halving: fully timed ones); 0 = all
+  double budget_seconds = 0;            // wall seconds of measuring per problem; 0 = no limit
+  std::uint64_t seed = 0;               // random: which subset
+};
+
+// Error naming the bad field (unknown strategy, negative seconds).
+void validate(const SearchOptions& o);
+const std::vector<std::string>& search_strategies();
+
+// ---- the analytical model -------------------------------------------------------------------
+// Estimated time of one candidate on one problem, from its template's "model" section:
+//
+//   tiles      = ceil(M / tile_m) * ceil(N / tile_n) * batch * split_k       (blocks of work)
+//   flops      = 2 * (ceil(M/tile_m)*tile_m) * (ceil(N/tile_n)*tile_n) * (ceil(K/tile_k)*tile_k) * batch
+//                (padded: a partial edge tile costs a whole one)
+//   bytes      = ceil(M/tile_m) * ceil(N/tile_n) * batch * K * (tile_m + tile_n) * a_bytes
+//                (each C tile re-reads its A row panel and B column panel)
+//                + M * N * batch * c_bytes * (split_k > 1 ? 3 : 1)   (C, plus fp32 partials)
+//   slots      = multiprocessors * blocks_per_mp, blocks_per_mp = occupancy from threads and shared
+//                memory: min(max_threads_per_mp / threads, shared_per_mp / shared_bytes, 32), >= 1
+//                (the host: one block per thread of the pool)
+//   wave       = ceil(tiles / slots) / (tiles / slots)    (1 when the last wave is full; a grid
+//                smaller than the machine is charged for the idle part)
+//   seconds    = max(flops / peak_flops, bytes / bandwidth) * wave
+//
+// peak_flops and bandwidth are coarse per-data-type constants (ModelMachine); only the ratio
+// matters for ranking the candidates of one problem. Occupancy enters only through the slots.
+struct ModelMachine {
+  double flops_per_s = 0, bytes_per_s = 0;
+  int max_threads_per_mp = 2048;
+  std::int64_t shared_per_mp = 0;
+};
+ModelMachine model_machine(const gpu::DeviceInfo& dev, const GemmProblem& p);
+
+struct ModelEstimate {
+  bool has_model = false;  // false: the template has no "model" section (or evaluating it failed)
+  double seconds = 0;      // the score: lower is better
+  double flop_seconds = 0, byte_seconds = 0, wave_factor = 1;
+  std::int64_t tiles = 0, slots = 0, blocks_per_mp = 0;
+};
+ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const GemmProblem& p,
+                             const gpu::DeviceInfo& dev);
+
+// ---- per-problem selection -----------------------------------------------------------------
+struct SearchCandidate {
+  const KernelTemplate* tmpl = nullptr;
+  const Solution* solution = nullptr;
+};
+
+// Indices into `cands` to benchmark, in the order to benchmark them: exhaustive and halving give
+// all of them (exhaustive: the first `budget`), random and model the subset their budget allows.
+// Deterministic: a resumed sweep selects the same candidates (it then skips the measured ones).
+std::vector<std::size_t> select_candidates(const SearchOptions& o, const std::vector<SearchCandidate>& cands,
+                                           const GemmProblem& p, const gpu::DeviceInfo& dev);
+
+// Successive halving.
+inline constexpr std::size_t kHalvingFinal = 3;  // contenders timed fully twice at the end
+// The short first round: warmup 1, 2 iterations, target_ms / 8 (at most max_iterations / 4 + 2).
+BenchmarkOptions short_benchmark(const BenchmarkOptions& full);
+// The contenders after the short round: positions in `short_ms` (NaN = failed, never kept) of the
+// best ceil(n_ok / 3), at most `budget` (0 = no cap), at least one when any succeeded; best first.
+std::vector<std::size_t> halving_contenders(const std::vector<double>& short_ms, std::size_t budget);
+// The `reason` of an 'ok' measurement that had only the short round (a loser of round one).
+inline constexpr const char* kShortTimingReason = "halving: short timing only";
+
+}  // namespace tiletune::tuner
