@@ -70,6 +70,8 @@ tiletune::GemmProblem make_problem(tiletune_operation_t op_a, tiletune_operation
   if (compute != TILETUNE_COMPUTE_32F && compute != TILETUNE_COMPUTE_32F_FAST_TF32)
     throw tiletune::Error("unknown compute type " + std::to_string(int(compute)));
   p.compute_tf32 = compute == TILETUNE_COMPUTE_32F_FAST_TF32;
+  if (batch > 1 && (stride_a == 0 || stride_b == 0 || stride_c == 0))
+    throw tiletune::Error("batch > 1 needs non-zero strides (broadcasting an operand with stride 0 is not supported)");
   if (lda <= 0 || ldb <= 0 || ldc <= 0) throw tiletune::Error("leading dimensions must be > 0");
   p.validate();
   return p;
@@ -114,8 +116,7 @@ tiletune_status_t tiletune_create(tiletune_handle_t* handle, const char* db_path
   std::unique_ptr<tiletune::runtime::Runtime> rt;
   s = guarded(TILETUNE_ERROR_DATABASE, [&] { rt = std::make_unique<tiletune::runtime::Runtime>(std::move(dev), db_path); });
   if (s != TILETUNE_SUCCESS) return s;
-  *handle = new tiletune_handle{std::move(rt)};
-  return TILETUNE_SUCCESS;
+  return guarded(TILETUNE_ERROR_INTERNAL, [&] { *handle = new tiletune_handle{std::move(rt)}; });
 }
 
 tiletune_status_t tiletune_destroy(tiletune_handle_t handle) {
@@ -177,7 +178,10 @@ tiletune_status_t tiletune_explain(tiletune_handle_t h, tiletune_operation_t op_
 
 tiletune_status_t tiletune_get_stats(tiletune_handle_t h, tiletune_stats_t* out) {
   if (auto s = need_handle(h)) return s;
-  if (!out) return TILETUNE_ERROR_INVALID_VALUE;
+  if (!out) {
+    last_error = "tiletune_get_stats: null stats pointer";
+    return TILETUNE_ERROR_INVALID_VALUE;
+  }
   const auto& st = h->rt->stats();
   *out = {st.calls.load(), st.tuned.load(), st.nearest.load(), st.fallbacks.load(), st.jit_compiles.load()};
   return TILETUNE_SUCCESS;
@@ -196,6 +200,10 @@ tiletune_status_t tiletune_get_arch(tiletune_handle_t h, char* arch, size_t arch
 
 tiletune_status_t tiletune_malloc(tiletune_handle_t h, void** ptr, size_t bytes) {
   if (auto s = need_handle(h)) return s;
+  if (!ptr) {
+    last_error = "tiletune_malloc: null result pointer";
+    return TILETUNE_ERROR_INVALID_VALUE;
+  }
   return guarded(TILETUNE_ERROR_DEVICE, [&] { *ptr = h->rt->device().alloc(bytes); });
 }
 tiletune_status_t tiletune_free(tiletune_handle_t h, void* ptr) {

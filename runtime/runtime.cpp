@@ -32,6 +32,17 @@ std::size_t ProblemKeyHash::operator()(const ProblemKey& k) const {
   return std::size_t(h ^ (h >> 29));
 }
 
+void* Workspaces::get(gpu::Device& dev, std::int64_t bytes, gpu::Stream stream) {
+  if (bytes <= 0) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  gpu::DeviceBuffer& buf = by_stream_[stream];
+  if (!buf.get()) {
+    buf = gpu::DeviceBuffer(dev, std::size_t(bytes));
+    dev.fill_bytes(buf.get(), 0, std::size_t(bytes));
+  }
+  return buf.get();
+}
+
 Runtime::Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path)
     : dev_(std::move(device)), db_(db::Database::open(db_path, db::Mode::ReadOnly)) {
   const gpu::DeviceInfo& info = dev_->info();
@@ -54,11 +65,16 @@ Runtime::Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path
     loaded->tmpl = t;
     loaded->solution = w.solution;
     loaded->problem = p;
-    loaded->code_object_id = w.code_object_id;
-    Variables vars = t->variables(w.solution, p, info);
-    if (auto why = t->violation(vars)) {
+    // A code object built from other template sources may not match today's kernel ABI: such a
+    // winner keeps its parameters but is compiled from the current source on first use.
+    loaded->code_object_id = w.source_hash == t->source_hash() ? w.code_object_id : 0;
+    Variables vars;
+    try {
+      vars = t->variables(w.solution, p, info);
+      if (auto why = t->violation(vars)) throw Error(*why);
+    } catch (const Error& e) {  // one bad row (e.g. parameters of an older template) skips only itself
       std::fprintf(stderr, "tiletune: skipping winner %s of %s: %s\n", w.solution.kernel_name().c_str(),
-                   w.problem_key.c_str(), why->c_str());
+                   w.problem_key.c_str(), e.what());
       continue;
     }
     loaded->dims = t->launch_dims(vars);
@@ -80,10 +96,6 @@ std::shared_ptr<gpu::Kernel> Runtime::compile(const KernelTemplate& t, const Sol
 std::shared_ptr<gpu::Kernel> Runtime::load_winner(Loaded& w) {
   std::call_once(w.once, [&] {
     try {
-      if (w.workspace_bytes > 0) {
-        w.workspace = gpu::DeviceBuffer(*dev_, std::size_t(w.workspace_bytes));
-        dev_->fill_bytes(w.workspace.get(), 0, std::size_t(w.workspace_bytes));
-      }
       std::optional<db::CodeObjectRecord> code;
       if (w.code_object_id) {
         std::lock_guard<std::mutex> lock(db_mu_);
@@ -181,10 +193,7 @@ std::unique_ptr<Runtime::Plan> Runtime::make_plan(const GemmProblem& p) {
   plan->problem = p;
   plan->vars = best->tmpl->variables(best->solution, p, dev_->info());
   plan->dims = best->tmpl->launch_dims(plan->vars);
-  if (std::int64_t bytes = best->tmpl->workspace_bytes(plan->vars); bytes > 0) {
-    plan->workspace = gpu::DeviceBuffer(*dev_, std::size_t(bytes));
-    dev_->fill_bytes(plan->workspace.get(), 0, std::size_t(bytes));
-  }
+  plan->workspace_bytes = best->tmpl->workspace_bytes(plan->vars);
   char d[32];
   std::snprintf(d, sizeof d, "%.2f", near->distance);
   plan->why = "untuned: nearest tuned problem " + best->problem.key() + " (distance " + d + "), its winner " +
@@ -236,7 +245,7 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
     Loaded& w = *it->second;
     if (aligned || can_run(*w.tmpl, w.solution, p, a, b, c)) {
       if (auto kernel = load_winner(w)) {
-        args.workspace = w.workspace.get();
+        args.workspace = w.workspaces.get(*dev_, w.workspace_bytes, stream);
         launch(*kernel, *w.tmpl, w.dims, w.vars, p, args, stream);
         ++stats_.calls;
         ++stats_.tuned;
@@ -250,7 +259,7 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
   if (aligned || can_run(*plan.tmpl, plan.solution, p, a, b, c)) {
     std::shared_ptr<gpu::Kernel> kernel = plan.neighbour ? load_winner(*plan.neighbour) : plan.kernel;
     if (kernel) {
-      args.workspace = plan.workspace.get();
+      args.workspace = plan.workspaces.get(*dev_, plan.workspace_bytes, stream);
       launch(*kernel, *plan.tmpl, plan.dims, plan.vars, p, args, stream);
       ++stats_.calls;
       ++(plan.neighbour ? stats_.nearest : stats_.fallbacks);
@@ -269,6 +278,7 @@ void Runtime::record_untuned() const {
   if (!path || !*path || plans_.empty()) return;
   nlohmann::json problems = nlohmann::json::array();
   for (const auto& [key, plan] : plans_) {
+    if (plan->calls == 0) continue;  // made by explain() only
     nlohmann::json j = plan->problem;
     j["name"] = std::to_string(plan->calls.load()) + " calls, untuned on " + dev_->info().arch;
     problems.push_back(j);
@@ -277,9 +287,13 @@ void Runtime::record_untuned() const {
                            {"about", "Problems a trainer ran without an exact winner (TILETUNE_RECORD_UNTUNED); "
                                      "tune them with `tiletune tune` and add a \"templates\" section if needed."},
                            {"problems", problems}};
+  if (problems.empty()) return;
   std::string tmp = std::string(path) + ".tmp";
-  std::ofstream(tmp) << config.dump(2) << "\n";
-  std::rename(tmp.c_str(), path);  // whole file or nothing
+  std::ofstream out(tmp);
+  out << config.dump(2) << "\n";
+  out.close();
+  if (out) std::rename(tmp.c_str(), path);  // whole file or nothing
+  else std::remove(tmp.c_str());
 }
 
 Runtime::~Runtime() {

@@ -17,6 +17,17 @@
 
 namespace tiletune::runtime {
 
+// Zeroed scratch for split-K kernels, one buffer per stream: kernels on one stream run in order,
+// kernels on two streams may overlap and must not share partial sums.
+class Workspaces {
+ public:
+  void* get(gpu::Device& dev, std::int64_t bytes, gpu::Stream stream);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<gpu::Stream, gpu::DeviceBuffer> by_stream_;
+};
+
 // The problem key as plain integers: hashing it is far cheaper than building the text key.
 struct ProblemKey {
   std::int64_t v[16];
@@ -59,7 +70,7 @@ class Runtime {
     gpu::LaunchDims dims;  // fixed: a winner serves one exact problem
     Variables vars;        // for templates whose arguments are built per call (TMA descriptors)
     std::int64_t workspace_bytes = 0;
-    gpu::DeviceBuffer workspace;  // zeroed scratch, allocated with the kernel
+    Workspaces workspaces;
     std::once_flag once;
     std::shared_ptr<gpu::Kernel> kernel;
     std::string error;  // why loading failed; then the fallback runs
@@ -72,7 +83,8 @@ class Runtime {
     Solution solution;
     gpu::LaunchDims dims;
     Variables vars;
-    gpu::DeviceBuffer workspace;
+    std::int64_t workspace_bytes = 0;
+    Workspaces workspaces;
     std::shared_ptr<gpu::Kernel> kernel;  // the fallback's; a neighbour's comes from load_winner
     std::string why;
     std::atomic<std::uint64_t> calls{0};

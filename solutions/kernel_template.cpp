@@ -254,9 +254,15 @@ const std::vector<KernelTemplate>& builtin_templates() {
     std::vector<KernelTemplate> out;
     for (const auto& [file, text] : embedded_kernel_sources())
       if (is_json(file)) out.push_back(parse_template("kernel_templates/" + file, text, nullptr));
+    // source_hash() fills a cache: do it here, once and single-threaded, so that later calls from
+    // any thread only read it (copies made by configs carry it along).
+    auto hash_all = [](std::vector<KernelTemplate>& ts) {
+      for (const auto& t : ts) t.source_hash();
+      return ts;
+    };
 
     const char* env = std::getenv("TILETUNE_TEMPLATE_PATH");
-    if (!env || !*env) return out;
+    if (!env || !*env) return hash_all(out);
     // Static storage: templates keep a pointer to the files they resolve against.
     static std::map<std::string, std::string> sources = embedded_kernel_sources();
     std::vector<std::pair<std::string, std::string>> specs;  // where, text
@@ -289,7 +295,7 @@ const std::vector<KernelTemplate>& builtin_templates() {
         if (b.name() == t.name()) throw Error(where + ": a template named " + t.name() + " exists already");
       out.push_back(std::move(t));
     }
-    return out;
+    return hash_all(out);
   }();
   return templates;
 }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "common/error.h"
+
 namespace tiletune {
 
 double problem_distance(const GemmProblem& a, const GemmProblem& b) {
@@ -20,7 +22,11 @@ std::optional<NearestChoice> nearest_tuned(const std::vector<TunedEntry>& tuned,
   for (std::size_t i = 0; i < tuned.size(); ++i) {
     double d = problem_distance(p, tuned[i].problem);
     if (d > kMaxNearestDistance || (best && d >= best->distance)) continue;
-    if (tuned[i].tmpl->violation(tuned[i].tmpl->variables(tuned[i].solution, p, dev))) continue;
+    try {
+      if (tuned[i].tmpl->violation(tuned[i].tmpl->variables(tuned[i].solution, p, dev))) continue;
+    } catch (const Error&) {
+      continue;  // parameters that no longer fit the template's expressions
+    }
     best = NearestChoice{i, d};
   }
   return best;

@@ -33,7 +33,10 @@ struct CompileJob {
 
 std::string compile_cache_key(const std::string& source_hash, const gpu::CompileRequest& r,
                               const std::string& compiler_version) {
-  std::string all = source_hash + "|" + r.name_expression + "|" + r.arch + "|" + compiler_version;
+  // Bump when a backend's built-in compiler flags change (they live in gpu/*/ code, not in requests).
+  constexpr const char* kFlagsVersion = "flags-1";
+  std::string all = source_hash + "|" + content_hash(r.source) + "|" + r.name_expression + "|" + r.arch + "|" +
+                    compiler_version + "|" + kFlagsVersion;
   for (const auto& o : r.options) all += "|" + o;
   return content_hash(all);
 }
@@ -121,7 +124,9 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     Progress progress("compile", todo.size(), log);
     std::mutex mu;
     std::atomic<std::size_t> next{0};
+    std::exception_ptr failure;  // the first exception of any compile thread, rethrown after the joins
     auto worker = [&] {
+      try {
       for (std::size_t i; (i = next.fetch_add(1)) < todo.size();) {
         CompileJob& job = *todo[i];
         gpu::CompileResult r = dev->compiler().compile(job.request);
@@ -139,11 +144,17 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         ++(r.ok ? sum.compiled : sum.compile_failed);
         progress.step(job.solution.kernel_name());
       }
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failure) failure = std::current_exception();
+        next = todo.size();  // the others stop after their current compile
+      }
     };
     std::vector<std::thread> pool;
     for (unsigned t = 1; t < threads && t < todo.size(); ++t) pool.emplace_back(worker);
     worker();
     for (auto& t : pool) t.join();
+    if (failure) std::rethrow_exception(failure);
     progress.finish(std::to_string(sum.compiled) + " compiled, " + std::to_string(sum.compile_failed) + " failed");
   }
 

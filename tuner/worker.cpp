@@ -174,7 +174,7 @@ MeasureResult Measurer::measure(const MeasureRequest& r, const std::function<voi
   MeasureResult result;
   try {
     return r.vendor ? measure_vendor(r, on_ready) : measure_kernel(r, on_ready);
-  } catch (const Error& err) {
+  } catch (const std::exception& err) {  // Error, and e.g. bad_alloc on an oversized problem
     result.status = "launch_failed";
     result.reason = err.what();
   }

@@ -19,7 +19,7 @@ struct Driver {
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuMemAlloc)           \
   X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuCtxSynchronize) X(cuEventCreate)        \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventElapsedTime) X(cuEventSynchronize) X(cuGetErrorString)     \
-  X(cuFuncSetAttribute) X(cuLaunchKernelEx) X(cuTensorMapEncodeTiled)
+  X(cuFuncSetAttribute) X(cuLaunchKernelEx) X(cuCtxGetCurrent) X(cuTensorMapEncodeTiled)
 #define TT_DECLARE(name) decltype(&::name) name = nullptr;
   TT_CU_FUNCS(TT_DECLARE)
 #undef TT_DECLARE
@@ -127,13 +127,42 @@ class NvrtcCompiler final : public Compiler {
   }
 };
 
+// Makes `ctx` current for one call. A caller that had another context current (a trainer thread
+// working on another GPU) gets it back afterwards; a thread with none keeps ours, which is the
+// device's primary context, the one the CUDA runtime and cuBLAS use too.
+class ContextScope {
+ public:
+  explicit ContextScope(CUcontext ctx) {
+    driver().cuCtxGetCurrent(&previous_);
+    if (previous_ != ctx) check(driver().cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    restore_ = previous_ != nullptr && previous_ != ctx;
+  }
+  ~ContextScope() {
+    if (restore_) driver().cuCtxSetCurrent(previous_);
+  }
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+
+ private:
+  CUcontext previous_ = nullptr;
+  bool restore_ = false;
+};
+
 class CudaKernel final : public Kernel {
  public:
-  CudaKernel(CUmodule m, CUfunction f) : module_(m), fn_(f) {}
-  ~CudaKernel() override { driver().cuModuleUnload(module_); }
+  CudaKernel(CUcontext ctx, CUmodule m, CUfunction f) : ctx_(ctx), module_(m), fn_(f) {}
+  ~CudaKernel() override {
+    try {
+      ContextScope scope(ctx_);
+      driver().cuModuleUnload(module_);
+    } catch (const Error&) {
+      // the context is gone: so is the module
+    }
+  }
   CUfunction fn() const { return fn_; }
 
  private:
+  CUcontext ctx_;
   CUmodule module_;
   CUfunction fn_;
 };
@@ -175,7 +204,7 @@ class CudaDevice final : public Device {
   explicit CudaDevice(int index) : info_(query(index)) {
     check(driver().cuDeviceGet(&dev_, index), "cuDeviceGet");
     check(driver().cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
-    bind();
+    ContextScope scope(ctx_);
   }
   ~CudaDevice() override { driver().cuDevicePrimaryCtxRelease(dev_); }
 
@@ -183,7 +212,7 @@ class CudaDevice final : public Device {
   const Compiler& compiler() const override { return compiler_; }
 
   std::shared_ptr<Kernel> load(const CodeObject& code) override {
-    bind();
+    ContextScope scope(ctx_);
     CUmodule module;
     check(driver().cuModuleLoadData(&module, code.bytes.data()), "cuModuleLoadData");
     CUfunction fn;
@@ -192,11 +221,11 @@ class CudaDevice final : public Device {
       driver().cuModuleUnload(module);
       check(rc, ("cuModuleGetFunction(" + code.symbol + ")").c_str());
     }
-    return std::make_shared<CudaKernel>(module, fn);
+    return std::make_shared<CudaKernel>(ctx_, module, fn);
   }
 
   void launch(Kernel& kernel, const LaunchDims& d, const void* arg, std::size_t, Stream stream) override {
-    bind();
+    ContextScope scope(ctx_);
     CUfunction fn = static_cast<CudaKernel&>(kernel).fn();
     if (d.shared_bytes > 48 * 1024)
       check(driver().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(d.shared_bytes)),
@@ -228,38 +257,44 @@ class CudaDevice final : public Device {
   }
 
   void* alloc(std::size_t bytes) override {
-    bind();
+    ContextScope scope(ctx_);
     CUdeviceptr p = 0;
     check(driver().cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc");
     return reinterpret_cast<void*>(p);
   }
   void free(void* ptr) noexcept override {
-    if (ptr) driver().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
+    if (!ptr) return;
+    try {
+      ContextScope scope(ctx_);
+      driver().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
+    } catch (const Error&) {
+    }
   }
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
-    bind();
+    ContextScope scope(ctx_);
     check(driver().cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(dst), src, bytes), "cuMemcpyHtoD");
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
-    bind();
+    ContextScope scope(ctx_);
     check(driver().cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(src), bytes), "cuMemcpyDtoH");
   }
   void fill_bytes(void* dst, std::uint8_t value, std::size_t bytes) override {
-    bind();
+    ContextScope scope(ctx_);
     check(driver().cuMemsetD8(reinterpret_cast<CUdeviceptr>(dst), value, bytes), "cuMemsetD8");
   }
   void synchronize() override {
-    bind();
+    ContextScope scope(ctx_);
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize (a kernel faulted or timed out)");
   }
   Event create_event() override {
-    bind();
+    ContextScope scope(ctx_);
     CUevent e;
     check(driver().cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
     return e;
   }
   void destroy_event(Event e) noexcept override { driver().cuEventDestroy(static_cast<CUevent>(e)); }
   void record(Event e, Stream s) override {
+    ContextScope scope(ctx_);
     check(driver().cuEventRecord(static_cast<CUevent>(e), static_cast<CUstream>(s)), "cuEventRecord");
   }
   float elapsed_ms(Event a, Event b) override {
@@ -270,9 +305,6 @@ class CudaDevice final : public Device {
   }
 
  private:
-  // The primary context is made current on whichever thread calls in (the runtime is used from
-  // many trainer threads).
-  void bind() { check(driver().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
 
   DeviceInfo info_;
   CUdevice dev_ = 0;
