@@ -383,11 +383,22 @@ std::string WorkerProcess::stop(bool kill) {
   if (kill) ::kill(pid_, SIGKILL);
   int status = 0;
   pid_t got = 0;
-  for (int i = 0; i < 500 && (got = ::waitpid(pid_, &status, WNOHANG)) == 0; ++i)  // up to 5 s
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Poll, never block: a process stuck in the GPU driver can outlive SIGKILL for a long time, and
+  // the sweep must go on (it is reaped later by init once this process exits).
+  auto reap = [&](int tries) {
+    for (int i = 0; i < tries; ++i) {
+      got = ::waitpid(pid_, &status, WNOHANG);
+      if (got != 0 && !(got < 0 && errno == EINTR)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  };
+  reap(500);  // up to 5 s to exit on its own
   if (got == 0) {
     ::kill(pid_, SIGKILL);
-    got = ::waitpid(pid_, &status, 0);
+    reap(3000);  // up to 30 s to die
+    if (got == 0) {
+      std::fprintf(stderr, "tiletune: worker %d did not die after SIGKILL within 30 s; going on without it\n", int(pid_));
+    }
   }
   if (from_worker_ >= 0) ::close(from_worker_);
   from_worker_ = -1;
