@@ -28,6 +28,7 @@
 #include "solutions/kernel_template.h"
 #include "solutions/problem.h"
 #include "tuner/enumerator.h"
+#include "tests/test_util.h"
 
 namespace {
 
@@ -239,30 +240,10 @@ const KernelTemplate& mfma_template() {
   return t;
 }
 
-tiletune::gpu::DeviceInfo fake_gfx90a() {
-  tiletune::gpu::DeviceInfo d;
-  d.backend = tiletune::gpu::BackendKind::Hip;
-  d.name = "fake MI250X";
-  d.arch = "gfx90a";
-  d.multiprocessors = 110;
-  d.max_threads_per_block = 1024;
-  d.shared_bytes_per_block = 65536;
-  d.shared_bytes_optin = 65536;
-  d.warp_size = 64;
-  return d;
-}
+tiletune::gpu::DeviceInfo fake_gfx90a() { return tiletune::testing::fake_device(tiletune::gpu::BackendKind::Hip); }
 
 GemmProblem make_problem(DataType a, DataType c, bool ta, bool tb, int m, int n, int k, int batch = 1) {
-  GemmProblem p;
-  p.a_type = a;
-  p.c_type = c;
-  p.trans_a = ta;
-  p.trans_b = tb;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.batch = batch;
-  return p;
+  return tiletune::testing::gemm(a, c, ta, tb, m, n, k, batch);
 }
 
 std::vector<GemmProblem> space_problems() {
