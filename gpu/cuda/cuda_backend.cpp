@@ -41,8 +41,13 @@ const Driver& driver() {
       d.why = "CUDA driver too old (no cuGetProcAddress_v2)";
       return d;
     }
+    // Ask for each entry point as of CUDA 12.0, not of the toolkit we build with: cuGetProcAddress
+    // hands out the newest variant up to the version asked for, and newer variants may change the
+    // signature while the header keeps the old prototype (CUDA 13's cuCtxSynchronize takes a
+    // context; called as declared, it read a garbage context and failed "context is destroyed").
+    constexpr int kDriverAbi = 12000;
 #define TT_RESOLVE(name)                                                                      \
-  if (get_proc(#name, reinterpret_cast<void**>(&d.name), CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, \
+  if (get_proc(#name, reinterpret_cast<void**>(&d.name), kDriverAbi, CU_GET_PROC_ADDRESS_DEFAULT, \
                nullptr) != CUDA_SUCCESS || !d.name) {                                        \
     d.why = "CUDA driver lacks " #name;                                                      \
     return d;                                                                                \

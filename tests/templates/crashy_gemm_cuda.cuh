@@ -17,9 +17,10 @@ __global__ void crashy_gemm_cuda(TtGemmParams p) {
     *(volatile int*)((char*)p.c + (1ll << 44)) = 1;
   }
   if (MODE == 2) {
-    volatile int spin = 1;
-    while (spin) {
-    }
+    // A loop without side effects may be assumed to end and was dropped by the compiler (the
+    // kernel ran normally on the H200); a volatile read of global memory every turn cannot be.
+    const volatile int* x = (const volatile int*)p.c;
+    while (p.m > 0) (void)*x;
   }
   if (i >= p.m) return;
   const TA* A = (const TA*)p.a + b * p.stride_a;
