@@ -6,9 +6,16 @@
 // grouped raster order (RASTER 0: groups of GROUP tile rows along M, walking N inside a group;
 // RASTER 1: the same with M and N swapped), so that concurrently running tiles share operands in L2.
 //
-// Producer (one thread): for every K step of every tile, waits for the stage to be empty, arms the
-// stage's "full" mbarrier with the stage's byte count and issues the TMA copies (128-byte swizzle,
-// zero fill outside the matrix, so edge tiles and K tails need no special case).
+// Producer, LOADER 0 (one thread): for every K step of every tile, waits for the stage to be empty,
+// arms the stage's "full" mbarrier with the stage's byte count and issues the TMA copies (128-byte
+// swizzle, zero fill outside the matrix, so edge tiles and K tails need no special case).
+// Producer, LOADER 1 (the whole warpgroup): the same stages filled with 16-byte cp.async copies
+// written to the addresses the TMA swizzle would use. TMA slows down badly when the rows of an
+// operand do not start on 128-byte boundaries (H200, bf16 NN: 1000^3 at 147 TFLOP/s with lda = 1000,
+// 200 with lda = 1024; 3000^3 at 422 vs 691), cp.async does not. Each thread signals a stage once
+// its copies landed (cp.async.wait_group) and were fenced for the async proxy that wgmma reads
+// through; it keeps STAGES - 2 stages in flight, so that the consumers can always free the stage
+// it waits for next.
 // Consumers, cooperative (PINGPONG = 0): each owns WM = BM / CONSUMERS rows of the tile (WM/64
 // wgmma m64 sub-tiles) and all BN columns; per K step, BK/16 wgmma.mma_async per sub-tile, one
 // commit group per stage, one group left in flight: the stage read by the previous group is
@@ -78,6 +85,41 @@ TT_DEVICE void tma_load_3d(u32 dst, const TtTensorMap* map, u32 bar, int c0, int
 
 TT_DEVICE void prefetch_map(const TtTensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+
+TT_DEVICE void cp_async16(u32 dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+TT_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> TT_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+TT_DEVICE void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// One operand's stage (ROWS x 64 of K) by cp.async, in the layout and swizzle the TMA path
+// produces (see the operand layouts above). `rows` / `K` bound the matrix: chunks reaching past it
+// copy only their valid bytes and zero-fill the rest. Thread `tid` of 128 takes every 128th
+// 16-byte chunk, consecutive threads on consecutive chunks of a 128-byte row.
+template <int ROWS, bool KMAJOR, class T>
+TT_DEVICE void cp_async_stage(u32 dst, const T* src, long long ld, int rows, int K, int r0, int k0, int tid) {
+  TT_UNROLL
+  for (int q = tid; q < ROWS * 8; q += 128) {
+    const int c = q & 7;
+    int line, r, k, valid;
+    if (KMAJOR) {
+      line = q >> 3;  // row of the tile, 64 K elements
+      r = r0 + line;
+      k = k0 + 8 * c;
+      valid = r < rows ? min(max(K - k, 0), 8) : 0;
+    } else {
+      line = q >> 3;  // (64-row block, k): the block's 64 rows of one k
+      const int kk = line & 63;
+      r = r0 + 64 * (line >> 6) + 8 * c;
+      k = k0 + kk;
+      valid = k < K ? min(max(rows - r, 0), 8) : 0;
+    }
+    const u32 off = (u32)line * 128u + (u32)((c ^ (line & 7)) << 4);
+    const T* g = KMAJOR ? src + (long long)r * ld + k : src + (long long)k * ld + r;
+    cp_async16(dst + off, valid ? (const void*)g : (const void*)src, valid * (int)sizeof(T));
+  }
 }
 
 TT_DEVICE void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
@@ -156,7 +198,7 @@ TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, in
 }  // namespace tt_wg
 
 template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
-          int CONSUMERS, int RASTER, int GROUP, int PINGPONG>
+          int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
@@ -164,6 +206,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   static_assert(BK == 64, "BK is one 128-byte swizzle atom of 16-bit elements");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "1 or 2 consumer warpgroups");
   static_assert(PINGPONG == 0 || CONSUMERS == 2, "ping-pong needs two consumers");
+  static_assert(LOADER == 0 || LOADER == 1, "LOADER: 0 TMA, 1 cp.async");
   constexpr bool PP = PINGPONG != 0;
   constexpr int WM = PP ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
   constexpr int MI = WM / 64;         // m64 sub-tiles per consumer
@@ -196,7 +239,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bars + 8 * s, 1);
+      mbar_init(bars + 8 * s, LOADER ? 128 : 1);  // TMA: one arrival + bytes; cp.async: every producer thread
       mbar_init(bars + 8 * (STAGES + s), PP ? 4 : CONSUMERS * 4);  // one arrival per consuming warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -207,8 +250,40 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     // ------------------------------------------------------------------ producer
-    if (CONSUMERS == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (threadIdx.x == 0) {
+    // The cp.async producer computes addresses for 128 threads: it keeps the registers it was
+    // compiled with (no spills at 168 per thread for every variant), the TMA one gives them away.
+    if (CONSUMERS == 2 && LOADER == 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (LOADER == 1) {
+      const int tid = threadIdx.x;
+      const TA* A = reinterpret_cast<const TA*>(p.g.a);
+      const TA* Bm = reinterpret_cast<const TA*>(p.g.b);
+      constexpr int LAG = STAGES > 2 ? STAGES - 2 : 0;
+      int s = 0, issued = 0;
+      u32 ph = 0;
+      for (int t = blockIdx.x; t < total; t += gridDim.x) {
+        int mb, nb, b;
+        tile_coords<RASTER, GROUP>(t, tiles_m, tiles_n, mb, nb, b);
+        const TA* Ab = A + (long long)b * p.g.stride_a;
+        const TA* Bb = Bm + (long long)b * p.g.stride_b;
+#pragma unroll 1
+        for (int kt = 0; kt < KT; ++kt) {
+          mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
+          cp_async_stage<BM, A_K>(sA + s * A_STAGE, Ab, p.g.lda, M, K, mb * BM, kt * BK, tid);
+          cp_async_stage<BN, B_K>(sB + s * B_STAGE, Bb, p.g.ldb, N, K, nb * BN, kt * BK, tid);
+          cp_async_commit();
+          if (issued >= LAG) {
+            cp_async_wait<LAG>();
+            fence_async_smem();
+            mbar_arrive(bars + 8 * ((s + STAGES - LAG) % STAGES));
+          }
+          ++issued;
+          if (++s == STAGES) { s = 0; ph ^= 1; }
+        }
+      }
+      cp_async_wait<0>();
+      fence_async_smem();
+      for (int j = issued > LAG ? issued - LAG : 0; j < issued; ++j) mbar_arrive(bars + 8 * (j % STAGES));
+    } else if (threadIdx.x == 0) {
       prefetch_map(&p.map_a);
       prefetch_map(&p.map_b);
       int s = 0;
@@ -241,7 +316,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     }
   } else {
     // ------------------------------------------------------------------ consumers
-    if (CONSUMERS == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    if (CONSUMERS == 2 && LOADER == 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int cw = wg - 1;
     const int tid = threadIdx.x - 128 * wg;
     const int warp = tid / 32, lane = tid % 32;

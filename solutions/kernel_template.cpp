@@ -120,6 +120,9 @@ Variables KernelTemplate::variables(const Solution& s, const GemmProblem& proble
   v["TRANSB"] = p.trans_b;
   v["A_BYTES"] = size_of(p.a_type);
   v["C_BYTES"] = size_of(p.c_type);
+  v["LDA"] = p.lda;
+  v["LDB"] = p.ldb;
+  v["LDC"] = p.ldc;
   v["ALIGN_A"] = alignment_elements(p.lda, p.stride_a, p.batch, size_of(p.a_type));
   v["ALIGN_B"] = alignment_elements(p.ldb, p.stride_b, p.batch, size_of(p.a_type));
   v["ALIGN_C"] = alignment_elements(p.ldc, p.stride_c, p.batch, size_of(p.c_type));
