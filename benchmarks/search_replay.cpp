@@ -39,7 +39,7 @@ struct Options {
 
 struct Cand {
   double ms = NAN;  // NaN: failed
-  double model_s = INFINITY;
+  tuner::ModelEstimate model;
 };
 
 struct Totals {
@@ -89,9 +89,8 @@ int main(int argc, char** argv) {
         if (m.status == "ok" && m.median_ms > 0) c.ms = m.median_ms;
         const Solution& s = solutions.at(m.solution_id);
         try {
-          c.model_s = tuner::model_estimate(find_template(s.template_name), s, problems.at(m.problem_id), dev).seconds;
-          if (!(c.model_s > 0)) c.model_s = INFINITY;
-        } catch (const Error&) {
+          c.model = tuner::model_estimate(find_template(s.template_name), s, problems.at(m.problem_id), dev);
+        } catch (const Error&) {  // a template this build does not have: ranked last
         }
         groups[{m.arch, m.problem_id}].push_back(c);
       }
@@ -128,7 +127,8 @@ int main(int argc, char** argv) {
         // model: the rank of the first good candidate.
         std::vector<std::size_t> order(n);
         for (std::size_t i = 0; i < n; ++i) order[i] = i;
-        std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return cands[a].model_s < cands[b].model_s; });
+        std::stable_sort(order.begin(), order.end(),
+                         [&](auto a, auto b) { return tuner::model_before(cands[a].model, cands[b].model); });
         double model_c = 0, model_s = 0;
         for (std::size_t i : order) {
           ++model_c;
