@@ -39,7 +39,7 @@ struct Options {
 
 struct Cand {
   double ms = NAN;  // NaN: failed
-  double model_s = INFINITY;
+  tuner::ModelEstimate model;
 };
 
 struct Totals {
@@ -89,9 +89,8 @@ int main(int argc, char** argv) {
         if (m.status == "ok" && m.median_ms > 0) c.ms = m.median_ms;
         const Solution& s = solutions.at(m.solution_id);
         try {
-          c.model_s = tuner::model_estimate(find_template(s.template_name), s, problems.at(m.problem_id), dev).seconds;
-          if (!(c.model_s > 0)) c.model_s = INFINITY;
-        } catch (const Error&) {
+          c.model = tuner::model_estimate(find_template(s.template_name), s, problems.at(m.problem_id), dev);
+        } catch (const Error&) {  // a template this build does not have: ranked last
         }
         groups[{m.arch, m.problem_id}].push_back(c);
       }
@@ -99,6 +98,13 @@ int main(int argc, char** argv) {
       std::printf("%-58s %5s %4s | %7s %6s %6s | %5s %6s %6s | %5s %6s %6s %6s\n", "problem", "space", "good", "rnd E[n]",
                   "%cand", "%sec", "model", "%cand", "%sec", "halv", "%cand", "%sec", "%hit");
       Totals t;
+      std::map<std::string, Totals> by_types;  // "bf16>bf16|acc_f32": a database may hold several
+      const auto print_totals = [](const char* label, const Totals& t) {
+        std::printf("%-58s %5.0f %4s | %7.1f %5.1f%% %5.1f%% | %5.0f %5.1f%% %5.1f%% | %5.0f %5.1f%% %5.1f%% %5.1f%%\n", label,
+                    t.n, "", t.random_c, 100 * t.random_c / t.n, 100 * t.random_s / t.exhaustive_s, t.model_c,
+                    100 * t.model_c / t.n, 100 * t.model_s / t.exhaustive_s, t.halving_c, 100 * t.halving_c / t.n,
+                    100 * t.halving_s / t.exhaustive_s, 100 * t.halving_ok / t.problems);
+      };
       for (auto& [ak, cands] : groups) {
         const auto cost = [&](const Cand& c, int iters) { return (std::isnan(c.ms) ? 0 : c.ms * iters / 1000) + o.overhead_s; };
         double best = INFINITY, all_s = 0;
@@ -128,7 +134,8 @@ int main(int argc, char** argv) {
         // model: the rank of the first good candidate.
         std::vector<std::size_t> order(n);
         for (std::size_t i = 0; i < n; ++i) order[i] = i;
-        std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return cands[a].model_s < cands[b].model_s; });
+        std::stable_sort(order.begin(), order.end(),
+                         [&](auto a, auto b) { return tuner::model_before(cands[a].model, cands[b].model); });
         double model_c = 0, model_s = 0;
         for (std::size_t i : order) {
           ++model_c;
@@ -167,13 +174,17 @@ int main(int argc, char** argv) {
         std::printf("%-58s %5zu %4zu | %7.1f %5.1f%% %5.1f%% | %5.0f %5.1f%% %5.1f%% | %5.0f %5.1f%% %5.1f%% %5.1f%%\n",
                     key.c_str(), n, g, rand_c, 100 * rand_c / n, 100 * rand_s / all_s, model_c, 100 * model_c / n,
                     100 * model_s / all_s, halv_c, 100 * halv_c / n, 100 * halv_s / all_s, 100 * hits / o.seeds);
-        t.n += n, t.exhaustive_s += all_s, t.random_c += rand_c, t.random_s += rand_s, t.model_c += model_c;
-        t.model_s += model_s, t.halving_c += halv_c, t.halving_s += halv_s, t.halving_ok += hits / o.seeds, ++t.problems;
+        const std::string& full = keys[ak.second];
+        const std::size_t a = full.find('|') + 1, b = full.find('|', full.find('|', a) + 1);
+        for (Totals* x : {&t, &by_types[full.substr(a, b - a)]}) {
+          x->n += n, x->exhaustive_s += all_s, x->random_c += rand_c, x->random_s += rand_s, x->model_c += model_c;
+          x->model_s += model_s, x->halving_c += halv_c, x->halving_s += halv_s, x->halving_ok += hits / o.seeds;
+          ++x->problems;
+        }
       }
-      std::printf("%-58s %5.0f %4s | %7.1f %5.1f%% %5.1f%% | %5.0f %5.1f%% %5.1f%% | %5.0f %5.1f%% %5.1f%% %5.1f%%\n",
-                  "TOTAL (sums over problems)", t.n, "", t.random_c, 100 * t.random_c / t.n, 100 * t.random_s / t.exhaustive_s,
-                  t.model_c, 100 * t.model_c / t.n, 100 * t.model_s / t.exhaustive_s, t.halving_c,
-                  100 * t.halving_c / t.n, 100 * t.halving_s / t.exhaustive_s, 100 * t.halving_ok / t.problems);
+      if (by_types.size() > 1)
+        for (const auto& [types, x] : by_types) print_totals(("total " + types).c_str(), x);
+      print_totals("TOTAL (sums over problems)", t);
       std::printf("exhaustive: %.0f candidates, %.0f s estimated\n", t.n, t.exhaustive_s);
     }
   } catch (const Error& e) {

@@ -25,6 +25,15 @@ std::string content_hash(const std::string& text) {
   return buf;
 }
 
+// The scalar keys of a "model" section and the value of each one left out (see ModelShape).
+static const std::map<std::string, std::int64_t>& model_defaults() {
+  static const std::map<std::string, std::int64_t> d = {
+      {"tile_m", 1},    {"tile_n", 1},        {"tile_k", 1},          {"threads", 1},
+      {"shared_bytes", 0}, {"split_k", 1},    {"registers", 0},       {"stages", 2},
+      {"operand_bytes", 0}, {"math_percent", 100}, {"saturating_threads", 0}, {"epilogue_overlap", 0}};
+  return d;
+}
+
 KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
                                         const std::map<std::string, std::string>* sources) {
   KernelTemplate t;
@@ -59,18 +68,22 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
     if (j.contains("model")) {
       const auto& m = j.at("model");
       if (!m.is_object()) throw Error(where + ": \"model\" must be an object");
-      for (const auto& [key, value] : m.items())
-        if (key != "tile_m" && key != "tile_n" && key != "tile_k" && key != "threads" && key != "shared_bytes" &&
-            key != "split_k")
-          throw Error(where + ": unknown key '" + key + "' in \"model\" (allowed: tile_m, tile_n, tile_k, threads, "
-                      "shared_bytes, split_k)");
+      for (const auto& [key, value] : m.items()) {
+        if (key == "about") continue;  // the author's notes
+        if (key == "prefer") {
+          for (const auto& e : value) t.model_prefer_.push_back(Expression::parse(e.get<std::string>()));
+          continue;
+        }
+        if (!model_defaults().count(key)) {
+          std::string allowed = "prefer";
+          for (const auto& [k, d] : model_defaults()) allowed += ", " + k;
+          throw Error(where + ": unknown key '" + key + "' in \"model\" (allowed: " + allowed + ")");
+        }
+        t.model_[key] = Expression::parse(value.get<std::string>());
+      }
+      for (const char* key : {"tile_m", "tile_n", "tile_k", "threads"})
+        if (!t.model_.count(key)) throw Error(where + ": \"model\" needs '" + key + "'");
       t.has_model_ = true;
-      t.model_tile_m_ = Expression::parse(m.at("tile_m").get<std::string>());
-      t.model_tile_n_ = Expression::parse(m.at("tile_n").get<std::string>());
-      t.model_tile_k_ = Expression::parse(m.at("tile_k").get<std::string>());
-      t.model_threads_ = Expression::parse(m.at("threads").get<std::string>());
-      t.model_shared_bytes_ = Expression::parse(m.value("shared_bytes", std::string("0")));
-      t.model_split_k_ = Expression::parse(m.value("split_k", std::string("1")));
     }
     if (t.arguments_ != "gemm" && t.arguments_ != "gemm_tma")
       throw Error(where + ": unknown \"arguments\" kind '" + t.arguments_ + "' (gemm or gemm_tma)");
@@ -157,13 +170,24 @@ gpu::LaunchDims KernelTemplate::launch_dims(const Variables& vars) const {
 
 std::optional<ModelShape> KernelTemplate::model_shape(const Variables& vars) const {
   if (!has_model_) return std::nullopt;
+  auto value = [&](const char* key) {
+    auto it = model_.find(key);
+    return it == model_.end() ? model_defaults().at(key) : it->second.eval(vars);
+  };
   ModelShape s;
-  s.tile_m = std::max<std::int64_t>(1, model_tile_m_.eval(vars));
-  s.tile_n = std::max<std::int64_t>(1, model_tile_n_.eval(vars));
-  s.tile_k = std::max<std::int64_t>(1, model_tile_k_.eval(vars));
-  s.threads = std::max<std::int64_t>(1, model_threads_.eval(vars));
-  s.shared_bytes = std::max<std::int64_t>(0, model_shared_bytes_.eval(vars));
-  s.split_k = std::max<std::int64_t>(1, model_split_k_.eval(vars));
+  s.tile_m = std::max<std::int64_t>(1, value("tile_m"));
+  s.tile_n = std::max<std::int64_t>(1, value("tile_n"));
+  s.tile_k = std::max<std::int64_t>(1, value("tile_k"));
+  s.threads = std::max<std::int64_t>(1, value("threads"));
+  s.shared_bytes = std::max<std::int64_t>(0, value("shared_bytes"));
+  s.split_k = std::max<std::int64_t>(1, value("split_k"));
+  s.registers = std::max<std::int64_t>(0, value("registers"));
+  s.stages = std::max<std::int64_t>(1, value("stages"));
+  s.operand_bytes = std::max<std::int64_t>(0, value("operand_bytes"));
+  s.math_percent = std::max<std::int64_t>(1, value("math_percent"));
+  s.saturating_threads = std::max<std::int64_t>(0, value("saturating_threads"));
+  s.epilogue_overlap = value("epilogue_overlap") != 0;
+  for (const auto& e : model_prefer_) s.prefer.push_back(e.eval(vars));
   return s;
 }
 

@@ -21,15 +21,29 @@ namespace tiletune {
 // Every file of kernel_templates/, embedded at build time (name -> text).
 const std::map<std::string, std::string>& embedded_kernel_sources();
 
-// What the analytical search model (tuner/search.h) needs of a candidate, evaluated from the
+// What the analytical search model (tuner/model.h) needs of a candidate, evaluated from the
 // optional "model" section of a template's JSON: expressions over the template's variables.
 //   "model": {"tile_m": "BM", "tile_n": "BN", "tile_k": "BK", "threads": "THREADS",
-//             "shared_bytes": "SMEM_BYTES", "split_k": "SPLITK"}
-// tile_m/tile_n: the block tile of C; tile_k: K per main-loop step; threads: per block;
-// shared_bytes: shared memory per block (static + dynamic); split_k (optional, default 1): how many
-// blocks share one C tile along K.
+//             "shared_bytes": "SMEM_BYTES", "split_k": "SPLITK", "stages": "STAGES", ...}
+// Required: tile_m/tile_n (the block tile of C), tile_k (K per main-loop step), threads (per
+// block). Optional, with their defaults:
+//   shared_bytes        shared memory per block, static + dynamic (0)
+//   split_k             blocks sharing one C tile along K (1)
+//   registers           per thread, for occupancy (0: registers never limit it)
+//   stages              main-loop steps of loads in flight + 1, i.e. pipeline depth (2)
+//   operand_bytes       shared-memory bytes the math reads per main-loop step per block (0)
+//   math_percent        share of the device's peak its math instructions can reach (100)
+//   saturating_threads  resident threads per multiprocessor that math needs to hide its own
+//                       latency; fewer get a proportional share of the rate (0: any)
+//   epilogue_overlap    1 when a tile's epilogue overlaps the next tile's main loop (0)
+//   about               free text: why the expressions are what they are
+//   prefer              a list of expressions: among candidates the model scores equal, larger
+//                       values rank first, compared in order ([])
 struct ModelShape {
   std::int64_t tile_m = 1, tile_n = 1, tile_k = 1, threads = 1, shared_bytes = 0, split_k = 1;
+  std::int64_t registers = 0, stages = 2, operand_bytes = 0, math_percent = 100, saturating_threads = 0,
+               epilogue_overlap = 0;
+  std::vector<std::int64_t> prefer;
 };
 
 class KernelTemplate {
@@ -86,7 +100,8 @@ class KernelTemplate {
   Expression block_, grid_x_, grid_y_, grid_z_, shared_bytes_, cluster_x_, cluster_y_, workspace_;
   int fallback_rank_ = -1;
   bool has_model_ = false;
-  Expression model_tile_m_, model_tile_n_, model_tile_k_, model_threads_, model_shared_bytes_, model_split_k_;
+  std::map<std::string, Expression> model_;  // key of the "model" section -> expression
+  std::vector<Expression> model_prefer_;
   const std::map<std::string, std::string>* sources_ = nullptr;  // static storage; nullptr: the embedded files
   mutable std::string source_hash_;
 };

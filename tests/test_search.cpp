@@ -130,7 +130,7 @@ TEST(SearchModel, WaveQuantisationOn132SMs) {
   EXPECT_DOUBLE_EQ(a.wave_factor, 1.0);
   EXPECT_EQ(b.tiles, 66);
   EXPECT_DOUBLE_EQ(b.wave_factor, 2.0);
-  EXPECT_LT(b.byte_seconds, a.byte_seconds);  // bigger tiles re-read less...
+  EXPECT_LT(b.load_seconds / b.math_seconds, a.load_seconds / a.math_seconds);  // bigger tiles re-read less...
   EXPECT_LT(a.seconds, b.seconds);            // ...but quantise badly
 
   // One more row of tiles than a full wave: 133 tiles on 132 slots costs two waves.
@@ -151,6 +151,108 @@ TEST(SearchModel, WaveQuantisationOn132SMs) {
   EXPECT_EQ(tuner::select_candidates(o, cands, p, dev), (std::vector<std::size_t>{2, 1, 0}));
   o.budget = 1;
   EXPECT_EQ(tuner::select_candidates(o, cands, p, dev), (std::vector<std::size_t>{2}));
+}
+
+// wgmma_gemm launches min(tiles, SMs) blocks that loop over the tiles: 264 tiles on 132 SMs are
+// two tiles per block, one round, no idle SM; 133 tiles leave 131 SMs idle for the second tile.
+TEST(SearchModel, PersistentGridLoopsOverTiles) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  Solution s = t.default_solution();  // 128 x 128
+  tuner::ModelEstimate two = tuner::model_estimate(t, s, gemm(DataType::BF16, DataType::BF16, true, false, 2816, 1536, 4096), dev);
+  EXPECT_EQ(two.tiles, 264);
+  EXPECT_EQ(two.blocks, 132);
+  EXPECT_EQ(two.resident, 1);
+  EXPECT_DOUBLE_EQ(two.wave_factor, 1.0);
+  EXPECT_NEAR(two.seconds, 2 * two.tile_seconds, 1e-15);
+  tuner::ModelEstimate one_more = tuner::model_estimate(t, s, gemm(DataType::BF16, DataType::BF16, true, false, 1408 + 128, 1536, 4096), dev);
+  EXPECT_EQ(one_more.blocks, 132);
+  EXPECT_NEAR(one_more.seconds, 2 * one_more.tile_seconds, 1e-15) << "144 tiles: some blocks do two";
+}
+
+// The terms the model weighs, each on a case where it decides.
+TEST(SearchModel, PipelineDepthOccupancyAndEpilogue) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const KernelTemplate& wg = find_template("wgmma_gemm");
+  Solution s4 = wg.default_solution(), s6 = wg.default_solution();
+  s4.params["BN"] = s6.params["BN"] = 64;
+  s4.params["PINGPONG"] = s6.params["PINGPONG"] = 0;
+  s4.params["STAGES"] = 4, s6.params["STAGES"] = 6;
+  // N = 16: few tiles, each streaming a long K panel; the latency of the loads is hidden only by
+  // the loads in flight, so the deeper ring wins...
+  GemmProblem thin = gemm(DataType::BF16, DataType::BF16, true, false, 4096, 16, 4096);
+  tuner::ModelEstimate a = tuner::model_estimate(wg, s4, thin, dev), b = tuner::model_estimate(wg, s6, thin, dev);
+  EXPECT_GT(a.latency_seconds, b.latency_seconds);
+  EXPECT_LT(b.seconds, a.seconds);
+  // ...while a big square problem is bound by the panels' bytes, not by latency: depth is free.
+  GemmProblem sq = gemm(DataType::BF16, DataType::BF16, false, false, 8192, 8192, 8192);
+  s4.params["BN"] = s6.params["BN"] = 128;
+  EXPECT_DOUBLE_EQ(tuner::model_estimate(wg, s4, sq, dev).seconds, tuner::model_estimate(wg, s6, sq, dev).seconds);
+
+  // Ping-pong hides the epilogue behind the other consumer's main loop: it matters when K is short.
+  Solution pp = wg.default_solution(), coop = wg.default_solution();
+  pp.params["PINGPONG"] = 1, coop.params["PINGPONG"] = 0;
+  GemmProblem short_k = gemm(DataType::BF16, DataType::BF16, false, false, 8192, 8192, 128);
+  EXPECT_LT(tuner::model_estimate(wg, pp, short_k, dev).seconds, tuner::model_estimate(wg, coop, short_k, dev).seconds);
+
+  // simt_gemm: 512 threads of 8 x 8 accumulators fill the register file with one block per SM,
+  // 128 threads of 4 x 4 fit several.
+  const KernelTemplate& simt = find_template("simt_gemm");
+  Solution big = simt.default_solution(), small = simt.default_solution();
+  big.params["MT0"] = 256, big.params["MT1"] = 128, big.params["TT0"] = 8, big.params["TT1"] = 8;
+  small.params["MT0"] = 64, small.params["MT1"] = 32, small.params["TT0"] = 4, small.params["TT1"] = 4;
+  GemmProblem f32 = gemm(DataType::F32, DataType::F32, false, false, 4096, 4096, 4096);
+  tuner::ModelEstimate eb = tuner::model_estimate(simt, big, f32, dev), es = tuner::model_estimate(simt, small, f32, dev);
+  EXPECT_EQ(eb.blocks_per_mp, 1);
+  EXPECT_GT(es.blocks_per_mp, 2);
+  // Small thread tiles read more shared memory per flop: bound by it, not by the FMA pipes.
+  EXPECT_GT(es.operand_seconds, es.math_seconds);
+  EXPECT_LT(eb.operand_seconds / eb.math_seconds, es.operand_seconds / es.math_seconds);
+  EXPECT_LT(eb.seconds, es.seconds);
+}
+
+// Equal estimates are ordered by the template's "prefer" list (simt_gemm: larger macro tile, then
+// padding), whatever the order the candidates come in.
+TEST(SearchModel, TiesBrokenByPreferDeterministically) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const KernelTemplate& t = find_template("simt_gemm");
+  GemmProblem p = gemm(DataType::F32, DataType::F32, false, false, 4096, 4096, 4096);
+  Solution pad0 = t.default_solution(), pad4 = t.default_solution();
+  pad0.params["PAD"] = 0, pad4.params["PAD"] = 4;
+  tuner::ModelEstimate e0 = tuner::model_estimate(t, pad0, p, dev), e4 = tuner::model_estimate(t, pad4, p, dev);
+  ASSERT_DOUBLE_EQ(e0.seconds, e4.seconds) << "padding costs the model nothing; only the tie-break sees it";
+  EXPECT_TRUE(tuner::model_before(e4, e0));
+  EXPECT_FALSE(tuner::model_before(e0, e4));
+  tuner::SearchOptions o;
+  o.strategy = "model";
+  std::vector<tuner::SearchCandidate> ab = {{&t, &pad0}, {&t, &pad4}}, ba = {{&t, &pad4}, {&t, &pad0}};
+  EXPECT_EQ(tuner::select_candidates(o, ab, p, dev), (std::vector<std::size_t>{1, 0}));
+  EXPECT_EQ(tuner::select_candidates(o, ba, p, dev), (std::vector<std::size_t>{0, 1}));
+}
+
+TEST(SearchModel, ModelSectionKeysAreChecked) {
+  auto spec = [](const std::string& model) {
+    return nlohmann::ordered_json::parse(R"({"name": "m", "source": "host_gemm.h", "backends": ["host"],
+        "instance": "x", "parameters": {"A": [1, 2]}, "default": {"A": 1},
+        "launch": {"block": "1", "grid_x": "1", "grid_y": "1", "grid_z": "1", "shared_bytes": "0"},
+        "model": )" + model + "}");
+  };
+  KernelTemplate ok = KernelTemplate::from_json(spec(R"({"about": "notes", "tile_m": "16", "tile_n": "16",
+      "tile_k": "8", "threads": "1", "stages": "A + 1", "prefer": ["A", "0 - A"]})"));
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Host);
+  Solution s = ok.default_solution();
+  s.params["A"] = 2;
+  std::optional<ModelShape> sh = ok.model_shape(ok.variables(s, gemm(DataType::F32, DataType::F32, false, false, 64, 64, 64), dev));
+  ASSERT_TRUE(sh);
+  EXPECT_EQ(sh->stages, 3);
+  EXPECT_EQ(sh->math_percent, 100);
+  EXPECT_EQ(sh->prefer, (std::vector<std::int64_t>{2, -2}));
+  EXPECT_NE(tiletune::testing::error_of([&] { KernelTemplate::from_json(spec(R"({"tile_m": "1", "tile_n": "1", "tile_k": "1", "threads": "1", "stagse": "2"})")); })
+                .find("unknown key 'stagse'"),
+            std::string::npos);
+  EXPECT_NE(tiletune::testing::error_of([&] { KernelTemplate::from_json(spec(R"({"tile_n": "1", "tile_k": "1", "threads": "1"})")); })
+                .find("needs 'tile_m'"),
+            std::string::npos);
 }
 
 TEST(SearchSelect, RandomIsSeededAndBudgeted) {

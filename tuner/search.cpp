@@ -25,69 +25,6 @@ void validate(const SearchOptions& o) {
     throw Error("search: the random strategy needs a budget (candidates per problem) or budget_seconds");
 }
 
-ModelMachine model_machine(const gpu::DeviceInfo& dev, const GemmProblem& p) {
-  ModelMachine m;
-  const bool half = size_of(p.a_type) == 2;
-  switch (dev.backend) {
-    case gpu::BackendKind::Cuda:
-    case gpu::BackendKind::Hip:
-      // Roughly an H100/H200/MI300 class part: tensor cores for 16-bit (and tf32) inputs, the
-      // FMA pipes for fp32; tile re-reads are served mostly by L2, hence ~10 TB/s.
-      m.flops_per_s = half ? 900e12 : p.compute_tf32 ? 450e12 : 60e12;
-      m.bytes_per_s = 10e12;
-      m.max_threads_per_mp = dev.backend == gpu::BackendKind::Hip ? 2560 : 2048;
-      m.shared_per_mp = std::max<std::int64_t>(dev.shared_bytes_optin, dev.shared_bytes_per_block) + 1024;
-      break;
-    case gpu::BackendKind::Host:
-      m.flops_per_s = 50e9 * std::max(1, dev.multiprocessors);
-      m.bytes_per_s = 100e9;
-      m.max_threads_per_mp = 1;  // one tile per pool thread at a time
-      m.shared_per_mp = std::numeric_limits<std::int64_t>::max();
-      break;
-  }
-  return m;
-}
-
-ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const GemmProblem& problem,
-                             const gpu::DeviceInfo& dev) {
-  ModelEstimate e;
-  if (!t.has_model()) return e;
-  std::optional<ModelShape> shape;
-  try {
-    shape = t.model_shape(t.variables(s, problem, dev));
-  } catch (const Error&) {
-    return e;  // e.g. a division by zero in the template's expressions: rank it last
-  }
-  if (!shape) return e;
-  const GemmProblem p = problem.canonical();
-  const ModelMachine mm = model_machine(dev, p);
-  const double tm = double(shape->tile_m), tn = double(shape->tile_n), tk = double(shape->tile_k);
-  const double gm = std::ceil(double(p.m) / tm), gn = std::ceil(double(p.n) / tn), gk = std::ceil(double(p.k) / tk);
-  const double batch = double(std::max<std::int64_t>(1, p.batch));
-  const double split = double(shape->split_k);
-  const double flops = 2.0 * gm * tm * gn * tn * gk * tk * batch;
-  const double bytes = gm * gn * batch * double(p.k) * (tm + tn) * double(size_of(p.a_type)) +
-                       double(p.m) * double(p.n) * batch * double(size_of(p.c_type)) * (split > 1 ? 3.0 : 1.0);
-  std::int64_t per_mp = 32;
-  if (dev.backend == gpu::BackendKind::Host) per_mp = 1;
-  else {
-    per_mp = std::min<std::int64_t>(per_mp, mm.max_threads_per_mp / shape->threads);
-    if (shape->shared_bytes > 0) per_mp = std::min<std::int64_t>(per_mp, mm.shared_per_mp / shape->shared_bytes);
-  }
-  per_mp = std::max<std::int64_t>(1, per_mp);
-  const double tiles = gm * gn * batch * split;
-  const double slots = double(std::max(1, dev.multiprocessors)) * double(per_mp);
-  e.has_model = true;
-  e.tiles = std::int64_t(tiles);
-  e.blocks_per_mp = per_mp;
-  e.slots = std::int64_t(slots);
-  e.wave_factor = std::ceil(tiles / slots) / (tiles / slots);
-  e.flop_seconds = flops / mm.flops_per_s;
-  e.byte_seconds = bytes / mm.bytes_per_s;
-  e.seconds = std::max(e.flop_seconds, e.byte_seconds) * e.wave_factor;
-  return e;
-}
-
 std::vector<std::size_t> select_candidates(const SearchOptions& o, const std::vector<SearchCandidate>& cands,
                                            const GemmProblem& p, const gpu::DeviceInfo& dev) {
   std::vector<std::size_t> order(cands.size());
@@ -110,12 +47,9 @@ std::vector<std::size_t> select_candidates(const SearchOptions& o, const std::ve
     }
     order.resize(take);
   } else if (o.strategy == "model") {
-    std::vector<double> score(cands.size());
-    for (std::size_t i = 0; i < cands.size(); ++i) {
-      ModelEstimate e = model_estimate(*cands[i].tmpl, *cands[i].solution, p, dev);
-      score[i] = e.has_model ? e.seconds : std::numeric_limits<double>::infinity();
-    }
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return score[a] < score[b]; });
+    std::vector<ModelEstimate> est(cands.size());
+    for (std::size_t i = 0; i < cands.size(); ++i) est[i] = model_estimate(*cands[i].tmpl, *cands[i].solution, p, dev);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return model_before(est[a], est[b]); });
     cap(order);
   } else {
     throw Error("unknown search strategy '" + o.strategy + "'");

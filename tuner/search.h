@@ -4,7 +4,7 @@
 //   exhaustive  every candidate, in enumeration order (budget: the first N).
 //   random      a uniformly random subset of `budget` candidates, drawn from `seed` and the
 //               problem's key: the same seed gives the same subset of the same space.
-//   model       every candidate ranked by an analytical estimate of its time (model_estimate), the
+//   model       every candidate ranked by an analytical estimate of its time (tuner/model.h), the
 //               best `budget` benchmarked, best first. Templates without a "model" section rank
 //               last (in enumeration order).
 //   halving     successive halving: every candidate gets a short timing (short_benchmark), the
@@ -22,6 +22,7 @@
 #include "solutions/kernel_template.h"
 #include "solutions/problem.h"
 #include "solutions/solution.h"
+#include "tuner/model.h"
 
 namespace tiletune::tuner {
 
@@ -37,40 +38,6 @@ struct SearchOptions {
 // Error naming the bad field (unknown strategy, negative seconds).
 void validate(const SearchOptions& o);
 const std::vector<std::string>& search_strategies();
-
-// ---- the analytical model -------------------------------------------------------------------
-// Estimated time of one candidate on one problem, from its template's "model" section:
-//
-//   tiles      = ceil(M / tile_m) * ceil(N / tile_n) * batch * split_k       (blocks of work)
-//   flops      = 2 * (ceil(M/tile_m)*tile_m) * (ceil(N/tile_n)*tile_n) * (ceil(K/tile_k)*tile_k) * batch
-//                (padded: a partial edge tile costs a whole one)
-//   bytes      = ceil(M/tile_m) * ceil(N/tile_n) * batch * K * (tile_m + tile_n) * a_bytes
-//                (each C tile re-reads its A row panel and B column panel)
-//                + M * N * batch * c_bytes * (split_k > 1 ? 3 : 1)   (C, plus fp32 partials)
-//   slots      = multiprocessors * blocks_per_mp, blocks_per_mp = occupancy from threads and shared
-//                memory: min(max_threads_per_mp / threads, shared_per_mp / shared_bytes, 32), >= 1
-//                (the host: one block per thread of the pool)
-//   wave       = ceil(tiles / slots) / (tiles / slots)    (1 when the last wave is full; a grid
-//                smaller than the machine is charged for the idle part)
-//   seconds    = max(flops / peak_flops, bytes / bandwidth) * wave
-//
-// peak_flops and bandwidth are coarse per-data-type constants (ModelMachine); only the ratio
-// matters for ranking the candidates of one problem. Occupancy enters only through the slots.
-struct ModelMachine {
-  double flops_per_s = 0, bytes_per_s = 0;
-  int max_threads_per_mp = 2048;
-  std::int64_t shared_per_mp = 0;
-};
-ModelMachine model_machine(const gpu::DeviceInfo& dev, const GemmProblem& p);
-
-struct ModelEstimate {
-  bool has_model = false;  // false: the template has no "model" section (or evaluating it failed)
-  double seconds = 0;      // the score: lower is better
-  double flop_seconds = 0, byte_seconds = 0, wave_factor = 1;
-  std::int64_t tiles = 0, slots = 0, blocks_per_mp = 0;
-};
-ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const GemmProblem& p,
-                             const gpu::DeviceInfo& dev);
 
 // ---- per-problem selection -----------------------------------------------------------------
 struct SearchCandidate {
