@@ -60,7 +60,8 @@ Runtime::Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path
                    db_path.c_str(), w.problem_key.c_str(), w.solution.template_name.c_str());
       continue;
     }
-    GemmProblem p = w.problem.canonical();
+    if (w.problem.is_conv()) continue;
+    GemmProblem p = w.problem.gemm().canonical();
     auto loaded = std::make_unique<Loaded>();
     loaded->tmpl = t;
     loaded->solution = w.solution;

@@ -20,7 +20,7 @@ std::vector<Solution> cartesian(const KernelTemplate& t) {
   return out;
 }
 
-Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::vector<GemmProblem>& problems,
+Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::vector<Problem>& problems,
                       const gpu::DeviceInfo& device) {
   Enumeration e;
   for (const auto& original : templates) {
@@ -28,7 +28,8 @@ Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::v
     auto shared = std::make_shared<const KernelTemplate>(original);
     const KernelTemplate& t = *shared;
     std::vector<Solution> space = cartesian(t);
-    for (std::size_t pi = 0; pi < problems.size(); ++pi)
+    for (std::size_t pi = 0; pi < problems.size(); ++pi) {
+      if (problems[pi].kind() != t.problem_kind()) continue;
       for (const auto& s : space) {
         ++e.total;
         Variables vars = t.variables(s, problems[pi], device);
@@ -39,6 +40,7 @@ Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::v
         }
         e.candidates.push_back({pi, shared, s, t.launch_dims(vars)});
       }
+    }
   }
   return e;
 }

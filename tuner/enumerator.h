@@ -36,8 +36,9 @@ struct Enumeration {
 // Every combination of parameter values of one template.
 std::vector<Solution> cartesian(const KernelTemplate& t);
 
-// Templates that do not support the device's backend are skipped.
-Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::vector<GemmProblem>& problems,
+// Templates that do not support the device's backend are skipped, and a template is paired only
+// with problems of its kind (GEMM or convolution).
+Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::vector<Problem>& problems,
                       const gpu::DeviceInfo& device);
 
 }  // namespace tiletune::tuner

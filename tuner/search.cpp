@@ -48,7 +48,7 @@ ModelMachine model_machine(const gpu::DeviceInfo& dev, const GemmProblem& p) {
   return m;
 }
 
-ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const GemmProblem& problem,
+ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const Problem& problem,
                              const gpu::DeviceInfo& dev) {
   ModelEstimate e;
   if (!t.has_model()) return e;
@@ -59,7 +59,7 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const G
     return e;  // e.g. a division by zero in the template's expressions: rank it last
   }
   if (!shape) return e;
-  const GemmProblem p = problem.canonical();
+  const GemmProblem p = problem.canonical().gemm_view();
   const ModelMachine mm = model_machine(dev, p);
   const double tm = double(shape->tile_m), tn = double(shape->tile_n), tk = double(shape->tile_k);
   const double gm = std::ceil(double(p.m) / tm), gn = std::ceil(double(p.n) / tn), gk = std::ceil(double(p.k) / tk);
@@ -89,7 +89,7 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const G
 }
 
 std::vector<std::size_t> select_candidates(const SearchOptions& o, const std::vector<SearchCandidate>& cands,
-                                           const GemmProblem& p, const gpu::DeviceInfo& dev) {
+                                           const Problem& p, const gpu::DeviceInfo& dev) {
   std::vector<std::size_t> order(cands.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   auto cap = [&](std::vector<std::size_t>& v) {

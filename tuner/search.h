@@ -69,7 +69,8 @@ struct ModelEstimate {
   double flop_seconds = 0, byte_seconds = 0, wave_factor = 1;
   std::int64_t tiles = 0, slots = 0, blocks_per_mp = 0;
 };
-ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const GemmProblem& p,
+// A convolution is estimated as its implicit GEMM (Problem::gemm_view).
+ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const Problem& p,
                              const gpu::DeviceInfo& dev);
 
 // ---- per-problem selection -----------------------------------------------------------------
@@ -82,7 +83,7 @@ struct SearchCandidate {
 // all of them (exhaustive: the first `budget`), random and model the subset their budget allows.
 // Deterministic: a resumed sweep selects the same candidates (it then skips the measured ones).
 std::vector<std::size_t> select_candidates(const SearchOptions& o, const std::vector<SearchCandidate>& cands,
-                                           const GemmProblem& p, const gpu::DeviceInfo& dev);
+                                           const Problem& p, const gpu::DeviceInfo& dev);
 
 // Successive halving.
 inline constexpr std::size_t kHalvingFinal = 3;  // contenders timed fully twice at the end

@@ -194,7 +194,7 @@ MeasureResult Measurer::measure(const MeasureRequest& r, const std::function<voi
 MeasureResult Measurer::measure_kernel(const MeasureRequest& r, const std::function<void()>& on_ready) {
   MeasureResult result;
   const KernelTemplate& tmpl = r.tmpl ? *r.tmpl : find_template(r.solution.template_name);
-  const GemmProblem& problem = r.problem;
+  const GemmProblem& problem = r.problem.gemm();
   ProblemData& data = data_for(problem);
   auto& kernel = kernels_[r.code_object_id];
   if (!kernel) {
@@ -239,15 +239,15 @@ MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::funct
     vendor_ = gpu::make_vendor_gemm(dev_);
     vendor_made_ = true;
   }
-  if (!vendor_ || !vendor_->supports(r.problem)) {
+  if (!vendor_ || r.problem.is_conv() || !vendor_->supports(r.problem.gemm())) {
     result.status = "unsupported";
     result.reason = vendor_ ? vendor_->name() + " does not support this problem" : "no vendor library";
     return result;
   }
   result.vendor = vendor_->name();
-  ProblemData& data = data_for(r.problem);
+  ProblemData& data = data_for(r.problem.gemm());
   if (on_ready) on_ready();
-  auto launch = [&](const TtGemmParams& args) { vendor_->run(r.problem, args); };
+  auto launch = [&](const TtGemmParams& args) { vendor_->run(r.problem.gemm(), args); };
   // A vendor result that disagrees with the reference is reported ("invalid") but timed anyway:
   // it is only a yardstick.
   ValidationResult v = data.validate(launch);

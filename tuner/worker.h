@@ -55,7 +55,7 @@ namespace tiletune::tuner {
 class ProblemData;
 
 struct MeasureRequest {
-  GemmProblem problem;
+  Problem problem;
   bool vendor = false;               // time the vendor library (cuBLAS) instead of a kernel
   Solution solution;                 // template name and parameter values (kernels only)
   std::int64_t code_object_id = 0;   // the compiled kernel, in the database
