@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "gpu/arguments.h"
 #include "solutions/any_problem.h"
 #include "tuner/conv_reference.h"
 #include "tuner/elements.h"
@@ -54,18 +55,7 @@ ConvData::ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate, st
 }
 
 TtConvParams ConvData::params(std::size_t set) const {
-  const ConvProblem& p = problem_;
-  const ImplicitGemm g = p.implicit_gemm();
-  TtConvParams a{};
-  a.x = x_.at(set).get();
-  a.wt = w_.at(set).get();
-  a.y = y_.at(set).get();
-  a.n = int(p.n), a.c = int(p.c), a.h = int(p.h), a.w = int(p.w), a.k = int(p.k), a.r = int(p.r), a.s = int(p.s);
-  a.p = int(p.p()), a.q = int(p.q());
-  a.stride_h = int(p.stride_h), a.stride_w = int(p.stride_w), a.pad_h = int(p.pad_h), a.pad_w = int(p.pad_w);
-  a.dil_h = int(p.dil_h), a.dil_w = int(p.dil_w), a.groups = int(p.groups);
-  a.gemm_m = int(g.m), a.gemm_n = int(g.n), a.gemm_k = int(g.k);
-  return a;
+  return gpu::conv_arguments(problem_, x_.at(set).get(), w_.at(set).get(), y_.at(set).get());
 }
 
 void ConvData::reset_output() {
