@@ -20,8 +20,8 @@ std::vector<Solution> cartesian(const KernelTemplate& t) {
   return out;
 }
 
-Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::vector<Problem>& problems,
-                      const gpu::DeviceInfo& device) {
+Enumeration enumerate_problems(const std::vector<KernelTemplate>& templates, const std::vector<Problem>& problems,
+                               const gpu::DeviceInfo& device) {
   Enumeration e;
   for (const auto& original : templates) {
     if (!original.supports(device.backend)) continue;
@@ -43,6 +43,11 @@ Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::v
     }
   }
   return e;
+}
+
+Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::vector<GemmProblem>& problems,
+                      const gpu::DeviceInfo& device) {
+  return enumerate_problems(templates, std::vector<Problem>(problems.begin(), problems.end()), device);
 }
 
 }  // namespace tiletune::tuner
