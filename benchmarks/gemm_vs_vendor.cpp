@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
                      " TFLOP/s | ratio | tiletune rel err | vendor rel err | kernel |\n|---|---|---|---|---|---|---|\n";
     std::printf("%-36s %12s %12s %7s  %s\n", "problem", "tiletune", vendor ? vendor->name().c_str() : "vendor", "ratio", "kernel");
     for (const auto& w : winners) {
-      const GemmProblem p = w.problem.canonical();
+      if (w.problem.is_conv()) continue;  // GEMMs only; convolutions get their own comparison
+      const GemmProblem p = w.problem.gemm().canonical();
       tuner::ProblemData data(*dev, p);
       auto ours = [&](const TtGemmParams& a) {
         rt.gemm_strided_batched_ex(p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,

@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
       db::Database d = db::Database::open(path, db::Mode::ReadOnlyAnyVersion);
       std::map<std::int64_t, db::DeviceRow> devices;
       for (const auto& dv : d.devices()) devices[dv.id] = dv;
-      std::map<std::int64_t, GemmProblem> problems;
+      std::map<std::int64_t, Problem> problems;
       std::map<std::int64_t, std::string> keys;
       for (const auto& p : d.problem_specs()) problems[p.id] = p.problem, keys[p.id] = p.key;
       std::map<std::int64_t, Solution> solutions;

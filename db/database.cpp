@@ -235,9 +235,9 @@ int identify(sqlite3* db, const std::string& path, Mode mode) {
   }
 }
 
-GemmProblem parse_problem(const std::string& spec, const std::string& path, std::int64_t id) {
+Problem parse_problem(const std::string& spec, const std::string& path, std::int64_t id) {
   try {
-    GemmProblem p;
+    Problem p;
     from_json(nlohmann::json::parse(spec), p);
     return p;
   } catch (const std::exception& e) {
@@ -362,7 +362,7 @@ std::int64_t Database::upsert_device(const DeviceRecord& d) {
   });
 }
 
-std::int64_t Database::upsert_problem(const GemmProblem& p) {
+std::int64_t Database::upsert_problem(const Problem& p) {
   require_writable("upsert_problem");
   const std::string key = p.key();
   nlohmann::json spec;
@@ -370,10 +370,12 @@ std::int64_t Database::upsert_problem(const GemmProblem& p) {
   const std::string spec_text = spec.dump();
   return write_txn(db_.get(), path_, "upsert_problem", [&] {
     Stmt ins(db_.get(),
-             "INSERT INTO problems(kind, key, spec, m, n, k, batch) VALUES ('gemm', ?1, ?2, ?3, ?4, ?5, ?6) "
+             "INSERT INTO problems(kind, key, spec, m, n, k, batch) VALUES (?7, ?1, ?2, ?3, ?4, ?5, ?6) "
              "ON CONFLICT(key) DO NOTHING",
              path_);
-    ins.text(1, key).text(2, spec_text).i64(3, p.m).i64(4, p.n).i64(5, p.k).i64(6, p.batch).run();
+    // m, n, k, batch: a convolution's implicit GEMM, so that size queries work across kinds.
+    const GemmProblem g = p.gemm_view();
+    ins.text(1, key).text(2, spec_text).i64(3, g.m).i64(4, g.n).i64(5, g.k).i64(6, g.batch).text(7, to_string(p.kind())).run();
     Stmt sel(db_.get(), "SELECT id FROM problems WHERE key = ?1", path_);
     sel.text(1, key);
     if (!sel.step()) throw Error(path_ + ": upsert_problem: row vanished after insert");

@@ -53,7 +53,7 @@ class Database {
   // Insert if new; return the id of the row with these exact values.
   std::int64_t upsert_device(const DeviceRecord& d);
   // By problem.key(); the first spec stored for a key is kept.
-  std::int64_t upsert_problem(const GemmProblem& p);
+  std::int64_t upsert_problem(const Problem& p);  // problems.kind from p.kind()
   // By (kernel_name, source_hash).
   std::int64_t upsert_solution(const Solution& s, const std::string& source_hash);
   // Insert unless a code object with this cache_key exists (then it is kept as is, failed or

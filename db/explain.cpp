@@ -35,7 +35,7 @@ std::string fmt(const char* f, double v) {
 
 }  // namespace
 
-GemmProblem parse_problem_json(const std::string& text) {
+Problem parse_problem_json(const std::string& text) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -43,15 +43,21 @@ GemmProblem parse_problem_json(const std::string& text) {
     throw Error("bad problem JSON (not valid JSON): " + std::string(e.what()));
   }
   if (!j.is_object()) throw Error("bad problem JSON: expected an object such as {\"dtype\": \"f32\", \"m\": 512, \"n\": 512, \"k\": 512}, got " + j.dump());
-  static const std::set<std::string> fields = {"dtype", "a_type", "c_type", "compute", "transA", "transB",
-                                               "m", "n", "k", "batch", "lda", "ldb", "ldc",
-                                               "stride_a", "stride_b", "stride_c", "beta_zero"};
+  const bool conv = j.contains("kind") && j["kind"] == "conv";
+  static const std::set<std::string> gemm_fields = {"kind", "dtype", "a_type", "c_type", "compute", "transA", "transB",
+                                                    "m", "n", "k", "batch", "lda", "ldb", "ldc",
+                                                    "stride_a", "stride_b", "stride_c", "beta_zero"};
+  static const std::set<std::string> conv_fields = {"kind", "direction", "layout", "dtype", "in_type", "out_type",
+                                                    "n", "c", "h", "w", "k", "r", "s", "stride", "pad", "dilation",
+                                                    "groups"};
+  const std::set<std::string>& fields = conv ? conv_fields : gemm_fields;
   for (const auto& [name, value] : j.items())
-    if (!fields.count(name))
-      throw Error("bad problem JSON: unknown field '" + name +
-                  "' (known: dtype, a_type, c_type, compute, transA, transB, m, n, k, batch, lda, ldb, ldc, "
-                  "stride_a, stride_b, stride_c, beta_zero)");
-  GemmProblem p;
+    if (!fields.count(name)) {
+      std::string known;
+      for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f;
+      throw Error("bad problem JSON: unknown field '" + name + "' (known: " + known + ")");
+    }
+  Problem p;
   try {
     from_json(j, p);
     p.validate();
@@ -134,7 +140,7 @@ std::string resolve_arch(Database& db, const std::string& given) {
   throw Error(db.path() + ": the database holds several arches (" + join(arches) + "); pick one with --arch");
 }
 
-Explanation explain(Database& db, const GemmProblem& problem, const std::string& arch_given) {
+Explanation explain(Database& db, const Problem& problem, const std::string& arch_given) {
   Explanation e;
   e.arch = resolve_arch(db, arch_given);
   e.problem = problem.canonical();
@@ -182,7 +188,7 @@ Explanation explain(Database& db, const GemmProblem& problem, const std::string&
     e.distance = near->distance;
     return e;
   }
-  FallbackChoice c = choose_fallback(fallback_templates(e.device.backend), e.problem, e.device);
+  FallbackChoice c = choose_fallback(fallback_templates(e.device.backend, e.problem.kind()), e.problem, e.device);
   e.rejected = c.rejected;
   if (c.tmpl) {
     e.choice = Explanation::Choice::Fallback;

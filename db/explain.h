@@ -12,14 +12,15 @@
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
 #include "solutions/selection.h"
-#include "solutions/problem.h"
+#include "solutions/any_problem.h"
 
 namespace tiletune::db {
 
-// A GemmProblem from the JSON of a tuning config's problem (dtype or a_type/c_type, compute,
-// transA, transB, m, n, k, batch, lda, ldb, ldc, stride_*, beta_zero); validated and canonical.
+// A problem from the JSON of a tuning config's problem: a GEMM (dtype or a_type/c_type, compute,
+// transA, transB, m, n, k, batch, lda, ldb, ldc, stride_*, beta_zero) or, with "kind": "conv", a
+// convolution (solutions/conv_problem.h); validated and canonical.
 // Throws Error saying what is wrong (not JSON, not an object, an unknown field, a bad value).
-GemmProblem parse_problem_json(const std::string& text);
+Problem parse_problem_json(const std::string& text);
 
 // The device properties the kernel constraints read, for an arch known only by name (and by the
 // devices table row when there is one): "sm_XY" -> CUDA with compute capability XY, "gfxNNN" ->
@@ -31,7 +32,7 @@ gpu::DeviceInfo device_for_arch(const std::string& arch, const std::optional<Dev
 std::optional<std::string> winner_unusable(const WinnerRecord& w, const gpu::DeviceInfo& dev);
 
 struct Explanation {
-  GemmProblem problem;  // canonical
+  Problem problem;  // canonical
   std::string key;
   std::string arch;
   gpu::DeviceInfo device;  // as assumed for the constraints
@@ -53,7 +54,7 @@ struct Explanation {
 std::string resolve_arch(Database& db, const std::string& given);
 
 // Throws Error for an arch the database has no measurements of (naming those it has).
-Explanation explain(Database& db, const GemmProblem& problem, const std::string& arch);
+Explanation explain(Database& db, const Problem& problem, const std::string& arch);
 std::string format(const Explanation& e);
 
 }  // namespace tiletune::db

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "solutions/problem.h"
+#include "solutions/any_problem.h"
 #include "solutions/solution.h"
 
 namespace tiletune::db {
@@ -86,7 +86,7 @@ struct WinnerRecord {
   std::string arch;
   std::int64_t problem_id = 0;
   std::string problem_key;
-  GemmProblem problem;
+  Problem problem;
   Solution solution;
   std::int64_t solution_id = 0;
   std::string source_hash;
@@ -121,7 +121,7 @@ struct SolutionRow {
 struct ProblemSpecRow {
   std::int64_t id = 0;
   std::string key;
-  GemmProblem problem;
+  Problem problem;
 };
 
 }  // namespace tiletune::db

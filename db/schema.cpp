@@ -123,6 +123,27 @@ INSERT INTO provenance(measurement_id, source, source_measurement_id, sweep, dev
   SELECT id, '', id, sweep, device_id, created_at FROM measurements;
 )sql";
 
+// Version 4: convolution problems (problems.kind 'conv'). SQLite cannot alter a CHECK, so the
+// table is rebuilt with the same ids; the measurements and winners that reference it are
+// satisfied again by the end of the transaction (foreign keys are deferred until then).
+const char* const kV4 = R"sql(
+PRAGMA defer_foreign_keys = ON;
+CREATE TEMP TABLE problems_v3 AS SELECT id, kind, key, spec, m, n, k, batch FROM problems;
+DROP TABLE problems;
+CREATE TABLE problems(
+  id    INTEGER PRIMARY KEY,
+  kind  TEXT NOT NULL DEFAULT 'gemm' CHECK (kind IN ('gemm', 'conv')),
+  key   TEXT NOT NULL UNIQUE,
+  spec  TEXT NOT NULL,
+  m     INTEGER NOT NULL,
+  n     INTEGER NOT NULL,
+  k     INTEGER NOT NULL,
+  batch INTEGER NOT NULL
+);
+INSERT INTO problems(id, kind, key, spec, m, n, k, batch) SELECT id, kind, key, spec, m, n, k, batch FROM problems_v3;
+DROP TABLE temp.problems_v3;
+)sql";
+
 #undef TT_NOW
 
 std::string errmsg(sqlite3* db) { return db ? sqlite3_errmsg(db) : "out of memory"; }
@@ -164,6 +185,7 @@ const std::vector<Migration>& migrations() {
       {1, "initial schema", kV1},
       {2, "indexes for winner updates and code object lookup", kV2},
       {3, "provenance of every measurement (source database, sweep, device)", kV3},
+      {4, "convolution problems (problems.kind 'conv')", kV4},
   };
   return list;
 }

@@ -70,7 +70,7 @@ class Copier {
       throw Error(src_.path() + ": a row names solution " + std::to_string(src_id) + ", which is not in the file");
     return solutions_[src_id] = dst_.upsert_solution(it->second.solution, it->second.source_hash);
   }
-  void problem(std::int64_t src_id, const GemmProblem& p) { problems_[src_id] = dst_.upsert_problem(p); }
+  void problem(std::int64_t src_id, const Problem& p) { problems_[src_id] = dst_.upsert_problem(p); }
   std::int64_t problem(std::int64_t src_id) const {
     auto it = problems_.find(src_id);
     if (it == problems_.end())

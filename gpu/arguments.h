@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernel_templates/conv_params.h"
 #include "kernel_templates/gemm_params.h"
 #include "solutions/kernel_template.h"
 
@@ -12,5 +13,8 @@ namespace tiletune::gpu {
 // built by the CUDA backend (Error where CUDA is not built in).
 std::vector<std::uint8_t> kernel_arguments(const KernelTemplate& t, const TtGemmParams& p, const GemmProblem& problem,
                                            const Variables& vars);
+
+// A convolution kernel's argument ("conv"): sizes from the canonical problem, tensors by role.
+TtConvParams conv_arguments(const ConvProblem& p, void* x, void* wt, void* y);
 
 }  // namespace tiletune::gpu

@@ -83,6 +83,35 @@ tiletune_status_t need_handle(tiletune_handle_t h) {
   return TILETUNE_ERROR_INVALID_VALUE;
 }
 
+tiletune::ConvProblem make_conv(const tiletune_conv_desc_t* d, tiletune::ConvDirection dir) {
+  if (!d) throw tiletune::Error("null convolution descriptor");
+  if (d->layout != TILETUNE_LAYOUT_NHWC && d->layout != TILETUNE_LAYOUT_NCHW)
+    throw tiletune::Error("unknown convolution layout " + std::to_string(int(d->layout)));
+  tiletune::ConvProblem p;
+  p.direction = dir;
+  p.layout = d->layout == TILETUNE_LAYOUT_NCHW ? tiletune::ConvLayout::NCHW : tiletune::ConvLayout::NHWC;
+  p.in_type = dtype(d->in_type);
+  p.out_type = dtype(d->out_type);
+  p.n = d->n, p.c = d->c, p.h = d->h, p.w = d->w, p.k = d->k, p.r = d->r, p.s = d->s;
+  p.stride_h = d->stride_h, p.stride_w = d->stride_w, p.pad_h = d->pad_h, p.pad_w = d->pad_w;
+  p.dil_h = d->dilation_h, p.dil_w = d->dilation_w, p.groups = d->groups;
+  p.validate();
+  return p;
+}
+
+// The three directions differ only in which tensor is written (pointers by forward role).
+tiletune_status_t run_conv(tiletune_handle_t h, const tiletune_conv_desc_t* d, tiletune::ConvDirection dir,
+                           const void* x, const void* w, const void* y, void* stream) {
+  if (auto s = need_handle(h)) return s;
+  tiletune::ConvProblem p;
+  tiletune_status_t s = guarded(TILETUNE_ERROR_INVALID_VALUE, [&] { p = make_conv(d, dir); });
+  if (s != TILETUNE_SUCCESS) return s;
+  return guarded(TILETUNE_ERROR_LAUNCH, [&] {
+    h->rt->conv(p, const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y), stream);
+  });
+}
+
+
 }  // namespace
 
 extern "C" {
@@ -174,6 +203,31 @@ tiletune_status_t tiletune_explain(tiletune_handle_t h, tiletune_operation_t op_
     text[text_size - 1] = '\0';
   }
   return s;
+}
+
+void tiletune_conv_desc_init(tiletune_conv_desc_t* d, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
+                             int64_t r, int64_t s) {
+  if (!d) return;
+  *d = tiletune_conv_desc_t{};
+  d->n = n, d->c = c, d->h = h, d->w = w, d->k = k, d->r = r, d->s = s;
+  d->stride_h = d->stride_w = d->dilation_h = d->dilation_w = d->groups = 1;
+  d->layout = TILETUNE_LAYOUT_NHWC;
+  d->in_type = d->out_type = TILETUNE_R_32F;
+}
+
+tiletune_status_t tiletune_conv_forward(tiletune_handle_t h, const tiletune_conv_desc_t* d, const void* x,
+                                        const void* w, void* y, void* stream) {
+  return run_conv(h, d, tiletune::ConvDirection::Forward, x, w, y, stream);
+}
+
+tiletune_status_t tiletune_conv_backward_data(tiletune_handle_t h, const tiletune_conv_desc_t* d, const void* dy,
+                                              const void* w, void* dx, void* stream) {
+  return run_conv(h, d, tiletune::ConvDirection::BackwardData, dx, w, dy, stream);
+}
+
+tiletune_status_t tiletune_conv_backward_filter(tiletune_handle_t h, const tiletune_conv_desc_t* d, const void* x,
+                                                const void* dy, void* dw, void* stream) {
+  return run_conv(h, d, tiletune::ConvDirection::BackwardFilter, x, dw, dy, stream);
 }
 
 tiletune_status_t tiletune_get_stats(tiletune_handle_t h, tiletune_stats_t* out) {

@@ -17,11 +17,21 @@
 namespace tiletune::runtime {
 
 ProblemKey::ProblemKey(const GemmProblem& p)
-    : v{std::int64_t(p.a_type), std::int64_t(p.c_type), p.trans_a, p.trans_b, p.m, p.n, p.k, p.batch, p.lda, p.ldb,
-        p.ldc, p.stride_a, p.stride_b, p.stride_c, p.beta_zero, p.compute_tf32} {}
+    : v{0, std::int64_t(p.a_type), std::int64_t(p.c_type), p.trans_a, p.trans_b, p.m, p.n, p.k, p.batch, p.lda, p.ldb,
+        p.ldc, p.stride_a, p.stride_b, p.stride_c, p.beta_zero, p.compute_tf32, 0, 0, 0} {}
+
+ProblemKey::ProblemKey(const ConvProblem& p)
+    : v{1, std::int64_t(p.direction) | std::int64_t(p.layout) << 2 | std::int64_t(p.in_type) << 4 |
+               std::int64_t(p.out_type) << 6,
+        p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w, p.groups,
+        0, 0, 0, 0} {}
+
+static ProblemKey key_of(const Problem& p) { return p.is_conv() ? ProblemKey(p.conv()) : ProblemKey(p.gemm()); }
+
+ProblemKey::ProblemKey(const Problem& p) : ProblemKey(key_of(p)) {}
 
 bool ProblemKey::operator==(const ProblemKey& o) const {
-  for (int i = 0; i < 16; ++i)
+  for (int i = 0; i < 20; ++i)
     if (v[i] != o.v[i]) return false;
   return true;
 }
@@ -47,6 +57,7 @@ Runtime::Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path
     : dev_(std::move(device)), db_(db::Database::open(db_path, db::Mode::ReadOnly)) {
   const gpu::DeviceInfo& info = dev_->info();
   fallback_templates_ = fallback_templates(info.backend);
+  conv_fallback_templates_ = fallback_templates(info.backend, ProblemKind::Conv);
   if (fallback_templates_.empty())
     throw Error(std::string("no kernel template offers a fallback for backend ") + gpu::to_string(info.backend));
 
@@ -60,7 +71,7 @@ Runtime::Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path
                    db_path.c_str(), w.problem_key.c_str(), w.solution.template_name.c_str());
       continue;
     }
-    GemmProblem p = w.problem.canonical();
+    const Problem p = w.problem.canonical();
     auto loaded = std::make_unique<Loaded>();
     loaded->tmpl = t;
     loaded->solution = w.solution;
@@ -86,7 +97,7 @@ Runtime::Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path
   }
 }
 
-std::shared_ptr<gpu::Kernel> Runtime::compile(const KernelTemplate& t, const Solution& s, const GemmProblem& p) {
+std::shared_ptr<gpu::Kernel> Runtime::compile(const KernelTemplate& t, const Solution& s, const Problem& p) {
   gpu::CompileResult r = dev_->compiler().compile(t.compile_request(s, p, dev_->info()));
   if (!r.ok) throw Error("compiling " + s.kernel_name() + " failed: " + r.log.substr(0, 2000));
   ++stats_.jit_compiles;
@@ -117,7 +128,7 @@ std::shared_ptr<gpu::Kernel> Runtime::load_winner(Loaded& w) {
   return w.kernel;
 }
 
-std::shared_ptr<gpu::Kernel> Runtime::fallback_kernel(const KernelTemplate& t, const GemmProblem& p) {
+std::shared_ptr<gpu::Kernel> Runtime::fallback_kernel(const KernelTemplate& t, const Problem& p) {
   Solution s = t.default_solution();
   std::string key = t.name_expression(s, p);
   std::lock_guard<std::mutex> lock(fallback_mu_);
@@ -157,12 +168,13 @@ bool Runtime::can_run(const KernelTemplate& t, const Solution& s, const GemmProb
   return !t.violation(vars);
 }
 
-std::unique_ptr<Runtime::Plan> Runtime::fallback_plan(const GemmProblem& p, const void* a, const void* b,
+std::unique_ptr<Runtime::Plan> Runtime::fallback_plan(const Problem& p, const void* a, const void* b,
                                                       const void* c) {
   // With pointers, their alignment may be below what the leading dimensions imply.
   std::function<void(Variables&)> adjust;
-  if (a) adjust = [&](Variables& v) { lower_alignment(v, p, a, b, c); };
-  FallbackChoice choice = choose_fallback(fallback_templates_, p, dev_->info(), adjust);
+  if (a && !p.is_conv()) adjust = [&](Variables& v) { lower_alignment(v, p.gemm(), a, b, c); };
+  FallbackChoice choice =
+      choose_fallback(p.is_conv() ? conv_fallback_templates_ : fallback_templates_, p, dev_->info(), adjust);
   if (!choice.tmpl) throw Error("no kernel can run " + p.key() + " on " + dev_->info().arch + ": no template's default fits");
   const KernelTemplate* t = choice.tmpl;
   auto plan = std::make_unique<Plan>();
@@ -177,7 +189,7 @@ std::unique_ptr<Runtime::Plan> Runtime::fallback_plan(const GemmProblem& p, cons
   return plan;
 }
 
-std::unique_ptr<Runtime::Plan> Runtime::make_plan(const GemmProblem& p) {
+std::unique_ptr<Runtime::Plan> Runtime::make_plan(const Problem& p) {
   std::optional<NearestChoice> near = nearest_tuned(tuned_, p, dev_->info());
   if (!near) {
     auto plan = fallback_plan(p, nullptr, nullptr, nullptr);
@@ -201,7 +213,7 @@ std::unique_ptr<Runtime::Plan> Runtime::make_plan(const GemmProblem& p) {
   return plan;
 }
 
-Runtime::Plan& Runtime::plan_for(const GemmProblem& p) {
+Runtime::Plan& Runtime::plan_for(const Problem& p) {
   ProblemKey key(p);
   {
     std::shared_lock<std::shared_mutex> lock(plans_mu_);
@@ -220,9 +232,9 @@ bool Runtime::has_exact_winner(const GemmProblem& problem) const {
   return winners_.count(ProblemKey(problem.canonical())) != 0;
 }
 
-std::string Runtime::explain(const GemmProblem& problem) {
+std::string Runtime::explain(const Problem& problem) {
   problem.validate();
-  GemmProblem p = problem.canonical();
+  const Problem p = problem.canonical();
   auto it = winners_.find(ProblemKey(p));
   if (it != winners_.end())
     return "tuned: exact winner " + it->second->solution.kernel_name() + " of " + p.key();
@@ -270,6 +282,37 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
   auto fallback = fallback_plan(p, a, b, c);
   launch(*fallback->kernel, *fallback->tmpl, fallback->dims, fallback->vars, p, args, stream);
   ++stats_.calls;
+  ++stats_.fallbacks;
+}
+
+void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::Stream stream) {
+  problem.validate();
+  if (!x || !wt || !y) throw Error("a null tensor pointer was passed");
+  const ConvProblem p = problem.canonical();
+  TtConvParams args = gpu::conv_arguments(p, x, wt, y);
+  auto run = [&](gpu::Kernel& kernel, const gpu::LaunchDims& dims, Workspaces& ws, std::int64_t workspace_bytes) {
+    args.workspace = ws.get(*dev_, workspace_bytes, stream);
+    dev_->launch(kernel, dims, &args, sizeof args, stream);
+    ++stats_.calls;
+  };
+  auto it = winners_.find(ProblemKey(p));
+  if (it != winners_.end()) {
+    Loaded& w = *it->second;
+    if (auto kernel = load_winner(w)) {
+      run(*kernel, w.dims, w.workspaces, w.workspace_bytes);
+      ++stats_.tuned;
+      return;
+    }
+  }
+  Plan& plan = plan_for(p);
+  ++plan.calls;
+  if (auto kernel = plan.neighbour ? load_winner(*plan.neighbour) : plan.kernel) {
+    run(*kernel, plan.dims, plan.workspaces, plan.workspace_bytes);
+    ++(plan.neighbour ? stats_.nearest : stats_.fallbacks);
+    return;
+  }
+  auto fallback = fallback_plan(p, nullptr, nullptr, nullptr);  // the neighbour failed to load
+  run(*fallback->kernel, fallback->dims, fallback->workspaces, 0);
   ++stats_.fallbacks;
 }
 

@@ -10,6 +10,7 @@
 
 #include "db/database.h"
 #include "gpu/backend.h"
+#include "kernel_templates/conv_params.h"
 #include "kernel_templates/gemm_params.h"
 #include "solutions/kernel_template.h"
 #include "solutions/problem.h"
@@ -29,9 +30,12 @@ class Workspaces {
 };
 
 // The problem key as plain integers: hashing it is far cheaper than building the text key.
+// v[0] is the kind, so that a GEMM and a convolution never share a key.
 struct ProblemKey {
-  std::int64_t v[16];
+  std::int64_t v[20];
   explicit ProblemKey(const GemmProblem& canonical);
+  explicit ProblemKey(const ConvProblem& canonical);
+  explicit ProblemKey(const Problem& canonical);
   bool operator==(const ProblemKey& o) const;
 };
 struct ProblemKeyHash {
@@ -50,12 +54,16 @@ class Runtime {
   // Runs the problem; pointers are the device's. Throws Error on any failure.
   void gemm(const GemmProblem& problem, float alpha, const void* a, const void* b, float beta, void* c,
             gpu::Stream stream);
+  // Runs the convolution; pointers are the device's, named as in solutions/conv_problem.h (the
+  // direction says which one is written). Same lookup and untuned rules as gemm(); convolution
+  // kernels take element-aligned pointers, so there is no alignment check.
+  void conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::Stream stream);
 
   // The first step of every gemm(): check the problem, canonicalise it, look up its exact winner.
   // Exposed for the dispatch-cost benchmark; true when a winner exists.
   bool has_exact_winner(const GemmProblem& problem) const;
-  // What gemm() would run for this problem, and why, in one line (`tiletune db explain`).
-  std::string explain(const GemmProblem& problem);
+  // What gemm() or conv() would run for this problem, and why, in one line (`tiletune db explain`).
+  std::string explain(const Problem& problem);
 
   gpu::Device& device() { return *dev_; }
   const Stats& stats() const { return stats_; }
@@ -65,7 +73,7 @@ class Runtime {
   struct Loaded {
     const KernelTemplate* tmpl = nullptr;
     Solution solution;
-    GemmProblem problem;  // canonical
+    Problem problem;  // canonical
     std::int64_t code_object_id = 0;
     gpu::LaunchDims dims;  // fixed: a winner serves one exact problem
     Variables vars;        // for templates whose arguments are built per call (TMA descriptors)
@@ -88,16 +96,17 @@ class Runtime {
     std::shared_ptr<gpu::Kernel> kernel;  // the fallback's; a neighbour's comes from load_winner
     std::string why;
     std::atomic<std::uint64_t> calls{0};
-    GemmProblem problem;
+    Problem problem;
   };
-  Plan& plan_for(const GemmProblem& p);
-  std::unique_ptr<Plan> make_plan(const GemmProblem& p);
-  std::unique_ptr<Plan> fallback_plan(const GemmProblem& p, const void* a, const void* b, const void* c);
+  Plan& plan_for(const Problem& p);
+  std::unique_ptr<Plan> make_plan(const Problem& p);
+  // a, b, c: a GEMM's pointers, whose alignment the default must admit (nullptr: not checked).
+  std::unique_ptr<Plan> fallback_plan(const Problem& p, const void* a, const void* b, const void* c);
   void record_untuned() const;  // TILETUNE_RECORD_UNTUNED
 
   std::shared_ptr<gpu::Kernel> load_winner(Loaded& w);
-  std::shared_ptr<gpu::Kernel> compile(const KernelTemplate& t, const Solution& s, const GemmProblem& p);
-  std::shared_ptr<gpu::Kernel> fallback_kernel(const KernelTemplate& t, const GemmProblem& p);
+  std::shared_ptr<gpu::Kernel> compile(const KernelTemplate& t, const Solution& s, const Problem& p);
+  std::shared_ptr<gpu::Kernel> fallback_kernel(const KernelTemplate& t, const Problem& p);
   void launch(gpu::Kernel& kernel, const KernelTemplate& t, const gpu::LaunchDims& dims, const Variables& vars,
               const GemmProblem& p, const TtGemmParams& args, gpu::Stream stream);
   // Whether `s` may run `p` with these pointers (their alignment may be below what ld implies).
@@ -111,7 +120,8 @@ class Runtime {
   std::unordered_map<ProblemKey, std::unique_ptr<Loaded>, ProblemKeyHash> winners_;
   std::vector<TunedEntry> tuned_;           // the winners again, for nearest_tuned(); same order as
   std::vector<Loaded*> tuned_loaded_;       // these
-  std::vector<const KernelTemplate*> fallback_templates_;  // by fallback_rank
+  std::vector<const KernelTemplate*> fallback_templates_;       // GEMM, by fallback_rank
+  std::vector<const KernelTemplate*> conv_fallback_templates_;  // convolution (may be none)
   std::mutex fallback_mu_;
   std::unordered_map<std::string, std::shared_ptr<gpu::Kernel>> fallbacks_;  // by name expression
   std::shared_mutex plans_mu_;

@@ -14,6 +14,11 @@
  * about a factor of two in m, n, k), else the general default kernel; both are counted in the stats.
  * With TILETUNE_RECORD_UNTUNED=<file>, tiletune_destroy writes every untuned problem with its call
  * count to <file> as a tuning config that `tiletune tune` takes as input.
+ *
+ * Convolutions (tiletune_conv_*) follow the same rules: the exact problem's winner, else the
+ * nearest tuned convolution of the same direction, types, layout, filter size, stride, padding,
+ * dilation and groups (within about a factor of two in n, c, k and h*w), else the default of the
+ * first convolution template admitting it; counted in the same stats.
  */
 #ifndef TILETUNE_H
 #define TILETUNE_H
@@ -51,6 +56,22 @@ typedef struct {
   uint64_t jit_compiles; /* kernels compiled at run time (fallbacks, or no code object for this arch) */
 } tiletune_stats_t;
 
+/* Activations NHWC with KRSC filters, or NCHW with KCRS filters (outputs laid out like inputs). */
+typedef enum { TILETUNE_LAYOUT_NHWC = 0, TILETUNE_LAYOUT_NCHW = 1 } tiletune_conv_layout_t;
+
+/* A 2-d convolution y = conv(x, w), described by its forward shapes whatever the direction:
+ *   x: n x c x h x w, w: k x (c / groups) x r x s, y: n x k x p x q with
+ *   p = (h + 2*pad_h - dilation_h*(r-1) - 1) / stride_h + 1, q likewise.
+ * in_type: the two tensors read; out_type: the tensor written. Accumulation is fp32; the written
+ * tensor is overwritten (no alpha / beta). Pointers need only element alignment.
+ * tiletune_conv_desc_init fills stride, dilation and groups with 1, padding with 0, NHWC, fp32. */
+typedef struct {
+  int64_t n, c, h, w, k, r, s;
+  int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
+  tiletune_conv_layout_t layout;
+  tiletune_datatype_t in_type, out_type;
+} tiletune_conv_desc_t;
+
 /* backend: "auto" (CUDA, else HIP, else host), "cuda", "hip" or "host". */
 tiletune_status_t tiletune_create(tiletune_handle_t* handle, const char* db_path, const char* backend, int device);
 tiletune_status_t tiletune_destroy(tiletune_handle_t handle);
@@ -87,6 +108,18 @@ tiletune_status_t tiletune_explain(tiletune_handle_t handle, tiletune_operation_
                                    int64_t m, int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda,
                                    int64_t ldb, tiletune_datatype_t c_type, int64_t ldc, int64_t batch,
                                    int beta_is_zero, tiletune_compute_t compute, char* text, size_t text_size);
+
+void tiletune_conv_desc_init(tiletune_conv_desc_t* desc, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
+                             int64_t r, int64_t s);
+/* y = conv(x, w). */
+tiletune_status_t tiletune_conv_forward(tiletune_handle_t handle, const tiletune_conv_desc_t* desc, const void* x,
+                                        const void* w, void* y, void* stream);
+/* dx = the input gradient from the output gradient dy (shaped like y) and the filters w. */
+tiletune_status_t tiletune_conv_backward_data(tiletune_handle_t handle, const tiletune_conv_desc_t* desc,
+                                              const void* dy, const void* w, void* dx, void* stream);
+/* dw = the filter gradient from the input x and the output gradient dy. */
+tiletune_status_t tiletune_conv_backward_filter(tiletune_handle_t handle, const tiletune_conv_desc_t* desc,
+                                                const void* x, const void* dy, void* dw, void* stream);
 
 tiletune_status_t tiletune_get_stats(tiletune_handle_t handle, tiletune_stats_t* stats);
 /* Arch of the handle's device, e.g. "sm_90a", and the number of tuned problems loaded for it. */

@@ -45,6 +45,18 @@ class Handle {
             tiletune_datatype_t c_type, int64_t ldc, void* stream = nullptr) {
     check(tiletune_gemm(h_, op_a, op_b, m, n, k, alpha, a, ab_type, lda, b, ldb, beta, c, c_type, ldc, stream));
   }
+  // Convolutions (tiletune.h): forward, input gradient, filter gradient.
+  void conv_forward(const tiletune_conv_desc_t& d, const void* x, const void* w, void* y, void* stream = nullptr) {
+    check(tiletune_conv_forward(h_, &d, x, w, y, stream));
+  }
+  void conv_backward_data(const tiletune_conv_desc_t& d, const void* dy, const void* w, void* dx,
+                          void* stream = nullptr) {
+    check(tiletune_conv_backward_data(h_, &d, dy, w, dx, stream));
+  }
+  void conv_backward_filter(const tiletune_conv_desc_t& d, const void* x, const void* dy, void* dw,
+                            void* stream = nullptr) {
+    check(tiletune_conv_backward_filter(h_, &d, x, dy, dw, stream));
+  }
   void gemm_strided_batched(tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m, int64_t n, int64_t k,
                             float alpha, const void* a, tiletune_datatype_t ab_type, int64_t lda, int64_t stride_a,
                             const void* b, int64_t ldb, int64_t stride_b, float beta, void* c,

@@ -65,6 +65,9 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
     t.workspace_ = Expression::parse(j.value("workspace_bytes", std::string("0")));
     t.arguments_ = j.value("arguments", std::string("gemm"));
     t.fallback_rank_ = j.value("fallback_rank", -1);
+    const std::string kind = j.value("problem", std::string("gemm"));
+    if (kind != "gemm" && kind != "conv") throw Error(where + ": unknown \"problem\" kind '" + kind + "' (gemm or conv)");
+    t.kind_ = kind == "conv" ? ProblemKind::Conv : ProblemKind::Gemm;
     if (j.contains("model")) {
       const auto& m = j.at("model");
       if (!m.is_object()) throw Error(where + ": \"model\" must be an object");
@@ -85,8 +88,10 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
         if (!t.model_.count(key)) throw Error(where + ": \"model\" needs '" + key + "'");
       t.has_model_ = true;
     }
-    if (t.arguments_ != "gemm" && t.arguments_ != "gemm_tma")
-      throw Error(where + ": unknown \"arguments\" kind '" + t.arguments_ + "' (gemm or gemm_tma)");
+    if (t.arguments_ != "gemm" && t.arguments_ != "gemm_tma" && t.arguments_ != "conv")
+      throw Error(where + ": unknown \"arguments\" kind '" + t.arguments_ + "' (gemm, gemm_tma or conv)");
+    if ((t.arguments_ == "conv") != (t.kind_ == ProblemKind::Conv))
+      throw Error(where + ": \"arguments\" conv goes with \"problem\" conv, and only with it");
   } catch (const nlohmann::json::exception& e) {
     throw Error(where + ": " + e.what());
   }
@@ -122,9 +127,41 @@ void KernelTemplate::add_constraint(const std::string& name, const std::string& 
   constraints_.emplace_back(name, Expression::parse(expression));
 }
 
-Variables KernelTemplate::variables(const Solution& s, const GemmProblem& problem, const gpu::DeviceInfo& dev) const {
-  GemmProblem p = problem.canonical();
+// A convolution's names: its implicit GEMM's sizes as M, N, K, BATCH, and its own.
+static void conv_variables(const ConvProblem& c, Variables& v) {
+  const ImplicitGemm g = c.implicit_gemm();
+  v["M"] = g.m;
+  v["N"] = g.n;
+  v["K"] = g.k;
+  v["BATCH"] = g.batch;
+  v["A_BYTES"] = size_of(c.in_type);
+  v["C_BYTES"] = size_of(c.out_type);
+  v["CONV_N"] = c.n, v["CONV_C"] = c.c, v["CONV_H"] = c.h, v["CONV_W"] = c.w, v["CONV_K"] = c.k;
+  v["CONV_R"] = c.r, v["CONV_S"] = c.s, v["CONV_P"] = c.p(), v["CONV_Q"] = c.q();
+  v["STRIDE_H"] = c.stride_h, v["STRIDE_W"] = c.stride_w, v["PAD_H"] = c.pad_h, v["PAD_W"] = c.pad_w;
+  v["DIL_H"] = c.dil_h, v["DIL_W"] = c.dil_w, v["GROUPS"] = c.groups;
+  v["DIRECTION"] = std::int64_t(c.direction);
+  v["LAYOUT_NCHW"] = c.layout == ConvLayout::NCHW;
+}
+
+static void device_variables(const gpu::DeviceInfo& dev, Variables& v) {
+  v["DEV_MAX_THREADS"] = dev.max_threads_per_block;
+  v["DEV_LDS_BYTES"] = dev.shared_bytes_per_block;
+  v["DEV_WARP"] = dev.warp_size;
+  v["DEV_MULTIPROCESSORS"] = dev.multiprocessors;
+  v["DEV_LDS_OPTIN_BYTES"] = dev.shared_bytes_optin;
+  v["DEV_CC"] = dev.compute_capability;
+}
+
+Variables KernelTemplate::variables(const Solution& s, const Problem& problem, const gpu::DeviceInfo& dev) const {
   Variables v(s.params.begin(), s.params.end());
+  if (problem.is_conv()) {
+    conv_variables(problem.conv(), v);
+    device_variables(dev, v);
+    for (const auto& [name, expr] : derived_) v[name] = expr.eval(v);
+    return v;
+  }
+  GemmProblem p = problem.gemm().canonical();
   v["M"] = p.m;
   v["N"] = p.n;
   v["K"] = p.k;
@@ -139,12 +176,7 @@ Variables KernelTemplate::variables(const Solution& s, const GemmProblem& proble
   v["ALIGN_A"] = alignment_elements(p.lda, p.stride_a, p.batch, size_of(p.a_type));
   v["ALIGN_B"] = alignment_elements(p.ldb, p.stride_b, p.batch, size_of(p.a_type));
   v["ALIGN_C"] = alignment_elements(p.ldc, p.stride_c, p.batch, size_of(p.c_type));
-  v["DEV_MAX_THREADS"] = dev.max_threads_per_block;
-  v["DEV_LDS_BYTES"] = dev.shared_bytes_per_block;
-  v["DEV_WARP"] = dev.warp_size;
-  v["DEV_MULTIPROCESSORS"] = dev.multiprocessors;
-  v["DEV_LDS_OPTIN_BYTES"] = dev.shared_bytes_optin;
-  v["DEV_CC"] = dev.compute_capability;
+  device_variables(dev, v);
   v["COMPUTE_TF32"] = p.compute_tf32;
   for (const auto& [name, expr] : derived_) v[name] = expr.eval(v);
   return v;
@@ -191,7 +223,19 @@ std::optional<ModelShape> KernelTemplate::model_shape(const Variables& vars) con
   return s;
 }
 
-std::string KernelTemplate::name_expression(const Solution& s, const GemmProblem& p) const {
+std::string KernelTemplate::name_expression(const Solution& s, const Problem& problem) const {
+  // Types and layout tokens; the other kind's tokens stay as written (and fail to compile).
+  DataType ta, tc;
+  bool trans_a = false, trans_b = false, nchw = false;
+  int dir = 0;
+  if (problem.is_conv()) {
+    const ConvProblem& c = problem.conv();
+    ta = c.in_type, tc = c.out_type, nchw = c.layout == ConvLayout::NCHW, dir = int(c.direction);
+  } else {
+    const GemmProblem& g = problem.gemm();
+    ta = g.a_type, tc = g.c_type, trans_a = g.trans_a, trans_b = g.trans_b;
+  }
+  const bool conv = problem.is_conv();
   std::string out;
   const std::string& in = instance_;
   for (size_t i = 0; i < in.size();) {
@@ -200,10 +244,12 @@ std::string KernelTemplate::name_expression(const Solution& s, const GemmProblem
       while (j < in.size() && (std::isalnum(static_cast<unsigned char>(in[j])) || in[j] == '_')) ++j;
       std::string id = in.substr(i, j - i);
       auto it = s.params.find(id);
-      if (id == "TA") out += device_type_name(p.a_type);
-      else if (id == "TC") out += device_type_name(p.c_type);
-      else if (id == "TRANSA") out += p.trans_a ? "true" : "false";
-      else if (id == "TRANSB") out += p.trans_b ? "true" : "false";
+      if (id == "TA") out += device_type_name(ta);
+      else if (id == "TC") out += device_type_name(tc);
+      else if (id == "TRANSA" && !conv) out += trans_a ? "true" : "false";
+      else if (id == "TRANSB" && !conv) out += trans_b ? "true" : "false";
+      else if (id == "DIR" && conv) out += std::to_string(dir);
+      else if (id == "NCHW" && conv) out += nchw ? "true" : "false";
       else if (it != s.params.end()) out += std::to_string(it->second);
       else out += id;  // the template's own name
       i = j;
@@ -214,7 +260,7 @@ std::string KernelTemplate::name_expression(const Solution& s, const GemmProblem
   return out;
 }
 
-gpu::CompileRequest KernelTemplate::compile_request(const Solution& s, const GemmProblem& p,
+gpu::CompileRequest KernelTemplate::compile_request(const Solution& s, const Problem& p,
                                                     const gpu::DeviceInfo& dev) const {
   gpu::CompileRequest r;
   r.headers = sources_ ? *sources_ : embedded_kernel_sources();

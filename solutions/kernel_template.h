@@ -13,7 +13,7 @@
 
 #include "gpu/backend.h"
 #include "solutions/expression.h"
-#include "solutions/problem.h"
+#include "solutions/any_problem.h"
 #include "solutions/solution.h"
 
 namespace tiletune {
@@ -58,6 +58,9 @@ class KernelTemplate {
   const std::string& name() const { return name_; }
   const std::string& source_file() const { return source_; }
   bool supports(gpu::BackendKind backend) const;
+  // The kind of problem the template computes ("problem" in the JSON: "gemm", the default, or
+  // "conv"); a template is only ever paired with problems of its kind.
+  ProblemKind problem_kind() const { return kind_; }
   const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& parameters() const { return params_; }
   const std::map<std::string, std::int64_t>& defaults() const { return defaults_; }
   Solution default_solution() const { return Solution{name_, defaults_}; }
@@ -67,14 +70,18 @@ class KernelTemplate {
   void add_constraint(const std::string& name, const std::string& expression);
 
   // All the names an expression may use: parameters, problem, device, then derived values.
-  Variables variables(const Solution& s, const GemmProblem& p, const gpu::DeviceInfo& dev) const;
+  // Every problem gives M, N, K, BATCH, A_BYTES, C_BYTES (a convolution: its implicit GEMM, and
+  // its input / output element sizes); a GEMM adds TRANSA, TRANSB, ALIGN_A/B/C, COMPUTE_TF32; a
+  // convolution CONV_N, CONV_C, CONV_H, CONV_W, CONV_K, CONV_R, CONV_S, CONV_P, CONV_Q,
+  // STRIDE_H/W, PAD_H/W, DIL_H/W, GROUPS, DIRECTION (0 fwd, 1 dgrad, 2 wgrad) and LAYOUT_NCHW.
+  Variables variables(const Solution& s, const Problem& p, const gpu::DeviceInfo& dev) const;
   // Name and text of the first constraint the candidate breaks, or nullopt when it can run.
   std::optional<std::string> violation(const Variables& vars) const;
   gpu::LaunchDims launch_dims(const Variables& vars) const;
   // Bytes of zeroed device scratch the kernel needs (TtGemmParams::workspace), 0 for most.
   std::int64_t workspace_bytes(const Variables& vars) const { return workspace_.eval(vars); }
-  // How the kernel's single argument is built: "gemm" (TtGemmParams as is) or "gemm_tma"
-  // (TtGemmParams plus TMA descriptors, built by the CUDA backend).
+  // How the kernel's single argument is built: "gemm" (TtGemmParams as is), "gemm_tma"
+  // (TtGemmParams plus TMA descriptors, built by the CUDA backend) or "conv" (TtConvParams).
   const std::string& arguments() const { return arguments_; }
   // Preference of this template's default as the runtime's kernel for untuned problems: lower is
   // tried first; -1 (no "fallback_rank" in the JSON) means never. A template that declares a rank
@@ -83,10 +90,11 @@ class KernelTemplate {
   // Whether the JSON has a "model" section, and its values for one candidate (nullopt without one).
   bool has_model() const { return has_model_; }
   std::optional<ModelShape> model_shape(const Variables& vars) const;
-  // "simt_gemm<float, float, false, false, 128, ...>": the instance pattern with values put in.
-  std::string name_expression(const Solution& s, const GemmProblem& p) const;
+  // "simt_gemm<float, float, false, false, 128, ...>": the instance pattern with values put in:
+  // TA, TC (types), TRANSA, TRANSB (GEMM), DIR (0 fwd, 1 dgrad, 2 wgrad) and NCHW (convolution).
+  std::string name_expression(const Solution& s, const Problem& p) const;
   // Translation unit and headers for a backend's compiler.
-  gpu::CompileRequest compile_request(const Solution& s, const GemmProblem& p, const gpu::DeviceInfo& dev) const;
+  gpu::CompileRequest compile_request(const Solution& s, const Problem& p, const gpu::DeviceInfo& dev) const;
   // Hash of the source and every header it can include: a changed kernel never reuses old objects.
   const std::string& source_hash() const;
 
@@ -99,6 +107,7 @@ class KernelTemplate {
   std::vector<std::pair<std::string, Expression>> constraints_;
   Expression block_, grid_x_, grid_y_, grid_z_, shared_bytes_, cluster_x_, cluster_y_, workspace_;
   int fallback_rank_ = -1;
+  ProblemKind kind_ = ProblemKind::Gemm;
   bool has_model_ = false;
   std::map<std::string, Expression> model_;  // key of the "model" section -> expression
   std::vector<Expression> model_prefer_;

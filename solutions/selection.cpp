@@ -8,15 +8,28 @@
 
 namespace tiletune {
 
-double problem_distance(const GemmProblem& a, const GemmProblem& b) {
+static double log_ratio(std::int64_t x, std::int64_t y) { return std::abs(std::log(double(x) / double(y))); }
+
+static double conv_distance(const ConvProblem& a, const ConvProblem& b) {
+  if (a.direction != b.direction || a.layout != b.layout || a.in_type != b.in_type || a.out_type != b.out_type ||
+      a.r != b.r || a.s != b.s || a.stride_h != b.stride_h || a.stride_w != b.stride_w || a.pad_h != b.pad_h ||
+      a.pad_w != b.pad_w || a.dil_h != b.dil_h || a.dil_w != b.dil_w || a.groups != b.groups)
+    return std::numeric_limits<double>::infinity();
+  return log_ratio(a.n, b.n) + log_ratio(a.c, b.c) + log_ratio(a.k, b.k) + log_ratio(a.h * a.w, b.h * b.w);
+}
+
+double problem_distance(const Problem& pa, const Problem& pb) {
+  if (pa.kind() != pb.kind()) return std::numeric_limits<double>::infinity();
+  if (pa.is_conv()) return conv_distance(pa.conv(), pb.conv());
+  const GemmProblem& a = pa.gemm();
+  const GemmProblem& b = pb.gemm();
   if (a.a_type != b.a_type || a.c_type != b.c_type || a.trans_a != b.trans_a || a.trans_b != b.trans_b ||
       a.compute_tf32 != b.compute_tf32)
     return std::numeric_limits<double>::infinity();
-  auto r = [](std::int64_t x, std::int64_t y) { return std::abs(std::log(double(x) / double(y))); };
-  return r(a.m, b.m) + r(a.n, b.n) + r(a.k, b.k) + r(a.batch, b.batch);
+  return log_ratio(a.m, b.m) + log_ratio(a.n, b.n) + log_ratio(a.k, b.k) + log_ratio(a.batch, b.batch);
 }
 
-std::optional<NearestChoice> nearest_tuned(const std::vector<TunedEntry>& tuned, const GemmProblem& p,
+std::optional<NearestChoice> nearest_tuned(const std::vector<TunedEntry>& tuned, const Problem& p,
                                            const gpu::DeviceInfo& dev) {
   std::optional<NearestChoice> best;
   for (std::size_t i = 0; i < tuned.size(); ++i) {
@@ -32,16 +45,16 @@ std::optional<NearestChoice> nearest_tuned(const std::vector<TunedEntry>& tuned,
   return best;
 }
 
-std::vector<const KernelTemplate*> fallback_templates(gpu::BackendKind backend) {
+std::vector<const KernelTemplate*> fallback_templates(gpu::BackendKind backend, ProblemKind kind) {
   std::vector<const KernelTemplate*> out;
   for (const auto& t : builtin_templates())
-    if (t.supports(backend) && t.fallback_rank() >= 0) out.push_back(&t);
+    if (t.supports(backend) && t.fallback_rank() >= 0 && t.problem_kind() == kind) out.push_back(&t);
   std::stable_sort(out.begin(), out.end(),
                    [](const KernelTemplate* a, const KernelTemplate* b) { return a->fallback_rank() < b->fallback_rank(); });
   return out;
 }
 
-FallbackChoice choose_fallback(const std::vector<const KernelTemplate*>& ranked, const GemmProblem& p,
+FallbackChoice choose_fallback(const std::vector<const KernelTemplate*>& ranked, const Problem& p,
                                const gpu::DeviceInfo& dev, const std::function<void(Variables&)>& adjust) {
   FallbackChoice c;
   for (const KernelTemplate* t : ranked) {

@@ -21,10 +21,12 @@ namespace tiletune {
 // two in each of m, n and k) counts as near: a kernel tuned for 8192^3 can lose badly to the
 // default on a 64^3 problem.
 inline constexpr double kMaxNearestDistance = 2.1;
-double problem_distance(const GemmProblem& a, const GemmProblem& b);
+// Convolutions: infinite unless direction, types, layout, filter size, stride, padding, dilation
+// and groups agree; then |ln(n/n')| + |ln(c/c')| + |ln(k/k')| + |ln(hw/h'w')|.
+double problem_distance(const Problem& a, const Problem& b);
 
 struct TunedEntry {
-  GemmProblem problem;  // canonical
+  Problem problem;  // canonical
   const KernelTemplate* tmpl = nullptr;
   Solution solution;
 };
@@ -33,11 +35,11 @@ struct NearestChoice {
   std::size_t index = 0;  // into the entries
   double distance = 0;
 };
-std::optional<NearestChoice> nearest_tuned(const std::vector<TunedEntry>& tuned, const GemmProblem& canonical,
+std::optional<NearestChoice> nearest_tuned(const std::vector<TunedEntry>& tuned, const Problem& canonical,
                                            const gpu::DeviceInfo& dev);
 
-// The templates offering a fallback for this backend, in the order they are tried.
-std::vector<const KernelTemplate*> fallback_templates(gpu::BackendKind backend);
+// The templates offering a fallback for this backend and problem kind, in the order they are tried.
+std::vector<const KernelTemplate*> fallback_templates(gpu::BackendKind backend, ProblemKind kind = ProblemKind::Gemm);
 
 struct FallbackChoice {
   const KernelTemplate* tmpl = nullptr;  // nullptr: no template's default fits
@@ -46,7 +48,7 @@ struct FallbackChoice {
 };
 // `adjust` may change the variables before the check (the runtime lowers ALIGN_A/B/C to the
 // alignment of the pointers it was given).
-FallbackChoice choose_fallback(const std::vector<const KernelTemplate*>& ranked, const GemmProblem& canonical,
+FallbackChoice choose_fallback(const std::vector<const KernelTemplate*>& ranked, const Problem& canonical,
                                const gpu::DeviceInfo& dev, const std::function<void(Variables&)>& adjust = {});
 
 }  // namespace tiletune

@@ -190,7 +190,7 @@ TEST_F(CudaDevice, SweepThenRuntimeDispatchOnTheGpu) {
   EXPECT_GT(s.winners[0].vendor_tflops, 0) << "cuBLAS must have been timed alongside";
 
   Handle h(db, "cuda");
-  tuner::ProblemData data(*dev_, config.problems[0], false);
+  tuner::ProblemData data(*dev_, config.problems[0].gemm(), false);
   const GemmProblem& p = data.problem();
   auto v = data.validate([&](const TtGemmParams& a) {
     h.gemm(TILETUNE_OP_T, TILETUNE_OP_N, p.m, p.n, p.k, a.alpha, a.a, TILETUNE_R_32F, p.lda, a.b, p.ldb, a.beta, a.c,

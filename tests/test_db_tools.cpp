@@ -461,7 +461,7 @@ TEST_F(DbToolsTest, MigrationFromVersion2KeepsDataAndBackfillsProvenance) {
   // Migrating in place keeps every row and marks the measurements as local.
   {
     Database db = Database::open(path, Mode::ReadWrite);
-    EXPECT_EQ(db.schema_version(), 3);
+    EXPECT_EQ(db.schema_version(), schema::latest_version());
     EXPECT_EQ(db.integrity_check(), "ok");
     auto w = db.winners(kHost);
     ASSERT_EQ(w.size(), 1u);
@@ -475,7 +475,7 @@ TEST_F(DbToolsTest, MigrationFromVersion2KeepsDataAndBackfillsProvenance) {
     EXPECT_EQ(p->device_id, 1);
     EXPECT_EQ(p->recorded_at, "2026-01-01T00:00:00.000Z");
   }
-  EXPECT_EQ(Database::open(path, Mode::ReadOnly).schema_version(), 3);
+  EXPECT_EQ(Database::open(path, Mode::ReadOnly).schema_version(), schema::latest_version());
 }
 
 // ---- explain --------------------------------------------------------------------------------
@@ -548,12 +548,12 @@ TEST_F(DbToolsTest, ExplainExactMatchAndUntuned) {
 
 TEST(DbExplain, ProblemJson) {
   GemmProblem p = parse_problem_json(
-      R"({"dtype": "bf16", "transA": "T", "transB": "N", "m": 1024, "n": 256, "k": 128, "beta_zero": false})");
+      R"({"dtype": "bf16", "transA": "T", "transB": "N", "m": 1024, "n": 256, "k": 128, "beta_zero": false})").gemm();
   EXPECT_EQ(p.a_type, DataType::BF16);
   EXPECT_TRUE(p.trans_a);
   EXPECT_FALSE(p.beta_zero);
   EXPECT_EQ(p.lda, 128);  // canonical
-  EXPECT_TRUE(parse_problem_json(R"({"dtype": "tf32", "m": 8, "n": 8, "k": 8})").compute_tf32);
+  EXPECT_TRUE(parse_problem_json(R"({"dtype": "tf32", "m": 8, "n": 8, "k": 8})").gemm().compute_tf32);
   auto expect_bad = [](const std::string& text, const std::string& part) {
     std::string e = error_of([&] { parse_problem_json(text); });
     EXPECT_NE(e.find("bad problem JSON"), std::string::npos) << e;
@@ -601,7 +601,7 @@ TEST_F(DbToolsTest, ProgramSucceeds) {
   EXPECT_NE(r.out.find("3 replaced"), std::string::npos) << r.out;
   r = run_tiletune({"db", "check", file("m.db")}, log);
   EXPECT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("schema version 3, integrity ok"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("schema version " + std::to_string(schema::latest_version()) + ", integrity ok"), std::string::npos) << r.out;
 
   r = run_tiletune({"db", "explain", file("ship.db"), "--arch", kHost, "--problem",
                     R"({"dtype": "f32", "transA": "N", "transB": "N", "m": 256, "n": 128, "k": 64})"},

@@ -215,7 +215,7 @@ TEST(Enumerator, BackendFiltering) {
     std::size_t expected = 0;
     std::set<std::string> allowed;
     for (const auto& t : all)
-      if (t.supports(dev.backend)) {
+      if (t.supports(dev.backend) && t.problem_kind() == ProblemKind::Gemm) {  // GEMM problems: GEMM templates
         expected += cartesian(t).size() * problems.size();
         allowed.insert(t.name());
       }
@@ -320,7 +320,8 @@ TEST_F(ConfigTest, ProblemRangesExpand) {
   EXPECT_EQ(c.name, "r");
   ASSERT_EQ(c.problems.size(), 4u * 2);
   std::set<std::pair<std::int64_t, std::int64_t>> mk;
-  for (const auto& p : c.problems) {
+  for (const auto& any : c.problems) {
+    const GemmProblem& p = any.gemm();
     mk.insert({p.m, p.k});
     EXPECT_EQ(p.n, n);
     EXPECT_EQ(p.a_type, DataType::F16);
@@ -344,7 +345,8 @@ TEST_F(ConfigTest, ShapesFile) {
                                 dir_.string());
   ASSERT_EQ(c.problems.size(), 4u);
   std::set<std::string> seen;
-  for (const auto& p : c.problems) {
+  for (const auto& any : c.problems) {
+    const GemmProblem& p = any.gemm();
     EXPECT_NE(p.m, 100) << "mlp was not asked for";
     EXPECT_FALSE(p.beta_zero);
     if (p.m == 384) {
@@ -363,14 +365,14 @@ TEST_F(ConfigTest, ShapesFile) {
   // no names: all shapes, default dtype f32; problems and shapes add up
   TuningConfig all = parse_config(R"({"problems": [{"m": 1, "n": 2, "k": 3}], "shapes": {"file": "shapes.json"}})", dir_.string());
   ASSERT_EQ(all.problems.size(), 4u);
-  for (const auto& p : all.problems) EXPECT_EQ(p.a_type, DataType::F32);
+  for (const auto& p : all.problems) EXPECT_EQ(p.gemm().a_type, DataType::F32);
 
   // load_config resolves the shapes file beside the config
   write("cfg.json", R"({"shapes": {"file": "shapes.json", "names": ["mlp"]}})");
   TuningConfig loaded = load_config((dir_ / "cfg.json").string());
   ASSERT_EQ(loaded.problems.size(), 1u);
-  EXPECT_EQ(loaded.problems[0].k, 300);
-  EXPECT_TRUE(loaded.problems[0].trans_a);
+  EXPECT_EQ(loaded.problems[0].gemm().k, 300);
+  EXPECT_TRUE(loaded.problems[0].gemm().trans_a);
 
   std::string msg = config_error(R"({"shapes": {"file": "shapes.json", "names": ["qkv", "attn_out"]}})");
   EXPECT_NE(msg.find("attn_out"), std::string::npos) << msg;

@@ -181,8 +181,10 @@ TEST(IsolationCuda, IllegalAddressAndHangAreRecordedAndTheGpuRecovers) {
 
 TEST(WorkerProtocol, RequestsAndResultsRoundTrip) {
   tuner::MeasureRequest r;
-  r.problem.m = 7;
-  r.problem.trans_b = true;
+  GemmProblem g;
+  g.m = 7;
+  g.trans_b = true;
+  r.problem = g;
   r.solution = {"crashy_gemm", {{"MODE", 2}}};
   r.code_object_id = 42;
   r.benchmark.timeout_s = 3;

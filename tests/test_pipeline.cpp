@@ -104,7 +104,7 @@ TEST_F(Pipeline, RuntimeDispatchesTunedWinnersCorrectly) {
   Handle h(db_, "host");
   EXPECT_EQ(h.arch(), gpu::list_devices(gpu::BackendKind::Host)[0].arch);
   for (const auto& p : config_.problems) {
-    auto r = dispatch(h, p);
+    auto r = dispatch(h, p.gemm());
     EXPECT_TRUE(r.ok) << p.key() << ": " << r.reason;
   }
   auto s = h.stats();
@@ -131,7 +131,7 @@ TEST_F(Pipeline, UntunedProblemFallsBackToTheDefaultKernelAndIsCounted) {
 
 TEST_F(Pipeline, NearbyUntunedProblemRunsTheNearestWinner) {
   Handle h(db_, "host");
-  GemmProblem p = config_.problems[0];  // tuned: f32 NN 70x45x33, lda 75
+  GemmProblem p = config_.problems[0].gemm();  // tuned: f32 NN 70x45x33, lda 75
   p.m = 64;
   p.n = 50;
   p.k = 30;
@@ -153,7 +153,7 @@ TEST_F(Pipeline, NearbyUntunedProblemRunsTheNearestWinner) {
                              TILETUNE_R_32F, 1400, 1, 1, TILETUNE_COMPUTE_32F, why, sizeof why),
             TILETUNE_SUCCESS);
   EXPECT_NE(std::string(why).find("default"), std::string::npos) << why;
-  const GemmProblem& t = config_.problems[0];
+  const GemmProblem& t = config_.problems[0].gemm();
   ASSERT_EQ(tiletune_explain(h.get(), TILETUNE_OP_N, TILETUNE_OP_N, t.m, t.n, t.k, TILETUNE_R_32F, t.lda, t.ldb,
                              TILETUNE_R_32F, t.ldc, 1, 1, TILETUNE_COMPUTE_32F, why, sizeof why),
             TILETUNE_SUCCESS);
@@ -162,7 +162,8 @@ TEST_F(Pipeline, NearbyUntunedProblemRunsTheNearestWinner) {
 
 TEST_F(Pipeline, ManyThreadsDispatchAtOnce) {
   Handle h(db_, "host");
-  std::vector<GemmProblem> problems = config_.problems;
+  std::vector<GemmProblem> problems;
+  for (const auto& p : config_.problems) problems.push_back(p.gemm());
   GemmProblem untuned;
   untuned.a_type = untuned.c_type = DataType::BF16;
   untuned.m = 21;
@@ -201,13 +202,13 @@ TEST_F(Pipeline, UntunedProblemsAreRecordedAsATuningConfig) {
     p.k = 29;
     p.trans_a = true;
     for (int i = 0; i < 3; ++i) EXPECT_TRUE(dispatch(h, p).ok);
-    EXPECT_TRUE(dispatch(h, config_.problems[0]).ok);  // tuned: not recorded
+    EXPECT_TRUE(dispatch(h, config_.problems[0].gemm()).ok);  // tuned: not recorded
   }
   ::unsetenv("TILETUNE_RECORD_UNTUNED");
   tuner::TuningConfig recorded = tuner::load_config(path);
   ASSERT_EQ(recorded.problems.size(), 1u);
-  EXPECT_EQ(recorded.problems[0].m, 19);
-  EXPECT_TRUE(recorded.problems[0].trans_a);
+  EXPECT_EQ(recorded.problems[0].gemm().m, 19);
+  EXPECT_TRUE(recorded.problems[0].gemm().trans_a);
 }
 
 TEST_F(Pipeline, BadInputGetsAStatusAndAMessageNeverACrash) {
@@ -260,7 +261,7 @@ TEST_F(Pipeline, WinnersOfAnotherArchAreNeverLoaded) {
   char arch[32];
   tiletune_get_arch(h.get(), arch, sizeof arch, &tuned);
   EXPECT_EQ(tuned, 0u);
-  auto r = dispatch(h, config_.problems[0]);
+  auto r = dispatch(h, config_.problems[0].gemm());
   EXPECT_TRUE(r.ok) << r.reason;
   EXPECT_EQ(h.stats().fallbacks, 1u);
 }

@@ -70,7 +70,7 @@ class Search : public ::testing::Test {
   static std::size_t space_per_problem() {
     tuner::TuningConfig c = tuner::parse_config(kConfig, ".");
     auto dev = fake_device(gpu::BackendKind::Host);
-    tuner::Enumeration e = tuner::enumerate(c.templates, {c.problems[0]}, dev);
+    tuner::Enumeration e = tuner::enumerate(c.templates, std::vector<Problem>{c.problems[0]}, dev);
     return e.candidates.size();
   }
 

@@ -56,7 +56,7 @@ int explain(const Args& a) {
     if (!in) throw Error("cannot read the problem file " + text.substr(1));
     text.assign(std::istreambuf_iterator<char>(in), {});
   }
-  GemmProblem p = db::parse_problem_json(text);
+  Problem p = db::parse_problem_json(text);
   db::Database d = db::Database::open(a.db, db::Mode::ReadOnly);  // as the runtime opens it
   db::Explanation e = db::explain(d, p, a.arch);
   std::fputs(db::format(e).c_str(), stdout);

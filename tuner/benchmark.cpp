@@ -7,8 +7,14 @@ namespace tiletune::tuner {
 
 Timing time_runs(gpu::Device& dev, ProblemData& data, const BenchmarkOptions& options,
                  const std::function<void(const TtGemmParams&)>& launch) {
+  return time_runs(dev, data.sets(), options, [&](std::size_t set) { launch(data.params(set)); });
+}
+
+Timing time_runs(gpu::Device& dev, std::size_t sets, const BenchmarkOptions& options,
+                 const std::function<void(std::size_t)>& run) {
   std::size_t set = 0;
-  auto next = [&] { return data.params(set++ % data.sets()); };
+  auto next = [&] { return set++ % sets; };
+  auto launch = [&](std::size_t s) { run(s); };
 
   struct Events {
     gpu::Device& dev;

@@ -17,5 +17,8 @@ struct Timing {
 // `launch(params)` enqueues one run with the given kernel arguments.
 Timing time_runs(gpu::Device& dev, ProblemData& data, const BenchmarkOptions& options,
                  const std::function<void(const TtGemmParams&)>& launch);
+// Any problem kind: `launch(set)` enqueues one run on copy `set` (of `sets`) of the operands.
+Timing time_runs(gpu::Device& dev, std::size_t sets, const BenchmarkOptions& options,
+                 const std::function<void(std::size_t)>& launch);
 
 }  // namespace tiletune::tuner

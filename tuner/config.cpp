@@ -39,8 +39,26 @@ std::vector<std::int64_t> sizes(const json& j, const std::string& what) {
   throw Error(what + " must be an integer or a range [start, stop, step], got " + j.dump());
 }
 
-void add_problems(const json& spec, std::vector<GemmProblem>& out) {
-  only_keys(spec, {"dtype", "a_type", "c_type", "compute", "transA", "transB", "m", "n", "k", "batch", "lda", "ldb", "ldc",
+// A convolution: its fields as ConvProblem's JSON; "n" may be a range (batch sizes).
+void add_conv_problems(const json& spec, std::vector<Problem>& out) {
+  only_keys(spec, {"kind", "direction", "layout", "dtype", "in_type", "out_type", "n", "c", "h", "w", "k", "r", "s",
+                   "stride", "pad", "dilation", "groups", "name"},
+            "convolution problem " + spec.dump());
+  if (!spec.contains("n")) throw Error("convolution problem " + spec.dump() + " has no 'n'");
+  for (auto n : sizes(spec["n"], "n")) {
+    json one = spec;
+    one["n"] = n;
+    one.erase("name");
+    ConvProblem p;
+    from_json(one, p);
+    p.validate();
+    out.push_back(p.canonical());
+  }
+}
+
+void add_problems(const json& spec, std::vector<Problem>& out) {
+  if (spec.is_object() && spec.contains("kind") && spec["kind"] != "gemm") return add_conv_problems(spec, out);
+  only_keys(spec, {"kind", "dtype", "a_type", "c_type", "compute", "transA", "transB", "m", "n", "k", "batch", "lda", "ldb", "ldc",
                    "stride_a", "stride_b", "stride_c", "beta_zero", "name"},
             "problem " + spec.dump());
   for (const char* f : {"m", "n", "k"})
@@ -53,14 +71,49 @@ void add_problems(const json& spec, std::vector<GemmProblem>& out) {
         one["n"] = n;
         one["k"] = k;
         one.erase("name");
+        one.erase("kind");
         GemmProblem p = one.get<GemmProblem>();
         p.validate();
         out.push_back(p.canonical());
       }
 }
 
-void add_shapes(const json& spec, const std::string& base_dir, std::vector<GemmProblem>& out) {
-  only_keys(spec, {"file", "names", "dtypes", "beta_zero"}, "\"shapes\"");
+// A convolution shapes file (../shared/shapes/conv_resnet50.json): "layers" with c, k, h, w, r, s,
+// stride, pad, and the batch "n". The config picks dtypes, directions (default fwd), layout
+// (default NHWC) and may override the batch (CI tunes small ones).
+void add_conv_shapes(const json& spec, const json& shapes, const std::string& file, std::vector<Problem>& out) {
+  only_keys(spec, {"file", "names", "dtypes", "directions", "layout", "batch"}, "\"shapes\" (convolution layers)");
+  std::set<std::string> wanted;
+  if (spec.contains("names")) wanted = spec["names"].get<std::set<std::string>>();
+  const auto dtypes = spec.value("dtypes", std::vector<std::string>{"f32"});
+  const auto directions = spec.value("directions", std::vector<std::string>{"fwd"});
+  const json batch = spec.contains("batch") ? spec["batch"] : shapes.at("n");
+  std::set<std::string> found;
+  for (const auto& l : shapes.at("layers")) {
+    std::string name = l.at("name").get<std::string>();
+    if (!wanted.empty() && !wanted.count(name)) continue;
+    found.insert(name);
+    for (const auto& dt : dtypes)
+      for (const auto& dir : directions) {
+        json p = {{"kind", "conv"}, {"direction", dir}, {"layout", spec.value("layout", "NHWC")}, {"dtype", dt},
+                  {"n", batch}, {"c", l.at("c")}, {"h", l.at("h")}, {"w", l.at("w")}, {"k", l.at("k")},
+                  {"r", l.at("r")}, {"s", l.at("s")}, {"stride", l.value("stride", json(1))},
+                  {"pad", l.value("pad", json(0))}, {"dilation", l.value("dilation", json(1))},
+                  {"groups", l.value("groups", json(1))}};
+        try {
+          add_conv_problems(p, out);
+        } catch (const Error& e) {
+          throw Error("layer '" + name + "' of " + file + ": " + e.what());
+        }
+      }
+  }
+  for (const auto& w : wanted)
+    if (!found.count(w)) throw Error("layer '" + w + "' is not in " + file);
+}
+
+void add_shapes(const json& spec, const std::string& base_dir, std::vector<Problem>& out) {
+  if (!spec.is_object()) throw Error("\"shapes\" must be an object or an array of objects");
+  if (!spec.contains("file")) throw Error("\"shapes\" has no \"file\"");
   std::filesystem::path file = spec.at("file").get<std::string>();
   if (file.is_relative()) file = std::filesystem::path(base_dir) / file;
   // TILETUNE_SHAPES_DIR lets a config travel without the tree beside it (e.g. to a GPU machine).
@@ -75,6 +128,8 @@ void add_shapes(const json& spec, const std::string& base_dir, std::vector<GemmP
   } catch (const json::exception& e) {
     throw Error("shapes file " + file.string() + ": " + e.what());
   }
+  if (shapes.contains("layers")) return add_conv_shapes(spec, shapes, file.string(), out);
+  only_keys(spec, {"file", "names", "dtypes", "beta_zero"}, "\"shapes\"");
   std::set<std::string> wanted;
   if (spec.contains("names")) wanted = spec["names"].get<std::set<std::string>>();
   std::vector<std::string> dtypes = spec.value("dtypes", std::vector<std::string>{"f32"});
@@ -107,7 +162,12 @@ TuningConfig parse_config(const std::string& text, const std::string& base_dir) 
   try {
     c.name = j.value("name", c.name);
     for (const auto& p : j.value("problems", json::array())) add_problems(p, c.problems);
-    if (j.contains("shapes")) add_shapes(j["shapes"], base_dir, c.problems);
+    if (j.contains("shapes")) {
+      if (j["shapes"].is_array())
+        for (const auto& s : j["shapes"]) add_shapes(s, base_dir, c.problems);
+      else
+        add_shapes(j["shapes"], base_dir, c.problems);
+    }
     if (c.problems.empty()) throw Error("the config names no problems (give \"problems\" or \"shapes\")");
 
     if (j.contains("templates")) {

@@ -21,7 +21,7 @@ struct BenchmarkOptions {
 
 struct TuningConfig {
   std::string name = "sweep";
-  std::vector<GemmProblem> problems;
+  std::vector<Problem> problems;  // GEMMs and convolutions
   std::vector<KernelTemplate> templates;  // with the config's overrides applied
   BenchmarkOptions benchmark;
   SearchOptions search;  // which candidates to benchmark (tuner/search.h); default: all of them

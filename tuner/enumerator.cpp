@@ -20,15 +20,16 @@ std::vector<Solution> cartesian(const KernelTemplate& t) {
   return out;
 }
 
-Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::vector<GemmProblem>& problems,
-                      const gpu::DeviceInfo& device) {
+Enumeration enumerate_problems(const std::vector<KernelTemplate>& templates, const std::vector<Problem>& problems,
+                               const gpu::DeviceInfo& device) {
   Enumeration e;
   for (const auto& original : templates) {
     if (!original.supports(device.backend)) continue;
     auto shared = std::make_shared<const KernelTemplate>(original);
     const KernelTemplate& t = *shared;
     std::vector<Solution> space = cartesian(t);
-    for (std::size_t pi = 0; pi < problems.size(); ++pi)
+    for (std::size_t pi = 0; pi < problems.size(); ++pi) {
+      if (problems[pi].kind() != t.problem_kind()) continue;
       for (const auto& s : space) {
         ++e.total;
         Variables vars = t.variables(s, problems[pi], device);
@@ -39,8 +40,14 @@ Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::v
         }
         e.candidates.push_back({pi, shared, s, t.launch_dims(vars)});
       }
+    }
   }
   return e;
+}
+
+Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::vector<GemmProblem>& problems,
+                      const gpu::DeviceInfo& device) {
+  return enumerate_problems(templates, std::vector<Problem>(problems.begin(), problems.end()), device);
 }
 
 }  // namespace tiletune::tuner

@@ -1,6 +1,7 @@
 // Parameter space x problems -> candidates, pruned before anything is compiled by the template's
 // named constraints against the problem and the device. Every pruned candidate keeps its reason.
 #pragma once
+#include <concepts>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,7 +37,18 @@ struct Enumeration {
 // Every combination of parameter values of one template.
 std::vector<Solution> cartesian(const KernelTemplate& t);
 
-// Templates that do not support the device's backend are skipped.
+// Templates that do not support the device's backend are skipped, and a template is paired only
+// with problems of its kind (GEMM or convolution).
+// (A template only so that a braced list of GemmProblems is not ambiguous with the overload below.)
+Enumeration enumerate_problems(const std::vector<KernelTemplate>& templates, const std::vector<Problem>& problems,
+                               const gpu::DeviceInfo& device);
+template <class P>
+  requires std::same_as<P, Problem>
+Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::vector<P>& problems,
+                      const gpu::DeviceInfo& device) {
+  return enumerate_problems(templates, problems, device);
+}
+// GEMMs only (callers that hold a list of GemmProblem, or write one as a braced list).
 Enumeration enumerate(const std::vector<KernelTemplate>& templates, const std::vector<GemmProblem>& problems,
                       const gpu::DeviceInfo& device);
 

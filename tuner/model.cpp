@@ -44,7 +44,7 @@ ModelMachine model_machine(const gpu::DeviceInfo& dev, const GemmProblem& p) {
   return m;
 }
 
-ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const GemmProblem& problem,
+ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const Problem& problem,
                              const gpu::DeviceInfo& dev) {
   ModelEstimate e;
   if (!t.has_model()) return e;
@@ -60,7 +60,7 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const G
   }
   if (!shape) return e;
   const ModelShape& sh = *shape;
-  const GemmProblem p = problem.canonical();
+  const GemmProblem p = problem.canonical().gemm_view();
   const ModelMachine mm = model_machine(dev, p);
   const double sms = double(std::max(1, dev.multiprocessors));
   const double tm = double(sh.tile_m), tn = double(sh.tile_n), tk = double(sh.tile_k);

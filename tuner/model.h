@@ -59,7 +59,8 @@ struct ModelEstimate {
   std::int64_t tiles = 0, blocks = 0, slots = 0, blocks_per_mp = 0, resident = 0, steps = 0;
   std::vector<std::int64_t> prefer;  // the template's tie-breakers for this candidate
 };
-ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const GemmProblem& p,
+// A convolution is estimated as its implicit GEMM (Problem::gemm_view).
+ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const Problem& p,
                              const gpu::DeviceInfo& dev);
 
 // Model order: lower seconds first; equal seconds (to ~1e-9 relative) by `prefer`, larger first;

@@ -9,59 +9,20 @@
 #include "common/error.h"
 #include "kernel_templates/host_types.h"
 #include "solutions/kernel_template.h"
+#include "tuner/elements.h"
 
 namespace tiletune::tuner {
 namespace {
-
-double load(const std::uint8_t* base, std::int64_t index, DataType t) {
-  switch (t) {
-    case DataType::F32: {
-      float v;
-      std::memcpy(&v, base + index * 4, 4);
-      return v;
-    }
-    case DataType::F16: {
-      tt_half h;
-      std::memcpy(&h, base + index * 2, 2);
-      return tt_host_to_float(h);
-    }
-    case DataType::BF16: {
-      tt_bf16 h;
-      std::memcpy(&h, base + index * 2, 2);
-      return tt_host_to_float(h);
-    }
-  }
-  return 0;
-}
-
-void store(std::uint8_t* base, std::int64_t index, DataType t, float v) {
-  switch (t) {
-    case DataType::F32: std::memcpy(base + index * 4, &v, 4); break;
-    case DataType::F16: {
-      tt_half h = tt_host_from_float<tt_half>(v);
-      std::memcpy(base + index * 2, &h, 2);
-      break;
-    }
-    case DataType::BF16: {
-      tt_bf16 h = tt_host_from_float<tt_bf16>(v);
-      std::memcpy(base + index * 2, &h, 2);
-      break;
-    }
-  }
-}
 
 // Fills the elements of a strided-batched column-major matrix with random values; the padding
 // between rows and ld keeps the 0xFF poison so that a kernel reading it would be caught by NaNs.
 void fill_random(std::vector<std::uint8_t>& buf, std::int64_t elements, std::int64_t rows, std::int64_t cols,
                  std::int64_t ld, std::int64_t stride, std::int64_t batch, DataType t, std::mt19937_64& rng) {
   buf.assign(std::size_t(elements) * size_of(t), 0xFF);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
   for (std::int64_t b = 0; b < batch; ++b)
     for (std::int64_t j = 0; j < cols; ++j)
       for (std::int64_t i = 0; i < rows; ++i) {
-        float v = dist(rng);
-        if (v == 0.f) v = 0.5f;  // never zeros
-        store(buf.data(), b * stride + j * ld + i, t, v);
+        store_element(buf.data(), b * stride + j * ld + i, t, random_input(rng));
       }
 }
 
@@ -96,9 +57,7 @@ ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rota
   beta_ = p.beta_zero ? 0.f : dist(rng);
 
   std::size_t set_bytes = host_a_.size() + host_b_.size() + host_c0_.size();
-  std::size_t sets = 1;
-  if (rotate && dev.info().cache_bytes > 0)
-    sets = std::clamp<std::size_t>((2 * std::size_t(dev.info().cache_bytes) + set_bytes - 1) / set_bytes, 1, 32);
+  const std::size_t sets = rotation_sets(dev.info(), set_bytes, rotate);
   for (std::size_t s = 0; s < sets; ++s) {
     a_.emplace_back(dev, host_a_.size());
     b_.emplace_back(dev, host_b_.size());
@@ -117,7 +76,7 @@ ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rota
       for (std::int64_t i = 0; i < p.m; ++i) {
         double& v = reference_[std::size_t(b * p.m * p.n + j * p.m + i)];
         v *= double(alpha_);
-        if (!p.beta_zero) v += double(beta_) * load(host_c0_.data(), b * p.stride_c + i + j * p.ldc, p.c_type);
+        if (!p.beta_zero) v += double(beta_) * load_element(host_c0_.data(), b * p.stride_c + i + j * p.ldc, p.c_type);
       }
 }
 
@@ -178,10 +137,10 @@ void ProblemData::products_on_host() {
     std::vector<double> at(std::size_t(p.m * p.k)), bt(std::size_t(p.n * p.k));
     for (std::int64_t i = 0; i < p.m; ++i)
       for (std::int64_t l = 0; l < p.k; ++l)
-        at[i * p.k + l] = load(host_a_.data(), b * p.stride_a + (p.trans_a ? l + i * p.lda : i + l * p.lda), p.a_type);
+        at[i * p.k + l] = load_element(host_a_.data(), b * p.stride_a + (p.trans_a ? l + i * p.lda : i + l * p.lda), p.a_type);
     for (std::int64_t j = 0; j < p.n; ++j)
       for (std::int64_t l = 0; l < p.k; ++l)
-        bt[j * p.k + l] = load(host_b_.data(), b * p.stride_b + (p.trans_b ? j + l * p.ldb : l + j * p.ldb), p.a_type);
+        bt[j * p.k + l] = load_element(host_b_.data(), b * p.stride_b + (p.trans_b ? j + l * p.ldb : l + j * p.ldb), p.a_type);
     auto work = [&](unsigned t) {
       for (std::int64_t j = t; j < p.n; j += threads)
         for (std::int64_t i = 0; i < p.m; ++i) {
@@ -241,7 +200,7 @@ ValidationResult ProblemData::check_output() {
           }
           continue;
         }
-        double v = load(out.data(), idx, p.c_type);
+        double v = load_element(out.data(), idx, p.c_type);
         double want = reference_[std::size_t(b * p.m * p.n + j * p.m + i)];
         if (!std::isfinite(v)) {
           part.bad_column = col;

@@ -26,7 +26,7 @@ void validate(const SearchOptions& o) {
 }
 
 std::vector<std::size_t> select_candidates(const SearchOptions& o, const std::vector<SearchCandidate>& cands,
-                                           const GemmProblem& p, const gpu::DeviceInfo& dev) {
+                                           const Problem& p, const gpu::DeviceInfo& dev) {
   std::vector<std::size_t> order(cands.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   auto cap = [&](std::vector<std::size_t>& v) {

@@ -49,7 +49,7 @@ struct SearchCandidate {
 // all of them (exhaustive: the first `budget`), random and model the subset their budget allows.
 // Deterministic: a resumed sweep selects the same candidates (it then skips the measured ones).
 std::vector<std::size_t> select_candidates(const SearchOptions& o, const std::vector<SearchCandidate>& cands,
-                                           const GemmProblem& p, const gpu::DeviceInfo& dev);
+                                           const Problem& p, const gpu::DeviceInfo& dev);
 
 // Successive halving.
 inline constexpr std::size_t kHalvingFinal = 3;  // contenders timed fully twice at the end

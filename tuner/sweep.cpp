@@ -193,7 +193,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   // candidate recorded before (it replaces that row; not counted again).
   auto measure_one = [&](std::size_t pi, const Work& w, const BenchmarkOptions& bench, int kind,
                          bool count_step) -> db::MeasurementRecord {
-    const GemmProblem& problem = config.problems[pi];
+    const Problem& problem = config.problems[pi];
     db::MeasurementRecord m;
     m.problem_id = problem_ids[pi];
     m.solution_id = w.solution_id;
@@ -246,7 +246,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   };
   using clock = std::chrono::steady_clock;
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
-    const GemmProblem& problem = config.problems[pi];
+    const Problem& problem = config.problems[pi];
     const auto start = clock::now();
     std::size_t measured_here = 0;
     // Whether the problem's seconds budget allows another candidate (always the first one).
@@ -362,10 +362,7 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
   for (const auto& w : s.winners) {
     char ratio[32] = "";
     if (w.vendor_tflops > 0) std::snprintf(ratio, sizeof ratio, "%.2f", w.tflops / w.vendor_tflops);
-    std::string shape = std::string(to_string(w.problem.a_type)) + ">" + to_string(w.problem.c_type) + " " +
-                        (w.problem.trans_a ? "T" : "N") + (w.problem.trans_b ? "T" : "N") + " " +
-                        std::to_string(w.problem.m) + "x" + std::to_string(w.problem.n) + "x" +
-                        std::to_string(w.problem.k) + (w.problem.batch > 1 ? " b" + std::to_string(w.problem.batch) : "");
+    const std::string shape = w.problem.describe();
     std::fprintf(out, "%-48s %10.4f %10.3f %10s  %s\n", shape.c_str(), w.median_ms, w.tflops, ratio, w.kernel_name.c_str());
   }
 }

@@ -31,7 +31,7 @@ struct SweepOptions {
 };
 
 struct WinnerRow {
-  GemmProblem problem;
+  Problem problem;
   std::string kernel_name;
   double median_ms = 0, tflops = 0;
   double vendor_tflops = -1;  // < 0: no vendor library

@@ -23,6 +23,7 @@
 #include "gpu/arguments.h"
 #include "gpu/vendor_gemm.h"
 #include "tuner/benchmark.h"
+#include "tuner/conv_data.h"
 #include "tuner/problem_data.h"
 
 namespace tiletune::tuner {
@@ -163,6 +164,7 @@ ProblemData& Measurer::data_for(const GemmProblem& p) {
   std::string key = p.key();
   if (!data_ || key != data_key_) {
     data_.reset();  // one problem's buffers at a time
+    conv_data_.reset();
     data_key_.clear();
     data_ = std::make_unique<ProblemData>(dev_, p);
     data_key_ = key;
@@ -170,9 +172,36 @@ ProblemData& Measurer::data_for(const GemmProblem& p) {
   return *data_;
 }
 
+ConvData& Measurer::conv_data_for(const ConvProblem& p) {
+  std::string key = p.key();
+  if (!conv_data_ || key != data_key_) {
+    data_.reset();
+    conv_data_.reset();
+    data_key_.clear();
+    conv_data_ = std::make_unique<ConvData>(dev_, p);
+    data_key_ = key;
+  }
+  return *conv_data_;
+}
+
+std::shared_ptr<gpu::Kernel> Measurer::load_kernel(std::int64_t code_object_id) {
+  auto& kernel = kernels_[code_object_id];
+  if (!kernel) {
+    auto code = db_.code_object(code_object_id);
+    if (!code || !code->ok) {
+      kernels_.erase(code_object_id);
+      throw Error("code object " + std::to_string(code_object_id) + (code ? " failed to compile" : " is missing") +
+                  " in " + db_.path());
+    }
+    kernel = dev_.load({code->bytes, code->symbol});
+  }
+  return kernel;
+}
+
 MeasureResult Measurer::measure(const MeasureRequest& r, const std::function<void()>& on_ready) {
   MeasureResult result;
   try {
+    if (!r.vendor && r.problem.is_conv()) return measure_conv_kernel(r, on_ready);
     return r.vendor ? measure_vendor(r, on_ready) : measure_kernel(r, on_ready);
   } catch (const std::exception& err) {  // Error, and e.g. bad_alloc on an oversized problem
     result.status = "launch_failed";
@@ -186,6 +215,7 @@ MeasureResult Measurer::measure(const MeasureRequest& r, const std::function<voi
     result.status = "crashed";
     result.reason += std::string("; the device is unusable afterwards: ") + err.what();
     data_.reset();
+    conv_data_.reset();
     data_key_.clear();
   }
   return result;
@@ -194,18 +224,9 @@ MeasureResult Measurer::measure(const MeasureRequest& r, const std::function<voi
 MeasureResult Measurer::measure_kernel(const MeasureRequest& r, const std::function<void()>& on_ready) {
   MeasureResult result;
   const KernelTemplate& tmpl = r.tmpl ? *r.tmpl : find_template(r.solution.template_name);
-  const GemmProblem& problem = r.problem;
+  const GemmProblem& problem = r.problem.gemm();
   ProblemData& data = data_for(problem);
-  auto& kernel = kernels_[r.code_object_id];
-  if (!kernel) {
-    auto code = db_.code_object(r.code_object_id);
-    if (!code || !code->ok) {
-      kernels_.erase(r.code_object_id);
-      throw Error("code object " + std::to_string(r.code_object_id) + (code ? " failed to compile" : " is missing") +
-                  " in " + db_.path());
-    }
-    kernel = dev_.load({code->bytes, code->symbol});
-  }
+  std::shared_ptr<gpu::Kernel> kernel = load_kernel(r.code_object_id);
   Variables vars = tmpl.variables(r.solution, problem, dev_.info());
   const gpu::LaunchDims dims = tmpl.launch_dims(vars);
   gpu::DeviceBuffer workspace;
@@ -233,21 +254,52 @@ MeasureResult Measurer::measure_kernel(const MeasureRequest& r, const std::funct
   return result;
 }
 
+MeasureResult Measurer::measure_conv_kernel(const MeasureRequest& r, const std::function<void()>& on_ready) {
+  MeasureResult result;
+  const KernelTemplate& tmpl = r.tmpl ? *r.tmpl : find_template(r.solution.template_name);
+  ConvData& data = conv_data_for(r.problem.conv());
+  std::shared_ptr<gpu::Kernel> kernel = load_kernel(r.code_object_id);
+  const Variables vars = tmpl.variables(r.solution, r.problem, dev_.info());
+  const gpu::LaunchDims dims = tmpl.launch_dims(vars);
+  gpu::DeviceBuffer workspace;
+  if (std::int64_t bytes = tmpl.workspace_bytes(vars); bytes > 0) {
+    workspace = gpu::DeviceBuffer(dev_, std::size_t(bytes));
+    dev_.fill_bytes(workspace.get(), 0, std::size_t(bytes));
+  }
+  auto launch = [&](TtConvParams args) {
+    args.workspace = workspace.get();
+    dev_.launch(*kernel, dims, &args, sizeof args);
+  };
+  if (on_ready) on_ready();
+  ValidationResult v = data.validate(launch);
+  result.rel_error = v.rel_error;
+  if (!v.ok) {
+    result.status = "invalid";
+    result.reason = v.reason;
+    return result;
+  }
+  Timing t = time_runs(dev_, data.sets(), r.benchmark, [&](std::size_t set) { launch(data.params(set)); });
+  result.min_ms = t.min_ms;
+  result.median_ms = t.median_ms;
+  result.max_ms = t.max_ms;
+  return result;
+}
+
 MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::function<void()>& on_ready) {
   MeasureResult result;
   if (!vendor_made_) {
     vendor_ = gpu::make_vendor_gemm(dev_);
     vendor_made_ = true;
   }
-  if (!vendor_ || !vendor_->supports(r.problem)) {
+  if (!vendor_ || r.problem.is_conv() || !vendor_->supports(r.problem.gemm())) {
     result.status = "unsupported";
     result.reason = vendor_ ? vendor_->name() + " does not support this problem" : "no vendor library";
     return result;
   }
   result.vendor = vendor_->name();
-  ProblemData& data = data_for(r.problem);
+  ProblemData& data = data_for(r.problem.gemm());
   if (on_ready) on_ready();
-  auto launch = [&](const TtGemmParams& args) { vendor_->run(r.problem, args); };
+  auto launch = [&](const TtGemmParams& args) { vendor_->run(r.problem.gemm(), args); };
   // A vendor result that disagrees with the reference is reported ("invalid") but timed anyway:
   // it is only a yardstick.
   ValidationResult v = data.validate(launch);

@@ -53,9 +53,10 @@ class VendorGemm;
 namespace tiletune::tuner {
 
 class ProblemData;
+class ConvData;
 
 struct MeasureRequest {
-  GemmProblem problem;
+  Problem problem;
   bool vendor = false;               // time the vendor library (cuBLAS) instead of a kernel
   Solution solution;                 // template name and parameter values (kernels only)
   std::int64_t code_object_id = 0;   // the compiled kernel, in the database
@@ -89,13 +90,17 @@ class Measurer {
 
  private:
   ProblemData& data_for(const GemmProblem& p);
+  ConvData& conv_data_for(const ConvProblem& p);
+  std::shared_ptr<gpu::Kernel> load_kernel(std::int64_t code_object_id);
   MeasureResult measure_kernel(const MeasureRequest& r, const std::function<void()>& on_ready);
+  MeasureResult measure_conv_kernel(const MeasureRequest& r, const std::function<void()>& on_ready);
   MeasureResult measure_vendor(const MeasureRequest& r, const std::function<void()>& on_ready);
 
   gpu::Device& dev_;
   db::Database& db_;
   std::string data_key_;
   std::unique_ptr<ProblemData> data_;
+  std::unique_ptr<ConvData> conv_data_;  // one problem's buffers at a time: data_ or conv_data_
   std::unordered_map<std::int64_t, std::shared_ptr<gpu::Kernel>> kernels_;
   std::unique_ptr<gpu::VendorGemm> vendor_;
   bool vendor_made_ = false;

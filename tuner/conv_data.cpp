@@ -1,0 +1,93 @@
+#include "tuner/conv_data.h"
+
+#include <cmath>
+#include <random>
+
+#include "gpu/arguments.h"
+#include "solutions/any_problem.h"
+#include "tuner/conv_reference.h"
+#include "tuner/elements.h"
+
+namespace tiletune::tuner {
+
+double tolerance(const ConvProblem& p) { return tolerance(Problem(p).gemm_view()); }
+
+int ConvData::output_tensor() const {
+  switch (problem_.direction) {
+    case ConvDirection::Forward: return kY;
+    case ConvDirection::BackwardData: return kX;
+    case ConvDirection::BackwardFilter: return kW;
+  }
+  return kY;
+}
+
+ConvData::ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate, std::uint64_t seed)
+    : dev_(dev), problem_(problem.canonical()) {
+  problem_.validate();
+  const ConvProblem& p = problem_;
+  std::mt19937_64 rng(seed ? seed : std::random_device{}());
+  const std::int64_t counts[3] = {p.elements_x(), p.elements_w(), p.elements_y()};
+  const int out = output_tensor();
+  std::vector<double> inputs[3];
+  for (int t = 0; t < 3; ++t) {
+    const DataType type = t == out ? p.out_type : p.in_type;
+    host_[t].assign(std::size_t(counts[t]) * size_of(type), 0xFF);
+    if (t == out) continue;
+    inputs[t].resize(std::size_t(counts[t]));
+    for (std::int64_t i = 0; i < counts[t]; ++i) {
+      store_element(host_[t].data(), i, type, random_input(rng));
+      inputs[t][std::size_t(i)] = load_element(host_[t].data(), i, type);  // what the kernel sees
+    }
+  }
+  switch (p.direction) {
+    case ConvDirection::Forward: reference_ = conv_reference(p, inputs[kX], inputs[kW]); break;
+    case ConvDirection::BackwardData: reference_ = conv_reference(p, inputs[kY], inputs[kW]); break;
+    case ConvDirection::BackwardFilter: reference_ = conv_reference(p, inputs[kX], inputs[kY]); break;
+  }
+
+  const std::size_t sets = rotation_sets(dev.info(), host_[0].size() + host_[1].size() + host_[2].size(), rotate);
+  std::vector<gpu::DeviceBuffer>* bufs[3] = {&x_, &w_, &y_};
+  for (std::size_t s = 0; s < sets; ++s)
+    for (int t = 0; t < 3; ++t) {
+      bufs[t]->emplace_back(dev, host_[t].size());
+      dev.copy_to_device(bufs[t]->back().get(), host_[t].data(), host_[t].size());
+    }
+}
+
+TtConvParams ConvData::params(std::size_t set) const {
+  return gpu::conv_arguments(problem_, x_.at(set).get(), w_.at(set).get(), y_.at(set).get());
+}
+
+void ConvData::reset_output() {
+  const int out = output_tensor();
+  gpu::DeviceBuffer& b = (out == kX ? x_ : out == kW ? w_ : y_)[0];
+  dev_.fill_bytes(b.get(), 0xFF, host_[out].size());
+}
+
+ValidationResult ConvData::check_output() {
+  const int out = output_tensor();
+  const DataType type = problem_.out_type;
+  std::vector<std::uint8_t> got(host_[out].size());
+  dev_.copy_to_host(got.data(), (out == kX ? x_ : out == kW ? w_ : y_)[0].get(), got.size());
+  static const char* const names[3] = {"x", "wt", "y"};
+  ValidationResult r;
+  double err = 0, ref = 0;
+  for (std::size_t i = 0; i < reference_.size(); ++i) {
+    const double v = load_element(got.data(), std::int64_t(i), type);
+    if (!std::isfinite(v)) {
+      r.rel_error = INFINITY;
+      r.reason = std::string(names[out]) + " element " + std::to_string(i) + " is " + std::to_string(v) +
+                 " (not written, or NaN/inf)";
+      return r;
+    }
+    err += (v - reference_[i]) * (v - reference_[i]);
+    ref += reference_[i] * reference_[i];
+  }
+  r.rel_error = std::sqrt(err / std::max(ref, 1e-300));
+  r.ok = r.rel_error <= tolerance(problem_);
+  if (!r.ok)
+    r.reason = "relative error " + std::to_string(r.rel_error) + " > tolerance " + std::to_string(tolerance(problem_));
+  return r;
+}
+
+}  // namespace tiletune::tuner

@@ -1,0 +1,53 @@
+// Inputs of one convolution on one device and their fp64 reference, the convolution twin of
+// ProblemData: the two tensors the direction reads are fresh random values in [-1, 1] (never
+// zeros) rounded to the input type, the tensor it writes is poisoned (0xFF bytes: NaN in every
+// type) before each validation, so an element a kernel forgets to write is caught, including the
+// zeros of a strided dgrad that no filter tap reaches.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "gpu/backend.h"
+#include "kernel_templates/conv_params.h"
+#include "solutions/conv_problem.h"
+#include "tuner/problem_data.h"
+
+namespace tiletune::tuner {
+
+class ConvData {
+ public:
+  ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate = true, std::uint64_t seed = 0);
+
+  const ConvProblem& problem() const { return problem_; }
+  std::size_t sets() const { return x_.size(); }
+  TtConvParams params(std::size_t set) const;
+  template <class Launch>
+  ValidationResult validate(Launch&& launch) {
+    reset_output();
+    launch(params(0));
+    dev_.synchronize();
+    return check_output();
+  }
+  void reset_output();
+  ValidationResult check_output();
+  // The reference of the tensor written, in the problem's layout.
+  const std::vector<double>& reference() const { return reference_; }
+  // The inputs as the kernel sees them (host copies, in their types' bytes): x, wt, y.
+  const std::vector<std::uint8_t>& host_tensor(int which) const { return host_[which]; }
+
+ private:
+  enum { kX = 0, kW = 1, kY = 2 };
+  int output_tensor() const;
+
+  gpu::Device& dev_;
+  ConvProblem problem_;
+  std::vector<std::uint8_t> host_[3];
+  std::vector<double> reference_;
+  std::vector<gpu::DeviceBuffer> x_, w_, y_;
+};
+
+// As for GEMM: output rounding plus fp32 accumulation error growing with the square root of the
+// reduction length (the implicit GEMM's K).
+double tolerance(const ConvProblem& p);
+
+}  // namespace tiletune::tuner
