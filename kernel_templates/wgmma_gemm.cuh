@@ -2,7 +2,7 @@
 // Column-major BLAS semantics (gemm_params.h): C = alpha * op(A) * op(B) + beta * C.
 //
 // Block = 1 producer warpgroup + CONSUMERS consumer warpgroups. The grid is persistent: each block
-// walks tiles blockIdx.x, blockIdx.x + gridDim.x, ... of the BM x BN x batch tile space in a
+// (each cluster, see CLUSTER) walks tiles first, first + step, ... of the BM x BN x batch tile space in a
 // grouped raster order (RASTER 0: groups of GROUP tile rows along M, walking N inside a group;
 // RASTER 1: the same with M and N swapped), so that concurrently running tiles share operands in L2.
 //
@@ -16,6 +16,12 @@
 // its copies landed (cp.async.wait_group) and were fenced for the async proxy that wgmma reads
 // through; it keeps STAGES - 2 stages in flight, so that the consumers can always free the stage
 // it waits for next.
+// Clusters (CLUSTER = 2, TMA loader only): two CTAs on adjacent tile rows of the same tile column
+// share B. Each loads its own A and half of B, multicast into both CTAs' shared memory; a stage
+// may be refilled only when the consumers of both CTAs released it, so every release arrives on
+// both CTAs' "empty" barriers. The CTAs walk the same pair sequence in lockstep; a CTA whose tile
+// row lies past M loads zeros (TMA fills out-of-bounds boxes) and stores nothing. Halving B's
+// traffic matters where operand loads limit the tile rate (e.g. rows not 128-byte aligned).
 // Consumers, cooperative (PINGPONG = 0): each owns WM = BM / CONSUMERS rows of the tile (WM/64
 // wgmma m64 sub-tiles) and all BN columns; per K step, BK/16 wgmma.mma_async per sub-tile, one
 // commit group per stage, one group left in flight: the stage read by the previous group is
@@ -80,6 +86,32 @@ TT_DEVICE void tma_load_3d(u32 dst, const TtTensorMap* map, u32 bar, int c0, int
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(dst),
       "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// The same, delivered to the shared memory (and mbarrier) at the same offsets in every CTA of `mask`.
+TT_DEVICE void tma_load_3d_multicast(u32 dst, const TtTensorMap* map, u32 bar, int c0, int c1, int c2,
+                                     unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
+      : "memory");
+}
+
+TT_DEVICE u32 cluster_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+TT_DEVICE void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+// Arrive on the mbarrier at the same offset in CTA `rank` of the cluster.
+TT_DEVICE void mbar_arrive_in(u32 bar, u32 rank) {
+  asm volatile(
+      "{ .reg .b32 r; mapa.shared::cluster.u32 r, %0, %1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r]; }" ::"r"(bar),
+      "r"(rank)
       : "memory");
 }
 
@@ -198,7 +230,7 @@ TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, in
 }  // namespace tt_wg
 
 template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
-          int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER>
+          int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER, int CLUSTER>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
@@ -207,6 +239,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "1 or 2 consumer warpgroups");
   static_assert(PINGPONG == 0 || CONSUMERS == 2, "ping-pong needs two consumers");
   static_assert(LOADER == 0 || LOADER == 1, "LOADER: 0 TMA, 1 cp.async");
+  static_assert(CLUSTER == 1 || (CLUSTER == 2 && LOADER == 0), "clusters of 2 share B by TMA multicast");
   constexpr bool PP = PINGPONG != 0;
   constexpr int WM = PP ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
   constexpr int MI = WM / 64;         // m64 sub-tiles per consumer
@@ -234,18 +267,23 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
   const int M = p.g.m, N = p.g.n, K = p.g.k;
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  const int total = tiles_m * tiles_n * p.g.batch;
+  // Work units: groups of CLUSTER tile rows (one per CTA of a cluster) of one tile column.
+  const int units_m = (tiles_m + CLUSTER - 1) / CLUSTER;
+  const int total = units_m * tiles_n * p.g.batch;
+  const int first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
+  const u32 rank = CLUSTER > 1 ? cluster_rank() : 0u;
   const int KT = (K + BK - 1) / BK;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(bars + 8 * s, LOADER ? 128 : 1);  // TMA: one arrival + bytes; cp.async: every producer thread
-      mbar_init(bars + 8 * (STAGES + s), PP ? 4 : CONSUMERS * 4);  // one arrival per consuming warp
+      mbar_init(bars + 8 * (STAGES + s), (PP ? 4 : CONSUMERS * 4) * CLUSTER);  // one per consuming warp of the cluster
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   }
-  __syncthreads();
+  if (CLUSTER > 1) cluster_sync();  // the peer's barriers exist before any multicast or remote arrive
+  else __syncthreads();
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
@@ -260,9 +298,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       constexpr int LAG = STAGES > 2 ? STAGES - 2 : 0;
       int s = 0, issued = 0;
       u32 ph = 0;
-      for (int t = blockIdx.x; t < total; t += gridDim.x) {
+      for (int t = first; t < total; t += step) {
         int mb, nb, b;
-        tile_coords<RASTER, GROUP>(t, tiles_m, tiles_n, mb, nb, b);
+        tile_coords<RASTER, GROUP>(t, units_m, tiles_n, mb, nb, b);
+        mb = mb * CLUSTER + (int)rank;
         const TA* Ab = A + (long long)b * p.g.stride_a;
         const TA* Bb = Bm + (long long)b * p.g.stride_b;
 #pragma unroll 1
@@ -288,9 +327,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       prefetch_map(&p.map_b);
       int s = 0;
       u32 ph = 0;
-      for (int t = blockIdx.x; t < total; t += gridDim.x) {
+      for (int t = first; t < total; t += step) {
         int mb, nb, b;
-        tile_coords<RASTER, GROUP>(t, tiles_m, tiles_n, mb, nb, b);
+        tile_coords<RASTER, GROUP>(t, units_m, tiles_n, mb, nb, b);
+        mb = mb * CLUSTER + (int)rank;
         const int m0 = mb * BM, n0 = nb * BN;
         for (int kt = 0; kt < KT; ++kt) {
           const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
@@ -304,11 +344,22 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             TT_UNROLL
             for (int i = 0; i < BM / 64; ++i) tma_load_3d(a + i * 64 * BK * 2, &p.map_a, full, m0 + 64 * i, k0, b);
           }
-          if (B_K) {
-            tma_load_3d(bb, &p.map_b, full, k0, n0, b);
+          if (CLUSTER == 1) {
+            if (B_K) {
+              tma_load_3d(bb, &p.map_b, full, k0, n0, b);
+            } else {
+              TT_UNROLL
+              for (int i = 0; i < BN / 64; ++i) tma_load_3d(bb + i * 64 * BK * 2, &p.map_b, full, n0 + 64 * i, k0, b);
+            }
+          } else if (B_K) {
+            // The host encoded B's box as BN / 2 rows: this CTA's half, for both CTAs.
+            const int half = BN / 2;
+            tma_load_3d_multicast(bb + rank * half * 128, &p.map_b, full, k0, n0 + (int)rank * half, b, 0x3);
           } else {
             TT_UNROLL
-            for (int i = 0; i < BN / 64; ++i) tma_load_3d(bb + i * 64 * BK * 2, &p.map_b, full, n0 + 64 * i, k0, b);
+            for (int i = 0; i < BN / 64; ++i)
+              if (i % 2 == (int)rank)
+                tma_load_3d_multicast(bb + i * 64 * BK * 2, &p.map_b, full, n0 + 64 * i, k0, b, 0x3);
           }
           if (++s == STAGES) { s = 0; ph ^= 1; }
         }
@@ -341,13 +392,23 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       s = pos % STAGES;
     };
     if (PP && cw == 1) skip_tile();
-    const int t_step = PP ? 2 * gridDim.x : gridDim.x;
-    for (int t = blockIdx.x + (PP ? cw * gridDim.x : 0); t < total; t += t_step) {
+    const int t_step = PP ? 2 * step : step;
+    // A stage is released to the producers of every CTA that wrote into it.
+    auto release = [&](int stage) {
+      if (CLUSTER == 1) {
+        mbar_arrive(bars + 8 * (STAGES + stage));
+      } else {
+        TT_UNROLL
+        for (int r = 0; r < CLUSTER; ++r) mbar_arrive_in(bars + 8 * (STAGES + stage), (u32)r);
+      }
+    };
+    for (int t = first + (PP ? cw * step : 0); t < total; t += t_step) {
       int mb, nb, b;
-      tile_coords<RASTER, GROUP>(t, tiles_m, tiles_n, mb, nb, b);
+      tile_coords<RASTER, GROUP>(t, units_m, tiles_n, mb, nb, b);
+      mb = mb * CLUSTER + (int)rank;
       // Ping-pong order: a consumer starts its main loop only after the other one has passed all of
       // its full-barrier waits (tensor cores in turn, and no parity wait more than one phase ahead).
-      if (PP && t != (int)blockIdx.x) named_sync(3 + cw, 256);
+      if (PP && t != first) named_sync(3 + cw, 256);
       int prev = -1;
       for (int kt = 0; kt < KT; ++kt) {
         mbar_wait(bars + 8 * s, ph);
@@ -367,16 +428,16 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         wg_commit();
         if (prev >= 0) {
           wg_wait<1>();
-          if (lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
+          if (lane == 0) release(prev);
         }
         prev = s;
         if (++s == STAGES) { s = 0; ph ^= 1; }
       }
-      if (PP && t + (int)gridDim.x < total) named_arrive(3 + (cw ^ 1), 256);
+      if (PP && t + step < total) named_arrive(3 + (cw ^ 1), 256);
       wg_wait<0>();
       TT_UNROLL
       for (int mi = 0; mi < MI; ++mi) fence_regs<BN / 2>(acc[mi]);
-      if (lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
+      if (lane == 0) release(prev);
       if (PP) skip_tile();
 
       // ---------------------------------------------------------------- epilogue
@@ -453,4 +514,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       }
     }
   }
+  // Neither CTA of a cluster leaves while the other may still multicast into it or arrive on it.
+  if (CLUSTER > 1) cluster_sync();
 }

@@ -62,6 +62,35 @@ TEST(CudaCompile, NvrtcCompilesSimtVariantsForSm90aWithoutAGpu) {
   }
 }
 
+// The Hopper template's loaders (TMA, cp.async) and clusters (1, 2: B multicast) on both operand
+// majors; kernels built for sm_90a hold wgmma, which NVRTC checks without a GPU.
+TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
+  auto compiler = gpu::cuda::make_compiler();
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 1000, 1000, 1000),
+                                             gemm(DataType::F16, DataType::F32, true, true, 3000, 3000, 3000)};
+  std::vector<std::pair<Solution, GemmProblem>> jobs;
+  for (const auto& p : problems)
+    for (int loader : {0, 1})
+      for (int cluster : {1, 2}) {
+        if (loader == 1 && cluster == 2) continue;  // refused by the template's constraints
+        Solution s = t.default_solution();
+        s.params["LOADER"] = loader;
+        s.params["CLUSTER"] = cluster;
+        s.params["BN"] = cluster == 2 ? 192 : 128;
+        s.params["PINGPONG"] = cluster == 2 ? 0 : 1;  // ping-pong at BN 192 needs too many accumulators
+        const auto broken = t.violation(t.variables(s, p, dev));
+        ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
+        jobs.emplace_back(s, p);
+      }
+  for (const auto& [s, p] : jobs) {
+    gpu::CompileResult r = compiler->compile(t.compile_request(s, p, dev));
+    EXPECT_TRUE(r.ok) << s.kernel_name() << "\n" << r.log;
+    EXPECT_NE(r.code.symbol.find("wgmma_gemm"), std::string::npos);
+  }
+}
+
 TEST(CudaCompile, ErrorsComeBackInTheLogAndBadArchesAreRefused) {
   auto compiler = gpu::cuda::make_compiler();
   gpu::CompileRequest r;

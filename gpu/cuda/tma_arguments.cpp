@@ -49,7 +49,7 @@ void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what,
 
 std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, const TtGemmParams& p,
                                                     DataType a_type, bool trans_a, bool trans_b, int bm,
-                                                    int bn, int bk) {
+                                                    int bn, int bk, int cluster) {
   if (!encode) throw Error("wgmma_gemm: cuTensorMapEncodeTiled is not available (no CUDA driver)");
   CUtensorMapDataType dt;
   switch (a_type) {
@@ -71,8 +71,10 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   else
     encode_operand(encode, &args.map_a, "A", dt, eb, p.a, p.m, p.k, p.lda, p.stride_a, p.batch, 64, bk);
   // B: op(B) is K x N. Stored K x N (K-major, !trans_b) or N x K (MN-major).
+  // In a cluster each CTA loads (and multicasts) its share of B: half the rows of a K-major tile.
+  if (cluster != 1 && cluster != 2) throw Error("wgmma_gemm: clusters of 1 or 2 CTAs only");
   if (!trans_b)
-    encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.k, p.n, p.ldb, p.stride_b, p.batch, bk, bn);
+    encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.k, p.n, p.ldb, p.stride_b, p.batch, bk, bn / cluster);
   else
     encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.n, p.k, p.ldb, p.stride_b, p.batch, 64, bk);
   std::vector<std::uint8_t> bytes(sizeof args);
@@ -87,8 +89,10 @@ std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const G
     if (it == vars.end()) throw Error(std::string("wgmma_gemm: variable ") + name + " missing");
     return static_cast<int>(it->second);
   };
+  const auto cluster = vars.find("CLUSTER");
   return encode_tma_gemm_arguments(tensor_map_encoder(), p, problem.a_type, problem.trans_a, problem.trans_b,
-                                   get("BM"), get("BN"), get("BK"));
+                                   get("BM"), get("BN"), get("BK"),
+                                   cluster == vars.end() ? 1 : static_cast<int>(cluster->second));
 }
 
 }  // namespace tiletune::gpu::cuda

@@ -22,9 +22,10 @@ using TensorMapEncoder = decltype(&::cuTensorMapEncodeTiled);
 std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const GemmProblem& problem,
                                                   const Variables& vars);
 
-// The same with an explicit encoder and tile shape (used by the above and by standalone probes).
+// The same with an explicit encoder, tile shape and cluster size (CLUSTER: with 2, B's K-major box
+// is half the tile's rows, each CTA of the pair loading and multicasting its half).
 std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, const TtGemmParams& p,
                                                     DataType a_type, bool trans_a, bool trans_b, int bm,
-                                                    int bn, int bk);
+                                                    int bn, int bk, int cluster = 1);
 
 }  // namespace tiletune::gpu::cuda
