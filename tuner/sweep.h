@@ -50,6 +50,12 @@ struct SweepSummary {
   // timing of a candidate already recorded (contenders, the final re-measurements, promotions).
   std::size_t not_selected = 0, over_budget = 0, short_timed = 0, fully_timed = 0, promoted = 0, remeasured = 0;
   std::map<std::string, std::size_t> pruned_by_reason;
+  struct DeviceCount {
+    int device = 0;
+    std::size_t measured = 0;  // measurements recorded (first timings and re-measurements)
+    int worker_starts = 0;     // worker processes started for it (more than one: after crashes)
+  };
+  std::vector<DeviceCount> per_device;
   std::vector<WinnerRow> winners;
 };
 
