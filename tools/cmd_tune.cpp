@@ -6,6 +6,7 @@
 #include "tools/commands.h"
 #include "tuner/config.h"
 #include "common/error.h"
+#include "tuner/device_list.h"
 #include "tuner/sweep.h"
 #include "tuner/worker.h"
 
@@ -17,7 +18,7 @@ Run add_tune(CLI::App& app) {
     std::string isolation = "process";
     int device = 0, jobs = 0;
     double timeout = 0;
-    std::string search;
+    std::string search, devices;
     long long budget = -1;
     double budget_seconds = -1;
     long long seed = -1;
@@ -28,7 +29,11 @@ Run add_tune(CLI::App& app) {
   cmd->add_option("config", a->config, "tuning config (JSON); see configs/")->required();
   cmd->add_option("--db", a->db, "solution database to write (created if missing; a rerun resumes)")->capture_default_str();
   cmd->add_option("--backend", a->backend, "auto | cuda | hip | host")->capture_default_str();
-  cmd->add_option("--device", a->device, "device index")->capture_default_str();
+  CLI::Option* device = cmd->add_option("--device", a->device, "device index")->capture_default_str();
+  cmd->add_option("--devices", a->devices,
+                  "measure on several devices at once, a worker process each, candidates going to whichever is "
+                  "free: all, or indices such as 0,1 (host backend: logical workers on the CPU)")
+      ->excludes(device);
   cmd->add_option("--jobs", a->jobs, "parallel compile jobs (0: one per core)")->capture_default_str();
   cmd->add_flag("--no-vendor", a->no_vendor, "do not time the vendor library (cuBLAS) for comparison");
   cmd->add_flag("--list-pruned", a->list_pruned, "print every pruned candidate with the constraint it breaks");
@@ -62,6 +67,7 @@ Run add_tune(CLI::App& app) {
     tuner::SweepOptions o;
     o.backend = gpu::resolve_backend(a->backend);
     o.device = a->device;
+    if (!a->devices.empty()) o.devices = tuner::parse_device_list(a->devices, o.backend);
     o.db_path = a->db;
     o.compile_jobs = a->jobs;
     o.compare_vendor = !a->no_vendor;

@@ -1,42 +1,88 @@
 #include "tuner/measure_slots.h"
 
-#include <exception>
-#include <mutex>
-#include <thread>
+#include <utility>
 
 namespace tiletune::tuner {
 
-void run_on_slots(std::vector<MeasureSlot>& slots, std::size_t count, const std::function<bool(std::size_t)>& may_start,
-                  const std::function<void(MeasureSlot&, std::size_t)>& run) {
-  std::mutex mu;
-  std::size_t next = 0;
-  std::exception_ptr failure;
-  // The next task this slot may run, or `count` when there is none left.
-  auto take = [&]() -> std::size_t {
-    std::lock_guard<std::mutex> lock(mu);
-    while (!failure && next < count) {
-      std::size_t i = next++;
-      if (may_start(i)) return i;
-    }
-    return count;
-  };
-  auto loop = [&](MeasureSlot& slot) {
-    try {
-      for (std::size_t i; (i = take()) < count;) run(slot, i);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!failure) failure = std::current_exception();
-    }
-  };
-  if (slots.size() == 1) {
-    loop(slots[0]);
-  } else {
-    std::vector<std::thread> threads;
-    for (std::size_t s = 1; s < slots.size(); ++s) threads.emplace_back(loop, std::ref(slots[s]));
-    loop(slots[0]);
-    for (auto& t : threads) t.join();
+SlotRunner::SlotRunner(std::vector<MeasureSlot>& slots) : slots_(slots) {
+  try {
+    for (std::size_t s = 1; s < slots_.size(); ++s) threads_.emplace_back(&SlotRunner::serve, this, s);
+  } catch (...) {
+    stop();
+    throw;
   }
-  if (failure) std::rethrow_exception(failure);
+}
+
+SlotRunner::~SlotRunner() { stop(); }
+
+void SlotRunner::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+}
+
+void SlotRunner::run(std::size_t count, const std::function<bool(std::size_t)>& may_start,
+                     const std::function<void(MeasureSlot&, std::size_t)>& task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    count_ = count;
+    next_ = 0;
+    may_start_ = &may_start;
+    task_ = &task;
+    failure_ = nullptr;
+    busy_ = threads_.size();
+    ++batch_;
+  }
+  cv_.notify_all();
+  work(slots_[0]);
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return busy_ == 0; });
+  may_start_ = nullptr;
+  task_ = nullptr;
+  if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+}
+
+void SlotRunner::serve(std::size_t slot) {
+  std::size_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return quit_ || batch_ != seen; });
+      if (quit_) return;
+      seen = batch_;
+    }
+    work(slots_[slot]);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --busy_;
+    }
+    cv_.notify_all();
+  }
+}
+
+void SlotRunner::work(MeasureSlot& slot) {
+  for (;;) {
+    std::size_t i = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (;;) {
+        if (failure_ || next_ >= count_) return;
+        i = next_++;
+        if ((*may_start_)(i)) break;
+      }
+    }
+    try {
+      (*task_)(slot, i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!failure_) failure_ = std::current_exception();
+      return;
+    }
+  }
 }
 
 }  // namespace tiletune::tuner

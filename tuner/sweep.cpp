@@ -37,6 +37,26 @@ struct Work {
   HalvingRow row;  // halving: what the database already holds for it (a resumed sweep)
 };
 
+// The devices to measure on, each with its description (all of one arch: one sweep, one arch).
+std::vector<std::pair<int, gpu::DeviceInfo>> sweep_devices(const SweepOptions& o, const gpu::DeviceInfo& first) {
+  std::vector<int> indices = o.devices.empty() ? std::vector<int>{o.device} : o.devices;
+  std::vector<std::pair<int, gpu::DeviceInfo>> out;
+  if (o.backend == gpu::BackendKind::Host) {
+    for (int i : indices) out.emplace_back(i, first);  // logical workers on the one CPU
+    return out;
+  }
+  std::vector<gpu::DeviceInfo> found = gpu::list_devices(o.backend);
+  for (int i : indices) {
+    auto it = std::find_if(found.begin(), found.end(), [&](const gpu::DeviceInfo& d) { return d.index == i; });
+    if (it == found.end()) throw Error(std::string(gpu::to_string(o.backend)) + " device " + std::to_string(i) + " does not exist");
+    if (it->arch != first.arch)
+      throw Error("device " + std::to_string(i) + " is " + it->arch + " but device " + std::to_string(indices[0]) + " is " +
+                  first.arch + ": one sweep tunes one arch; run one sweep per arch");
+    out.emplace_back(i, *it);
+  }
+  return out;
+}
+
 HalvingRow halving_row(const db::MeasurementRecord& m) {
   HalvingRow r;
   r.measured = true;
@@ -60,7 +80,12 @@ std::string compile_cache_key(const std::string& source_hash, const gpu::Compile
 }
 
 SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, std::FILE* log) {
-  std::unique_ptr<gpu::Device> dev = gpu::open_device(options.backend, options.device);
+  const std::vector<int> device_list = options.devices.empty() ? std::vector<int>{options.device} : options.devices;
+  if (device_list.size() > 1 && options.isolation != Isolation::Process)
+    throw Error("measuring on several devices needs a worker process per device (--isolation process)");
+  // This process compiles for (and, in-process, measures on) the first device.
+  const bool host = options.backend == gpu::BackendKind::Host;
+  std::unique_ptr<gpu::Device> dev = gpu::open_device(options.backend, host ? 0 : device_list[0]);
   const gpu::DeviceInfo& info = dev->info();
   db::Database db = db::Database::open(options.db_path, db::Mode::ReadWrite);
   const std::string compiler_version = dev->compiler().version();
@@ -69,11 +94,15 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   sum.arch = info.arch;
   sum.device_name = info.name;
   std::fprintf(log, "tiletune: %s device %d: %s (%s, %d multiprocessors), compiler %s\n", gpu::to_string(info.backend),
-               options.device, info.name.c_str(), info.arch.c_str(), info.multiprocessors, compiler_version.c_str());
-  std::vector<MeasureSlot> slots(1);
-  slots[0].device = options.device;
-  slots[0].device_id = db.upsert_device(
-      {gpu::to_string(info.backend), info.arch, info.name, info.multiprocessors, info.driver_version});
+               device_list[0], info.name.c_str(), info.arch.c_str(), info.multiprocessors, compiler_version.c_str());
+  std::vector<MeasureSlot> slots;
+  for (const auto& [index, dinfo] : sweep_devices(options, info)) {
+    MeasureSlot s;
+    s.device = index;
+    s.device_id = db.upsert_device(
+        {gpu::to_string(dinfo.backend), dinfo.arch, dinfo.name, dinfo.multiprocessors, dinfo.driver_version});
+    slots.push_back(std::move(s));
+  }
 
   Enumeration e = enumerate(config.templates, config.problems, info);
   sum.total = e.total;
@@ -135,10 +164,14 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     slots[0].local = std::make_unique<Measurer>(*dev, db);
   } else {
     if (options.worker_exe.empty()) throw Error("process isolation needs the path of the tiletune program (worker_exe)");
-    slots[0].worker = std::make_unique<WorkerProcess>(options.worker_exe, info.backend, options.device, options.db_path,
-                                                      info.arch);
-    std::fprintf(log, "measuring in a worker process (%s), time-out %g s per candidate\n",
-                 options.worker_exe.c_str(), config.benchmark.timeout_s);
+    for (auto& s : slots)
+      s.worker = std::make_unique<WorkerProcess>(options.worker_exe, info.backend, host ? 0 : s.device, options.db_path,
+                                                 info.arch);
+    std::string names;
+    for (const auto& s : slots) names += (names.empty() ? "" : ",") + std::to_string(s.device);
+    std::fprintf(log, "measuring in %zu worker process%s (%s %s %s), time-out %g s per candidate\n",
+                 slots.size(), slots.size() > 1 ? "es" : "", host && slots.size() > 1 ? "logical workers" : "device",
+                 names.c_str(), options.worker_exe.c_str(), config.benchmark.timeout_s);
   }
 
   std::size_t planned = 0;
@@ -242,12 +275,13 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   };
 
   using clock = std::chrono::steady_clock;
+  SlotRunner runner(slots);
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
     const GemmProblem& problem = config.problems[pi];
     const auto start = clock::now();
     std::size_t started_here = 0;  // candidates handed to a slot for this problem
     // Whether the problem's seconds budget allows another candidate (always the first one; with
-    // `first_of_round`, the first of each round too). Asked under run_on_slots's lock.
+    // `first_of_round`, the first of each round too). Asked under the runner's lock.
     auto in_budget = [&](std::size_t& started_in_round, bool first_of_round) {
       bool ok = config.search.budget_seconds <= 0 || started_here == 0 || (first_of_round && started_in_round == 0) ||
                 std::chrono::duration<double>(clock::now() - start).count() < config.search.budget_seconds;
@@ -262,8 +296,8 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     auto round = [&](const std::vector<std::size_t>& which, const BenchmarkOptions& bench, Timing timing,
                      bool first_of_round) {
       std::size_t started = 0, skipped = 0;
-      run_on_slots(
-          slots, which.size(),
+      runner.run(
+          which.size(),
           [&](std::size_t) {
             bool ok = in_budget(started, first_of_round);
             skipped += !ok;
@@ -365,6 +399,13 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
                  s.not_selected, s.over_budget, s.short_timed, s.fully_timed, s.promoted, s.remeasured);
   std::fprintf(out, "failed by reason: %zu invalid, %zu failed to launch, %zu crashed, %zu timed out\n", s.invalid,
                s.launch_failed, s.crashed, s.timed_out);
+  if (s.per_device.size() > 1) {
+    std::fprintf(out, "per device:");
+    for (const auto& d : s.per_device)
+      std::fprintf(out, "  %d: %zu measured%s", d.device, d.measured,
+                   d.worker_starts > 1 ? (" (" + std::to_string(d.worker_starts) + " workers)").c_str() : "");
+    std::fprintf(out, "\n");
+  }
   std::fprintf(out, "\nwinners on %s (%s):\n", s.arch.c_str(), s.device_name.c_str());
   std::fprintf(out, "%-48s %10s %10s %10s  %s\n", "problem", "ms", "TFLOP/s", s.vendor.empty() ? "" : ("x " + s.vendor).c_str(), "kernel");
   for (const auto& w : s.winners) {

@@ -22,6 +22,9 @@ enum class Isolation {
 struct SweepOptions {
   gpu::BackendKind backend = gpu::BackendKind::Host;
   int device = 0;
+  // Measure on these devices, a worker process each (Isolation::Process), candidates handed to
+  // whichever is free; empty: `device` alone. On the host backend: logical workers on the CPU.
+  std::vector<int> devices;
   std::string db_path;
   int compile_jobs = 0;       // 0: one per core
   bool compare_vendor = true;  // time the vendor library on every problem too
