@@ -28,7 +28,7 @@ std::string first_lines(const std::string& text, std::size_t max_chars = 600) {
 
 // How a measurement is recorded: the candidate's first (a short one in halving's round one), or
 // a later full timing that replaces its row (halving's rounds two and three, promotions).
-enum class Timing { First, Short, Again, Final };
+enum class Timing { First, Short, Again, Final, Promote };
 
 struct Work {
   const Candidate* cand;
@@ -62,7 +62,7 @@ HalvingRow halving_row(const db::MeasurementRecord& m) {
   r.measured = true;
   if (m.status == "ok") {
     if (m.reason == kShortTimingReason) r.short_ms = m.median_ms;
-    else r.full_ms = m.median_ms, r.final = m.reason == kFinalTimingReason;
+    else r.full_ms = m.median_ms, r.final = m.reason == kFinalTimingReason, r.promoted = m.reason == kPromotedReason;
   }
   return r;
 }
@@ -119,7 +119,8 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   if (e.candidates.empty()) throw Error("no candidate survives pruning for this device: nothing to tune");
 
   // Database ids; which candidates the search strategy picks (tuner/search.h), per problem; and
-  // which of those are already finished (a resumed sweep skips them).
+  // which of those are already finished (a resumed sweep skips them). Halving keeps its measured
+  // candidates: a short timing is not finished, a later round may still time it fully.
   validate(config.search);
   const bool halving = config.search.strategy == "halving";
   std::vector<std::int64_t> problem_ids;
@@ -140,9 +141,10 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       std::int64_t sid = db.upsert_solution(c.solution, c.tmpl->source_hash());
       selected[pi].emplace_back(sid, &c);
       HalvingRow row;
-      if (db.find_measurement(problem_ids[pi], sid, info.arch)) {
+      if (auto m = db.find_measurement(problem_ids[pi], sid, info.arch)) {
         ++sum.already_done;
-        continue;
+        if (!halving) continue;
+        row = halving_row(*m);
       }
       gpu::CompileRequest req = c.tmpl->compile_request(c.solution, config.problems[pi], info);
       Work w{&c, sid, compile_cache_key(c.tmpl->source_hash(), req, compiler_version), row};
@@ -247,13 +249,14 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         m.tflops = problem.flops() / (res.median_ms * 1e-3) / 1e12;
         if (timing == Timing::Short) m.reason = kShortTimingReason;  // until a full timing replaces it
         if (timing == Timing::Final) m.reason = kFinalTimingReason;
+        if (timing == Timing::Promote) m.reason = kPromotedReason;
       }
     }
     char note[128];
     {
       std::lock_guard<std::mutex> lock(mu);
       if (m.status == "ok" && timing != Timing::Short) best_tflops = std::max(best_tflops, m.tflops);
-      if (timing == Timing::Again || timing == Timing::Final) ++sum.remeasured;  // recorded all the same
+      if (timing != Timing::First && timing != Timing::Short) ++sum.remeasured;  // recorded all the same
       else if (m.status == "ok") ++sum.benchmarked;
       else if (m.status == "invalid") ++sum.invalid;
       else if (m.status == "launch_failed") ++sum.launch_failed;
@@ -346,7 +349,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       if (!rec || rec->reason != kShortTimingReason) break;
       auto it = std::find_if(ws.begin(), ws.end(), [&](const Work& w) { return w.solution_id == win->solution_id; });
       if (it == ws.end()) break;  // not a candidate of this config: leave it
-      if (!measure_one(slots[0], pi, *it, config.benchmark, Timing::Again, false)) break;
+      if (!measure_one(slots[0], pi, *it, config.benchmark, Timing::Promote, false)) break;
       if (sum.short_timed) --sum.short_timed;
       ++sum.promoted;
     }
