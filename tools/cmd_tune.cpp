@@ -17,7 +17,7 @@ Run add_tune(CLI::App& app) {
     std::string config, db = "tiletune.db", backend = "auto";
     std::string isolation = "process";
     int device = 0, jobs = 0;
-    double timeout = 0;
+    double timeout = 0, prepare_timeout = 0;
     std::string search, devices;
     long long budget = -1;
     double budget_seconds = -1;
@@ -46,6 +46,10 @@ Run add_tune(CLI::App& app) {
                   "seconds one candidate may take in the worker before it is killed and recorded as timed out "
                   "(default: the config's benchmark.timeout_s, else 60)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--prepare-timeout", a->prepare_timeout,
+                  "seconds a worker may take to make a problem's inputs and reference and load a kernel; past it the "
+                  "problem is skipped, no candidate blamed (default: the config's benchmark.prepare_timeout_s, else 1800)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--search", a->search,
                   "which candidates to benchmark (overrides the config's search.strategy): exhaustive | random "
                   "(--budget of them, drawn from the config's search.seed) | model (ranked by an analytical model, the "
@@ -73,6 +77,7 @@ Run add_tune(CLI::App& app) {
     o.compare_vendor = !a->no_vendor;
     o.list_pruned = a->list_pruned;
     if (a->timeout > 0) config.benchmark.timeout_s = a->timeout;
+    if (a->prepare_timeout > 0) config.benchmark.prepare_timeout_s = a->prepare_timeout;
     if (a->isolation == "process") {
       o.isolation = tuner::Isolation::Process;
       std::error_code ec;
@@ -83,7 +88,7 @@ Run add_tune(CLI::App& app) {
     tuner::SweepSummary s = tuner::run_sweep(config, o);
     tuner::print_summary(s, stdout);
     std::printf("\nwrote %s\n", a->db.c_str());
-    return 0;
+    return s.unprepared.empty() ? 0 : 3;  // incomplete: a script must not take it for a finished sweep
   };
 }
 

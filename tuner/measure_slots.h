@@ -22,8 +22,8 @@ struct MeasureSlot {
   std::unique_ptr<WorkerProcess> worker;
   std::size_t measured = 0;    // measurements recorded from this slot, for the summary
 
-  MeasureResult measure(const MeasureRequest& r, double timeout_s) {
-    return local ? local->measure(r) : worker->measure(r, timeout_s);
+  MeasureResult measure(const MeasureRequest& r, double timeout_s, double prepare_timeout_s) {
+    return local ? local->measure(r) : worker->measure(r, timeout_s, prepare_timeout_s);
   }
   int worker_starts() const { return worker ? worker->starts() : 0; }
 };

@@ -171,9 +171,9 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
                                                  info.arch);
     std::string names;
     for (const auto& s : slots) names += (names.empty() ? "" : ",") + std::to_string(s.device);
-    std::fprintf(log, "measuring in %zu worker process%s (%s %s %s), time-out %g s per candidate\n",
+    std::fprintf(log, "measuring in %zu worker process%s (%s %s %s), time-out %g s per candidate, %g s to prepare a problem\n",
                  slots.size(), slots.size() > 1 ? "es" : "", host && slots.size() > 1 ? "logical workers" : "device",
-                 names.c_str(), options.worker_exe.c_str(), config.benchmark.timeout_s);
+                 names.c_str(), options.worker_exe.c_str(), config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
   }
 
   std::size_t planned = 0;
@@ -210,8 +210,11 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
 
   std::vector<double> vendor_tflops(config.problems.size(), -1);
   double best_tflops = 0;
+  // A problem whose data a worker could not prepare in time: nothing of it is recorded (no
+  // candidate is to blame), its remaining candidates are skipped, a rerun tries it again.
+  std::vector<std::string> unprepared(config.problems.size());
   // Measures one candidate with `bench` on `slot` and records it (failures too: a rerun does not
-  // retry them).
+  // retry them). Empty when the problem could not be prepared.
   auto measure_one = [&](MeasureSlot& slot, std::size_t pi, const Work& w, const BenchmarkOptions& bench, Timing timing,
                          bool count_step) -> std::optional<db::MeasurementRecord> {
     const GemmProblem& problem = config.problems[pi];
@@ -238,7 +241,12 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       r.code_object_id = code->id;
       r.benchmark = bench;
       r.tmpl = w.cand->tmpl.get();
-      MeasureResult res = slot.measure(r, config.benchmark.timeout_s);
+      MeasureResult res = slot.measure(r, config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
+      if (res.status == kPrepareTimeout) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (unprepared[pi].empty()) unprepared[pi] = res.reason;
+        return std::nullopt;
+      }
       m.status = res.status;
       m.reason = res.reason;
       m.rel_error = res.rel_error;
@@ -277,6 +285,11 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     return m;
   };
 
+  auto problem_unprepared = [&](std::size_t pi) {
+    std::lock_guard<std::mutex> lock(mu);
+    return !unprepared[pi].empty();
+  };
+
   using clock = std::chrono::steady_clock;
   SlotRunner runner(slots);
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
@@ -286,6 +299,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     // Whether the problem's seconds budget allows another candidate (always the first one; with
     // `first_of_round`, the first of each round too). Asked under the runner's lock.
     auto in_budget = [&](std::size_t& started_in_round, bool first_of_round) {
+      if (problem_unprepared(pi)) return false;
       bool ok = config.search.budget_seconds <= 0 || started_here == 0 || (first_of_round && started_in_round == 0) ||
                 std::chrono::duration<double>(clock::now() - start).count() < config.search.budget_seconds;
       if (ok) {
@@ -337,8 +351,14 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         for (const Work& w : ws) r.push_back(w.row);
         return r;
       };
-      round(halving_round2(rows(), config.search.budget), config.benchmark, Timing::Again, true);
-      round(halving_round3(rows()), config.benchmark, Timing::Final, false);
+      if (!problem_unprepared(pi)) round(halving_round2(rows(), config.search.budget), config.benchmark, Timing::Again, true);
+      if (!problem_unprepared(pi)) round(halving_round3(rows()), config.benchmark, Timing::Final, false);
+    }
+    if (problem_unprepared(pi)) {
+      sum.unprepared.push_back(problem.key() + ": " + unprepared[pi]);
+      progress.message("skipping " + problem.key() + ": " + unprepared[pi] +
+                       "; nothing is recorded for it, a rerun tries again (--prepare-timeout sets the limit)");
+      continue;
     }
     // Whatever the strategy and however often the sweep was resumed: the problem's winner is
     // never a short timing. While it is one, it is fully timed (and may then lose its place).
@@ -358,7 +378,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       r.problem = problem;
       r.vendor = true;
       r.benchmark = config.benchmark;
-      MeasureResult res = slots[0].measure(r, config.benchmark.timeout_s);
+      MeasureResult res = slots[0].measure(r, config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
       if (!res.vendor.empty()) sum.vendor = res.vendor;
       if (res.status == "ok" || res.status == "invalid") {
         if (res.status == "invalid")
@@ -409,6 +429,7 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
                    d.worker_starts > 1 ? (" (" + std::to_string(d.worker_starts) + " workers)").c_str() : "");
     std::fprintf(out, "\n");
   }
+  for (const auto& u : s.unprepared) std::fprintf(out, "not tuned (its data were not ready in time): %s\n", u.c_str());
   std::fprintf(out, "\nwinners on %s (%s):\n", s.arch.c_str(), s.device_name.c_str());
   std::fprintf(out, "%-48s %10s %10s %10s  %s\n", "problem", "ms", "TFLOP/s", s.vendor.empty() ? "" : ("x " + s.vendor).c_str(), "kernel");
   for (const auto& w : s.winners) {

@@ -59,6 +59,9 @@ struct SweepSummary {
     int worker_starts = 0;     // worker processes started for it (more than one: after crashes)
   };
   std::vector<DeviceCount> per_device;
+  // Problems skipped because a worker could not prepare their data (inputs, reference) within
+  // benchmark.prepare_timeout_s: "key: why". Nothing is recorded for them; a rerun tries again.
+  std::vector<std::string> unprepared;
   std::vector<WinnerRow> winners;
 };
 
