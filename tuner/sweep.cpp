@@ -171,8 +171,8 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
                                                  info.arch);
     std::string names;
     for (const auto& s : slots) names += (names.empty() ? "" : ",") + std::to_string(s.device);
-    std::fprintf(log, "measuring in %zu worker process%s (%s %s %s), time-out %g s per candidate, %g s to prepare a problem\n",
-                 slots.size(), slots.size() > 1 ? "es" : "", host && slots.size() > 1 ? "logical workers" : "device",
+    std::fprintf(log, "measuring in %zu worker process%s (%s %s: %s), time-out %g s per candidate, %g s to prepare a problem\n",
+                 slots.size(), slots.size() > 1 ? "es" : "", host && slots.size() > 1 ? "logical workers" : slots.size() > 1 ? "devices" : "device",
                  names.c_str(), options.worker_exe.c_str(), config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
   }
 
