@@ -3,8 +3,10 @@
 // free, into the one database; a rerun measures nothing.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "common/error.h"
 #include "db/database.h"
@@ -100,6 +102,44 @@ TEST_F(Devices, HalvingRoundsShareTheWorkersAndWaitForEachOther) {
   ASSERT_EQ(s.winners.size(), 2u);
   tuner::SweepSummary again = sweep("halving");
   EXPECT_EQ(again.benchmarked + again.remeasured, 0u);
+}
+
+// SIGKILL in the middle of a two-worker sweep (its workers die with it), then a rerun: every
+// candidate ends with one row, the database is intact, and a third run measures nothing.
+TEST_F(Devices, KilledWhileTwoWorkersMeasureThenResumed) {
+  std::string config = (dir_ / "c.json").string(), db = (dir_ / "killed.db").string(), log = (dir_ / "log.txt").string();
+  std::ofstream(config) << kConfig;
+  const std::vector<std::string> cmd = {TILETUNE_EXE, "tune", config, "--db", db, "--backend", "host", "--no-vendor",
+                                        "--devices", "0,1"};
+  Child c = spawn(cmd, log);
+  bool reached = false;
+  for (int i = 0; i < 6000 && !reached; ++i) {  // at most 60 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    try {
+      db::Database d = db::Database::open(db, db::Mode::ReadOnly);
+      std::size_t n = 0;
+      for (const auto& p : d.problems()) n += d.measurements(p.id).size();
+      reached = n >= 5;
+    } catch (const std::exception&) {
+      // not created or migrated yet
+    }
+  }
+  ::kill(c.pid, SIGKILL);
+  wait_for(c);
+  ASSERT_TRUE(reached) << read_file(log);
+  ASSERT_EQ(wait_for(spawn(cmd, log)), 0) << read_file(log);
+  {
+    db::Database d = db::Database::open(db, db::Mode::ReadOnly);
+    EXPECT_EQ(d.integrity_check(), "ok");
+    std::size_t n = 0;
+    for (const auto& p : d.problems()) n += d.measurements(p.id).size();
+    EXPECT_EQ(n, 16u);
+    EXPECT_EQ(d.winners("").size(), 2u);
+  }
+  std::string again = (dir_ / "again.txt").string();
+  ASSERT_EQ(wait_for(spawn(cmd, again)), 0);
+  EXPECT_NE(read_file(again).find("16 already measured, 0 compiled"), std::string::npos) << read_file(again);
+  EXPECT_NE(read_file(again).find("0 benchmarked"), std::string::npos) << read_file(again);
 }
 
 TEST(DeviceList, ParsesAllAndListsAndRefusesBadInput) {
