@@ -162,6 +162,7 @@ TEST_F(Isolation, AWorkerSlowToPrepareAProblemBlamesNoCandidate) {
     EXPECT_NE(s.unprepared[0].find(c.problems[0].key()), std::string::npos) << s.unprepared[0];
     EXPECT_NE(s.unprepared[0].find("not ready within 0.5 s"), std::string::npos) << s.unprepared[0];
     EXPECT_EQ(s.timed_out + s.crashed + s.launch_failed + s.invalid, 0u) << "no candidate blamed";
+    EXPECT_EQ(s.over_budget, 0u) << "skipped, not over a budget";
     EXPECT_EQ(s.benchmarked, run == 0 ? 1u : 0u) << "the small problem is tuned once";
     EXPECT_EQ(s.already_done, run == 0 ? 0u : 1u) << "the slow problem has nothing recorded";
     ASSERT_EQ(s.winners.size(), 1u);

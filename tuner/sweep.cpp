@@ -299,7 +299,6 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     // Whether the problem's seconds budget allows another candidate (always the first one; with
     // `first_of_round`, the first of each round too). Asked under the runner's lock.
     auto in_budget = [&](std::size_t& started_in_round, bool first_of_round) {
-      if (problem_unprepared(pi)) return false;
       bool ok = config.search.budget_seconds <= 0 || started_here == 0 || (first_of_round && started_in_round == 0) ||
                 std::chrono::duration<double>(clock::now() - start).count() < config.search.budget_seconds;
       if (ok) {
@@ -316,6 +315,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       runner.run(
           which.size(),
           [&](std::size_t) {
+            if (problem_unprepared(pi)) return false;  // not over budget: skipped as a whole
             bool ok = in_budget(started, first_of_round);
             skipped += !ok;
             return ok;
