@@ -1,6 +1,7 @@
 // Search strategies (tuner/search.h): the analytical model's score, the per-problem selection, and
 // whole sweeps on the host backend with each strategy.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 #include <set>
@@ -343,10 +344,85 @@ TEST_F(Search, HalvingTimesAllBrieflyAndAtMostTheBudgetFully) {
   }
   EXPECT_EQ(full_rows, r.summary.fully_timed + r.summary.promoted);
   EXPECT_EQ(total, r.summary.benchmarked + r.summary.invalid + r.summary.launch_failed);
-  // Resume: the short-timed losers are not retried.
+  // Resume: the short-timed losers are not retried, and no round is run again.
   SweepRun again = sweep(s, "halving");
   EXPECT_EQ(again.summary.benchmarked, 0u);
+  EXPECT_EQ(again.summary.remeasured, 0u);
   EXPECT_EQ(again.summary.already_done, 2 * space);
+}
+
+TEST(HalvingRounds, PlannedFromWhatIsRecorded) {
+  auto row = [](double short_ms, double full_ms = NAN, bool final = false) {
+    tuner::HalvingRow r;
+    r.measured = true;
+    r.short_ms = short_ms;
+    r.full_ms = full_ms;
+    r.final = final;
+    return r;
+  };
+  // 6 timed: 2 contenders; one is already fully timed, so only the best short one is left.
+  std::vector<tuner::HalvingRow> rows = {row(5), row(NAN, 1), row(3), row(NAN), row(4), row(6), row(7)};
+  EXPECT_EQ(tuner::halving_round2(rows, 0), (std::vector<std::size_t>{2}));
+  rows[2] = row(NAN, 2);
+  EXPECT_TRUE(tuner::halving_round2(rows, 0).empty()) << "round two is done";
+  // Round three: the best few fully timed, minus those already re-timed.
+  EXPECT_EQ(tuner::halving_round3(rows), (std::vector<std::size_t>{1, 2}));
+  rows[1].final = true;
+  EXPECT_EQ(tuner::halving_round3(rows), (std::vector<std::size_t>{2}));
+  rows[2].final = true;
+  EXPECT_TRUE(tuner::halving_round3(rows).empty()) << "round three is done";
+  EXPECT_TRUE(tuner::halving_round3({row(NAN, 1)}).empty()) << "one contender is not re-timed";
+  // A short-timed winner fully timed after the rounds: they were finished.
+  std::vector<tuner::HalvingRow> promoted = {row(NAN, 2), row(NAN, 1)};
+  promoted[1].promoted = true;
+  EXPECT_TRUE(tuner::halving_round3(promoted).empty());
+}
+
+// A sweep stopped between halving's rounds: on the rerun, the short timings are not taken for
+// finished work; round two (and three) run for that problem, and nothing else is measured.
+TEST_F(Search, HalvingStoppedAfterTheShortRoundFinishesItsRoundsOnRerun) {
+  const std::size_t space = space_per_problem();
+  tuner::SearchOptions s;
+  s.strategy = "halving";
+  SweepRun r = sweep(s, "stopped");
+  const std::size_t keep = (space + 2) / 3;
+  ASSERT_EQ(r.summary.fully_timed, 2 * keep);
+  // What a kill right after the first problem's short round leaves: every 'ok' row of it a short timing.
+  const std::string stopped_key = rows(r.db).begin()->first;
+  {
+    db::Database d = db::Database::open(r.db, db::Mode::ReadWrite);
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(d.native_handle(),
+                                 "UPDATE measurements SET reason = ?1 WHERE status = 'ok' AND "
+                                 "problem_id = (SELECT id FROM problems WHERE key = ?2)",
+                                 -1, &st, nullptr),
+              SQLITE_OK);
+    sqlite3_bind_text(st, 1, tuner::kShortTimingReason, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, stopped_key.c_str(), -1, SQLITE_TRANSIENT);
+    EXPECT_EQ(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+  }
+  SweepRun again = sweep(s, "stopped");
+  EXPECT_EQ(again.summary.benchmarked, 0u) << "round one is not redone";
+  EXPECT_EQ(again.summary.fully_timed, keep) << "round two runs for the stopped problem only";
+  EXPECT_EQ(again.summary.remeasured, keep + std::min(keep, tuner::kHalvingFinal) + again.summary.promoted)
+      << "rounds two and three";
+  for (const auto& [key, ms] : rows(again.db)) {
+    std::size_t full = 0;
+    for (const auto& [k, m] : ms) full += m.status == "ok" && m.reason != tuner::kShortTimingReason;
+    EXPECT_GE(full, keep) << key;
+  }
+  for (const auto& w : again.summary.winners) {
+    db::Database d = db::Database::open(again.db, db::Mode::ReadOnly);
+    auto win = d.find_winner(again.summary.arch, w.problem.key());
+    ASSERT_TRUE(win);
+    auto m = d.find_measurement(*d.find_problem(w.problem.key()), win->solution_id, again.summary.arch);
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->reason, tuner::kShortTimingReason) << "a winner is never a short timing";
+  }
+  // And once finished, a rerun times nothing.
+  SweepRun third = sweep(s, "stopped");
+  EXPECT_EQ(third.summary.benchmarked + third.summary.remeasured, 0u);
 }
 
 TEST_F(Search, SecondsBudgetMeasuresAtLeastOnePerProblem) {

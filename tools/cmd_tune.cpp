@@ -6,6 +6,7 @@
 #include "tools/commands.h"
 #include "tuner/config.h"
 #include "common/error.h"
+#include "tuner/device_list.h"
 #include "tuner/sweep.h"
 #include "tuner/worker.h"
 
@@ -16,8 +17,8 @@ Run add_tune(CLI::App& app) {
     std::string config, db = "tiletune.db", backend = "auto";
     std::string isolation = "process";
     int device = 0, jobs = 0;
-    double timeout = 0;
-    std::string search;
+    double timeout = 0, prepare_timeout = 0;
+    std::string search, devices;
     long long budget = -1;
     double budget_seconds = -1;
     long long seed = -1;
@@ -28,7 +29,11 @@ Run add_tune(CLI::App& app) {
   cmd->add_option("config", a->config, "tuning config (JSON); see configs/")->required();
   cmd->add_option("--db", a->db, "solution database to write (created if missing; a rerun resumes)")->capture_default_str();
   cmd->add_option("--backend", a->backend, "auto | cuda | hip | host")->capture_default_str();
-  cmd->add_option("--device", a->device, "device index")->capture_default_str();
+  CLI::Option* device = cmd->add_option("--device", a->device, "device index")->capture_default_str();
+  cmd->add_option("--devices", a->devices,
+                  "measure on several devices at once, a worker process each, candidates going to whichever is "
+                  "free: all, or indices such as 0,1 (host backend: logical workers on the CPU)")
+      ->excludes(device);
   cmd->add_option("--jobs", a->jobs, "parallel compile jobs (0: one per core)")->capture_default_str();
   cmd->add_flag("--no-vendor", a->no_vendor, "do not time the vendor library (cuBLAS) for comparison");
   cmd->add_flag("--list-pruned", a->list_pruned, "print every pruned candidate with the constraint it breaks");
@@ -40,6 +45,10 @@ Run add_tune(CLI::App& app) {
   cmd->add_option("--timeout", a->timeout,
                   "seconds one candidate may take in the worker before it is killed and recorded as timed out "
                   "(default: the config's benchmark.timeout_s, else 60)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--prepare-timeout", a->prepare_timeout,
+                  "seconds a worker may take to make a problem's inputs and reference and load a kernel; past it the "
+                  "problem is skipped, no candidate blamed (default: the config's benchmark.prepare_timeout_s, else 1800)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--search", a->search,
                   "which candidates to benchmark (overrides the config's search.strategy): exhaustive | random "
@@ -62,11 +71,13 @@ Run add_tune(CLI::App& app) {
     tuner::SweepOptions o;
     o.backend = gpu::resolve_backend(a->backend);
     o.device = a->device;
+    if (!a->devices.empty()) o.devices = tuner::parse_device_list(a->devices, o.backend);
     o.db_path = a->db;
     o.compile_jobs = a->jobs;
     o.compare_vendor = !a->no_vendor;
     o.list_pruned = a->list_pruned;
     if (a->timeout > 0) config.benchmark.timeout_s = a->timeout;
+    if (a->prepare_timeout > 0) config.benchmark.prepare_timeout_s = a->prepare_timeout;
     if (a->isolation == "process") {
       o.isolation = tuner::Isolation::Process;
       std::error_code ec;
@@ -77,7 +88,7 @@ Run add_tune(CLI::App& app) {
     tuner::SweepSummary s = tuner::run_sweep(config, o);
     tuner::print_summary(s, stdout);
     std::printf("\nwrote %s\n", a->db.c_str());
-    return 0;
+    return s.unprepared.empty() ? 0 : 3;  // incomplete: a script must not take it for a finished sweep
   };
 }
 

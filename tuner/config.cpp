@@ -187,13 +187,16 @@ TuningConfig parse_config(const std::string& text, const std::string& base_dir) 
 
     if (j.contains("benchmark")) {
       const json& b = j["benchmark"];
-      only_keys(b, {"warmup", "min_iterations", "max_iterations", "target_ms", "timeout_s"}, "\"benchmark\"");
+      only_keys(b, {"warmup", "min_iterations", "max_iterations", "target_ms", "timeout_s", "prepare_timeout_s"},
+                "\"benchmark\"");
       c.benchmark.warmup = b.value("warmup", c.benchmark.warmup);
       c.benchmark.min_iterations = b.value("min_iterations", c.benchmark.min_iterations);
       c.benchmark.max_iterations = b.value("max_iterations", c.benchmark.max_iterations);
       c.benchmark.target_ms = b.value("target_ms", c.benchmark.target_ms);
       c.benchmark.timeout_s = b.value("timeout_s", c.benchmark.timeout_s);
       if (!(c.benchmark.timeout_s > 0)) throw Error("benchmark: timeout_s must be > 0 seconds");
+      c.benchmark.prepare_timeout_s = b.value("prepare_timeout_s", c.benchmark.prepare_timeout_s);
+      if (!(c.benchmark.prepare_timeout_s > 0)) throw Error("benchmark: prepare_timeout_s must be > 0 seconds");
       if (c.benchmark.min_iterations < 1 || c.benchmark.max_iterations < c.benchmark.min_iterations)
         throw Error("benchmark: need 1 <= min_iterations <= max_iterations");
     }

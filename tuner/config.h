@@ -17,6 +17,10 @@ struct BenchmarkOptions {
   int max_iterations = 50;
   double target_ms = 100;  // time spent timing one candidate, at most max_iterations runs
   double timeout_s = 60;   // an isolated sweep kills a candidate's worker after this long (validation + timing)
+  // ... and after this long before that, while it makes a problem's inputs and fp64 reference and
+  // loads the kernel: the tuner's own work, so running over it blames no candidate (the problem is
+  // skipped, nothing recorded for it).
+  double prepare_timeout_s = 1800;
 };
 
 struct TuningConfig {

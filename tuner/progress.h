@@ -1,27 +1,44 @@
 // Progress of a sweep: a live line on a terminal, plain log lines otherwise (CI logs, pipes).
+// Compiling and measuring run at the same time, so one line carries a counter per stage; any
+// thread may step any stage.
 #pragma once
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace tiletune::tuner {
 
 class Progress {
  public:
-  Progress(std::string stage, std::size_t total, std::FILE* out = stderr);
-  // `note` is appended, e.g. "best 41.2 TFLOP/s".
-  void step(const std::string& note = "");
+  explicit Progress(std::FILE* out = stderr);
+  // A counter shown on the line, e.g. "compile"; returns its id for step().
+  std::size_t add_stage(std::string name, std::size_t total);
+  // `note` replaces the line's trailing note, e.g. "best 41.2 TFLOP/s". A stage that reaches its
+  // total gets a line of its own with how long it took.
+  void step(std::size_t stage, const std::string& note = "");
   void finish(const std::string& summary = "");
   // A line of its own (e.g. a candidate that crashed), above the live line on a terminal.
   void message(const std::string& line);
 
  private:
-  void print(bool final);
-  std::string stage_, note_;
-  std::size_t total_, done_ = 0;
+  using Clock = std::chrono::steady_clock;
+  struct Stage {
+    std::string name;
+    std::size_t total = 0, done = 0;
+    Clock::time_point last_step;
+  };
+  std::string stage_text(const Stage& s, Clock::time_point now, bool final) const;
+  void print_locked(bool final);
+  void message_locked(const std::string& line);
+
+  std::mutex mu_;
+  std::vector<Stage> stages_;
+  std::string note_;
   std::FILE* out_;
   bool tty_;
-  std::chrono::steady_clock::time_point start_, last_;
+  Clock::time_point start_, last_print_;
 };
 
 }  // namespace tiletune::tuner

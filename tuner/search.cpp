@@ -67,15 +67,50 @@ BenchmarkOptions short_benchmark(const BenchmarkOptions& full) {
 }
 
 std::vector<std::size_t> halving_contenders(const std::vector<double>& short_ms, std::size_t budget) {
-  std::vector<std::size_t> ok;
-  for (std::size_t i = 0; i < short_ms.size(); ++i)
-    if (std::isfinite(short_ms[i]) && short_ms[i] > 0) ok.push_back(i);
-  std::stable_sort(ok.begin(), ok.end(), [&](std::size_t a, std::size_t b) { return short_ms[a] < short_ms[b]; });
-  std::size_t keep = (ok.size() + 2) / 3;
+  std::vector<HalvingRow> rows(short_ms.size());
+  for (std::size_t i = 0; i < short_ms.size(); ++i) rows[i].short_ms = short_ms[i];
+  return halving_round2(rows, budget);
+}
+
+namespace {
+bool timed(double ms) { return std::isfinite(ms) && ms > 0; }
+
+// Positions of rows passing `pick`, fastest first by `ms`.
+template <class Pick, class Ms>
+std::vector<std::size_t> fastest(const std::vector<HalvingRow>& rows, Pick pick, Ms ms) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (pick(rows[i])) out.push_back(i);
+  std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) { return ms(rows[a]) < ms(rows[b]); });
+  return out;
+}
+}  // namespace
+
+std::vector<std::size_t> halving_round2(const std::vector<HalvingRow>& rows, std::size_t budget) {
+  std::size_t ok = 0, full = 0;
+  for (const HalvingRow& r : rows) {
+    ok += timed(r.short_ms) || timed(r.full_ms);
+    full += timed(r.full_ms);
+  }
+  std::size_t keep = (ok + 2) / 3;
   if (budget > 0) keep = std::min(keep, budget);
-  if (!ok.empty()) keep = std::max<std::size_t>(keep, 1);
-  ok.resize(std::min(keep, ok.size()));
-  return ok;
+  if (ok > 0) keep = std::max<std::size_t>(keep, 1);
+  std::vector<std::size_t> out = fastest(
+      rows, [](const HalvingRow& r) { return timed(r.short_ms); }, [](const HalvingRow& r) { return r.short_ms; });
+  out.resize(std::min(out.size(), keep > full ? keep - full : 0));
+  return out;
+}
+
+std::vector<std::size_t> halving_round3(const std::vector<HalvingRow>& rows) {
+  std::vector<std::size_t> full = fastest(
+      rows, [](const HalvingRow& r) { return timed(r.full_ms); }, [](const HalvingRow& r) { return r.full_ms; });
+  if (full.size() < 2 || std::any_of(rows.begin(), rows.end(), [](const HalvingRow& r) { return r.promoted; })) return {};
+  std::size_t want = std::min(kHalvingFinal, full.size()), done = 0;
+  for (std::size_t i : full) done += rows[i].final;
+  std::vector<std::size_t> out;
+  for (std::size_t i : full)
+    if (!rows[i].final && done + out.size() < want) out.push_back(i);
+  return out;
 }
 
 }  // namespace tiletune::tuner

@@ -14,6 +14,7 @@
 // `budget_seconds` (> 0) stops a problem's measuring once that much wall time has gone into it
 // (checked before each candidate; at least one candidate of each problem is always measured).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,5 +61,28 @@ BenchmarkOptions short_benchmark(const BenchmarkOptions& full);
 std::vector<std::size_t> halving_contenders(const std::vector<double>& short_ms, std::size_t budget);
 // The `reason` of an 'ok' measurement that had only the short round (a loser of round one).
 inline constexpr const char* kShortTimingReason = "halving: short timing only";
+// The `reason` of an 'ok' measurement re-timed in round three: a resumed sweep can tell that
+// round three is done without timing anything again.
+inline constexpr const char* kFinalTimingReason = "halving: timed fully twice";
+// The `reason` of an 'ok' measurement fully timed after the rounds because its short timing had
+// become the winner: promotions come last, so one says the rounds are done.
+inline constexpr const char* kPromotedReason = "halving: fully timed as the winner";
+
+// What is known of one candidate of a halving sweep: from its own rounds, or from the database
+// when a stopped sweep is resumed (so every round can be planned from what is recorded).
+struct HalvingRow {
+  bool measured = false;  // it has a row (round one done, whatever its status)
+  double short_ms = NAN;  // 'ok' with a short timing only
+  double full_ms = NAN;   // 'ok' with a full timing
+  bool final = false;     // re-timed in round three
+  bool promoted = false;  // fully timed after the rounds (kPromotedReason)
+};
+// Round two: the short-timed candidates to time fully, best first, so that ceil(n_ok / 3) (at
+// most `budget`, at least one) are fully timed, counting those already fully timed.
+std::vector<std::size_t> halving_round2(const std::vector<HalvingRow>& rows, std::size_t budget);
+// Round three: the fully timed candidates to time once more, best first, so that the best
+// kHalvingFinal of them (when there are two or more) have been, counting those already re-timed;
+// none once a promotion is recorded.
+std::vector<std::size_t> halving_round3(const std::vector<HalvingRow>& rows);
 
 }  // namespace tiletune::tuner

@@ -1,16 +1,20 @@
 #include "tuner/sweep.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
-#include <unordered_map>
+#include <unordered_set>
 
 #include "common/error.h"
 #include "db/database.h"
+#include "tuner/compile_pool.h"
 #include "tuner/enumerator.h"
+#include "tuner/measure_slots.h"
 #include "tuner/progress.h"
 #include "tuner/search.h"
 #include "tuner/worker.h"
@@ -22,12 +26,46 @@ std::string first_lines(const std::string& text, std::size_t max_chars = 600) {
   return text.size() <= max_chars ? text : text.substr(0, max_chars) + "...";
 }
 
-struct CompileJob {
-  std::string cache_key;
-  Solution solution;
-  gpu::CompileRequest request;
+// How a measurement is recorded: the candidate's first (a short one in halving's round one), or
+// a later full timing that replaces its row (halving's rounds two and three, promotions).
+enum class Timing { First, Short, Again, Final, Promote };
+
+struct Work {
+  const Candidate* cand;
   std::int64_t solution_id;
+  std::string cache_key;
+  HalvingRow row;  // halving: what the database already holds for it (a resumed sweep)
 };
+
+// The devices to measure on, each with its description (all of one arch: one sweep, one arch).
+std::vector<std::pair<int, gpu::DeviceInfo>> sweep_devices(const SweepOptions& o, const gpu::DeviceInfo& first) {
+  std::vector<int> indices = o.devices.empty() ? std::vector<int>{o.device} : o.devices;
+  std::vector<std::pair<int, gpu::DeviceInfo>> out;
+  if (o.backend == gpu::BackendKind::Host) {
+    for (int i : indices) out.emplace_back(i, first);  // logical workers on the one CPU
+    return out;
+  }
+  std::vector<gpu::DeviceInfo> found = gpu::list_devices(o.backend);
+  for (int i : indices) {
+    auto it = std::find_if(found.begin(), found.end(), [&](const gpu::DeviceInfo& d) { return d.index == i; });
+    if (it == found.end()) throw Error(std::string(gpu::to_string(o.backend)) + " device " + std::to_string(i) + " does not exist");
+    if (it->arch != first.arch)
+      throw Error("device " + std::to_string(i) + " is " + it->arch + " but device " + std::to_string(indices[0]) + " is " +
+                  first.arch + ": one sweep tunes one arch; run one sweep per arch");
+    out.emplace_back(i, *it);
+  }
+  return out;
+}
+
+HalvingRow halving_row(const db::MeasurementRecord& m) {
+  HalvingRow r;
+  r.measured = true;
+  if (m.status == "ok") {
+    if (m.reason == kShortTimingReason) r.short_ms = m.median_ms;
+    else r.full_ms = m.median_ms, r.final = m.reason == kFinalTimingReason, r.promoted = m.reason == kPromotedReason;
+  }
+  return r;
+}
 
 }  // namespace
 
@@ -42,18 +80,29 @@ std::string compile_cache_key(const std::string& source_hash, const gpu::Compile
 }
 
 SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, std::FILE* log) {
-  std::unique_ptr<gpu::Device> dev = gpu::open_device(options.backend, options.device);
+  const std::vector<int> device_list = options.devices.empty() ? std::vector<int>{options.device} : options.devices;
+  if (device_list.size() > 1 && options.isolation != Isolation::Process)
+    throw Error("measuring on several devices needs a worker process per device (--isolation process)");
+  // This process compiles for (and, in-process, measures on) the first device.
+  const bool host = options.backend == gpu::BackendKind::Host;
+  std::unique_ptr<gpu::Device> dev = gpu::open_device(options.backend, host ? 0 : device_list[0]);
   const gpu::DeviceInfo& info = dev->info();
   db::Database db = db::Database::open(options.db_path, db::Mode::ReadWrite);
-  std::int64_t device_id = db.upsert_device(
-      {gpu::to_string(info.backend), info.arch, info.name, info.multiprocessors, info.driver_version});
   const std::string compiler_version = dev->compiler().version();
 
   SweepSummary sum;
   sum.arch = info.arch;
   sum.device_name = info.name;
   std::fprintf(log, "tiletune: %s device %d: %s (%s, %d multiprocessors), compiler %s\n", gpu::to_string(info.backend),
-               options.device, info.name.c_str(), info.arch.c_str(), info.multiprocessors, compiler_version.c_str());
+               device_list[0], info.name.c_str(), info.arch.c_str(), info.multiprocessors, compiler_version.c_str());
+  std::vector<MeasureSlot> slots;
+  for (const auto& [index, dinfo] : sweep_devices(options, info)) {
+    MeasureSlot s;
+    s.device = index;
+    s.device_id = db.upsert_device(
+        {gpu::to_string(dinfo.backend), dinfo.arch, dinfo.name, dinfo.multiprocessors, dinfo.driver_version});
+    slots.push_back(std::move(s));
+  }
 
   Enumeration e = enumerate(config.templates, config.problems, info);
   sum.total = e.total;
@@ -70,24 +119,18 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   if (e.candidates.empty()) throw Error("no candidate survives pruning for this device: nothing to tune");
 
   // Database ids; which candidates the search strategy picks (tuner/search.h), per problem; and
-  // which of those are already finished (a resumed sweep skips them).
+  // which of those are already finished (a resumed sweep skips them). Halving keeps its measured
+  // candidates: a short timing is not finished, a later round may still time it fully.
   validate(config.search);
+  const bool halving = config.search.strategy == "halving";
   std::vector<std::int64_t> problem_ids;
   for (const auto& p : config.problems) problem_ids.push_back(db.upsert_problem(p));
-  struct Work {
-    const Candidate* cand;
-    std::int64_t solution_id;
-    std::string cache_key;
-  };
   std::vector<std::vector<const Candidate*>> by_problem(config.problems.size());
   for (const auto& c : e.candidates) by_problem[c.problem_index].push_back(&c);
-  auto make_work = [&](const Candidate& c, std::int64_t sid) {
-    gpu::CompileRequest req = c.tmpl->compile_request(c.solution, config.problems[c.problem_index], info);
-    return std::make_pair(Work{&c, sid, compile_cache_key(c.tmpl->source_hash(), req, compiler_version)}, std::move(req));
-  };
   std::vector<std::vector<Work>> work(config.problems.size());
   std::vector<std::vector<std::pair<std::int64_t, const Candidate*>>> selected(config.problems.size());  // solution id
-  std::unordered_map<std::string, CompileJob> jobs;
+  std::vector<CompileJob> jobs;  // in the order the measuring asks for them
+  std::unordered_set<std::string> job_keys;
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
     std::vector<SearchCandidate> sc;
     for (const Candidate* c : by_problem[pi]) sc.push_back({c->tmpl.get(), &c->solution});
@@ -97,12 +140,18 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       const Candidate& c = *by_problem[pi][i];
       std::int64_t sid = db.upsert_solution(c.solution, c.tmpl->source_hash());
       selected[pi].emplace_back(sid, &c);
-      if (db.find_measurement(problem_ids[pi], sid, info.arch)) {
+      HalvingRow row;
+      if (auto m = db.find_measurement(problem_ids[pi], sid, info.arch)) {
         ++sum.already_done;
-        continue;
+        if (!halving) continue;
+        row = halving_row(*m);
       }
-      auto [w, req] = make_work(c, sid);
-      if (!jobs.count(w.cache_key)) jobs.emplace(w.cache_key, CompileJob{w.cache_key, c.solution, std::move(req), sid});
+      gpu::CompileRequest req = c.tmpl->compile_request(c.solution, config.problems[pi], info);
+      Work w{&c, sid, compile_cache_key(c.tmpl->source_hash(), req, compiler_version), row};
+      if (job_keys.insert(w.cache_key).second) {
+        if (db.find_code_object(w.cache_key)) ++sum.compile_cached;
+        else jobs.push_back({w.cache_key, c.solution.kernel_name(), std::move(req), sid});
+      }
       work[pi].push_back(std::move(w));
     }
   }
@@ -112,95 +161,75 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
                  static_cast<unsigned long long>(config.search.seed), sum.not_selected);
   if (sum.already_done) std::fprintf(log, "resuming: %zu candidates already measured in %s\n", sum.already_done, options.db_path.c_str());
 
-  // Compile what the cache does not hold, on all cores; failures are cached too.
-  std::vector<CompileJob*> todo;
-  for (auto& [key, job] : jobs) {
-    if (db.find_code_object(key)) ++sum.compile_cached;
-    else todo.push_back(&job);
-  }
-  if (!todo.empty()) {
-    unsigned threads = options.compile_jobs > 0 ? unsigned(options.compile_jobs)
-                                                : std::max(1u, std::thread::hardware_concurrency());
-    Progress progress("compile", todo.size(), log);
-    std::mutex mu;
-    std::atomic<std::size_t> next{0};
-    std::exception_ptr failure;  // the first exception of any compile thread, rethrown after the joins
-    auto worker = [&] {
-      try {
-      for (std::size_t i; (i = next.fetch_add(1)) < todo.size();) {
-        CompileJob& job = *todo[i];
-        gpu::CompileResult r = dev->compiler().compile(job.request);
-        db::CodeObjectRecord rec;
-        rec.cache_key = job.cache_key;
-        rec.solution_id = job.solution_id;
-        rec.arch = info.arch;
-        rec.compiler_version = compiler_version;
-        rec.ok = r.ok;
-        rec.log = r.log;
-        rec.symbol = r.code.symbol;
-        rec.bytes = std::move(r.code.bytes);
-        std::lock_guard<std::mutex> lock(mu);
-        db.put_code_object(rec);
-        ++(r.ok ? sum.compiled : sum.compile_failed);
-        progress.step(job.solution.kernel_name());
-      }
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failure) failure = std::current_exception();
-        next = todo.size();  // the others stop after their current compile
-      }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads && t < todo.size(); ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
-    if (failure) std::rethrow_exception(failure);
-    progress.finish(std::to_string(sum.compiled) + " compiled, " + std::to_string(sum.compile_failed) + " failed");
-  }
-
-  // Validate and time, problem by problem, so that one problem's buffers are alive at a time:
-  // in this process, or (Isolation::Process) in a worker process that may crash or hang.
-  std::unique_ptr<Measurer> local;
-  std::unique_ptr<WorkerProcess> worker;
+  // Measuring needs a device per slot: this process's, or a worker process per device.
   if (options.isolation == Isolation::InProcess) {
-    local = std::make_unique<Measurer>(*dev, db);
+    slots[0].local = std::make_unique<Measurer>(*dev, db);
   } else {
     if (options.worker_exe.empty()) throw Error("process isolation needs the path of the tiletune program (worker_exe)");
-    worker = std::make_unique<WorkerProcess>(options.worker_exe, info.backend, options.device, options.db_path, info.arch);
-    std::fprintf(log, "measuring in a worker process (%s), time-out %g s per candidate\n", options.worker_exe.c_str(),
-                 config.benchmark.timeout_s);
+    for (auto& s : slots)
+      s.worker = std::make_unique<WorkerProcess>(options.worker_exe, info.backend, host ? 0 : s.device, options.db_path,
+                                                 info.arch);
+    std::string names;
+    for (const auto& s : slots) names += (names.empty() ? "" : ",") + std::to_string(s.device);
+    std::fprintf(log, "measuring in %zu worker process%s (%s %s: %s), time-out %g s per candidate, %g s to prepare a problem\n",
+                 slots.size(), slots.size() > 1 ? "es" : "", host && slots.size() > 1 ? "logical workers" : slots.size() > 1 ? "devices" : "device",
+                 names.c_str(), options.worker_exe.c_str(), config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
   }
-  auto measure = [&](const MeasureRequest& r) {
-    return local ? local->measure(r) : worker->measure(r, config.benchmark.timeout_s);
-  };
 
-  const bool halving = config.search.strategy == "halving";
-  const BenchmarkOptions short_bench = short_benchmark(config.benchmark);
   std::size_t planned = 0;
   for (const auto& ws : work) {
-    planned += ws.size();
+    std::size_t fresh = 0, full = 0;
+    for (const Work& w : ws) {
+      fresh += !w.row.measured;
+      full += std::isfinite(w.row.full_ms);
+    }
+    planned += fresh;
     if (halving) {
       std::size_t keep = (ws.size() + 2) / 3;
       if (config.search.budget) keep = std::min(keep, config.search.budget);
-      planned += keep + std::min(keep, kHalvingFinal);
+      if (keep > full) planned += keep - full + std::min(keep, kHalvingFinal);
     }
   }
+
+  // Everything below may run on several threads at once (compile threads, one per measuring
+  // slot): `mu` guards the summary, the database connection `db` and the best-so-far.
+  std::mutex mu;
+  Progress progress(log);
+  const std::size_t compile_stage = jobs.empty() ? 0 : progress.add_stage("compile", jobs.size());
+  const std::size_t measure_stage = progress.add_stage("measure", planned);
+  const unsigned threads = options.compile_jobs > 0 ? unsigned(options.compile_jobs)
+                                                    : std::max(1u, std::thread::hardware_concurrency());
+  CompilePool compile(std::move(jobs), dev->compiler(), options.db_path, info.arch, compiler_version, threads,
+                      [&](const CompileJob&, bool ok) {
+                        {
+                          std::lock_guard<std::mutex> lock(mu);
+                          ++(ok ? sum.compiled : sum.compile_failed);
+                        }
+                        progress.step(compile_stage);
+                      });
+
   std::vector<double> vendor_tflops(config.problems.size(), -1);
-  Progress progress("measure", planned, log);
   double best_tflops = 0;
-  // Measures one candidate with `bench` and records it (failures too: a rerun does not retry
-  // them). `kind`: 0 the only timing, 1 a short halving timing, 2 a later full timing of a
-  // candidate recorded before (it replaces that row; not counted again).
-  auto measure_one = [&](std::size_t pi, const Work& w, const BenchmarkOptions& bench, int kind,
-                         bool count_step) -> db::MeasurementRecord {
+  // A problem whose data a worker could not prepare in time: nothing of it is recorded (no
+  // candidate is to blame), its remaining candidates are skipped, a rerun tries it again.
+  std::vector<std::string> unprepared(config.problems.size());
+  // Measures one candidate with `bench` on `slot` and records it (failures too: a rerun does not
+  // retry them). Empty when the problem could not be prepared.
+  auto measure_one = [&](MeasureSlot& slot, std::size_t pi, const Work& w, const BenchmarkOptions& bench, Timing timing,
+                         bool count_step) -> std::optional<db::MeasurementRecord> {
     const Problem& problem = config.problems[pi];
+    compile.wait(w.cache_key);
     db::MeasurementRecord m;
     m.problem_id = problem_ids[pi];
     m.solution_id = w.solution_id;
-    m.device_id = device_id;
+    m.device_id = slot.device_id;
     m.arch = info.arch;
     m.sweep = config.name;
-    auto code = db.find_code_object(w.cache_key);
+    std::optional<db::CodeObjectRecord> code;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      code = db.find_code_object(w.cache_key);
+    }
     if (!code || !code->ok) {
       m.status = "compile_failed";
       m.reason = code ? first_lines(code->log) : "code object missing";
@@ -212,7 +241,12 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       r.code_object_id = code->id;
       r.benchmark = bench;
       r.tmpl = w.cand->tmpl.get();
-      MeasureResult res = measure(r);
+      MeasureResult res = slot.measure(r, config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
+      if (res.status == kPrepareTimeout) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (unprepared[pi].empty()) unprepared[pi] = res.reason;
+        return std::nullopt;
+      }
       m.status = res.status;
       m.reason = res.reason;
       m.rel_error = res.rel_error;
@@ -221,80 +255,110 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         m.median_ms = res.median_ms;
         m.max_ms = res.max_ms;
         m.tflops = problem.flops() / (res.median_ms * 1e-3) / 1e12;
-        if (kind == 1) m.reason = kShortTimingReason;  // until a full timing replaces it
-        else best_tflops = std::max(best_tflops, m.tflops);
+        if (timing == Timing::Short) m.reason = kShortTimingReason;  // until a full timing replaces it
+        if (timing == Timing::Final) m.reason = kFinalTimingReason;
+        if (timing == Timing::Promote) m.reason = kPromotedReason;
       }
     }
-    if (kind == 2) ++sum.remeasured;  // recorded all the same: the row says what happened last
-    else if (m.status == "ok") ++sum.benchmarked;
-    else if (m.status == "invalid") ++sum.invalid;
-    else if (m.status == "launch_failed") ++sum.launch_failed;
-    else if (m.status == "crashed") ++sum.crashed;
-    else if (m.status == "timeout") ++sum.timed_out;
-    db.put_measurement(m);
+    char note[128];
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (m.status == "ok" && timing != Timing::Short) best_tflops = std::max(best_tflops, m.tflops);
+      if (timing != Timing::First && timing != Timing::Short) ++sum.remeasured;  // recorded all the same
+      else if (m.status == "ok") ++sum.benchmarked;
+      else if (m.status == "invalid") ++sum.invalid;
+      else if (m.status == "launch_failed") ++sum.launch_failed;
+      else if (m.status == "crashed") ++sum.crashed;
+      else if (m.status == "timeout") ++sum.timed_out;
+      db.put_measurement(m);
+      ++slot.measured;
+      std::snprintf(note, sizeof note, "best %.2f TFLOP/s", best_tflops);
+    }
     if (m.status == "crashed" || m.status == "timeout")
       progress.message(w.cand->solution.kernel_name() + ": " + m.status + ": " + m.reason);
     // In this process a crashed device cannot go on: the culprit is recorded, a rerun resumes
     // after it. (A worker process is simply replaced.)
-    if (m.status == "crashed" && local)
+    if (m.status == "crashed" && slot.local)
       throw Error("the device failed after " + w.cand->solution.kernel_name() + " (" + m.reason +
                   "); it is recorded as crashed, rerun the same command to resume");
-    char note[128];
-    std::snprintf(note, sizeof note, "best %.2f TFLOP/s", best_tflops);
-    if (count_step) progress.step(note);
+    if (count_step) progress.step(measure_stage, note);
     return m;
   };
+
+  auto problem_unprepared = [&](std::size_t pi) {
+    std::lock_guard<std::mutex> lock(mu);
+    return !unprepared[pi].empty();
+  };
+
   using clock = std::chrono::steady_clock;
+  SlotRunner runner(slots);
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
     const Problem& problem = config.problems[pi];
     const auto start = clock::now();
-    std::size_t measured_here = 0;
-    // Whether the problem's seconds budget allows another candidate (always the first one).
-    auto in_budget = [&] {
-      if (config.search.budget_seconds <= 0 || measured_here == 0) return true;
-      return std::chrono::duration<double>(clock::now() - start).count() < config.search.budget_seconds;
+    std::size_t started_here = 0;  // candidates handed to a slot for this problem
+    // Whether the problem's seconds budget allows another candidate (always the first one; with
+    // `first_of_round`, the first of each round too). Asked under the runner's lock.
+    auto in_budget = [&](std::size_t& started_in_round, bool first_of_round) {
+      bool ok = config.search.budget_seconds <= 0 || started_here == 0 || (first_of_round && started_in_round == 0) ||
+                std::chrono::duration<double>(clock::now() - start).count() < config.search.budget_seconds;
+      if (ok) {
+        ++started_here;
+        ++started_in_round;
+      }
+      return ok;
     };
-    const std::vector<Work>& ws = work[pi];
+    std::vector<Work>& ws = work[pi];
+    // One round: `which` measured over all slots, each as it frees up.
+    auto round = [&](const std::vector<std::size_t>& which, const BenchmarkOptions& bench, Timing timing,
+                     bool first_of_round) {
+      std::size_t started = 0, skipped = 0;
+      runner.run(
+          which.size(),
+          [&](std::size_t) {
+            if (problem_unprepared(pi)) return false;  // not over budget: skipped as a whole
+            bool ok = in_budget(started, first_of_round);
+            skipped += !ok;
+            return ok;
+          },
+          [&](MeasureSlot& slot, std::size_t n) {
+            Work& w = ws[which[n]];
+            std::optional<db::MeasurementRecord> m = measure_one(slot, pi, w, bench, timing, true);
+            if (!m) return;
+            std::lock_guard<std::mutex> lock(mu);
+            w.row = halving_row(*m);
+            if (timing == Timing::Short && m->status == "ok") ++sum.short_timed;
+            if (timing == Timing::Again) {
+              if (sum.short_timed) --sum.short_timed;
+              ++sum.fully_timed;
+            }
+          });
+      return skipped;
+    };
+    std::vector<std::size_t> fresh;
+    for (std::size_t i = 0; i < ws.size(); ++i)
+      if (!ws[i].row.measured) fresh.push_back(i);
     if (!halving) {
-      for (const Work& w : ws) {
-        if (!in_budget()) {
-          sum.over_budget += ws.size() - measured_here;
-          break;
-        }
-        measure_one(pi, w, config.benchmark, 0, true);
-        ++measured_here;
-      }
+      sum.over_budget += round(fresh, config.benchmark, Timing::First, false);
     } else {
-      // Round 1: a short timing for every candidate, recorded as 'ok' with kShortTimingReason.
-      std::vector<double> short_ms(ws.size(), NAN);
-      for (std::size_t i = 0; i < ws.size(); ++i) {
-        if (!in_budget()) {
-          sum.over_budget += ws.size() - i;
-          break;
-        }
-        db::MeasurementRecord m = measure_one(pi, ws[i], short_bench, 1, true);
-        ++measured_here;
-        if (m.status == "ok") {
-          short_ms[i] = m.median_ms;
-          ++sum.short_timed;
-        }
-      }
-      // Round 2: the best third (at most the budget) fully timed; the row is replaced.
-      std::vector<std::size_t> keep = halving_contenders(short_ms, config.search.budget);
-      std::vector<std::pair<double, std::size_t>> full;
-      for (std::size_t n = 0; n < keep.size(); ++n) {
-        if (n > 0 && !in_budget()) break;
-        db::MeasurementRecord m = measure_one(pi, ws[keep[n]], config.benchmark, 2, true);
-        --sum.short_timed;
-        ++sum.fully_timed;
-        if (m.status == "ok") full.emplace_back(m.median_ms, keep[n]);
-      }
-      // Round 3: the best few timed fully once more; the later measurement is the one recorded.
-      std::sort(full.begin(), full.end());
-      for (std::size_t n = 0; n < full.size() && n < kHalvingFinal && full.size() > 1; ++n) {
-        if (!in_budget()) break;
-        measure_one(pi, ws[full[n].second], config.benchmark, 2, true);
-      }
+      // Round 1: a short timing for every candidate not yet measured, recorded as 'ok' with
+      // kShortTimingReason. Round 2: the best third (at most the budget) fully timed, counting
+      // those a stopped sweep already timed fully; the row is replaced. Round 3: the best few
+      // timed fully once more, the later measurement recorded. Each round waits for the one
+      // before it: which candidates go on depends on all of its timings.
+      sum.over_budget += round(fresh, short_benchmark(config.benchmark), Timing::Short, false);
+      auto rows = [&] {
+        std::vector<HalvingRow> r;
+        for (const Work& w : ws) r.push_back(w.row);
+        return r;
+      };
+      if (!problem_unprepared(pi)) round(halving_round2(rows(), config.search.budget), config.benchmark, Timing::Again, true);
+      if (!problem_unprepared(pi)) round(halving_round3(rows()), config.benchmark, Timing::Final, false);
+    }
+    if (problem_unprepared(pi)) {
+      sum.unprepared.push_back(problem.key() + ": " + unprepared[pi]);
+      progress.message("skipping " + problem.key() + ": " + unprepared[pi] +
+                       "; nothing is recorded for it, a rerun tries again (--prepare-timeout sets the limit)");
+      continue;
     }
     // Whatever the strategy and however often the sweep was resumed: the problem's winner is
     // never a short timing. While it is one, it is fully timed (and may then lose its place).
@@ -303,12 +367,9 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       if (!win) break;
       auto rec = db.find_measurement(problem_ids[pi], win->solution_id, info.arch);
       if (!rec || rec->reason != kShortTimingReason) break;
-      const Candidate* c = nullptr;
-      for (const auto& [sid, cand] : selected[pi])
-        if (sid == win->solution_id) c = cand;
-      if (!c) break;  // not a candidate of this config: leave it
-      Work w = make_work(*c, win->solution_id).first;
-      measure_one(pi, w, config.benchmark, 2, false);
+      auto it = std::find_if(ws.begin(), ws.end(), [&](const Work& w) { return w.solution_id == win->solution_id; });
+      if (it == ws.end()) break;  // not a candidate of this config: leave it
+      if (!measure_one(slots[0], pi, *it, config.benchmark, Timing::Promote, false)) break;
       if (sum.short_timed) --sum.short_timed;
       ++sum.promoted;
     }
@@ -317,26 +378,30 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       r.problem = problem;
       r.vendor = true;
       r.benchmark = config.benchmark;
-      MeasureResult res = measure(r);
+      MeasureResult res = slots[0].measure(r, config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
       if (!res.vendor.empty()) sum.vendor = res.vendor;
       if (res.status == "ok" || res.status == "invalid") {
         if (res.status == "invalid")
-          std::fprintf(log, "warning: %s disagrees with the reference on %s: %s\n", res.vendor.c_str(),
-                       problem.key().c_str(), res.reason.c_str());
+          progress.message("warning: " + res.vendor + " disagrees with the reference on " + problem.key() + ": " + res.reason);
         if (res.median_ms > 0) vendor_tflops[pi] = problem.flops() / (res.median_ms * 1e-3) / 1e12;
       } else if (res.status != "unsupported") {
-        std::fprintf(log, "warning: the vendor library failed on %s: %s: %s\n", problem.key().c_str(), res.status.c_str(),
-                     res.reason.c_str());
-        if (res.status == "crashed" && local)
+        progress.message("warning: the vendor library failed on " + problem.key() + ": " + res.status + ": " + res.reason);
+        if (res.status == "crashed" && slots[0].local)
           throw Error("the device failed in the vendor library (" + res.reason + ")");
       }
     }
   }
+  compile.wait_all();  // a compile that failed with an exception fails the sweep, as before
+  int worker_starts = 0;
+  for (const auto& s : slots) {
+    worker_starts += s.worker_starts();
+    sum.per_device.push_back({s.device, s.measured, s.worker_starts()});
+  }
   progress.finish(std::to_string(sum.benchmarked) + " benchmarked, " + std::to_string(sum.invalid) + " invalid, " +
                   std::to_string(sum.launch_failed) + " failed to launch, " + std::to_string(sum.crashed) +
                   " crashed, " + std::to_string(sum.timed_out) + " timed out" +
-                  (worker && worker->starts() > 1 ? " (" + std::to_string(worker->starts()) + " worker processes)" : ""));
-  worker.reset();  // ends the worker
+                  (worker_starts > int(slots.size()) ? " (" + std::to_string(worker_starts) + " worker processes)" : ""));
+  for (auto& s : slots) s.worker.reset();  // ends the workers
 
   std::vector<db::WinnerRecord> winners = db.winners(info.arch);
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi)
@@ -357,6 +422,14 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
                  s.not_selected, s.over_budget, s.short_timed, s.fully_timed, s.promoted, s.remeasured);
   std::fprintf(out, "failed by reason: %zu invalid, %zu failed to launch, %zu crashed, %zu timed out\n", s.invalid,
                s.launch_failed, s.crashed, s.timed_out);
+  if (s.per_device.size() > 1) {
+    std::fprintf(out, "per device:");
+    for (const auto& d : s.per_device)
+      std::fprintf(out, "  %d: %zu measured%s", d.device, d.measured,
+                   d.worker_starts > 1 ? (" (" + std::to_string(d.worker_starts) + " workers)").c_str() : "");
+    std::fprintf(out, "\n");
+  }
+  for (const auto& u : s.unprepared) std::fprintf(out, "not tuned (its data were not ready in time): %s\n", u.c_str());
   std::fprintf(out, "\nwinners on %s (%s):\n", s.arch.c_str(), s.device_name.c_str());
   std::fprintf(out, "%-48s %10s %10s %10s  %s\n", "problem", "ms", "TFLOP/s", s.vendor.empty() ? "" : ("x " + s.vendor).c_str(), "kernel");
   for (const auto& w : s.winners) {

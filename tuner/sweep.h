@@ -22,6 +22,9 @@ enum class Isolation {
 struct SweepOptions {
   gpu::BackendKind backend = gpu::BackendKind::Host;
   int device = 0;
+  // Measure on these devices, a worker process each (Isolation::Process), candidates handed to
+  // whichever is free; empty: `device` alone. On the host backend: logical workers on the CPU.
+  std::vector<int> devices;
   std::string db_path;
   int compile_jobs = 0;       // 0: one per core
   bool compare_vendor = true;  // time the vendor library on every problem too
@@ -50,6 +53,15 @@ struct SweepSummary {
   // timing of a candidate already recorded (contenders, the final re-measurements, promotions).
   std::size_t not_selected = 0, over_budget = 0, short_timed = 0, fully_timed = 0, promoted = 0, remeasured = 0;
   std::map<std::string, std::size_t> pruned_by_reason;
+  struct DeviceCount {
+    int device = 0;
+    std::size_t measured = 0;  // measurements recorded (first timings and re-measurements)
+    int worker_starts = 0;     // worker processes started for it (more than one: after crashes)
+  };
+  std::vector<DeviceCount> per_device;
+  // Problems skipped because a worker could not prepare their data (inputs, reference) within
+  // benchmark.prepare_timeout_s: "key: why". Nothing is recorded for them; a rerun tries again.
+  std::vector<std::string> unprepared;
   std::vector<WinnerRow> winners;
 };
 

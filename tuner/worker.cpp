@@ -483,7 +483,7 @@ WorkerProcess::Read WorkerProcess::read_line(std::string& line, Clock::time_poin
   }
 }
 
-MeasureResult WorkerProcess::measure(const MeasureRequest& r, double timeout_s) {
+MeasureResult WorkerProcess::measure(const MeasureRequest& r, double timeout_s, double prepare_timeout_s) {
   const std::string request = to_json(r).dump();
   if (pid_ < 0) start();
   if (!send(request)) {
@@ -498,19 +498,24 @@ MeasureResult WorkerProcess::measure(const MeasureRequest& r, double timeout_s) 
     }
   }
   // Making a problem's data (the fp64 reference) and loading the kernel come before the
-  // candidate's own time; they are the tuner's work, but still bounded.
-  const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-  Clock::time_point deadline = Clock::now() + std::max<Clock::duration>(timeout, std::chrono::minutes(30));
+  // candidate's own time; they are the tuner's work, bounded on their own.
+  auto seconds = [](double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
+  const auto timeout = seconds(timeout_s);
+  Clock::time_point deadline = Clock::now() + seconds(prepare_timeout_s);
   bool ready = false;
   for (;;) {
     std::string line;
     Read got = read_line(line, deadline);
     if (got == Read::Timeout) {
       MeasureResult m;
-      m.status = "timeout";
-      char text[160];
-      std::snprintf(text, sizeof text, "no result within %g s%s; worker killed", ready ? timeout_s : 1800.0,
-                    ready ? "" : " (preparing the problem or loading the kernel)");
+      m.status = ready ? "timeout" : kPrepareTimeout;
+      char text[200];
+      if (ready) std::snprintf(text, sizeof text, "no result within %g s; worker killed", timeout_s);
+      else
+        std::snprintf(text, sizeof text,
+                      "the worker was not ready within %g s (making the problem's inputs and reference, loading the "
+                      "kernel); worker killed",
+                      prepare_timeout_s);
       m.reason = text;
       stop(true);
       return m;

@@ -16,7 +16,9 @@
 //                     or for the vendor library:  {"problem": {...}, "vendor": true, "benchmark": {...}}
 //   worker -> parent:  {"phase": "ready"}  when the problem data are made and the kernel loaded:
 //                      the per-candidate time-out starts here (making a problem's inputs and its
-//                      fp64 reference can take long, and is done once per problem).
+//                      fp64 reference can take long, and is done once per problem). Before it,
+//                      the prepare time-out runs; overrunning it is the tuner's failure, not the
+//                      candidate's: the parent answers kPrepareTimeout.
 //   worker -> parent:  {"status": "ok" | "invalid" | "launch_failed" | "crashed" | "unsupported",
 //                       "reason": "...", "rel_error": x, "min_ms": x, "median_ms": x, "max_ms": x,
 //                       "vendor": "cuBLAS"}   (unmeasured numbers are null)
@@ -64,6 +66,10 @@ struct MeasureRequest {
   // In-process only (never sent): the template to use instead of find_template(solution's).
   const KernelTemplate* tmpl = nullptr;
 };
+
+// The status WorkerProcess::measure gives when the worker did not get ready in time: never
+// recorded as a measurement (no candidate is to blame).
+inline constexpr const char* kPrepareTimeout = "prepare_timeout";
 
 struct MeasureResult {
   std::string status = "ok";  // ok, invalid, launch_failed, crashed, timeout; unsupported (vendor only)
@@ -120,11 +126,11 @@ class WorkerProcess {
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
-  // Starts a worker if none runs (Error if it cannot start or says no hello), sends `r` and waits
-  // at most `timeout_s` after the worker's "ready" for the result. A worker that dies gives
-  // "crashed", one that overruns is killed and gives "timeout"; either way the next call starts a
-  // fresh one.
-  MeasureResult measure(const MeasureRequest& r, double timeout_s);
+  // Starts a worker if none runs (Error if it cannot start or says no hello), sends `r`, waits at
+  // most `prepare_timeout_s` for the worker's "ready" and then at most `timeout_s` for the result.
+  // A worker that dies gives "crashed", one that overruns is killed and gives "timeout" (or
+  // kPrepareTimeout before "ready"); either way the next call starts a fresh one.
+  MeasureResult measure(const MeasureRequest& r, double timeout_s, double prepare_timeout_s = 1800);
   int starts() const { return starts_; }  // workers started so far
 
  private:

@@ -1,0 +1,91 @@
+#include "tuner/compile_pool.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace tiletune::tuner {
+
+CompilePool::CompilePool(std::vector<CompileJob> jobs, const gpu::Compiler& compiler, const std::string& db_path,
+                         std::string arch, std::string compiler_version, unsigned threads, OnDone on_done)
+    : jobs_(std::move(jobs)), done_(jobs_.size(), false), compiler_(compiler),
+      db_(db::Database::open(db_path, db::Mode::ReadWrite)), arch_(std::move(arch)),
+      compiler_version_(std::move(compiler_version)), on_done_(std::move(on_done)) {
+  for (std::size_t i = 0; i < jobs_.size(); ++i) index_.emplace(jobs_[i].cache_key, i);
+  threads = std::max(1u, std::min<unsigned>(threads, unsigned(jobs_.size())));
+  if (jobs_.empty()) return;
+  try {
+    for (unsigned t = 0; t < threads; ++t) threads_.emplace_back([this] { run(); });
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+CompilePool::~CompilePool() { stop(); }
+
+void CompilePool::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+}
+
+void CompilePool::run() {
+  // Below the measuring side: a compile must never steal the core that launches and times a
+  // kernel (or, on the host backend, runs it). The compiler processes it starts inherit this.
+  ::setpriority(PRIO_PROCESS, pid_t(::gettid()), 10);
+  for (;;) {
+    std::size_t i;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_ || failure_ || next_ >= jobs_.size()) return;
+      i = next_++;
+    }
+    const CompileJob& job = jobs_[i];
+    try {
+      gpu::CompileResult r = compiler_.compile(job.request);
+      db::CodeObjectRecord rec;
+      rec.cache_key = job.cache_key;
+      rec.solution_id = job.solution_id;
+      rec.arch = arch_;
+      rec.compiler_version = compiler_version_;
+      rec.ok = r.ok;
+      rec.log = r.log;
+      rec.symbol = r.code.symbol;
+      rec.bytes = std::move(r.code.bytes);
+      {
+        std::lock_guard<std::mutex> lock(db_mu_);
+        db_.put_code_object(rec);
+      }
+      if (on_done_) on_done_(job, r.ok);
+      std::lock_guard<std::mutex> lock(mu_);
+      done_[i] = true;
+      ++finished_;
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!failure_) failure_ = std::current_exception();
+    }
+    cv_.notify_all();
+  }
+}
+
+void CompilePool::wait(const std::string& cache_key) {
+  auto it = index_.find(cache_key);
+  if (it == index_.end()) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_[it->second] || failure_ || stopping_; });
+  if (failure_) std::rethrow_exception(failure_);
+}
+
+void CompilePool::wait_all() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return finished_ == jobs_.size() || failure_ || stopping_; });
+  if (failure_) std::rethrow_exception(failure_);
+}
+
+}  // namespace tiletune::tuner

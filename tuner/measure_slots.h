@@ -1,0 +1,67 @@
+// The measuring side of a sweep: one slot per device, each measuring in this process or in a
+// worker process of its own (tuner/worker.h), fed from one shared list so that a fast device
+// simply takes more candidates than a slow one.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "tuner/worker.h"
+
+namespace tiletune::tuner {
+
+struct MeasureSlot {
+  int device = 0;              // as the user named it (on the host backend: a logical worker)
+  std::int64_t device_id = 0;  // its row in the database's devices table
+  std::unique_ptr<Measurer> local;
+  std::unique_ptr<WorkerProcess> worker;
+  std::size_t measured = 0;    // measurements recorded from this slot, for the summary
+
+  MeasureResult measure(const MeasureRequest& r, double timeout_s, double prepare_timeout_s) {
+    return local ? local->measure(r) : worker->measure(r, timeout_s, prepare_timeout_s);
+  }
+  int worker_starts() const { return worker ? worker->starts() : 0; }
+};
+
+// Runs batches of tasks over the slots: each slot takes the lowest task not yet taken as soon as
+// it is free. Slot 0 works on the calling thread (an in-process device stays on the thread that
+// opened it); every other slot on a thread of its own that lives as long as the runner, because
+// a worker process is started with PR_SET_PDEATHSIG and would be killed with the thread that
+// started it if that thread ended after a batch.
+class SlotRunner {
+ public:
+  explicit SlotRunner(std::vector<MeasureSlot>& slots);
+  ~SlotRunner();
+  SlotRunner(const SlotRunner&) = delete;
+  SlotRunner& operator=(const SlotRunner&) = delete;
+
+  // Tasks 0..count-1. `may_start(i)` is asked, one call at a time, before task i is handed out;
+  // false skips it. The first exception of any slot stops the handing out, and is rethrown once
+  // every slot has finished its current task.
+  void run(std::size_t count, const std::function<bool(std::size_t)>& may_start,
+           const std::function<void(MeasureSlot&, std::size_t)>& task);
+
+ private:
+  void serve(std::size_t slot);  // a slot's thread: one batch after another
+  void work(MeasureSlot& slot);  // takes tasks of the current batch until none is left
+  void stop();                   // ends the slot threads (between batches)
+
+  std::vector<MeasureSlot>& slots_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::size_t batch_ = 0;  // batches started so far
+  std::size_t busy_ = 0;   // slot threads still on the current batch
+  bool quit_ = false;
+  std::size_t count_ = 0, next_ = 0;
+  const std::function<bool(std::size_t)>* may_start_ = nullptr;
+  const std::function<void(MeasureSlot&, std::size_t)>* task_ = nullptr;
+  std::exception_ptr failure_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace tiletune::tuner
