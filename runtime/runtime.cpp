@@ -279,7 +279,22 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
     }
   }
   // Misaligned pointers the plan's kernel cannot take (or a neighbour that failed to load).
-  auto fallback = fallback_plan(p, a, b, c);
+  const int ab = size_of(p.a_type), cb = size_of(p.c_type);
+  const std::string key = p.key() + "|ptr" + std::to_string(pointer_alignment(a, ab)) + "," +
+                          std::to_string(pointer_alignment(b, ab)) + "," + std::to_string(pointer_alignment(c, cb));
+  Plan* fallback = nullptr;
+  {
+    std::shared_lock<std::shared_mutex> lock(plans_mu_);
+    auto found = misaligned_plans_.find(key);
+    if (found != misaligned_plans_.end()) fallback = found->second.get();
+  }
+  if (!fallback) {
+    auto made = fallback_plan(p, a, b, c);  // outside the lock: may compile
+    std::unique_lock<std::shared_mutex> lock(plans_mu_);
+    auto& slot = misaligned_plans_[key];
+    if (!slot) slot = std::move(made);
+    fallback = slot.get();
+  }
   launch(*fallback->kernel, *fallback->tmpl, fallback->dims, fallback->vars, p, args, stream);
   ++stats_.calls;
   ++stats_.fallbacks;

@@ -126,6 +126,9 @@ class Runtime {
   std::unordered_map<std::string, std::shared_ptr<gpu::Kernel>> fallbacks_;  // by name expression
   std::shared_mutex plans_mu_;
   std::unordered_map<ProblemKey, std::unique_ptr<Plan>, ProblemKeyHash> plans_;
+  // Fallbacks for pointers less aligned than a problem's plan can take, by key and the pointers'
+  // alignments (a slow path, but built once, not per call).
+  std::unordered_map<std::string, std::unique_ptr<Plan>> misaligned_plans_;
   Stats stats_;
 };
 
