@@ -52,6 +52,9 @@ namespace tt_wg {
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
+template <bool C, class A, class B> struct Pick { typedef A type; };
+template <class A, class B> struct Pick<false, A, B> { typedef B type; };
+
 template <class T> struct IsBf16 { static constexpr bool value = false; };
 template <> struct IsBf16<tt_bf16> { static constexpr bool value = true; };
 
@@ -126,27 +129,27 @@ TT_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "me
 template <int N> TT_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 TT_DEVICE void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
-// One operand's stage (ROWS x 64 of K) by cp.async, in the layout and swizzle the TMA path
+// One operand's stage (ROWS x BK of K) by cp.async, in the layout and swizzle the TMA path
 // produces (see the operand layouts above). `rows` / `K` bound the matrix: chunks reaching past it
 // copy only their valid bytes and zero-fill the rest. Thread `tid` of 128 takes every 128th
-// 16-byte chunk, consecutive threads on consecutive chunks of a 128-byte row.
-template <int ROWS, bool KMAJOR, class T>
+// 16-byte chunk, consecutive threads on consecutive chunks of a 128-byte line.
+template <int ROWS, int BK, bool KMAJOR, class T>
 TT_DEVICE void cp_async_stage(u32 dst, const T* src, long long ld, int rows, int K, int r0, int k0, int tid) {
+  constexpr int E = 16 / (int)sizeof(T);  // elements per chunk
+  constexpr int LINES = KMAJOR ? ROWS : ROWS / (8 * E) * BK;
   TT_UNROLL
-  for (int q = tid; q < ROWS * 8; q += 128) {
+  for (int q = tid; q < LINES * 8; q += 128) {
     const int c = q & 7;
-    int line, r, k, valid;
-    if (KMAJOR) {
-      line = q >> 3;  // row of the tile, 64 K elements
+    const int line = q >> 3;
+    int r, k, valid;
+    if (KMAJOR) {  // a line: one row of the tile, BK elements of K
       r = r0 + line;
-      k = k0 + 8 * c;
-      valid = r < rows ? min(max(K - k, 0), 8) : 0;
-    } else {
-      line = q >> 3;  // (64-row block, k): the block's 64 rows of one k
-      const int kk = line & 63;
-      r = r0 + 64 * (line >> 6) + 8 * c;
-      k = k0 + kk;
-      valid = k < K ? min(max(rows - r, 0), 8) : 0;
+      k = k0 + E * c;
+      valid = r < rows ? min(max(K - k, 0), E) : 0;
+    } else {  // a line: 8 E rows of one k, in blocks of BK lines
+      r = r0 + 8 * E * (line / BK) + E * c;
+      k = k0 + line % BK;
+      valid = k < K ? min(max(rows - r, 0), E) : 0;
     }
     const u32 off = (u32)line * 128u + (u32)((c ^ (line & 7)) << 4);
     const T* g = KMAJOR ? src + (long long)r * ld + k : src + (long long)k * ld + r;
@@ -234,8 +237,10 @@ template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, in
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
-  static_assert(sizeof(TA) == 2, "wgmma_gemm: 16-bit inputs only");
-  static_assert(BK == 64, "BK is one 128-byte swizzle atom of 16-bit elements");
+  constexpr int EB = (int)sizeof(TA);  // 2: bf16 / fp16; 4: fp32 read as tf32
+  static_assert(EB == 2 || EB == 4, "wgmma_gemm: 16-bit or tf32 inputs");
+  static_assert(BK * EB == 128, "BK is one 128-byte swizzle atom");
+  static_assert(EB == 2 || (TRANSA && !TRANSB), "tf32 wgmma reads both operands K-major only");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "1 or 2 consumer warpgroups");
   static_assert(PINGPONG == 0 || CONSUMERS == 2, "ping-pong needs two consumers");
   static_assert(LOADER == 0 || LOADER == 1, "LOADER: 0 TMA, 1 cp.async");
@@ -247,13 +252,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   static_assert(BN % 64 == 0 && BN <= 256, "BN is 64, 128, 192 or 256");
   constexpr bool A_K = TRANSA;   // A K-major in memory
   constexpr bool B_K = !TRANSB;  // B K-major in memory
-  constexpr u32 A_STAGE = BM * BK * 2, B_STAGE = BN * BK * 2;
+  constexpr u32 A_STAGE = BM * 128, B_STAGE = BN * 128;  // 128-byte lines
+  constexpr int RPB = 128 / EB;  // MN-major: rows per box (one 128-byte line per k)
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
   constexpr int EN = 32;      // epilogue chunk (columns)
   constexpr int EP = WM + 4;  // staging pitch (floats): conflict-free fragment writes
-  constexpr int KSTEPS = BK / 16;
+  constexpr int KSTEPS = 4;  // one wgmma per 32 bytes of K: k16 (16-bit) or k8 (tf32)
   constexpr bool BF = IsBf16<TA>::value;
-  typedef TtWgmma<BN, BF, A_K ? 0 : 1, B_K ? 0 : 1> Mma;
+  typedef typename Pick<EB == 4, TtWgmmaTf32<BN>, TtWgmma<BN, BF, A_K ? 0 : 1, B_K ? 0 : 1>>::type Mma;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 raw = smem_addr(smem_raw);
@@ -307,8 +313,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 #pragma unroll 1
         for (int kt = 0; kt < KT; ++kt) {
           mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
-          cp_async_stage<BM, A_K>(sA + s * A_STAGE, Ab, p.g.lda, M, K, mb * BM, kt * BK, tid);
-          cp_async_stage<BN, B_K>(sB + s * B_STAGE, Bb, p.g.ldb, N, K, nb * BN, kt * BK, tid);
+          cp_async_stage<BM, BK, A_K>(sA + s * A_STAGE, Ab, p.g.lda, M, K, mb * BM, kt * BK, tid);
+          cp_async_stage<BN, BK, B_K>(sB + s * B_STAGE, Bb, p.g.ldb, N, K, nb * BN, kt * BK, tid);
           cp_async_commit();
           if (issued >= LAG) {
             cp_async_wait<LAG>();
@@ -342,14 +348,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             tma_load_3d(a, &p.map_a, full, k0, m0, b);
           } else {
             TT_UNROLL
-            for (int i = 0; i < BM / 64; ++i) tma_load_3d(a + i * 64 * BK * 2, &p.map_a, full, m0 + 64 * i, k0, b);
+            for (int i = 0; i < BM / RPB; ++i) tma_load_3d(a + i * BK * 128, &p.map_a, full, m0 + RPB * i, k0, b);
           }
           if (CLUSTER == 1) {
             if (B_K) {
               tma_load_3d(bb, &p.map_b, full, k0, n0, b);
             } else {
               TT_UNROLL
-              for (int i = 0; i < BN / 64; ++i) tma_load_3d(bb + i * 64 * BK * 2, &p.map_b, full, n0 + 64 * i, k0, b);
+              for (int i = 0; i < BN / RPB; ++i) tma_load_3d(bb + i * BK * 128, &p.map_b, full, n0 + RPB * i, k0, b);
             }
           } else if (B_K) {
             // The host encoded B's box as BN / 2 rows: this CTA's half, for both CTAs.
@@ -357,9 +363,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             tma_load_3d_multicast(bb + rank * half * 128, &p.map_b, full, k0, n0 + (int)rank * half, b, 0x3);
           } else {
             TT_UNROLL
-            for (int i = 0; i < BN / 64; ++i)
+            for (int i = 0; i < BN / RPB; ++i)
               if (i % 2 == (int)rank)
-                tma_load_3d_multicast(bb + i * 64 * BK * 2, &p.map_b, full, n0 + 64 * i, k0, b, 0x3);
+                tma_load_3d_multicast(bb + i * BK * 128, &p.map_b, full, n0 + RPB * i, k0, b, 0x3);
           }
           if (++s == STAGES) { s = 0; ph ^= 1; }
         }
@@ -412,7 +418,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       int prev = -1;
       for (int kt = 0; kt < KT; ++kt) {
         mbar_wait(bars + 8 * s, ph);
-        const u32 a = sA + s * A_STAGE + (PP ? 0 : cw * MI * 64 * BK * 2);  // same offset for both layouts
+        const u32 a = sA + s * A_STAGE + (PP ? 0 : cw * MI * 64 * 128);  // 64 rows or one 64-row box: same bytes
         const u32 bb = sB + s * B_STAGE;
         wg_fence();
         TT_UNROLL
@@ -420,7 +426,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           const u64 db = B_K ? desc(bb + kk * 32, 16, 1024) : desc(bb + kk * 2048, BK * 128, 1024);
           TT_UNROLL
           for (int mi = 0; mi < MI; ++mi) {
-            const u32 am = a + mi * 64 * BK * 2;
+            const u32 am = a + mi * 64 * 128;
             const u64 da = A_K ? desc(am + kk * 32, 16, 1024) : desc(am + kk * 2048, BK * 128, 1024);
             Mma::mma(acc[mi], da, db, (kt > 0 || kk > 0) ? 1 : 0);
           }

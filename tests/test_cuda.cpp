@@ -63,13 +63,15 @@ TEST(CudaCompile, NvrtcCompilesSimtVariantsForSm90aWithoutAGpu) {
 }
 
 // The Hopper template's loaders (TMA, cp.async) and clusters (1, 2: B multicast) on both operand
-// majors; kernels built for sm_90a hold wgmma, which NVRTC checks without a GPU.
+// majors and on tf32; kernels built for sm_90a hold wgmma, which NVRTC checks without a GPU.
 TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
   auto compiler = gpu::cuda::make_compiler();
   const KernelTemplate& t = find_template("wgmma_gemm");
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  GemmProblem tf32 = gemm(DataType::F32, DataType::F32, true, false, 1000, 1000, 1000);  // K-major both: TN
+  tf32.compute_tf32 = true;
   const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 1000, 1000, 1000),
-                                             gemm(DataType::F16, DataType::F32, true, true, 3000, 3000, 3000)};
+                                             gemm(DataType::F16, DataType::F32, true, true, 3000, 3000, 3000), tf32};
   std::vector<std::pair<Solution, GemmProblem>> jobs;
   for (const auto& p : problems)
     for (int loader : {0, 1})
@@ -80,6 +82,7 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
         s.params["CLUSTER"] = cluster;
         s.params["BN"] = cluster == 2 ? 192 : 128;
         s.params["PINGPONG"] = cluster == 2 ? 0 : 1;  // ping-pong at BN 192 needs too many accumulators
+        s.params["BK"] = 128 / size_of(p.a_type);        // one 128-byte swizzle atom of K
         const auto broken = t.violation(t.variables(s, p, dev));
         ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
         jobs.emplace_back(s, p);

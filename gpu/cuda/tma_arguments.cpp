@@ -55,11 +55,14 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   switch (a_type) {
     case DataType::BF16: dt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
     case DataType::F16: dt = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
-    default: throw Error("wgmma_gemm: only 16-bit inputs (f16, bf16) are supported");
+    // fp32 for tf32 wgmma, which reads the top 19 bits of each element.
+    case DataType::F32: dt = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+    default: throw Error("wgmma_gemm: unsupported input type");
   }
-  constexpr int eb = 2;
-  // The kernel's shared layouts assume 64-element (128-byte) swizzle atoms.
-  if (bk != 64 || bm % 64 != 0 || bn % 64 != 0 || bm > 256 || bn > 256)
+  const int eb = size_of(a_type);
+  const int line = 128 / eb;  // elements per 128-byte swizzle atom
+  // The kernel's shared layouts assume BK and MN-major boxes of one 128-byte swizzle atom.
+  if (bk != line || bm % 64 != 0 || bn % 64 != 0 || bm > 256 || bn > 256)
     throw Error("wgmma_gemm: unsupported tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
                 std::to_string(bk));
   TtGemmTmaParams args;
@@ -69,14 +72,14 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   if (trans_a)
     encode_operand(encode, &args.map_a, "A", dt, eb, p.a, p.k, p.m, p.lda, p.stride_a, p.batch, bk, bm);
   else
-    encode_operand(encode, &args.map_a, "A", dt, eb, p.a, p.m, p.k, p.lda, p.stride_a, p.batch, 64, bk);
+    encode_operand(encode, &args.map_a, "A", dt, eb, p.a, p.m, p.k, p.lda, p.stride_a, p.batch, line, bk);
   // B: op(B) is K x N. Stored K x N (K-major, !trans_b) or N x K (MN-major).
   // In a cluster each CTA loads (and multicasts) its share of B: half the rows of a K-major tile.
   if (cluster != 1 && cluster != 2) throw Error("wgmma_gemm: clusters of 1 or 2 CTAs only");
   if (!trans_b)
     encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.k, p.n, p.ldb, p.stride_b, p.batch, bk, bn / cluster);
   else
-    encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.n, p.k, p.ldb, p.stride_b, p.batch, 64, bk);
+    encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.n, p.k, p.ldb, p.stride_b, p.batch, line, bk);
   std::vector<std::uint8_t> bytes(sizeof args);
   std::memcpy(bytes.data(), &args, sizeof args);
   return bytes;
