@@ -42,7 +42,9 @@ PY
   # "summary: T enumerated, P pruned, A already measured, C compiled (...), N benchmarked, F failed"
   read -r bench failed < <(sed -n 's/^summary:.* \([0-9]*\) benchmarked, \([0-9]*\) failed$/\1 \2/p' "$OUT/$tag.log")
   measured=$(( ${bench:-0} + ${failed:-0} ))
-  echo "devices $devices: exit $rc, $measured candidates measured in $(echo "$end - $start" | bc) s:" \
-       "$(echo "scale=1; $measured / ($end - $start)" | bc) candidates/s end to end"
+  # awk, not bc: the GPU machines need not have bc.
+  awk -v d="$devices" -v rc="$rc" -v n="$measured" -v a="$start" -v b="$end" \
+    'BEGIN { t = b - a; printf "devices %s: exit %s, %d candidates measured in %.1f s: %.1f candidates/s end to end\n", d, rc, n, t, n / t }'
+
   grep -E "took|^per device|^failed by reason|^not tuned" "$OUT/$tag.log"
 done
