@@ -9,6 +9,8 @@
 
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
+#include "gpu/cuda/cudnn_api.h"
+#include "gpu/vendor_conv.h"
 #include "tests/test_util.h"
 #include "tuner/conv_data.h"
 #include "tuner/enumerator.h"
@@ -161,6 +163,35 @@ TEST(CudaConvGpu, DeviceReferenceOfBatch128ResNetLayersIsFast) {
       for (double v : data.reference()) norm += v * v;
       EXPECT_GT(norm, 0.0) << p.key();
     }
+}
+
+// Where cuDNN is installed every symbol the comparison needs must resolve; where it is not, the
+// reason must say how to point at it.
+TEST(CudnnConv, LoadsEverySymbolOrSaysHowToFindIt) {
+  std::string why;
+  if (gpu::cuda::cudnn::api(&why)) {
+    EXPECT_TRUE(why.empty()) << why;
+  } else {
+    EXPECT_NE(why.find("TILETUNE_CUDNN_LIB"), std::string::npos) << why;
+  }
+}
+
+TEST(CudnnConvGpu, AgreesWithTheReferenceInEveryDirectionAndLayout) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  std::string why;
+  auto cudnn = gpu::make_vendor_conv(*dev, &why);
+  if (!cudnn) GTEST_SKIP() << why;
+  for (Problem problem : conv_problems()) {
+    ConvProblem p = problem.conv();
+    p.out_type = p.in_type;  // cuDNN's legacy API wants one type throughout
+    ASSERT_EQ(cudnn->unsupported(p), "");
+    tuner::ConvData data(*dev, p, false);
+    tuner::ValidationResult v = data.validate([&](const TtConvParams& a) { cudnn->run(p, a); });
+    EXPECT_TRUE(v.ok) << cudnn->name() << " " << cudnn->algorithm(p) << " on " << p.key() << ": " << v.reason;
+  }
+  ConvProblem mixed = conv_problems()[4].conv();  // wgrad bf16 -> f32
+  EXPECT_NE(cudnn->unsupported(mixed).find("one type"), std::string::npos);
 }
 
 }  // namespace
