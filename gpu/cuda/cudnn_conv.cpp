@@ -17,13 +17,14 @@
 #if __has_include(<cudnn.h>)
 #include <cudnn.h>
 namespace tiletune::gpu::cuda::cudnn {
-static_assert(kSuccess == CUDNN_STATUS_SUCCESS && kFloat == CUDNN_DATA_FLOAT && kHalf == CUDNN_DATA_HALF &&
-              kBfloat16 == CUDNN_DATA_BFLOAT16 && kNchw == CUDNN_TENSOR_NCHW && kNhwc == CUDNN_TENSOR_NHWC &&
-              kCrossCorrelation == CUDNN_CROSS_CORRELATION && kDefaultMath == CUDNN_DEFAULT_MATH &&
-              kTensorOpMath == CUDNN_TENSOR_OP_MATH && kFmaMath == CUDNN_FMA_MATH);
-static_assert(kFwdAlgoCount == CUDNN_CONVOLUTION_FWD_ALGO_COUNT &&
-              kBwdDataAlgoCount == CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT &&
-              kBwdFilterAlgoCount == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+// int(): the two sides are different enum types.
+static_assert(kSuccess == int(CUDNN_STATUS_SUCCESS) && kFloat == int(CUDNN_DATA_FLOAT) && kHalf == int(CUDNN_DATA_HALF) &&
+              kBfloat16 == int(CUDNN_DATA_BFLOAT16) && kNchw == int(CUDNN_TENSOR_NCHW) && kNhwc == int(CUDNN_TENSOR_NHWC) &&
+              kCrossCorrelation == int(CUDNN_CROSS_CORRELATION) && kDefaultMath == int(CUDNN_DEFAULT_MATH) &&
+              kTensorOpMath == int(CUDNN_TENSOR_OP_MATH) && kFmaMath == int(CUDNN_FMA_MATH));
+static_assert(kFwdAlgoCount == int(CUDNN_CONVOLUTION_FWD_ALGO_COUNT) &&
+              kBwdDataAlgoCount == int(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT) &&
+              kBwdFilterAlgoCount == int(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT));
 static_assert(sizeof(AlgoPerf) == sizeof(cudnnConvolutionFwdAlgoPerf_t) &&
               sizeof(AlgoPerf) == sizeof(cudnnConvolutionBwdDataAlgoPerf_t) &&
               sizeof(AlgoPerf) == sizeof(cudnnConvolutionBwdFilterAlgoPerf_t) &&
@@ -118,12 +119,7 @@ class CudnnConv final : public VendorConv {
     name_ = "cuDNN " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
   }
   ~CudnnConv() override {
-    for (auto& [key, plan] : plans_) {
-      api_.destroy_tensor(plan.x);
-      api_.destroy_tensor(plan.y);
-      api_.destroy_filter(plan.w);
-      api_.destroy_conv(plan.conv);
-    }
+    for (auto& [key, plan] : plans_) destroy(plan);
     api_.destroy(handle_);
   }
   std::string name() const override { return name_; }
@@ -192,12 +188,31 @@ class CudnnConv final : public VendorConv {
     if (auto it = plans_.find(key); it != plans_.end()) return it->second;
     if (std::string why = unsupported(p); !why.empty()) throw Error(why);
     ensure_workspace();
-    Plan plan;
+    Plan& plan = plans_[key];  // owned by plans_ from here on, so the destructor frees its descriptors
+    try {
+      search(p, a, plan);
+    } catch (...) {
+      destroy(plan);
+      plans_.erase(key);  // a later call searches again rather than run a plan never found
+      throw;
+    }
+    return plan;
+  }
+
+  void destroy(const Plan& plan) {
+    if (plan.x) api_.destroy_tensor(plan.x);
+    if (plan.y) api_.destroy_tensor(plan.y);
+    if (plan.w) api_.destroy_filter(plan.w);
+    if (plan.conv) api_.destroy_conv(plan.conv);
+  }
+
+  // Describes `p` to cuDNN and keeps the fastest algorithm its find reports on these buffers.
+  void search(const ConvProblem& p, const TtConvParams& a, Plan& plan) {
+    const std::string key = p.key();
     check(api_.create_tensor(&plan.x), "cudnnCreateTensorDescriptor");
     check(api_.create_tensor(&plan.y), "cudnnCreateTensorDescriptor");
     check(api_.create_filter(&plan.w), "cudnnCreateFilterDescriptor");
     check(api_.create_conv(&plan.conv), "cudnnCreateConvolutionDescriptor");
-    plans_[key] = plan;  // owned from here on, so the destructor frees it if a call below throws
     const int format = p.layout == ConvLayout::NCHW ? cudnn::kNchw : cudnn::kNhwc;
     const int type = cudnn_type(p.in_type);
     check(api_.set_tensor_4d(plan.x, format, type, int(p.n), int(p.c), int(p.h), int(p.w)), "cudnnSetTensor4dDescriptor");
@@ -239,12 +254,10 @@ class CudnnConv final : public VendorConv {
     if (!best) throw Error(name_ + " found no algorithm for " + key);
     // The math type the algorithm was timed with must be the descriptor's when it runs.
     check(api_.set_math_type(plan.conv, best->math_type), "cudnnSetConvolutionMathType");
-    Plan& kept = plans_[key];
-    kept.algo = best->algo;
-    kept.ws_bytes = best->memory;
-    kept.name = std::string(algo_name(p.direction, best->algo)) + (best->math_type == cudnn::kTensorOpMath ? "/tensor-op" : "") +
+    plan.algo = best->algo;
+    plan.ws_bytes = best->memory;
+    plan.name = std::string(algo_name(p.direction, best->algo)) + (best->math_type == cudnn::kTensorOpMath ? "/tensor-op" : "") +
                 " (find: " + std::to_string(best->time) + " ms)";
-    return kept;
   }
 
   Device& dev_;
