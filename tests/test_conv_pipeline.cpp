@@ -9,6 +9,7 @@
 #include "gpu/backend.h"
 #include "runtime/tiletune.hpp"
 #include "test_util.h"
+#include "runtime/api_types.h"
 #include "tuner/config.h"
 #include "tuner/conv_data.h"
 #include "tuner/sweep.h"
@@ -33,21 +34,6 @@ const char* kConfig = R"({
   "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 5, "target_ms": 5}
 })";
 
-tiletune_datatype_t dt(DataType t) {
-  return t == DataType::F32 ? TILETUNE_R_32F : t == DataType::F16 ? TILETUNE_R_16F : TILETUNE_R_16BF;
-}
-
-tiletune_conv_desc_t desc_of(const ConvProblem& p) {
-  tiletune_conv_desc_t d;
-  tiletune_conv_desc_init(&d, p.n, p.c, p.h, p.w, p.k, p.r, p.s);
-  d.stride_h = p.stride_h, d.stride_w = p.stride_w, d.pad_h = p.pad_h, d.pad_w = p.pad_w;
-  d.dilation_h = p.dil_h, d.dilation_w = p.dil_w, d.groups = p.groups;
-  d.layout = p.layout == ConvLayout::NCHW ? TILETUNE_LAYOUT_NCHW : TILETUNE_LAYOUT_NHWC;
-  d.in_type = dt(p.in_type);
-  d.out_type = dt(p.out_type);
-  return d;
-}
-
 class ConvPipeline : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -66,7 +52,7 @@ class ConvPipeline : public ::testing::Test {
   static tuner::ValidationResult dispatch(Handle& h, const ConvProblem& problem) {
     auto dev = gpu::open_device(gpu::BackendKind::Host, 0);  // host memory is the runtime's memory too
     tuner::ConvData data(*dev, problem, /*rotate=*/false);
-    const tiletune_conv_desc_t d = desc_of(data.problem());
+    const tiletune_conv_desc_t d = api_desc(data.problem());
     return data.validate([&](const TtConvParams& a) {
       switch (problem.direction) {
         case ConvDirection::Forward: h.conv_forward(d, a.x, a.wt, a.y); break;

@@ -61,20 +61,6 @@ std::vector<double> nchw_to_nhwc(const std::vector<double>& v, std::int64_t n, s
   return out;
 }
 
-ConvProblem random_problem(ConvLayout layout) {
-  ConvProblem p;
-  p.layout = layout;
-  p.groups = testing::rand_in(1, 3);
-  p.n = testing::rand_in(1, 3), p.c = p.groups * testing::rand_in(1, 4), p.k = p.groups * testing::rand_in(1, 4);
-  p.r = testing::rand_in(1, 3), p.s = testing::rand_in(1, 3);
-  p.stride_h = testing::rand_in(1, 3), p.stride_w = testing::rand_in(1, 3);
-  p.dil_h = testing::rand_in(1, 2), p.dil_w = testing::rand_in(1, 2);
-  p.pad_h = testing::rand_in(0, 2), p.pad_w = testing::rand_in(0, 2);
-  p.h = testing::rand_in(p.dil_h * (p.r - 1) + 1, 9), p.w = testing::rand_in(p.dil_w * (p.s - 1) + 1, 9);
-  p.validate();
-  return p;
-}
-
 TEST(ConvReference, TinyHandComputed) {
   // 1 image, 1 channel, 3x3 input 1..9, a 2x2 filter of ones, stride 1, no padding: 2x2 sums.
   ConvProblem p;
@@ -87,7 +73,7 @@ TEST(ConvReference, TinyHandComputed) {
 
 TEST(ConvReference, ForwardMatchesNaiveLoopInBothLayouts) {
   for (int i = 0; i < 60; ++i) {
-    ConvProblem p = random_problem(ConvLayout::NCHW);
+    ConvProblem p = testing::random_conv_problem(ConvLayout::NCHW);
     auto x = random_vector(p.elements_x()), w = random_vector(p.elements_w());
     auto want = naive_forward_nchw(p, x, w);
     auto got = tuner::conv_reference(p, x, w);
@@ -106,7 +92,7 @@ TEST(ConvReference, ForwardMatchesNaiveLoopInBothLayouts) {
 
 TEST(ConvReference, GradientsAreAdjointsOfForward) {
   for (int i = 0; i < 60; ++i) {
-    ConvProblem p = random_problem(i % 2 ? ConvLayout::NCHW : ConvLayout::NHWC);
+    ConvProblem p = testing::random_conv_problem(i % 2 ? ConvLayout::NCHW : ConvLayout::NHWC);
     auto x = random_vector(p.elements_x()), w = random_vector(p.elements_w()), dy = random_vector(p.elements_y());
     const double fwd = dot(dy, tuner::conv_reference(p, x, w));
     ConvProblem d = p;
@@ -121,7 +107,7 @@ TEST(ConvReference, GradientsAreAdjointsOfForward) {
 TEST(ConvData, PoisonedOutputAndTolerance) {
   auto dev = gpu::open_device(gpu::BackendKind::Host, 0);
   for (auto dir : {ConvDirection::Forward, ConvDirection::BackwardData, ConvDirection::BackwardFilter}) {
-    ConvProblem p = random_problem(ConvLayout::NHWC);
+    ConvProblem p = testing::random_conv_problem(ConvLayout::NHWC);
     p.direction = dir;
     p.in_type = DataType::BF16;
     p.out_type = DataType::F32;

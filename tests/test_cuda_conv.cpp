@@ -1,9 +1,16 @@
 // simt_conv on CUDA: NVRTC compiles variants of all three directions, both layouts and split-K
-// without a GPU; on a GPU, a spread of candidates is validated against the fp64 reference.
+// without a GPU; on a GPU, a spread of candidates is validated against the fp64 reference. The
+// device fp64 reference (reference_conv.cuh) likewise: compiled here, compared with the host
+// reference on a GPU.
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
 
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
+#include "gpu/cuda/cudnn_api.h"
+#include "gpu/vendor_conv.h"
 #include "tests/test_util.h"
 #include "tuner/conv_data.h"
 #include "tuner/enumerator.h"
@@ -90,6 +97,101 @@ TEST(CudaConvGpu, CandidatesMatchTheReference) {
       EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << " (run " << run << "): " << v.reason;
     }
   }
+}
+
+TEST(CudaConvCompile, NvrtcCompilesTheDeviceReferenceForEveryDirectionTypeAndLayout) {
+  auto compiler = gpu::cuda::make_compiler();
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  for (int dir = 0; dir < 3; ++dir)
+    for (auto layout : {ConvLayout::NHWC, ConvLayout::NCHW})
+      for (auto type : {DataType::F32, DataType::F16, DataType::BF16}) {
+        ConvProblem p;
+        p.direction = ConvDirection(dir), p.layout = layout, p.in_type = p.out_type = type;
+        gpu::CompileResult r = compiler->compile(tuner::reference_conv_request(p, dev));
+        EXPECT_TRUE(r.ok) << p.key() << "\n" << r.log;
+      }
+}
+
+// Both references from the same inputs (same seed): forcing the device one with a threshold of 0
+// and the host one with an infinite threshold.
+double reference_difference(gpu::Device& dev, const ConvProblem& p, std::uint64_t seed) {
+  tuner::ConvData on_device(dev, p, false, seed, 0.0), on_host(dev, p, false, seed, INFINITY);
+  const auto &a = on_device.reference(), &b = on_host.reference();
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1.0, std::abs(b[i])));
+  return worst;
+}
+
+TEST(CudaConvGpu, DeviceReferenceMatchesTheHostReference) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  for (int i = 0; i < 60; ++i) {
+    ConvProblem p = random_conv_problem(i % 2 ? ConvLayout::NCHW : ConvLayout::NHWC);
+    p.direction = ConvDirection(i % 3);
+    p.in_type = p.out_type = i % 5 == 0 ? DataType::F32 : i % 5 == 1 ? DataType::F16 : DataType::BF16;
+    EXPECT_LT(reference_difference(*dev, p, std::uint64_t(i) + 1), 1e-12) << p.key();
+  }
+  // Larger than one block of threads and one wgrad chunk, with real ResNet strides.
+  for (int dir = 0; dir < 3; ++dir) {
+    ConvProblem p;
+    p.direction = ConvDirection(dir), p.in_type = p.out_type = DataType::BF16;
+    p.n = 3, p.c = 24, p.h = 29, p.w = 31, p.k = 40, p.r = p.s = 3, p.stride_h = p.stride_w = 2, p.pad_h = p.pad_w = 1;
+    EXPECT_LT(reference_difference(*dev, p, 7), 1e-12) << p.key();
+  }
+}
+
+// Issue 6's sizes: each direction of the batch-128 stem (the longest wgrad reduction) and a 3x3
+// layer must get its reference in seconds, not the host's minutes.
+TEST(CudaConvGpu, DeviceReferenceOfBatch128ResNetLayersIsFast) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  ConvProblem stem, mid;
+  stem.n = 128, stem.c = 3, stem.h = stem.w = 224, stem.k = 64, stem.r = stem.s = 7;
+  stem.stride_h = stem.stride_w = 2, stem.pad_h = stem.pad_w = 3;
+  mid.n = 128, mid.c = mid.k = 256, mid.h = mid.w = 14, mid.r = mid.s = 3, mid.pad_h = mid.pad_w = 1;
+  for (ConvProblem p : {stem, mid})
+    for (int dir = 0; dir < 3; ++dir) {
+      p.direction = ConvDirection(dir), p.in_type = p.out_type = DataType::BF16;
+      const auto start = std::chrono::steady_clock::now();
+      tuner::ConvData data(*dev, p, false);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::printf("%s: inputs and device reference in %.2f s\n", p.key().c_str(), s);
+      EXPECT_LT(s, 30.0) << p.key();
+      double norm = 0;
+      for (double v : data.reference()) norm += v * v;
+      EXPECT_GT(norm, 0.0) << p.key();
+    }
+}
+
+// Where cuDNN is installed every symbol the comparison needs must resolve; where it is not, the
+// reason must say how to point at it.
+TEST(CudnnConv, LoadsEverySymbolOrSaysHowToFindIt) {
+  std::string why;
+  if (gpu::cuda::cudnn::api(&why)) {
+    EXPECT_TRUE(why.empty()) << why;
+  } else {
+    EXPECT_NE(why.find("TILETUNE_CUDNN_LIB"), std::string::npos) << why;
+  }
+}
+
+TEST(CudnnConvGpu, AgreesWithTheReferenceInEveryDirectionAndLayout) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  std::string why;
+  auto cudnn = gpu::make_vendor_conv(*dev, &why);
+  if (!cudnn) GTEST_SKIP() << why;
+  for (Problem problem : conv_problems()) {
+    ConvProblem p = problem.conv();
+    p.out_type = p.in_type;  // cuDNN's legacy API wants one type throughout
+    ASSERT_EQ(cudnn->unsupported(p), "");
+    tuner::ConvData data(*dev, p, false);
+    tuner::ValidationResult v = data.validate([&](const TtConvParams& a) { cudnn->run(p, a); });
+    EXPECT_TRUE(v.ok) << cudnn->name() << " " << cudnn->algorithm(p) << " on " << p.key() << ": " << v.reason;
+  }
+  ConvProblem mixed = conv_problems()[4].conv();  // wgrad bf16 -> f32
+  EXPECT_NE(cudnn->unsupported(mixed).find("one type"), std::string::npos);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "gpu/backend.h"
+#include "solutions/conv_problem.h"
 #include "solutions/problem.h"
 
 namespace tiletune::testing {
@@ -49,6 +50,21 @@ inline GemmProblem gemm(DataType in, DataType out, bool ta, bool tb, std::int64_
   p.batch = batch;
   p.beta_zero = beta_zero;
   return p.canonical();
+}
+
+// A small convolution with random groups, sizes, stride, dilation and padding.
+inline ConvProblem random_conv_problem(ConvLayout layout) {
+  ConvProblem p;
+  p.layout = layout;
+  p.groups = rand_in(1, 3);
+  p.n = rand_in(1, 3), p.c = p.groups * rand_in(1, 4), p.k = p.groups * rand_in(1, 4);
+  p.r = rand_in(1, 3), p.s = rand_in(1, 3);
+  p.stride_h = rand_in(1, 3), p.stride_w = rand_in(1, 3);
+  p.dil_h = rand_in(1, 2), p.dil_w = rand_in(1, 2);
+  p.pad_h = rand_in(0, 2), p.pad_w = rand_in(0, 2);
+  p.h = rand_in(p.dil_h * (p.r - 1) + 1, 9), p.w = rand_in(p.dil_w * (p.s - 1) + 1, 9);
+  p.validate();
+  return p;
 }
 
 // Device descriptions for pure (device-free) enumeration tests.

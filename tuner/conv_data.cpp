@@ -1,8 +1,10 @@
 #include "tuner/conv_data.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
+#include "common/error.h"
 #include "gpu/arguments.h"
 #include "solutions/any_problem.h"
 #include "tuner/conv_reference.h"
@@ -21,28 +23,19 @@ int ConvData::output_tensor() const {
   return kY;
 }
 
-ConvData::ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate, std::uint64_t seed)
+ConvData::ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate, std::uint64_t seed,
+                   double device_reference_flops)
     : dev_(dev), problem_(problem.canonical()) {
   problem_.validate();
   const ConvProblem& p = problem_;
   std::mt19937_64 rng(seed ? seed : std::random_device{}());
   const std::int64_t counts[3] = {p.elements_x(), p.elements_w(), p.elements_y()};
   const int out = output_tensor();
-  std::vector<double> inputs[3];
   for (int t = 0; t < 3; ++t) {
     const DataType type = t == out ? p.out_type : p.in_type;
     host_[t].assign(std::size_t(counts[t]) * size_of(type), 0xFF);
     if (t == out) continue;
-    inputs[t].resize(std::size_t(counts[t]));
-    for (std::int64_t i = 0; i < counts[t]; ++i) {
-      store_element(host_[t].data(), i, type, random_input(rng));
-      inputs[t][std::size_t(i)] = load_element(host_[t].data(), i, type);  // what the kernel sees
-    }
-  }
-  switch (p.direction) {
-    case ConvDirection::Forward: reference_ = conv_reference(p, inputs[kX], inputs[kW]); break;
-    case ConvDirection::BackwardData: reference_ = conv_reference(p, inputs[kY], inputs[kW]); break;
-    case ConvDirection::BackwardFilter: reference_ = conv_reference(p, inputs[kX], inputs[kY]); break;
+    for (std::int64_t i = 0; i < counts[t]; ++i) store_element(host_[t].data(), i, type, random_input(rng));
   }
 
   const std::size_t sets = rotation_sets(dev.info(), host_[0].size() + host_[1].size() + host_[2].size(), rotate);
@@ -52,6 +45,56 @@ ConvData::ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate, st
       bufs[t]->emplace_back(dev, host_[t].size());
       dev.copy_to_device(bufs[t]->back().get(), host_[t].data(), host_[t].size());
     }
+
+  if (dev.info().backend != gpu::BackendKind::Host && p.flops() > device_reference_flops) {
+    reference_on_device();
+    return;
+  }
+  // The inputs as the kernel sees them (rounded to the input type), in fp64.
+  std::vector<double> inputs[3];
+  for (int t = 0; t < 3; ++t) {
+    if (t == out) continue;
+    inputs[t].resize(std::size_t(counts[t]));
+    for (std::int64_t i = 0; i < counts[t]; ++i) inputs[t][std::size_t(i)] = load_element(host_[t].data(), i, p.in_type);
+  }
+  switch (p.direction) {
+    case ConvDirection::Forward: reference_ = conv_reference(p, inputs[kX], inputs[kW]); break;
+    case ConvDirection::BackwardData: reference_ = conv_reference(p, inputs[kY], inputs[kW]); break;
+    case ConvDirection::BackwardFilter: reference_ = conv_reference(p, inputs[kX], inputs[kY]); break;
+  }
+}
+
+gpu::CompileRequest reference_conv_request(const ConvProblem& p, const gpu::DeviceInfo& dev) {
+  return reference_kernel_request(dev, "reference_conv.cuh",
+                                  std::string("reference_conv<") + device_type_name(p.in_type) + ", " +
+                                      std::to_string(int(p.direction)) + ", " +
+                                      (p.layout == ConvLayout::NCHW ? "true" : "false") + ">");
+}
+
+void ConvData::reference_on_device() {
+  const ConvProblem& p = problem_;
+  gpu::CompileResult r = dev_.compiler().compile(reference_conv_request(p, dev_.info()));
+  if (!r.ok) throw Error("compiling the convolution reference kernel failed: " + r.log);
+  auto kernel = dev_.load(r.code);
+  const int out = output_tensor();
+  const std::int64_t elements = out == kX ? p.elements_x() : out == kW ? p.elements_w() : p.elements_y();
+  gpu::DeviceBuffer result(dev_, std::size_t(elements) * sizeof(double));
+  dev_.fill_bytes(result.get(), 0, result.size());  // wgrad's chunks add into it
+  TtConvParams args = params(0);
+  (out == kX ? args.x : out == kW ? args.wt : args.y) = result.get();
+  gpu::LaunchDims dims;
+  dims.block[0] = 256;
+  dims.grid[0] = unsigned((elements + 255) / 256);
+  if (p.direction == ConvDirection::BackwardFilter) {
+    // About 2^22 threads in all, each summing at least a few dozen terms of the N*P*Q reduction.
+    const std::int64_t terms = p.n * p.p() * p.q();
+    dims.grid[1] = unsigned(std::clamp<std::int64_t>((std::int64_t(1) << 22) / elements, 1,
+                                                     std::min<std::int64_t>(65535, std::max<std::int64_t>(1, terms / 32))));
+  }
+  dev_.launch(*kernel, dims, &args, sizeof args);
+  dev_.synchronize();
+  reference_.resize(std::size_t(elements));
+  dev_.copy_to_host(reference_.data(), result.get(), reference_.size() * sizeof(double));
 }
 
 TtConvParams ConvData::params(std::size_t set) const {
@@ -64,11 +107,17 @@ void ConvData::reset_output() {
   dev_.fill_bytes(b.get(), 0xFF, host_[out].size());
 }
 
+std::vector<std::uint8_t> ConvData::read_output() {
+  const int out = output_tensor();
+  std::vector<std::uint8_t> got(host_[out].size());
+  dev_.copy_to_host(got.data(), (out == kX ? x_ : out == kW ? w_ : y_)[0].get(), got.size());
+  return got;
+}
+
 ValidationResult ConvData::check_output() {
   const int out = output_tensor();
   const DataType type = problem_.out_type;
-  std::vector<std::uint8_t> got(host_[out].size());
-  dev_.copy_to_host(got.data(), (out == kX ? x_ : out == kW ? w_ : y_)[0].get(), got.size());
+  const std::vector<std::uint8_t> got = read_output();
   static const char* const names[3] = {"x", "wt", "y"};
   ValidationResult r;
   double err = 0, ref = 0;

@@ -1,5 +1,6 @@
-// Inputs of one convolution on one device and their fp64 reference, the convolution twin of
-// ProblemData: the two tensors the direction reads are fresh random values in [-1, 1] (never
+// Inputs of one convolution on one device and their fp64 reference (on the host, or for problems
+// over `device_reference_flops` on a GPU by kernel_templates/reference_conv.cuh), the convolution
+// twin of ProblemData: the two tensors the direction reads are fresh random values in [-1, 1] (never
 // zeros) rounded to the input type, the tensor it writes is poisoned (0xFF bytes: NaN in every
 // type) before each validation, so an element a kernel forgets to write is caught, including the
 // zeros of a strided dgrad that no filter tap reaches.
@@ -16,7 +17,8 @@ namespace tiletune::tuner {
 
 class ConvData {
  public:
-  ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate = true, std::uint64_t seed = 0);
+  ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate = true, std::uint64_t seed = 0,
+           double device_reference_flops = 2e10);
 
   const ConvProblem& problem() const { return problem_; }
   std::size_t sets() const { return x_.size(); }
@@ -32,12 +34,15 @@ class ConvData {
   ValidationResult check_output();
   // The reference of the tensor written, in the problem's layout.
   const std::vector<double>& reference() const { return reference_; }
+  // The tensor written, as it is now in copy 0 (bytes of the output type).
+  std::vector<std::uint8_t> read_output();
   // The inputs as the kernel sees them (host copies, in their types' bytes): x, wt, y.
   const std::vector<std::uint8_t>& host_tensor(int which) const { return host_[which]; }
 
  private:
   enum { kX = 0, kW = 1, kY = 2 };
   int output_tensor() const;
+  void reference_on_device();
 
   gpu::Device& dev_;
   ConvProblem problem_;
@@ -49,5 +54,8 @@ class ConvData {
 // As for GEMM: output rounding plus fp32 accumulation error growing with the square root of the
 // reduction length (the implicit GEMM's K).
 double tolerance(const ConvProblem& p);
+
+// The compile request of reference_conv for `p`'s direction, input type and layout.
+gpu::CompileRequest reference_conv_request(const ConvProblem& p, const gpu::DeviceInfo& dev);
 
 }  // namespace tiletune::tuner

@@ -82,14 +82,10 @@ ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rota
 
 void ProblemData::products_on_device() {
   const GemmProblem& p = problem_;
-  gpu::CompileRequest req;
-  req.headers = embedded_kernel_sources();
-  req.source = std::string(dev_.info().backend == gpu::BackendKind::Cuda ? "#include \"prelude_cuda.h\"\n"
-                                                                         : "#include \"prelude_hip.h\"\n") +
-               "#include \"reference_gemm.cuh\"\n";
-  req.name_expression = std::string("reference_gemm<") + device_type_name(p.a_type) + ", " +
-                        (p.trans_a ? "true" : "false") + ", " + (p.trans_b ? "true" : "false") + ">";
-  req.arch = dev_.info().arch;
+  const gpu::CompileRequest req = reference_kernel_request(
+      dev_.info(), "reference_gemm.cuh",
+      std::string("reference_gemm<") + device_type_name(p.a_type) + ", " + (p.trans_a ? "true" : "false") + ", " +
+          (p.trans_b ? "true" : "false") + ">");
   gpu::CompileResult r = dev_.compiler().compile(req);
   if (!r.ok) throw Error("compiling the reference kernel failed: " + r.log);
   auto kernel = dev_.load(r.code);
@@ -105,6 +101,18 @@ void ProblemData::products_on_device() {
   dev_.launch(*kernel, dims, &args, sizeof args);
   dev_.synchronize();
   dev_.copy_to_host(reference_.data(), out.get(), reference_.size() * sizeof(double));
+}
+
+gpu::CompileRequest reference_kernel_request(const gpu::DeviceInfo& dev, const std::string& header,
+                                             const std::string& name_expression) {
+  gpu::CompileRequest req;
+  req.headers = embedded_kernel_sources();
+  req.source = std::string(dev.backend == gpu::BackendKind::Cuda ? "#include \"prelude_cuda.h\"\n"
+                                                                 : "#include \"prelude_hip.h\"\n") +
+               "#include \"" + header + "\"\n";
+  req.name_expression = name_expression;
+  req.arch = dev.arch;
+  return req;
 }
 
 TtGemmParams ProblemData::params(std::size_t set) const {

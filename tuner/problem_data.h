@@ -58,6 +58,11 @@ class ProblemData {
   std::vector<gpu::DeviceBuffer> a_, b_, c_;
 };
 
+// The compile request of a naive fp64 reference kernel (kernel_templates/reference_*.cuh) for
+// `dev`'s backend and arch: `header` holds the kernel, `name_expression` instantiates it.
+gpu::CompileRequest reference_kernel_request(const gpu::DeviceInfo& dev, const std::string& header,
+                                             const std::string& name_expression);
+
 // Relative-norm tolerance for a problem: output rounding of the C type plus fp32 accumulation
 // error growing with sqrt(k).
 double tolerance(const GemmProblem& p);

@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "db/database.h"
 #include "gpu/arguments.h"
+#include "gpu/vendor_conv.h"
 #include "gpu/vendor_gemm.h"
 #include "tuner/benchmark.h"
 #include "tuner/conv_data.h"
@@ -289,26 +290,43 @@ MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::funct
   MeasureResult result;
   if (!vendor_made_) {
     vendor_ = gpu::make_vendor_gemm(dev_);
+    vendor_conv_ = gpu::make_vendor_conv(dev_, &vendor_conv_missing_);
     vendor_made_ = true;
   }
-  if (!vendor_ || r.problem.is_conv() || !vendor_->supports(r.problem.gemm())) {
+  const bool conv = r.problem.is_conv();
+  std::string unsupported;
+  if (conv) unsupported = vendor_conv_ ? vendor_conv_->unsupported(r.problem.conv()) : vendor_conv_missing_;
+  else if (!vendor_) unsupported = "no vendor library";
+  else if (!vendor_->supports(r.problem.gemm())) unsupported = vendor_->name() + " does not support this problem";
+  if (!unsupported.empty()) {
     result.status = "unsupported";
-    result.reason = vendor_ ? vendor_->name() + " does not support this problem" : "no vendor library";
+    result.reason = unsupported;
     return result;
   }
-  result.vendor = vendor_->name();
-  ProblemData& data = data_for(r.problem.gemm());
-  if (on_ready) on_ready();
-  auto launch = [&](const TtGemmParams& args) { vendor_->run(r.problem.gemm(), args); };
   // A vendor result that disagrees with the reference is reported ("invalid") but timed anyway:
   // it is only a yardstick.
-  ValidationResult v = data.validate(launch);
+  ValidationResult v;
+  Timing t;
+  if (conv) {
+    result.vendor = vendor_conv_->name();
+    ConvData& data = conv_data_for(r.problem.conv());
+    if (on_ready) on_ready();
+    auto launch = [&](const TtConvParams& args) { vendor_conv_->run(r.problem.conv(), args); };
+    v = data.validate(launch);  // its first run is cuDNN's own algorithm search
+    t = time_runs(dev_, data.sets(), r.benchmark, [&](std::size_t set) { launch(data.params(set)); });
+  } else {
+    result.vendor = vendor_->name();
+    ProblemData& data = data_for(r.problem.gemm());
+    if (on_ready) on_ready();
+    auto launch = [&](const TtGemmParams& args) { vendor_->run(r.problem.gemm(), args); };
+    v = data.validate(launch);
+    t = time_runs(dev_, data, r.benchmark, launch);
+  }
   result.rel_error = v.rel_error;
   if (!v.ok) {
     result.status = "invalid";
     result.reason = v.reason;
   }
-  Timing t = time_runs(dev_, data, r.benchmark, launch);
   result.min_ms = t.min_ms;
   result.median_ms = t.median_ms;
   result.max_ms = t.max_ms;

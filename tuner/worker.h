@@ -50,6 +50,7 @@ class Database;
 }
 namespace tiletune::gpu {
 class VendorGemm;
+class VendorConv;
 }
 
 namespace tiletune::tuner {
@@ -59,7 +60,7 @@ class ConvData;
 
 struct MeasureRequest {
   Problem problem;
-  bool vendor = false;               // time the vendor library (cuBLAS) instead of a kernel
+  bool vendor = false;               // time the vendor library (cuBLAS, cuDNN) instead of a kernel
   Solution solution;                 // template name and parameter values (kernels only)
   std::int64_t code_object_id = 0;   // the compiled kernel, in the database
   BenchmarkOptions benchmark;
@@ -109,6 +110,8 @@ class Measurer {
   std::unique_ptr<ConvData> conv_data_;  // one problem's buffers at a time: data_ or conv_data_
   std::unordered_map<std::int64_t, std::shared_ptr<gpu::Kernel>> kernels_;
   std::unique_ptr<gpu::VendorGemm> vendor_;
+  std::unique_ptr<gpu::VendorConv> vendor_conv_;
+  std::string vendor_conv_missing_;  // why vendor_conv_ is null
   bool vendor_made_ = false;
 };
 

@@ -5,12 +5,14 @@
 #include <cuda.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gpu/backend.h"
 
 namespace tiletune::gpu {
 class VendorGemm;
+class VendorConv;
 }
 
 namespace tiletune::gpu::cuda {
@@ -28,5 +30,7 @@ decltype(&::cuTensorMapEncodeTiled) tensor_map_encoder();
 
 // cuBLAS as the vendor yardstick (gpu/cuda/cublas_gemm.cpp); nullptr when it cannot be loaded.
 std::unique_ptr<VendorGemm> make_cublas_gemm();
+// cuDNN likewise (gpu/cuda/cudnn_conv.cpp); nullptr, with the reason in `why_not`, when it cannot be loaded.
+std::unique_ptr<VendorConv> make_cudnn_conv(Device& dev, std::string* why_not);
 
 }  // namespace tiletune::gpu::cuda

@@ -1,0 +1,70 @@
+// What every vendor-comparison table shares: its common options, the header lines that say when, from which commit and
+// on which machine it was measured, the median that rows report, and writing <out>.md / .json.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gpu/backend.h"
+#include "tuner/config.h"
+
+namespace tiletune::bench {
+
+inline std::string utc_now() {
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return date;
+}
+
+// The options every comparison program takes besides what it compares.
+struct CommonOptions {
+  std::string backend = "auto", out_prefix, commit = "unknown", label;
+  int device = 0, rounds = 3;
+  tuner::BenchmarkOptions timing;
+};
+
+inline void add_common_options(CLI::App& app, CommonOptions& o) {
+  o.timing.warmup = 3;
+  o.timing.min_iterations = 10;
+  o.timing.max_iterations = 100;
+  o.timing.target_ms = 200;
+  app.add_option("--backend", o.backend)->capture_default_str();
+  app.add_option("--device", o.device)->capture_default_str();
+  app.add_option("--out", o.out_prefix, "write <out>.md and <out>.json");
+  app.add_option("--commit", o.commit, "commit the binaries were built from")->capture_default_str();
+  app.add_option("--label", o.label, "free text for the table header");
+  app.add_option("--rounds", o.rounds, "interleaved rounds of (tiletune, vendor) timings; the median round counts")
+      ->capture_default_str();
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// "- date: ...\n- commit: ...\n- machine: ...\n" for the Markdown header.
+inline std::string provenance_lines(const std::string& date, const std::string& commit, const gpu::DeviceInfo& dev) {
+  return "- date: " + date + "\n- commit: " + commit + "\n- machine: " + dev.name + " (" + dev.arch + ", " +
+         std::to_string(dev.multiprocessors) + " SMs, " + dev.driver_version + ")\n";
+}
+
+// The JSON document's provenance fields, to which a table adds its rows.
+inline nlohmann::json provenance_json(const std::string& date, const std::string& commit, const gpu::DeviceInfo& dev) {
+  return {{"date", date}, {"commit", commit}, {"device", dev.name}, {"arch", dev.arch}, {"driver", dev.driver_version}};
+}
+
+inline void write_tables(const std::string& out_prefix, const std::string& md, const nlohmann::json& doc) {
+  if (out_prefix.empty()) return;
+  std::ofstream(out_prefix + ".md") << md;
+  std::ofstream(out_prefix + ".json") << doc.dump(2) << "\n";
+  std::printf("wrote %s.md and %s.json\n", out_prefix.c_str(), out_prefix.c_str());
+}
+
+}  // namespace tiletune::bench

@@ -1,0 +1,17 @@
+#include "gpu/vendor_conv.h"
+
+#ifdef TILETUNE_WITH_CUDA
+#include "gpu/cuda/cuda_backend.h"
+#endif
+
+namespace tiletune::gpu {
+
+std::unique_ptr<VendorConv> make_vendor_conv(Device& dev, std::string* why_not) {
+#ifdef TILETUNE_WITH_CUDA
+  if (dev.info().backend == BackendKind::Cuda) return cuda::make_cudnn_conv(dev, why_not);
+#endif
+  if (why_not) *why_not = std::string("no vendor convolution library for the ") + to_string(dev.info().backend) + " backend";
+  return nullptr;
+}
+
+}  // namespace tiletune::gpu
