@@ -217,7 +217,7 @@ int identify_in_snapshot(sqlite3* db, const std::string& path, Mode mode) {
                 std::to_string(latest) + "); use a newer tiletune");
   if (version < 1)
     throw Error(path + ": tiletune database without a schema version (user_version 0)");
-  if (version < latest && mode == Mode::ReadOnly)
+  if (version < schema::kOldestReadable && mode == Mode::ReadOnly)
     throw Error(path + ": schema version " + std::to_string(version) + " is older than this build expects (" +
                 std::to_string(latest) + "); open it read-write once (e.g. with the tuner) to migrate it");
   return version;

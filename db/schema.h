@@ -25,6 +25,10 @@ struct Migration {
 
 const std::vector<Migration>& migrations();
 int latest_version();  // == migrations().back().version
+// The oldest version this build reads read-only without migrating it: v4 only widened the
+// problems table's kind CHECK for convolutions, so a v3 file (e.g. a `db pack` shipped with a
+// trainer) reads the same. Raise it when a migration changes what readers query.
+inline constexpr int kOldestReadable = 3;
 
 // Applies migrations on an open read-write handle until user_version == target_version (no-op if
 // already there). Each migration runs in its own BEGIN IMMEDIATE transaction that re-reads

@@ -416,12 +416,13 @@ TEST_F(DbToolsTest, MergeRefusesBadSourcesBeforeCreatingTheDestination) {
 
 // ---- schema version 3 -----------------------------------------------------------------------
 
-TEST_F(DbToolsTest, MigrationFromVersion2KeepsDataAndBackfillsProvenance) {
-  const std::string path = file("v2.db");
+// A database at an old schema `version` with one winner (host arch), written as that version's
+// tuner would have.
+static void write_old_database(const std::string& path, int version) {
   {
     sqlite3* raw = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
-    schema::migrate(raw, 2, path);
+    schema::migrate(raw, version, path);
     nlohmann::json spec;
     to_json(spec, P1);
     std::string sql =
@@ -439,6 +440,22 @@ TEST_F(DbToolsTest, MigrationFromVersion2KeepsDataAndBackfillsProvenance) {
     ASSERT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
     sqlite3_close(raw);
   }
+}
+
+// A v3 file (what `db pack` wrote before convolutions) reads read-only as it is: v4 only widened
+// a CHECK. Trainers keep their shipped databases.
+TEST_F(DbToolsTest, Version3OpensReadOnlyWithoutMigration) {
+  const std::string path = file("v3.db");
+  write_old_database(path, 3);
+  Database old = Database::open(path, Mode::ReadOnly);
+  EXPECT_EQ(old.schema_version(), 3);
+  ASSERT_EQ(old.winners(kHost).size(), 1u);
+  EXPECT_EQ(old.winners(kHost)[0].solution.kernel_name(), H0.kernel_name());
+}
+
+TEST_F(DbToolsTest, MigrationFromVersion2KeepsDataAndBackfillsProvenance) {
+  const std::string path = file("v2.db");
+  write_old_database(path, 2);
   // The runtime refuses it until migrated; merge and pack can read it as it is.
   std::string e = error_of([&] { Database::open(path, Mode::ReadOnly); });
   EXPECT_NE(e.find("older"), std::string::npos) << e;
