@@ -67,6 +67,16 @@ TT_DEVICE void mma(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
   }
 }
 
+template <int MI, int NI>
+TT_DEVICE void zero(float (&acc)[MI][NI][4]) {
+  TT_UNROLL
+  for (int i = 0; i < MI; ++i)
+    TT_UNROLL
+    for (int j = 0; j < NI; ++j)
+      TT_UNROLL
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+}
+
 // The A fragment (rows mb..mb+15, k 16*ks..16*ks+15) of an m16n8k16 from a swizzled 16-bit tile
 // with RB bytes per row: K-major tiles are S[m][k] (plain ldmatrix), MN-major ones S[k][m]
 // (ldmatrix.trans). The lane -> row mapping puts the four 8x8 matrices in the mma's a0..a3 order.

@@ -168,12 +168,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_gemm(TtGemmPar
   };
 
   float acc[MI][NI][4];
-  TT_UNROLL
-  for (int i = 0; i < MI; ++i)
-    TT_UNROLL
-    for (int j = 0; j < NI; ++j)
-      TT_UNROLL
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+  zero(acc);
 
   // Prologue: STAGES-1 tiles in flight (empty groups past the end keep the group count uniform).
   TT_UNROLL
