@@ -114,6 +114,16 @@ template <> TT_DEVICE tt_half out_from_float<tt_half>(float f) {
   return h;
 }
 
+template <int NR, class Acc, int FM, int FN>
+TT_DEVICE void zero_acc(Acc (&acc)[FM][FN]) {
+  TT_UNROLL
+  for (int i = 0; i < FM; ++i)
+    TT_UNROLL
+    for (int j = 0; j < FN; ++j)
+      TT_UNROLL
+      for (int r = 0; r < NR; ++r) acc[i][j][r] = 0.0f;
+}
+
 // Global -> register -> LDS staging of one operand tile, CONT x STRD as it lies in global memory.
 // CONT_IS_K: the contiguous dimension is k (A transposed, B not transposed): rows of the LDS tile
 // are then written as vectors; otherwise each element goes to its own (mn, k) slot.
@@ -230,12 +240,7 @@ __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_gemm(TtGemm
   };
 
   Acc acc[FM][FN];
-  TT_UNROLL
-  for (int i = 0; i < FM; ++i)
-    TT_UNROLL
-    for (int j = 0; j < FN; ++j)
-      TT_UNROLL
-      for (int r = 0; r < NR; ++r) acc[i][j][r] = 0.0f;
+  zero_acc<NR>(acc);
 
   const int ktiles = (K + DU - 1) / DU;
   // Per-lane LDS offsets of the fragments (k offset of the lane's group included).

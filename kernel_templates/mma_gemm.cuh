@@ -33,46 +33,9 @@
 // Workspace layout: int counters[BATCH * TILES] padded to 256 bytes, then
 // float slots[BATCH * TILES][SPLITK][BM * BN].
 #include "gemm_params.h"
-#include "tt_types.h"
+#include "mma_common.h"
 
 namespace tt_mma {
-
-typedef unsigned int u32;
-
-template <class T> struct IsBf16 { static constexpr bool value = false; };
-template <> struct IsBf16<tt_bf16> { static constexpr bool value = true; };
-
-// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile with RB bytes per row.
-// RB == 64: two rows share a 128-byte bank line, so the XOR key is taken from row / 2.
-template <int RB>
-TT_DEVICE int swz(int row, int chunk) {
-  static_assert(RB == 64 || RB % 128 == 0, "swizzle needs 64-byte or 128*n-byte rows");
-  const int key = RB >= 128 ? (row & 7) : ((row >> 1) & 3);
-  return row * RB + ((chunk ^ key) << 4);
-}
-
-TT_DEVICE u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
-
-template <int BYTES>
-TT_DEVICE void cp_async(u32 dst, const void* src, int src_bytes) {
-  if (BYTES == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(BYTES), "r"(src_bytes));
-}
-TT_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-TT_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-template <bool TRANS>
-TT_DEVICE void ldsm_x4(u32 (&r)[4], u32 addr) {
-  if (TRANS)
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-  else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
 
 TT_DEVICE u32 lds32(u32 addr) {
   u32 v;
@@ -84,26 +47,6 @@ TT_DEVICE u32 to_tf32(u32 x) {
   u32 r;
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(x)));
   return r;
-}
-
-template <class TA>
-TT_DEVICE void mma(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
-  if (sizeof(TA) == 4) {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  } else if (IsBf16<TA>::value) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
 }
 
 // Copies a ROWS x COLS tile into swizzled shared memory at sbase. Tile element (r, c) is global
@@ -225,12 +168,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_gemm(TtGemmPar
   };
 
   float acc[MI][NI][4];
-  TT_UNROLL
-  for (int i = 0; i < MI; ++i)
-    TT_UNROLL
-    for (int j = 0; j < NI; ++j)
-      TT_UNROLL
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+  zero(acc);
 
   // Prologue: STAGES-1 tiles in flight (empty groups past the end keep the group count uniform).
   TT_UNROLL
@@ -256,13 +194,13 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_gemm(TtGemmPar
       for (int mi = 0; mi < MI; ++mi) {
         const int mb = wm * WM + mi * 16;
         if (TRANSA) {  // K-major
-          ldsm_x4<false>(af[mi], sa + swz<A_RB>(mb + (lane & 15), ks * 2 + (lane >> 4)));
+          frag_a<true, A_RB>(af[mi], sa, mb, ks, lane);
           if (TF32) {
             TT_UNROLL
             for (int e = 0; e < 4; ++e) af[mi][e] = to_tf32(af[mi][e]);
           }
         } else if (!TF32) {  // MN-major, 16-bit
-          ldsm_x4<true>(af[mi], sa + swz<A_RB>(ks * 16 + (lane & 7) + ((lane >> 4) << 3), (mb >> 3) + ((lane >> 3) & 1)));
+          frag_a<false, A_RB>(af[mi], sa, mb, ks, lane);
         } else {  // MN-major tf32: S[k][m]
           const int m = mb + g, k = ks * 8 + t4;
           af[mi][0] = to_tf32(lds32(sa + swz<A_RB>(k, m >> 2) + (m & 3) * 4));
@@ -277,13 +215,13 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_gemm(TtGemmPar
         if (!TRANSB || !TF32) {
           u32 r[4];
           if (!TRANSB) {  // K-major: S[n][k]
-            ldsm_x4<false>(r, sb + swz<B_RB>(nb + (lane & 7) + ((lane >> 4) << 3), ks * 2 + ((lane >> 3) & 1)));
+            frag_b<true, B_RB>(r, sb, nb, ks, lane);
             if (TF32) {
               TT_UNROLL
               for (int e = 0; e < 4; ++e) r[e] = to_tf32(r[e]);
             }
           } else {  // MN-major, 16-bit: S[k][n]
-            ldsm_x4<true>(r, sb + swz<B_RB>(ks * 16 + (lane & 15), (nb >> 3) + (lane >> 4)));
+            frag_b<false, B_RB>(r, sb, nb, ks, lane);
           }
           bf[2 * nj][0] = r[0];
           bf[2 * nj][1] = r[1];
@@ -307,42 +245,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_gemm(TtGemmPar
   }
   cp_async_wait<0>();
 
-  if (SPLITK > 1) {
-    const int tiles = gm * gn;
-    const long long tile_id = (long long)batch * tiles + pid;
-    int* counter = static_cast<int*>(p.workspace) + tile_id;
-    const long long cnt_bytes = ((long long)p.batch * tiles * 4 + 255) / 256 * 256;
-    float4* slots = reinterpret_cast<float4*>(static_cast<char*>(p.workspace) + cnt_bytes) +
-                    tile_id * (long long)SPLITK * (BM * BN / 4);
-    float4* mine = slots + (long long)split * (BM * BN / 4);
-    TT_UNROLL
-    for (int mi = 0; mi < MI; ++mi)
-      TT_UNROLL
-      for (int ni = 0; ni < NI; ++ni)
-        __stcg(mine + (mi * NI + ni) * THREADS + tid,
-               make_float4(acc[mi][ni][0], acc[mi][ni][1], acc[mi][ni][2], acc[mi][ni][3]));
-    __threadfence();
-    __syncthreads();
-    const int last = __syncthreads_or(tid == 0 && atomicAdd(counter, 1) == SPLITK - 1);
-    if (!last) return;
-    __threadfence();
-    TT_UNROLL
-    for (int mi = 0; mi < MI; ++mi)
-      TT_UNROLL
-      for (int ni = 0; ni < NI; ++ni) {
-        float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int sp = 0; sp < SPLITK; ++sp) {
-          float4* q = slots + (long long)sp * (BM * BN / 4) + (mi * NI + ni) * THREADS + tid;
-          float4 v;
-          if (sp == split) v = make_float4(acc[mi][ni][0], acc[mi][ni][1], acc[mi][ni][2], acc[mi][ni][3]);
-          else v = __ldcg(q);
-          s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
-          __stcg(q, make_float4(0.f, 0.f, 0.f, 0.f));
-        }
-        acc[mi][ni][0] = s.x; acc[mi][ni][1] = s.y; acc[mi][ni][2] = s.z; acc[mi][ni][3] = s.w;
-      }
-    if (tid == 0) *counter = 0;
-  }
+  if (SPLITK > 1 && !splitk_reduce<MI, NI, THREADS, SPLITK, BM * BN>(acc, p.workspace, (long long)batch * (gm * gn) + pid,
+                                                                     (long long)p.batch * (gm * gn), split, tid))
+    return;
 
   // Epilogue: fragment (mi, ni) element e sits at row g + 8*(e/2), column 2*t4 + e%2.
   TC* C = static_cast<TC*>(p.c) + (long long)batch * p.stride_c;

@@ -11,6 +11,7 @@
 #include "gpu/cuda/cuda_backend.h"
 #include "gpu/cuda/cudnn_api.h"
 #include "gpu/vendor_conv.h"
+#include "tests/conv_test_util.h"
 #include "tests/test_util.h"
 #include "tuner/conv_data.h"
 #include "tuner/enumerator.h"
@@ -36,24 +37,8 @@ std::vector<Problem> conv_problems() {
   return out;
 }
 
-// Per problem: the default, the first split-K candidate, and every stride-th other one.
 std::vector<tuner::Candidate> spread(const std::vector<Problem>& problems, const gpu::DeviceInfo& dev, std::size_t per) {
-  auto e = tuner::enumerate({find_template("simt_conv")}, problems, dev);
-  std::vector<tuner::Candidate> out;
-  for (std::size_t pi = 0; pi < problems.size(); ++pi) {
-    std::vector<tuner::Candidate> mine;
-    for (const auto& c : e.candidates)
-      if (c.problem_index == pi) mine.push_back(c);
-    const std::size_t stride = std::max<std::size_t>(1, mine.size() / per);
-    bool split_seen = false;
-    for (std::size_t i = 0; i < mine.size(); ++i) {
-      const bool split = mine[i].solution.params.at("SPLITK") > 1;
-      if (i % stride == 0 || (split && !split_seen) || mine[i].solution.params == find_template("simt_conv").defaults())
-        out.push_back(mine[i]);
-      split_seen = split_seen || split;
-    }
-  }
-  return out;
+  return conv_sample("simt_conv", problems, dev, per);
 }
 
 TEST(CudaConvCompile, NvrtcCompilesEveryDirectionAndLayoutWithoutAGpu) {
@@ -76,27 +61,7 @@ TEST(CudaConvGpu, CandidatesMatchTheReference) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
   const std::vector<Problem> problems = conv_problems();
-  for (const auto& c : spread(problems, dev->info(), 4)) {
-    const Problem& p = problems[c.problem_index];
-    gpu::CompileResult r = dev->compiler().compile(c.tmpl->compile_request(c.solution, p, dev->info()));
-    ASSERT_TRUE(r.ok) << r.log;
-    auto kernel = dev->load(r.code);
-    const Variables vars = c.tmpl->variables(c.solution, p, dev->info());
-    const gpu::LaunchDims dims = c.tmpl->launch_dims(vars);
-    gpu::DeviceBuffer workspace;
-    if (std::int64_t bytes = c.tmpl->workspace_bytes(vars); bytes > 0) {
-      workspace = gpu::DeviceBuffer(*dev, std::size_t(bytes));
-      dev->fill_bytes(workspace.get(), 0, std::size_t(bytes));
-    }
-    tuner::ConvData data(*dev, p.conv(), false);
-    for (int run = 0; run < 2; ++run) {  // twice: split-K must leave its workspace zeroed
-      tuner::ValidationResult v = data.validate([&](TtConvParams a) {
-        a.workspace = workspace.get();
-        dev->launch(*kernel, dims, &a, sizeof a);
-      });
-      EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << " (run " << run << "): " << v.reason;
-    }
-  }
+  for (const auto& c : spread(problems, dev->info(), 4)) validate_conv_candidate(*dev, c, problems[c.problem_index]);
 }
 
 TEST(CudaConvCompile, NvrtcCompilesTheDeviceReferenceForEveryDirectionTypeAndLayout) {

@@ -1,0 +1,134 @@
+// im2col index math of the tensor-core convolution (mma_conv.cuh), NHWC / KRSC only, as plain
+// functions so that the kernel and a host test (tests/test_cuda_conv.cpp, MmaConvIndex.*) run the
+// very same code: the test checks every gathered address against the convolution's definition.
+//
+// The reduction of fwd and dgrad is walked as (r, s, channel chunk): one K tile holds one filter
+// tap and up to BK consecutive channels, so a thread's 16-byte vector stays inside one pixel and
+// the address of a GEMM row splits into a per-row part, computed once per thread, and a per-tap
+// part, the same for every row of the block:
+//   element = base[row.off + tap_delta(r, s) + chunk * BK + c],  read iff tap_ok(row.mask, r, s)
+// row.mask holds bit r (r < 16) when tap row r lands inside the tensor, bit 16 + s likewise, and
+// is 0 for rows past the GEMM's M. A channel past the reduction's channel count reads as zero too
+// (the kernel predicates it), so channel counts need not divide BK.
+//
+// dgrad with stride u: input row h receives output row oh = (h + pad - r*dil) / u only when the
+// division is exact. With h + pad = u*a + b and r*dil = u*t_r + v_r this is oh = a - t_r iff
+// b == v_r, so the exactness goes into the mask and the per-tap part stays uniform: -t_r rows.
+//
+// Offsets are 32-bit (the template's JSON restricts tensors to < 2^31 elements); row.off may point
+// outside the tensor (padding) and is only dereferenced with a set mask bit.
+#ifndef TILETUNE_MMA_CONV_INDEX_H
+#define TILETUNE_MMA_CONV_INDEX_H
+
+#include "conv_params.h"
+
+namespace tt_conv {
+
+struct TapRow {
+  int off;
+  unsigned mask;
+};
+
+TT_CONV_FN bool tap_ok(unsigned mask, int r, int s) { return ((mask >> r) & (mask >> (16 + s)) & 1u) != 0; }
+
+// Row m of the gathered operand A of fwd (m = output pixel, reads x) or dgrad (m = input pixel,
+// reads dy); chan = the group's first channel plus this thread's channel within the chunk.
+TT_CONV_FN TapRow gather_row(int dir, const TtConvParams& p, int m, int chan) {
+  TapRow row = {0, 0u};
+  if (m >= p.gemm_m) return row;
+  const int rows = dir == 0 ? p.p : p.h, cols = dir == 0 ? p.q : p.w;
+  const int img = m / (rows * cols), rem = m - img * rows * cols, y = rem / cols, x = rem - y * cols;
+  if (dir == 0) {
+    const int h0 = y * p.stride_h - p.pad_h, w0 = x * p.stride_w - p.pad_w;
+    for (int r = 0; r < p.r; ++r) {
+      const int h = h0 + r * p.dil_h;
+      if (h >= 0 && h < p.h) row.mask |= 1u << r;
+    }
+    for (int s = 0; s < p.s; ++s) {
+      const int w = w0 + s * p.dil_w;
+      if (w >= 0 && w < p.w) row.mask |= 1u << (16 + s);
+    }
+    row.off = ((img * p.h + h0) * p.w + w0) * p.c + chan;
+  } else {
+    const int th = y + p.pad_h, tw = x + p.pad_w;
+    const int ah = th / p.stride_h, bh = th - ah * p.stride_h;
+    const int aw = tw / p.stride_w, bw = tw - aw * p.stride_w;
+    for (int r = 0; r < p.r; ++r) {
+      const int t = r * p.dil_h, oh = ah - t / p.stride_h;
+      if (t % p.stride_h == bh && oh >= 0 && oh < p.p) row.mask |= 1u << r;
+    }
+    for (int s = 0; s < p.s; ++s) {
+      const int t = s * p.dil_w, ow = aw - t / p.stride_w;
+      if (t % p.stride_w == bw && ow >= 0 && ow < p.q) row.mask |= 1u << (16 + s);
+    }
+    row.off = ((img * p.p + ah) * p.q + aw) * p.k + chan;
+  }
+  return row;
+}
+
+TT_CONV_FN int tap_delta(int dir, const TtConvParams& p, int r, int s) {
+  if (dir == 0) return (r * p.dil_h * p.w + s * p.dil_w) * p.c;
+  return -((r * p.dil_h / p.stride_h) * p.q + s * p.dil_w / p.stride_w) * p.k;
+}
+
+// fwd's B: filter row n (an output channel of group g) is contiguous over (r, s, c).
+TT_CONV_FN TapRow filter_row(const TtConvParams& p, int g, int n, int c) {
+  const int cg = p.c / p.groups, kg = p.k / p.groups;
+  TapRow row = {((g * kg + n) * p.r * p.s) * cg + c, n < kg ? 0xffffffffu : 0u};
+  return row;
+}
+TT_CONV_FN int filter_delta(const TtConvParams& p, int r, int s) { return (r * p.s + s) * (p.c / p.groups); }
+
+// The (r, s, chunk) of K tile t when the reduction's channels take `chunks` tiles per tap.
+struct Taps {
+  int r, s, chunk;
+};
+TT_CONV_FN Taps taps_of_tile(int t, int chunks, int S) {
+  const int rs = t / chunks;
+  Taps k = {rs / S, rs - (rs / S) * S, t - rs * chunks};
+  return k;
+}
+TT_CONV_FN void next_tile(Taps& k, int chunks, int S) {
+  if (++k.chunk == chunks) {
+    k.chunk = 0;
+    if (++k.s == S) {
+      k.s = 0;
+      ++k.r;
+    }
+  }
+}
+
+// wgrad's reduction runs over output pixels: a thread's rows advance by BK pixels per K tile, so
+// their (img, y, x) are carried forward instead of divided out again.
+struct Pixel {
+  int img, y, x;
+};
+TT_CONV_FN Pixel pixel_of(int i, int P, int Q) {
+  const int img = i / (P * Q), rem = i - img * P * Q;
+  Pixel px = {img, rem / Q, rem - (rem / Q) * Q};
+  return px;
+}
+// Advances by dy rows and dx columns (dx < Q), i.e. by dy * Q + dx pixels.
+TT_CONV_FN void advance(Pixel& px, int dy, int dx, int P, int Q) {
+  px.x += dx;
+  px.y += dy;
+  if (px.x >= Q) {
+    px.x -= Q;
+    ++px.y;
+  }
+  while (px.y >= P) {
+    px.y -= P;
+    ++px.img;
+  }
+}
+
+// wgrad's B: x at output pixel px under filter tap (r, s), channel chan (group offset included).
+TT_CONV_FN bool wgrad_x_offset(const TtConvParams& p, const Pixel& px, int r, int s, int chan, int& off) {
+  const int h = px.y * p.stride_h - p.pad_h + r * p.dil_h, w = px.x * p.stride_w - p.pad_w + s * p.dil_w;
+  off = ((px.img * p.h + h) * p.w + w) * p.c + chan;
+  return px.img < p.n && h >= 0 && h < p.h && w >= 0 && w < p.w;
+}
+
+}  // namespace tt_conv
+
+#endif

@@ -1,0 +1,60 @@
+// Helpers of the CUDA convolution template tests (test_cuda_conv.cpp, test_cuda_mma_conv.cpp).
+#pragma once
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gpu/backend.h"
+#include "solutions/kernel_template.h"
+#include "tuner/conv_data.h"
+#include "tuner/enumerator.h"
+
+namespace tiletune::testing {
+
+// Per problem: every stride-th candidate of template `name` (about `per` of them), the first
+// split-K candidate and the default when it is enumerated.
+inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const std::vector<Problem>& problems,
+                                                 const gpu::DeviceInfo& dev, std::size_t per) {
+  const auto e = tuner::enumerate({find_template(name)}, problems, dev);
+  std::vector<tuner::Candidate> out;
+  for (std::size_t pi = 0; pi < problems.size(); ++pi) {
+    std::vector<tuner::Candidate> mine;
+    for (const auto& c : e.candidates)
+      if (c.problem_index == pi) mine.push_back(c);
+    const std::size_t stride = std::max<std::size_t>(1, mine.size() / per);
+    bool split_seen = false;
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      const bool split = mine[i].solution.params.at("SPLITK") > 1;
+      if (i % stride == 0 || (split && !split_seen) || mine[i].solution.params == find_template(name).defaults())
+        out.push_back(mine[i]);
+      split_seen = split_seen || split;
+    }
+  }
+  return out;
+}
+
+// Compiles and runs one candidate twice against the fp64 reference (split-K must leave its
+// workspace zeroed for the second run); failures are reported through gtest.
+inline void validate_conv_candidate(gpu::Device& dev, const tuner::Candidate& c, const Problem& p) {
+  gpu::CompileResult r = dev.compiler().compile(c.tmpl->compile_request(c.solution, p, dev.info()));
+  ASSERT_TRUE(r.ok) << r.log;
+  auto kernel = dev.load(r.code);
+  const Variables vars = c.tmpl->variables(c.solution, p, dev.info());
+  const gpu::LaunchDims dims = c.tmpl->launch_dims(vars);
+  gpu::DeviceBuffer workspace;
+  if (std::int64_t bytes = c.tmpl->workspace_bytes(vars); bytes > 0) {
+    workspace = gpu::DeviceBuffer(dev, std::size_t(bytes));
+    dev.fill_bytes(workspace.get(), 0, std::size_t(bytes));
+  }
+  tuner::ConvData data(dev, p.conv(), false);
+  for (int run = 0; run < 2; ++run) {
+    tuner::ValidationResult v = data.validate([&](TtConvParams a) {
+      a.workspace = workspace.get();
+      dev.launch(*kernel, dims, &a, sizeof a);
+    });
+    EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << " (run " << run << "): " << v.reason;
+  }
+}
+
+}  // namespace tiletune::testing
