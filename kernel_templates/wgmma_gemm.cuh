@@ -10,9 +10,10 @@
 // arms the stage's "full" mbarrier with the stage's byte count and issues the TMA copies (128-byte
 // swizzle, zero fill outside the matrix, so edge tiles and K tails need no special case).
 // Producer, LOADER 1 (the whole warpgroup): the same stages filled with 16-byte cp.async copies
-// written to the addresses the TMA swizzle would use. TMA slows down badly when the rows of an
-// operand do not start on 128-byte boundaries (H200, bf16 NN: 1000^3 at 147 TFLOP/s with lda = 1000,
-// 200 with lda = 1024; 3000^3 at 422 vs 691), cp.async does not. Each thread signals a stage once
+// written to the addresses the TMA swizzle would use. Tried because TMA slows down badly when the
+// rows of an operand do not start on 128-byte boundaries (H200, bf16 NN: 1000^3 at 147 TFLOP/s with
+// lda = 1000, 200 with lda = 1024; 3000^3 at 422 vs 691); measured, this loader is slower still
+// (120 and 317 TFLOP/s), so it stays in the space but out of the H200 configs. Each thread signals a stage once
 // its copies landed (cp.async.wait_group) and were fenced for the async proxy that wgmma reads
 // through; it keeps STAGES - 2 stages in flight, so that the consumers can always free the stage
 // it waits for next.

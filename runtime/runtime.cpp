@@ -147,6 +147,12 @@ void Runtime::launch(gpu::Kernel& kernel, const KernelTemplate& t, const gpu::La
   dev_->launch(kernel, dims, bytes.data(), bytes.size(), stream);
 }
 
+static void check_element_aligned(const char* what, const void* ptr, int elem_bytes) {
+  if (reinterpret_cast<std::uintptr_t>(ptr) % std::uintptr_t(elem_bytes) != 0)
+    throw Error(std::string("pointer ") + what + " is not aligned to its element size (" + std::to_string(elem_bytes) +
+                " bytes)");
+}
+
 static int pointer_alignment(const void* ptr, int elem_bytes) {
   auto addr = reinterpret_cast<std::uintptr_t>(ptr);
   int v = 1;
@@ -227,6 +233,20 @@ Runtime::Plan& Runtime::plan_for(const Problem& p) {
   return *slot;
 }
 
+Runtime::Plan* Runtime::last_resort(const std::string& key, const Problem& p, const void* a, const void* b,
+                                    const void* c) {
+  {
+    std::shared_lock<std::shared_mutex> lock(plans_mu_);
+    auto found = last_resort_plans_.find(key);
+    if (found != last_resort_plans_.end()) return found->second.get();
+  }
+  auto made = fallback_plan(p, a, b, c);  // outside the lock: may compile
+  std::unique_lock<std::shared_mutex> lock(plans_mu_);
+  auto& slot = last_resort_plans_[key];
+  if (!slot) slot = std::move(made);
+  return slot.get();
+}
+
 bool Runtime::has_exact_winner(const GemmProblem& problem) const {
   problem.validate();
   return winners_.count(ProblemKey(problem.canonical())) != 0;
@@ -245,6 +265,10 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
                    gpu::Stream stream) {
   problem.validate();
   if (!a || !b || !c) throw Error("a null matrix pointer was passed");
+  // A pointer off its element boundary would fault on the device and take the context with it.
+  check_element_aligned("A", a, size_of(problem.a_type));
+  check_element_aligned("B", b, size_of(problem.a_type));
+  check_element_aligned("C", c, size_of(problem.c_type));
   GemmProblem p = problem.canonical();
   TtGemmParams args{a, b, c, p.lda, p.ldb, p.ldc, p.stride_a, p.stride_b, p.stride_c,
                     int(p.m), int(p.n), int(p.k), int(p.batch), alpha, beta, nullptr};
@@ -280,21 +304,10 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
   }
   // Misaligned pointers the plan's kernel cannot take (or a neighbour that failed to load).
   const int ab = size_of(p.a_type), cb = size_of(p.c_type);
-  const std::string key = p.key() + "|ptr" + std::to_string(pointer_alignment(a, ab)) + "," +
-                          std::to_string(pointer_alignment(b, ab)) + "," + std::to_string(pointer_alignment(c, cb));
-  Plan* fallback = nullptr;
-  {
-    std::shared_lock<std::shared_mutex> lock(plans_mu_);
-    auto found = misaligned_plans_.find(key);
-    if (found != misaligned_plans_.end()) fallback = found->second.get();
-  }
-  if (!fallback) {
-    auto made = fallback_plan(p, a, b, c);  // outside the lock: may compile
-    std::unique_lock<std::shared_mutex> lock(plans_mu_);
-    auto& slot = misaligned_plans_[key];
-    if (!slot) slot = std::move(made);
-    fallback = slot.get();
-  }
+  Plan* fallback = last_resort(p.key() + "|ptr" + std::to_string(pointer_alignment(a, ab)) + "," +
+                                   std::to_string(pointer_alignment(b, ab)) + "," +
+                                   std::to_string(pointer_alignment(c, cb)),
+                               p, a, b, c);
   launch(*fallback->kernel, *fallback->tmpl, fallback->dims, fallback->vars, p, args, stream);
   ++stats_.calls;
   ++stats_.fallbacks;
@@ -303,6 +316,13 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
 void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::Stream stream) {
   problem.validate();
   if (!x || !wt || !y) throw Error("a null tensor pointer was passed");
+  {
+    const ConvDirection d = problem.direction;
+    auto bytes = [&](ConvDirection written) { return size_of(d == written ? problem.out_type : problem.in_type); };
+    check_element_aligned("x", x, bytes(ConvDirection::BackwardData));
+    check_element_aligned("w", wt, bytes(ConvDirection::BackwardFilter));
+    check_element_aligned("y", y, bytes(ConvDirection::Forward));
+  }
   const ConvProblem p = problem.canonical();
   TtConvParams args = gpu::conv_arguments(p, x, wt, y);
   auto run = [&](gpu::Kernel& kernel, const gpu::LaunchDims& dims, Workspaces& ws, std::int64_t workspace_bytes) {
@@ -326,8 +346,8 @@ void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::
     ++(plan.neighbour ? stats_.nearest : stats_.fallbacks);
     return;
   }
-  auto fallback = fallback_plan(p, nullptr, nullptr, nullptr);  // the neighbour failed to load
-  run(*fallback->kernel, fallback->dims, fallback->workspaces, 0);
+  Plan* fallback = last_resort(p.key(), p, nullptr, nullptr, nullptr);  // the neighbour failed to load
+  run(*fallback->kernel, fallback->dims, fallback->workspaces, fallback->workspace_bytes);
   ++stats_.fallbacks;
 }
 

@@ -102,6 +102,7 @@ class Runtime {
   std::unique_ptr<Plan> make_plan(const Problem& p);
   // a, b, c: a GEMM's pointers, whose alignment the default must admit (nullptr: not checked).
   std::unique_ptr<Plan> fallback_plan(const Problem& p, const void* a, const void* b, const void* c);
+  Plan* last_resort(const std::string& key, const Problem& p, const void* a, const void* b, const void* c);
   void record_untuned() const;  // TILETUNE_RECORD_UNTUNED
 
   std::shared_ptr<gpu::Kernel> load_winner(Loaded& w);
@@ -126,9 +127,10 @@ class Runtime {
   std::unordered_map<std::string, std::shared_ptr<gpu::Kernel>> fallbacks_;  // by name expression
   std::shared_mutex plans_mu_;
   std::unordered_map<ProblemKey, std::unique_ptr<Plan>, ProblemKeyHash> plans_;
-  // Fallbacks for pointers less aligned than a problem's plan can take, by key and the pointers'
-  // alignments (a slow path, but built once, not per call).
-  std::unordered_map<std::string, std::unique_ptr<Plan>> misaligned_plans_;
+  // The general default for calls the plan cannot serve (pointers less aligned than its kernel
+  // takes, a neighbour whose code object failed to load), by problem key and pointer alignments:
+  // a slow path, but built once, not per call.
+  std::unordered_map<std::string, std::unique_ptr<Plan>> last_resort_plans_;
   Stats stats_;
 };
 

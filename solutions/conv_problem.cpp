@@ -50,6 +50,12 @@ void ConvProblem::validate() const {
   positive("dilation_w", dil_w), positive("groups", groups);
   if (pad_h < 0) fail("pad_h must be >= 0 (got pad_h=" + std::to_string(pad_h) + ")");
   if (pad_w < 0) fail("pad_w must be >= 0 (got pad_w=" + std::to_string(pad_w) + ")");
+  // Every field reaches the kernels as a 32-bit int, and the size products below must not wrap:
+  // bound each field before multiplying any.
+  for (auto [name, v] : {std::pair<const char*, std::int64_t>{"n", n}, {"c", c}, {"h", h}, {"w", w}, {"k", k},
+                         {"r", r}, {"s", s}, {"stride_h", stride_h}, {"stride_w", stride_w}, {"pad_h", pad_h},
+                         {"pad_w", pad_w}, {"dilation_h", dil_h}, {"dilation_w", dil_w}})
+    if (v > (1 << 20)) fail(std::string(name) + "=" + std::to_string(v) + " is larger than 2^20");
   if (c % groups != 0)
     fail("c=" + std::to_string(c) + " is not divisible by groups=" + std::to_string(groups));
   if (k % groups != 0)
@@ -64,8 +70,11 @@ void ConvProblem::validate() const {
          " dilation_w=" + std::to_string(dil_w) + ")");
   // Kernels index tensors with 32-bit GEMM coordinates and 64-bit offsets.
   const ImplicitGemm g = implicit_gemm();
-  if (g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX || elements_x() > INT32_MAX ||
-      elements_y() > INT32_MAX || groups > 65535)
+  // In doubles: with fields up to 2^20, a product of four can pass 2^63.
+  const double ex = double(n) * double(c) * double(h) * double(w), ey = double(n) * double(k) * double(p()) * double(q()),
+               ew = double(k) * double(c / groups) * double(r) * double(s);
+  if (g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX || ex > INT32_MAX || ey > INT32_MAX || ew > INT32_MAX ||
+      groups > 65535)
     fail("tensors must have fewer than 2^31 elements and groups be at most 65535");
 }
 

@@ -126,6 +126,11 @@ TEST(ConvProblem, BadInputNamesTheField) {
   EXPECT_NE(e.find("output height"), std::string::npos) << e;
   e = err([](ConvProblem& p) { p.w = 4, p.pad_w = 0, p.dil_w = 2; });
   EXPECT_NE(e.find("output width"), std::string::npos) << e;
+  // Sizes whose products would wrap a 64-bit int (or a field a 32-bit one) while P = Q = 1 passes.
+  e = err([](ConvProblem& p) { p.n = p.c = p.k = 1, p.r = p.s = 1, p.h = p.w = 1ll << 32, p.stride_h = p.stride_w = 1ll << 32; });
+  EXPECT_NE(e.find("h=4294967296 is larger than 2^20"), std::string::npos) << e;
+  e = err([](ConvProblem& p) { p.n = 1 << 20, p.c = 1 << 20, p.k = 1, p.h = p.w = 1, p.r = p.s = 1, p.pad_h = p.pad_w = 0; });
+  EXPECT_NE(e.find("2^31 elements"), std::string::npos) << e;
   EXPECT_NE(error_of([] { nlohmann::json{{"kind", "conv"}, {"n", 1}}.get<ConvProblem>(); }).find("'c'"),
             std::string::npos);
   EXPECT_NE(error_of([] {

@@ -234,6 +234,12 @@ TEST_F(Pipeline, BadInputGetsAStatusAndAMessageNeverACrash) {
   EXPECT_EQ(tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, 2, 2, 2, 1.f, nullptr, TILETUNE_R_32F, 2, x, 2, 0.f, x,
                           TILETUNE_R_32F, 2, nullptr),
             TILETUNE_ERROR_LAUNCH);
+  const void* off = reinterpret_cast<const char*>(x) + 1;  // not on a float boundary
+  EXPECT_NE(tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, 2, 2, 2, 1.f, off, TILETUNE_R_32F, 2, x, 2, 0.f, x,
+                          TILETUNE_R_32F, 2, nullptr),
+            TILETUNE_SUCCESS);
+  EXPECT_NE(std::string(tiletune_last_error()).find("pointer A is not aligned"), std::string::npos)
+      << tiletune_last_error();
   EXPECT_EQ(tiletune_gemm(h, tiletune_operation_t(5), TILETUNE_OP_N, 2, 2, 2, 1.f, x, TILETUNE_R_32F, 2, x, 2, 0.f, x,
                           TILETUNE_R_32F, 2, nullptr),
             TILETUNE_ERROR_INVALID_VALUE);
@@ -264,6 +270,19 @@ TEST_F(Pipeline, WinnersOfAnotherArchAreNeverLoaded) {
   auto r = dispatch(h, config_.problems[0].gemm());
   EXPECT_TRUE(r.ok) << r.reason;
   EXPECT_EQ(h.stats().fallbacks, 1u);
+}
+
+// The same problem named twice (here once packed, once with its packed leading dimensions spelt
+// out) is tuned once.
+TEST(Config, AProblemNamedTwiceIsKeptOnce) {
+  tuner::TuningConfig c = tuner::parse_config(R"({"problems": [
+      {"dtype": "f32", "transA": "N", "transB": "N", "m": 64, "n": 32, "k": 16},
+      {"dtype": "f32", "transA": "N", "transB": "N", "m": 64, "n": 32, "k": 16, "lda": 64, "ldb": 16, "ldc": 64},
+      {"dtype": "f32", "transA": "T", "transB": "N", "m": 64, "n": 32, "k": 16}]})", ".");
+  ASSERT_EQ(c.problems.size(), 2u);
+  EXPECT_EQ(c.duplicates_dropped, 1u);
+  EXPECT_FALSE(c.problems[0].gemm().trans_a);
+  EXPECT_TRUE(c.problems[1].gemm().trans_a);
 }
 
 TEST(Config, BadConfigFilesAreRefusedWithTheirCause) {

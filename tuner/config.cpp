@@ -169,6 +169,14 @@ TuningConfig parse_config(const std::string& text, const std::string& base_dir) 
         add_shapes(j["shapes"], base_dir, c.problems);
     }
     if (c.problems.empty()) throw Error("the config names no problems (give \"problems\" or \"shapes\")");
+    // A problem named twice would be measured twice and, under halving, its short timings would
+    // overwrite the full ones: keep the first mention of each key.
+    std::set<std::string> seen;
+    std::vector<Problem> unique;
+    for (auto& p : c.problems)
+      if (seen.insert(p.canonical().key()).second) unique.push_back(std::move(p));
+    c.duplicates_dropped = c.problems.size() - unique.size();
+    c.problems = std::move(unique);
 
     if (j.contains("templates")) {
       for (const auto& [name, spec] : j["templates"].items()) {

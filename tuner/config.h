@@ -25,7 +25,8 @@ struct BenchmarkOptions {
 
 struct TuningConfig {
   std::string name = "sweep";
-  std::vector<Problem> problems;  // GEMMs and convolutions
+  std::vector<Problem> problems;  // GEMMs and convolutions, each key once (first mention kept)
+  std::size_t duplicates_dropped = 0;  // problems named again (e.g. by both "problems" and "shapes")
   std::vector<KernelTemplate> templates;  // with the config's overrides applied
   BenchmarkOptions benchmark;
   SearchOptions search;  // which candidates to benchmark (tuner/search.h); default: all of them

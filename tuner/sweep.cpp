@@ -109,6 +109,8 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   sum.pruned = e.pruned.size();
   sum.candidates = e.candidates.size();
   sum.pruned_by_reason = e.pruned_by_reason;
+  if (config.duplicates_dropped)
+    std::fprintf(log, "%zu problem(s) named more than once in the config: each is tuned once\n", config.duplicates_dropped);
   std::fprintf(log, "enumerated %zu candidates for %zu problems; pruned %zu; %zu remain\n", e.total,
                config.problems.size(), e.pruned.size(), e.candidates.size());
   for (const auto& [reason, count] : e.pruned_by_reason) std::fprintf(log, "  pruned %6zu  %s\n", count, reason.c_str());
@@ -291,6 +293,9 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   };
 
   using clock = std::chrono::steady_clock;
+  // On the host the kernels being timed use every core: a compiler running beside them would
+  // disturb their timings, so there the whole compile stage comes first.
+  if (options.backend == gpu::BackendKind::Host) compile.wait_all();
   SlotRunner runner(slots);
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
     const Problem& problem = config.problems[pi];
