@@ -244,6 +244,12 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       r.benchmark = bench;
       r.tmpl = w.cand->tmpl.get();
       MeasureResult res = slot.measure(r, config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        sum.prepare_s += res.prepare_s;
+        sum.validate_s += res.validate_s;
+        sum.timing_s += res.timing_s;
+      }
       if (res.status == kPrepareTimeout) {
         std::lock_guard<std::mutex> lock(mu);
         if (unprepared[pi].empty()) unprepared[pi] = res.reason;
@@ -296,6 +302,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   // On the host the kernels being timed use every core: a compiler running beside them would
   // disturb their timings, so there the whole compile stage comes first.
   if (options.backend == gpu::BackendKind::Host) compile.wait_all();
+  const auto measure_start = clock::now();
   SlotRunner runner(slots);
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
     const Problem& problem = config.problems[pi];
@@ -397,6 +404,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     }
   }
   compile.wait_all();  // a compile that failed with an exception fails the sweep, as before
+  sum.measure_wall_s = std::chrono::duration<double>(clock::now() - measure_start).count();
   int worker_starts = 0;
   for (const auto& s : slots) {
     worker_starts += s.worker_starts();
@@ -434,6 +442,10 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
                    d.worker_starts > 1 ? (" (" + std::to_string(d.worker_starts) + " workers)").c_str() : "");
     std::fprintf(out, "\n");
   }
+  if (s.measure_wall_s > 0)
+    std::fprintf(out, "measuring: %.1f s wall; in the workers (summed over devices) %.1f s preparing (data, code "
+                      "objects), %.1f s validating, %.1f s timing\n",
+                 s.measure_wall_s, s.prepare_s, s.validate_s, s.timing_s);
   for (const auto& u : s.unprepared) std::fprintf(out, "not tuned (its data were not ready in time): %s\n", u.c_str());
   std::fprintf(out, "\nwinners on %s (%s):\n", s.arch.c_str(), s.device_name.c_str());
   std::fprintf(out, "%-48s %10s %10s %10s  %s\n", "problem", "ms", "TFLOP/s", s.vendor.empty() ? "" : ("x " + s.vendor).c_str(), "kernel");

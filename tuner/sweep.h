@@ -46,6 +46,9 @@ struct SweepSummary {
   std::size_t compiled = 0, compile_cached = 0, compile_failed = 0;
   std::size_t invalid = 0, launch_failed = 0, benchmarked = 0;
   std::size_t crashed = 0, timed_out = 0;  // the worker died / was killed for overrunning its time-out
+  // Measuring time inside the workers, summed over candidates (MeasureResult's split), and the
+  // wall time of the measuring stage: what is left is protocol, database and scheduling.
+  double prepare_s = 0, validate_s = 0, timing_s = 0, measure_wall_s = 0;
   // Search (tuner/search.h): candidates the strategy did not pick; not measured because a
   // problem's budget_seconds ran out; halving: candidates left with only a short timing, those
   // fully timed as contenders after it (at most the budget), short-timed ones fully timed because

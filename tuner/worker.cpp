@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -137,6 +138,9 @@ json to_json(const MeasureResult& r) {
   j["median_ms"] = num(r.median_ms);
   j["max_ms"] = num(r.max_ms);
   if (!r.vendor.empty()) j["vendor"] = r.vendor;
+  j["prepare_s"] = r.prepare_s;
+  j["validate_s"] = r.validate_s;
+  j["timing_s"] = r.timing_s;
   return j;
 }
 
@@ -150,6 +154,9 @@ MeasureResult result_from_json(const json& j) {
     r.median_ms = number_or_nan(j, "median_ms");
     r.max_ms = number_or_nan(j, "max_ms");
     r.vendor = j.value("vendor", std::string());
+    r.prepare_s = j.value("prepare_s", 0.0);
+    r.validate_s = j.value("validate_s", 0.0);
+    r.timing_s = j.value("timing_s", 0.0);
   } catch (const json::exception& e) {
     throw Error(std::string("worker result: ") + e.what());
   }
@@ -157,6 +164,22 @@ MeasureResult result_from_json(const json& j) {
 }
 
 // ---- measuring -----------------------------------------------------------------------------------
+
+namespace {
+// Seconds since the last lap (or construction).
+class Stopwatch {
+ public:
+  double lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return s;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+}  // namespace
 
 Measurer::Measurer(gpu::Device& dev, db::Database& db) : dev_(dev), db_(db) {}
 Measurer::~Measurer() = default;
@@ -224,6 +247,7 @@ MeasureResult Measurer::measure(const MeasureRequest& r, const std::function<voi
 
 MeasureResult Measurer::measure_kernel(const MeasureRequest& r, const std::function<void()>& on_ready) {
   MeasureResult result;
+  Stopwatch clock;
   const KernelTemplate& tmpl = r.tmpl ? *r.tmpl : find_template(r.solution.template_name);
   const GemmProblem& problem = r.problem.gemm();
   ProblemData& data = data_for(problem);
@@ -241,7 +265,9 @@ MeasureResult Measurer::measure_kernel(const MeasureRequest& r, const std::funct
     dev_.launch(*kernel, dims, bytes.data(), bytes.size());
   };
   if (on_ready) on_ready();
+  result.prepare_s = clock.lap();
   ValidationResult v = data.validate(launch);
+  result.validate_s = clock.lap();
   result.rel_error = v.rel_error;
   if (!v.ok) {
     result.status = "invalid";
@@ -249,6 +275,7 @@ MeasureResult Measurer::measure_kernel(const MeasureRequest& r, const std::funct
     return result;
   }
   Timing t = time_runs(dev_, data, r.benchmark, launch);
+  result.timing_s = clock.lap();
   result.min_ms = t.min_ms;
   result.median_ms = t.median_ms;
   result.max_ms = t.max_ms;
@@ -257,6 +284,7 @@ MeasureResult Measurer::measure_kernel(const MeasureRequest& r, const std::funct
 
 MeasureResult Measurer::measure_conv_kernel(const MeasureRequest& r, const std::function<void()>& on_ready) {
   MeasureResult result;
+  Stopwatch clock;
   const KernelTemplate& tmpl = r.tmpl ? *r.tmpl : find_template(r.solution.template_name);
   ConvData& data = conv_data_for(r.problem.conv());
   std::shared_ptr<gpu::Kernel> kernel = load_kernel(r.code_object_id);
@@ -272,7 +300,9 @@ MeasureResult Measurer::measure_conv_kernel(const MeasureRequest& r, const std::
     dev_.launch(*kernel, dims, &args, sizeof args);
   };
   if (on_ready) on_ready();
+  result.prepare_s = clock.lap();
   ValidationResult v = data.validate(launch);
+  result.validate_s = clock.lap();
   result.rel_error = v.rel_error;
   if (!v.ok) {
     result.status = "invalid";
@@ -280,6 +310,7 @@ MeasureResult Measurer::measure_conv_kernel(const MeasureRequest& r, const std::
     return result;
   }
   Timing t = time_runs(dev_, data.sets(), r.benchmark, [&](std::size_t set) { launch(data.params(set)); });
+  result.timing_s = clock.lap();
   result.min_ms = t.min_ms;
   result.median_ms = t.median_ms;
   result.max_ms = t.max_ms;

@@ -77,6 +77,9 @@ struct MeasureResult {
   std::string reason;         // why it failed
   double rel_error = NAN, min_ms = NAN, median_ms = NAN, max_ms = NAN;
   std::string vendor;         // the vendor library's name (vendor requests)
+  // Where the worker's time went (seconds), to see what limits a sweep's rate: the problem's data
+  // (inputs, reference: once per problem) and the code object; validation; the timed runs.
+  double prepare_s = 0, validate_s = 0, timing_s = 0;
 };
 
 nlohmann::json to_json(const MeasureRequest& r);
