@@ -154,7 +154,10 @@ static void device_variables(const gpu::DeviceInfo& dev, Variables& v) {
 }
 
 Variables KernelTemplate::variables(const Solution& s, const Problem& problem, const gpu::DeviceInfo& dev) const {
-  Variables v(s.params.begin(), s.params.end());
+  // A parameter the solution lacks (a database tuned before the template grew it) takes the
+  // template's default, which is the value that reproduces the older kernel.
+  Variables v(defaults_.begin(), defaults_.end());
+  for (const auto& [name, value] : s.params) v[name] = value;
   if (problem.is_conv()) {
     conv_variables(problem.conv(), v);
     device_variables(dev, v);
@@ -243,14 +246,17 @@ std::string KernelTemplate::name_expression(const Solution& s, const Problem& pr
       size_t j = i;
       while (j < in.size() && (std::isalnum(static_cast<unsigned char>(in[j])) || in[j] == '_')) ++j;
       std::string id = in.substr(i, j - i);
-      auto it = s.params.find(id);
+      // The solution's value, else the template's default (as in variables()).
+      std::optional<std::int64_t> value;
+      if (auto it = s.params.find(id); it != s.params.end()) value = it->second;
+      else if (auto d = defaults_.find(id); d != defaults_.end()) value = d->second;
       if (id == "TA") out += device_type_name(ta);
       else if (id == "TC") out += device_type_name(tc);
       else if (id == "TRANSA" && !conv) out += trans_a ? "true" : "false";
       else if (id == "TRANSB" && !conv) out += trans_b ? "true" : "false";
       else if (id == "DIR" && conv) out += std::to_string(dir);
       else if (id == "NCHW" && conv) out += nchw ? "true" : "false";
-      else if (it != s.params.end()) out += std::to_string(it->second);
+      else if (value) out += std::to_string(*value);
       else out += id;  // the template's own name
       i = j;
     } else {

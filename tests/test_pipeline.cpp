@@ -249,6 +249,33 @@ TEST_F(Pipeline, BadInputGetsAStatusAndAMessageNeverACrash) {
             TILETUNE_ERROR_INVALID_VALUE);
 }
 
+// A database tuned before a template grew a parameter: its winners lack it and take the
+// template's default, still served as tuned (not skipped to the fallback).
+TEST_F(Pipeline, WinnersMissingANewerParameterTakeItsDefault) {
+  fs::path old = dir_ / "older-template.db";
+  {
+    db::Database src = db::Database::open(db_, db::Mode::ReadWrite);  // checkpoints the WAL into the file
+  }
+  fs::copy_file(db_, old, fs::copy_options::overwrite_existing);
+  {
+    db::Database d = db::Database::open(old.string(), db::Mode::ReadWrite);
+    // The config tunes KU at 16 only, its default: drop it from every solution, as if the template
+    // had not had it then.
+    ASSERT_EQ(sqlite3_exec(d.native_handle(), "UPDATE solutions SET params = json_remove(params, '$.KU')", nullptr,
+                           nullptr, nullptr),
+              SQLITE_OK);
+    EXPECT_GT(sqlite3_changes(d.native_handle()), 0);
+  }
+  ASSERT_EQ(find_template("host_gemm").defaults().at("KU"), 16);
+  Handle h(old.string(), "host");
+  for (const auto& p : config_.problems) {
+    auto r = dispatch(h, p.gemm());
+    EXPECT_TRUE(r.ok) << r.reason;
+  }
+  EXPECT_EQ(h.stats().tuned, h.stats().calls);
+  EXPECT_EQ(h.stats().fallbacks, 0u);
+}
+
 TEST_F(Pipeline, WinnersOfAnotherArchAreNeverLoaded) {
   // Copy the database and relabel every measurement and winner as another arch's.
   fs::path foreign = dir_ / "foreign.db";
