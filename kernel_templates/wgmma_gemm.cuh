@@ -21,10 +21,12 @@
 // share B. Each loads its own A and half of B, multicast into both CTAs' shared memory; a stage
 // may be refilled only when the consumers of both CTAs released it, so every release arrives on
 // both CTAs' "empty" barriers. The CTAs walk the same pair sequence in lockstep; a CTA whose tile
-// row lies past M loads zeros (TMA fills out-of-bounds boxes) and stores nothing. Halving B's
-// traffic matters where operand loads limit the tile rate (e.g. rows not 128-byte aligned).
+// row lies past M loads zeros (TMA fills out-of-bounds boxes) and stores nothing. Meant to halve
+// B's traffic where operand loads limit the tile rate; measured on the H200 (d77f36f) it is valid
+// but 35-40% slower than single CTAs on every shape tried, so the default space leaves it out.
 // Consumers, cooperative (PINGPONG = 0): each owns WM = BM / CONSUMERS rows of the tile (WM/64
-// wgmma m64 sub-tiles) and all BN columns; per K step, BK/16 wgmma.mma_async per sub-tile, one
+// wgmma m64 sub-tiles) and all BN columns; per K step, 4 wgmma.mma_async per sub-tile (one per 32
+// bytes of K: k16 for 16-bit inputs, k8 for tf32), one
 // commit group per stage, one group left in flight: the stage read by the previous group is
 // released once that group retired.
 // Consumers, ping-pong (PINGPONG = 1, CONSUMERS = 2): each consumer owns whole tiles (WM = BM),
@@ -42,7 +44,8 @@
 //             a k16 step advances the start address by 32 B inside the swizzle atom.
 //   MN-major: [rows/64][BK][64 elements = 128 B]; descriptor LBO = BK * 128 (next 64 rows),
 //             SBO = 1024 (next 8 k), a k16 step advances the start address by 2048 B.
-// 16-bit inputs only (tf32 wgmma needs both operands K-major; not implemented).
+// bf16 / fp16 in any layout; fp32 inputs as tf32 only with both operands K-major (TN): tf32 wgmma
+// has no transpose. BK is one 128-byte atom: 64 16-bit or 32 fp32 elements.
 #include "gemm_params.h"
 #include "gemm_tma_params.h"
 #include "tt_types.h"
