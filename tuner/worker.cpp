@@ -179,6 +179,40 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
+
+// What every kernel measurement shares once its data and kernel are ready: a zeroed workspace,
+// validation on fresh data (poisoned output), then the timed runs over the rotated operand copies.
+template <class Data, class Launch>
+MeasureResult validate_and_time(gpu::Device& dev, const MeasureRequest& r, const KernelTemplate& tmpl,
+                                const Variables& vars, Data& data, Stopwatch& clock,
+                                const std::function<void()>& on_ready, Launch&& launch) {
+  MeasureResult result;
+  gpu::DeviceBuffer workspace;
+  if (std::int64_t bytes = tmpl.workspace_bytes(vars); bytes > 0) {
+    workspace = gpu::DeviceBuffer(dev, std::size_t(bytes));
+    dev.fill_bytes(workspace.get(), 0, std::size_t(bytes));
+  }
+  auto run = [&](auto args) {
+    args.workspace = workspace.get();
+    launch(args);
+  };
+  if (on_ready) on_ready();
+  result.prepare_s = clock.lap();
+  ValidationResult v = data.validate(run);
+  result.validate_s = clock.lap();
+  result.rel_error = v.rel_error;
+  if (!v.ok) {
+    result.status = "invalid";
+    result.reason = v.reason;
+    return result;
+  }
+  Timing t = time_runs(dev, data.sets(), r.benchmark, [&](std::size_t set) { run(data.params(set)); });
+  result.timing_s = clock.lap();
+  result.min_ms = t.min_ms;
+  result.median_ms = t.median_ms;
+  result.max_ms = t.max_ms;
+  return result;
+}
 }  // namespace
 
 Measurer::Measurer(gpu::Device& dev, db::Database& db) : dev_(dev), db_(db) {}
@@ -246,75 +280,28 @@ MeasureResult Measurer::measure(const MeasureRequest& r, const std::function<voi
 }
 
 MeasureResult Measurer::measure_kernel(const MeasureRequest& r, const std::function<void()>& on_ready) {
-  MeasureResult result;
   Stopwatch clock;
   const KernelTemplate& tmpl = r.tmpl ? *r.tmpl : find_template(r.solution.template_name);
   const GemmProblem& problem = r.problem.gemm();
   ProblemData& data = data_for(problem);
   std::shared_ptr<gpu::Kernel> kernel = load_kernel(r.code_object_id);
-  Variables vars = tmpl.variables(r.solution, problem, dev_.info());
+  const Variables vars = tmpl.variables(r.solution, problem, dev_.info());
   const gpu::LaunchDims dims = tmpl.launch_dims(vars);
-  gpu::DeviceBuffer workspace;
-  if (std::int64_t bytes = tmpl.workspace_bytes(vars); bytes > 0) {
-    workspace = gpu::DeviceBuffer(dev_, std::size_t(bytes));
-    dev_.fill_bytes(workspace.get(), 0, std::size_t(bytes));
-  }
-  auto launch = [&](TtGemmParams args) {
-    args.workspace = workspace.get();
+  return validate_and_time(dev_, r, tmpl, vars, data, clock, on_ready, [&](const TtGemmParams& args) {
     std::vector<std::uint8_t> bytes = gpu::kernel_arguments(tmpl, args, problem, vars);
     dev_.launch(*kernel, dims, bytes.data(), bytes.size());
-  };
-  if (on_ready) on_ready();
-  result.prepare_s = clock.lap();
-  ValidationResult v = data.validate(launch);
-  result.validate_s = clock.lap();
-  result.rel_error = v.rel_error;
-  if (!v.ok) {
-    result.status = "invalid";
-    result.reason = v.reason;
-    return result;
-  }
-  Timing t = time_runs(dev_, data, r.benchmark, launch);
-  result.timing_s = clock.lap();
-  result.min_ms = t.min_ms;
-  result.median_ms = t.median_ms;
-  result.max_ms = t.max_ms;
-  return result;
+  });
 }
 
 MeasureResult Measurer::measure_conv_kernel(const MeasureRequest& r, const std::function<void()>& on_ready) {
-  MeasureResult result;
   Stopwatch clock;
   const KernelTemplate& tmpl = r.tmpl ? *r.tmpl : find_template(r.solution.template_name);
   ConvData& data = conv_data_for(r.problem.conv());
   std::shared_ptr<gpu::Kernel> kernel = load_kernel(r.code_object_id);
   const Variables vars = tmpl.variables(r.solution, r.problem, dev_.info());
   const gpu::LaunchDims dims = tmpl.launch_dims(vars);
-  gpu::DeviceBuffer workspace;
-  if (std::int64_t bytes = tmpl.workspace_bytes(vars); bytes > 0) {
-    workspace = gpu::DeviceBuffer(dev_, std::size_t(bytes));
-    dev_.fill_bytes(workspace.get(), 0, std::size_t(bytes));
-  }
-  auto launch = [&](TtConvParams args) {
-    args.workspace = workspace.get();
-    dev_.launch(*kernel, dims, &args, sizeof args);
-  };
-  if (on_ready) on_ready();
-  result.prepare_s = clock.lap();
-  ValidationResult v = data.validate(launch);
-  result.validate_s = clock.lap();
-  result.rel_error = v.rel_error;
-  if (!v.ok) {
-    result.status = "invalid";
-    result.reason = v.reason;
-    return result;
-  }
-  Timing t = time_runs(dev_, data.sets(), r.benchmark, [&](std::size_t set) { launch(data.params(set)); });
-  result.timing_s = clock.lap();
-  result.min_ms = t.min_ms;
-  result.median_ms = t.median_ms;
-  result.max_ms = t.max_ms;
-  return result;
+  return validate_and_time(dev_, r, tmpl, vars, data, clock, on_ready,
+                           [&](const TtConvParams& args) { dev_.launch(*kernel, dims, &args, sizeof args); });
 }
 
 MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::function<void()>& on_ready) {
