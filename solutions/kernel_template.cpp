@@ -153,18 +153,9 @@ static void device_variables(const gpu::DeviceInfo& dev, Variables& v) {
   v["DEV_CC"] = dev.compute_capability;
 }
 
-Variables KernelTemplate::variables(const Solution& s, const Problem& problem, const gpu::DeviceInfo& dev) const {
-  // A parameter the solution lacks (a database tuned before the template grew it) takes the
-  // template's default, which is the value that reproduces the older kernel.
-  Variables v(defaults_.begin(), defaults_.end());
-  for (const auto& [name, value] : s.params) v[name] = value;
-  if (problem.is_conv()) {
-    conv_variables(problem.conv(), v);
-    device_variables(dev, v);
-    for (const auto& [name, expr] : derived_) v[name] = expr.eval(v);
-    return v;
-  }
-  GemmProblem p = problem.gemm().canonical();
+// A GEMM's names: sizes, layout, leading dimensions and the alignment they allow, tf32.
+static void gemm_variables(const GemmProblem& problem, Variables& v) {
+  const GemmProblem p = problem.canonical();
   v["M"] = p.m;
   v["N"] = p.n;
   v["K"] = p.k;
@@ -179,8 +170,17 @@ Variables KernelTemplate::variables(const Solution& s, const Problem& problem, c
   v["ALIGN_A"] = alignment_elements(p.lda, p.stride_a, p.batch, size_of(p.a_type));
   v["ALIGN_B"] = alignment_elements(p.ldb, p.stride_b, p.batch, size_of(p.a_type));
   v["ALIGN_C"] = alignment_elements(p.ldc, p.stride_c, p.batch, size_of(p.c_type));
-  device_variables(dev, v);
   v["COMPUTE_TF32"] = p.compute_tf32;
+}
+
+Variables KernelTemplate::variables(const Solution& s, const Problem& problem, const gpu::DeviceInfo& dev) const {
+  // A parameter the solution lacks (a database tuned before the template grew it) takes the
+  // template's default, which is the value that reproduces the older kernel.
+  Variables v(defaults_.begin(), defaults_.end());
+  for (const auto& [name, value] : s.params) v[name] = value;
+  if (problem.is_conv()) conv_variables(problem.conv(), v);
+  else gemm_variables(problem.gemm(), v);
+  device_variables(dev, v);
   for (const auto& [name, expr] : derived_) v[name] = expr.eval(v);
   return v;
 }
