@@ -12,7 +12,10 @@
 // tap is fixed, so a thread's gathered rows keep a precomputed offset and tap mask
 // (mma_conv_index.h) and each tile adds one uniform tap offset. wgrad's block columns are
 // (r, s, chunk of BN channels) for the same reason, and its reduction runs over output pixels,
-// which each thread carries forward BK at a time. Channels past a chunk's end and taps in the
+// which each thread carries forward BK at a time. With FLAT (fwd), a K tile is instead BK
+// consecutive indices of the (r, s, c) reduction: no zero-filled channels when C is small (the
+// 3-channel stem would otherwise multiply 29 zeros for every 3 channels of a 32-wide tile), at the
+// price of two divisions per thread and tile. Channels past a chunk's end and taps in the
 // padding are copied as zeros (cp.async with src-size 0). A copy is VB bytes: 16-byte vectors need
 // channel counts divisible by 8 (the JSON's constraints pick the widest VB the channels allow);
 // VB == 2, or a base pointer not aligned to VB (the runtime passes callers' pointers through),
@@ -66,7 +69,9 @@ struct Step {
 };
 
 // K-major gathered tile, ROWS x BK: fwd's x (KIND 0) and filters (KIND 2), dgrad's dy (KIND 1).
-template <int KIND, int ROWS, int BK, int VE, int THREADS>
+// FLAT (fwd only): K tiles are BK consecutive indices of the (r, s, c) reduction instead of one
+// tap's channel chunk; each thread splits its column's index once per tile (tt_conv::flat_tap).
+template <int KIND, int ROWS, int BK, int VE, int THREADS, bool FLAT>
 struct TapGather {
   using S = Spread<ROWS, BK, VE, THREADS>;
   tt_conv::TapRow row[S::NR];
@@ -80,11 +85,22 @@ struct TapGather {
     TT_UNROLL
     for (int i = 0; i < S::NR; ++i) {
       const int m = row0 + S::row(tid, i);
-      row[i] = KIND == 2 ? tt_conv::filter_row(p, g, m, S::col(tid))
-                         : tt_conv::gather_row(KIND, p, m, (KIND == 0 ? g * cg : g * kg) + S::col(tid));
+      const int col = FLAT ? 0 : S::col(tid);  // FLAT: the column is a reduction index, added per tile
+      row[i] = KIND == 2 ? tt_conv::filter_row(p, g, m, col)
+                         : tt_conv::gather_row(KIND, p, m, (KIND == 0 ? g * cg : g * kg) + col);
     }
   }
   TT_DEVICE void load(u32 sbase, const TtConvParams& p, const Step& st, bool vec, int tid) const {
+    if (FLAT) {
+      const int k = st.k0 + S::col(tid);
+      const tt_conv::FlatTap t = tt_conv::flat_tap(p, k);
+      TT_UNROLL
+      for (int i = 0; i < S::NR; ++i) {
+        const bool ok = t.ok && tt_conv::tap_ok(row[i].mask, t.r, t.s);
+        copy<VE * 2>(S::dst(sbase, tid, i), ok ? base + (row[i].off + (KIND == 2 ? k : t.delta)) : base, ok, vec);
+      }
+      return;
+    }
     const int delta = (KIND == 2 ? tt_conv::filter_delta(p, st.r, st.s) : tt_conv::tap_delta(KIND, p, st.r, st.s)) + st.c0;
     const bool chan_ok = st.c0 + S::col(tid) < rc;
     TT_UNROLL
@@ -179,7 +195,7 @@ TT_DEVICE void store_pair(TC* q, float a, float b, bool second, bool pair) {
 }  // namespace tt_mma_conv
 
 template <typename TA, typename TC, int DIR, bool NCHW, int BM, int BN, int BK, int WM, int WN, int STAGES, int SPLITK,
-          int VB>
+          int VB, int FLAT>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_conv(const TtConvParams p) {
   using namespace tt_mma;
   using namespace tt_mma_conv;
@@ -196,11 +212,12 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_conv(const TtC
   static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 16 == 0, "warp tiling");
   static_assert(BK % 16 == 0 && STAGES >= 2 && SPLITK >= 1, "parameters");
   static_assert(VB == 2 || VB == 4 || VB == 8 || VB == 16, "copy bytes");
+  static_assert(FLAT == 0 || DIR == 0, "the flat reduction walk is the forward convolution's");
 
   // Operand loaders of this direction (mma_conv_index.h has the index math).
-  typedef TapGather<DIR, BM, BK, VE, THREADS> GatherA;  // fwd: x, dgrad: dy
+  typedef TapGather<DIR, BM, BK, VE, THREADS, FLAT != 0> GatherA;  // fwd: x, dgrad: dy
   typedef Strided<1, BK, BM, VE, THREADS> StridedA;     // wgrad: dy
-  typedef TapGather<2, BN, BK, VE, THREADS> FilterB;    // fwd
+  typedef TapGather<2, BN, BK, VE, THREADS, FLAT != 0> FilterB;    // fwd
   typedef Strided<0, BK, BN, VE, THREADS> StridedB;     // dgrad
   typedef PixelGather<BK, BN, VE, THREADS> PixelB;      // wgrad
 
@@ -218,7 +235,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_conv(const TtC
   tt_conv::Taps col_tap = {0, 0, int(blockIdx.y)};
   if (DIR == 2) col_tap = tt_conv::taps_of_tile(blockIdx.y, (cg + BN - 1) / BN, p.s);
   const int n0 = col_tap.chunk * BN;
-  const int KT = DIR == 2 ? (p.gemm_k + BK - 1) / BK : p.r * p.s * chunks;
+  const int KT = DIR == 2 || FLAT ? (p.gemm_k + BK - 1) / BK : p.r * p.s * chunks;
   const int kper = (KT + SPLITK - 1) / SPLITK;
   const int kt0 = split * kper;
   const int nkt = max(min(KT, kt0 + kper) - kt0, 0);

@@ -79,6 +79,26 @@ TT_CONV_FN TapRow filter_row(const TtConvParams& p, int g, int n, int c) {
 }
 TT_CONV_FN int filter_delta(const TtConvParams& p, int r, int s) { return (r * p.s + s) * (p.c / p.groups); }
 
+// FLAT walk (fwd only): the reduction index k runs over (r, s, c) of one group in the filter's
+// own order, so a K tile may span taps. Meant for few channels (the 3-channel stem), where a
+// (tap, chunk) tile would be mostly zeros. A thread's column of a K tile is one k, split here once
+// per tile; the x element is base[row.off + delta] of a row made with the group's first channel,
+// read iff ok && tap_ok(row.mask, r, s). k past the reduction gives ok = false.
+struct FlatTap {
+  int r, s, delta;
+  bool ok;
+};
+TT_CONV_FN FlatTap flat_tap(const TtConvParams& p, int k) {
+  const int cg = p.c / p.groups, sc = p.s * cg;
+  FlatTap t;
+  t.r = k / sc;
+  const int rem = k - t.r * sc;
+  t.s = rem / cg;
+  t.ok = k < p.r * sc;
+  t.delta = tap_delta(0, p, t.r, t.s) + (rem - t.s * cg);
+  return t;
+}
+
 // The (r, s, chunk) of K tile t when the reduction's channels take `chunks` tiles per tap.
 struct Taps {
   int r, s, chunk;

@@ -23,12 +23,15 @@ inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const 
     for (const auto& c : e.candidates)
       if (c.problem_index == pi) mine.push_back(c);
     const std::size_t stride = std::max<std::size_t>(1, mine.size() / per);
-    bool split_seen = false;
+    // Besides every stride-th, the first split-K and the first flat-walk (mma_conv FLAT) candidate.
+    bool split_seen = false, flat_seen = false;
     for (std::size_t i = 0; i < mine.size(); ++i) {
-      const bool split = mine[i].solution.params.at("SPLITK") > 1;
-      if (i % stride == 0 || (split && !split_seen) || mine[i].solution.params == find_template(name).defaults())
+      const auto& params = mine[i].solution.params;
+      const bool split = params.at("SPLITK") > 1, flat = params.count("FLAT") && params.at("FLAT") == 1;
+      if (i % stride == 0 || (split && !split_seen) || (flat && !flat_seen) || params == find_template(name).defaults())
         out.push_back(mine[i]);
       split_seen = split_seen || split;
+      flat_seen = flat_seen || flat;
     }
   }
   return out;

@@ -110,6 +110,34 @@ TEST(MmaConvIndex, GatheredRowsMatchTheDefinition) {
       }
 }
 
+// FLAT: K tile t, column c is reduction index k = t * BK + c in the filter's (r, s, c) order; x's
+// element comes from a row made with the group's first channel plus flat_tap's delta.
+TEST(MmaConvIndex, FlatWalkMatchesTheDefinition) {
+  std::vector<Shape> all = shapes();
+  all.push_back({2, 3, 23, 21, 16, 7, 7, 2, 2, 3, 3, 1, 1, 1});  // the 3-channel stem
+  for (const Shape& sh : all) {
+    const TtConvParams p = params(sh, 0);
+    const int cg = p.c / p.groups;
+    SCOPED_TRACE(::testing::Message() << "c" << sh.c << " r" << sh.r << "x" << sh.s << " u" << sh.u);
+    for (int k = 0; k < p.gemm_k + 40; ++k) {
+      const tt_conv::FlatTap t = tt_conv::flat_tap(p, k);
+      ASSERT_EQ(t.ok, k < p.gemm_k);
+      if (!t.ok) continue;
+      int kc, kr, ks;
+      tt_split_crs(false, k, cg, p.r, p.s, kc, kr, ks);
+      ASSERT_TRUE(t.r == kr && t.s == ks) << "k " << k;
+      for (int g = 0; g < p.groups; ++g)
+        for (int m = 0; m < p.gemm_m + 3; ++m) {
+          const tt_conv::TapRow row = tt_conv::gather_row(0, p, m, g * cg);
+          const bool ok = tt_conv::tap_ok(row.mask, t.r, t.s);
+          const long long got = ok ? row.off + t.delta : -1;
+          const long long want = m < p.gemm_m ? naive_a(0, p, g, m, kr, ks, kc) : -1;
+          ASSERT_EQ(got, want) << "m " << m << " g " << g << " k " << k;
+        }
+    }
+  }
+}
+
 TEST(MmaConvIndex, WgradPixelsCarriedForwardMatchTheDefinition) {
   for (const Shape& sh : shapes())
     for (int bk : {32, 64}) {
@@ -194,7 +222,15 @@ TEST(MmaConvSpace, EveryDirectionOfResNetLayersHasCandidates) {
   ConvProblem stem = conv(ConvDirection::Forward, DataType::BF16, DataType::BF16, 8, 3, 224, 64, 7, 2, 3);
   const auto es = tuner::enumerate({t}, std::vector<Problem>{stem}, dev);
   ASSERT_FALSE(es.candidates.empty());
-  for (const auto& c : es.candidates) EXPECT_EQ(c.solution.params.at("VB"), 2);
+  bool flat = false;
+  for (const auto& c : es.candidates) {
+    EXPECT_EQ(c.solution.params.at("VB"), 2);
+    flat = flat || c.solution.params.at("FLAT") == 1;
+  }
+  EXPECT_TRUE(flat) << "the stem gets flat-walk candidates";
+  // Channel counts that fill BK exactly never do: a flat walk would only add divisions.
+  for (const auto& c : e.candidates)
+    if (problems[c.problem_index].conv().c % 32 == 0) EXPECT_EQ(c.solution.params.at("FLAT"), 0);
 }
 
 }  // namespace
