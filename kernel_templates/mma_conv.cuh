@@ -192,10 +192,47 @@ TT_DEVICE void store_pair(TC* q, float a, float b, bool second, bool pair) {
   }
 }
 
+// EPI 1: writes the block's BM x BN tile (warp (wm, wn) holds WM x WN of it as mma.sync
+// fragments) to the row-major output through shared memory, so that global stores are 16-byte row
+// segments instead of one 2-element pair per thread and fragment row (a warp's direct store
+// touches 8 rows x 16 bytes); memory-bound layers (1x1, few channels) are limited by those stores.
+// smem (the pipeline's, no longer read: callers sync first) holds BM rows of BN + 16 / sizeof(TC)
+// elements; the padding staggers the rows across banks.
+template <class TC, int BM, int BN, int WM, int WN, int THREADS>
+TT_DEVICE void store_staged(const float (&acc)[WM / 16][WN / 8][4], unsigned char* smem, TC* out, int ld, int m_lim,
+                            int n_lim, bool vec_ok, int tid) {
+  constexpr int VEC = 16 / sizeof(TC), RS = BN + VEC, CPR = BN / VEC;
+  TC* t = reinterpret_cast<TC*>(smem);
+  const int lane = tid & 31, warp = tid >> 5, wm = warp % (BM / WM), wn = warp / (BM / WM);
+  const int g4 = lane >> 2, t4 = lane & 3;
+  TT_UNROLL
+  for (int mi = 0; mi < WM / 16; ++mi)
+    TT_UNROLL
+    for (int ni = 0; ni < WN / 8; ++ni)
+      TT_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        TC* q = t + (wm * WM + mi * 16 + g4 + h * 8) * RS + wn * WN + ni * 8 + t4 * 2;
+        q[0] = tt_from_float<TC>(acc[mi][ni][2 * h]);
+        q[1] = tt_from_float<TC>(acc[mi][ni][2 * h + 1]);
+      }
+  __syncthreads();
+  for (int i = tid; i < BM * CPR; i += THREADS) {
+    const int row = i / CPR, col = (i - row * CPR) * VEC;
+    if (row >= m_lim || col >= n_lim) continue;
+    TC* dst = out + ((long long)row * ld + col);
+    const TC* src = t + row * RS + col;
+    if (vec_ok && col + VEC <= n_lim) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+    } else {
+      for (int j = 0; j < VEC && col + j < n_lim; ++j) dst[j] = src[j];
+    }
+  }
+}
+
 }  // namespace tt_mma_conv
 
 template <typename TA, typename TC, int DIR, bool NCHW, int BM, int BN, int BK, int WM, int WN, int STAGES, int SPLITK,
-          int VB, int FLAT>
+          int VB, int FLAT, int EPI>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_conv(const TtConvParams p) {
   using namespace tt_mma;
   using namespace tt_mma_conv;
@@ -318,6 +355,12 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_conv(const TtC
   TC* out = static_cast<TC*>(DIR == 0 ? p.y : DIR == 1 ? p.x : p.wt) +
             (DIR == 0 ? g * kg + n0 : DIR == 1 ? g * cg + n0 : g * kg * ld + (col_tap.r * p.s + col_tap.s) * cg + n0);
   const int m_lim = p.gemm_m - m0, n_lim = (DIR == 0 ? kg : cg) - n0;
+  if (EPI) {
+    __syncthreads();  // every warp is done with the pipeline's shared memory
+    store_staged<TC, BM, BN, WM, WN, THREADS>(acc, tt_mma_conv_smem, out + (long long)m0 * ld, ld, m_lim, n_lim,
+                                             ld % (16 / sizeof(TC)) == 0 && aligned(out, out, 16), tid);
+    return;
+  }
   const bool pair = ld % 2 == 0 && aligned(out, out, 2 * sizeof(TC));
   const int g4 = lane >> 2, t4 = lane & 3;
   TT_UNROLL

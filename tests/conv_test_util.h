@@ -2,6 +2,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,7 @@
 namespace tiletune::testing {
 
 // Per problem: every stride-th candidate of template `name` (about `per` of them), the first
-// split-K candidate and the default when it is enumerated.
+// candidate of each switch (split-K, flat walk, staged epilogue) and the default when enumerated.
 inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const std::vector<Problem>& problems,
                                                  const gpu::DeviceInfo& dev, std::size_t per) {
   const auto e = tuner::enumerate({find_template(name)}, problems, dev);
@@ -23,15 +24,16 @@ inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const 
     for (const auto& c : e.candidates)
       if (c.problem_index == pi) mine.push_back(c);
     const std::size_t stride = std::max<std::size_t>(1, mine.size() / per);
-    // Besides every stride-th, the first split-K and the first flat-walk (mma_conv FLAT) candidate.
-    bool split_seen = false, flat_seen = false;
+    // Besides every stride-th, the first candidate that sets each of these away from its default
+    // (split-K; mma_conv's flat walk and staged epilogue).
+    const auto& defaults = find_template(name).defaults();
+    std::set<std::string> seen;
     for (std::size_t i = 0; i < mine.size(); ++i) {
       const auto& params = mine[i].solution.params;
-      const bool split = params.at("SPLITK") > 1, flat = params.count("FLAT") && params.at("FLAT") == 1;
-      if (i % stride == 0 || (split && !split_seen) || (flat && !flat_seen) || params == find_template(name).defaults())
-        out.push_back(mine[i]);
-      split_seen = split_seen || split;
-      flat_seen = flat_seen || flat;
+      bool first = false;
+      for (const char* key : {"SPLITK", "FLAT", "EPI"})
+        if (params.count(key) && params.at(key) != defaults.at(key)) first = seen.insert(key).second || first;
+      if (i % stride == 0 || first || params == defaults) out.push_back(mine[i]);
     }
   }
   return out;

@@ -53,7 +53,7 @@ TEST(MmaConvCompile, NvrtcCompilesEveryDirectionForSm90a) {
   const auto cands = conv_sample("mma_conv", ps, dev, 2);
   std::set<int> dirs;
   std::set<std::int64_t> vbs;
-  bool split = false, flat = false;
+  bool split = false, flat = false, staged = false;
   const std::regex regs("Used ([0-9]+) registers"), spill("([0-9]+) bytes spill stores");
   for (const auto& c : cands) {
     const Problem& p = ps[c.problem_index];
@@ -73,11 +73,13 @@ TEST(MmaConvCompile, NvrtcCompilesEveryDirectionForSm90a) {
     vbs.insert(c.solution.params.at("VB"));
     split = split || c.solution.params.at("SPLITK") > 1;
     flat = flat || c.solution.params.at("FLAT") == 1;
+    staged = staged || c.solution.params.at("EPI") == 1;
   }
   EXPECT_EQ(dirs.size(), 3u);
   EXPECT_EQ(vbs, (std::set<std::int64_t>{2, 4, 16}));
   EXPECT_TRUE(split);
   EXPECT_TRUE(flat);
+  EXPECT_TRUE(staged);
 }
 
 TEST(MmaConvGpu, SampleOfEachDirectionMatchesTheReference) {
