@@ -11,7 +11,9 @@
 #include "gpu/cuda/cuda_backend.h"
 #include "runtime/tiletune.hpp"
 #include "tuner/config.h"
+#include "tuner/elements.h"
 #include "tuner/enumerator.h"
+#include "tuner/output_check.h"
 #include "tuner/problem_data.h"
 #include "tuner/sweep.h"
 #include "tests/test_util.h"
@@ -91,6 +93,21 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
     gpu::CompileResult r = compiler->compile(t.compile_request(s, p, dev));
     EXPECT_TRUE(r.ok) << s.kernel_name() << "\n" << r.log;
     EXPECT_NE(r.code.symbol.find("wgmma_gemm"), std::string::npos);
+  }
+}
+
+// The validator's device-side output check and C restore (check_output.cuh), for every output type.
+TEST(CudaCompile, NvrtcCompilesTheOutputCheckForEveryType) {
+  auto compiler = gpu::cuda::make_compiler();
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  for (auto type : {DataType::F32, DataType::F16, DataType::BF16}) {
+    gpu::CompileResult r = compiler->compile(tuner::check_output_request(dev, type));
+    EXPECT_TRUE(r.ok) << to_string(type) << "\n" << r.log;
+    EXPECT_FALSE(r.code.symbol.empty());
+  }
+  for (int word : {2, 4}) {
+    gpu::CompileResult r = compiler->compile(tuner::copy_words_request(dev, word));
+    EXPECT_TRUE(r.ok) << word << "\n" << r.log;
   }
 }
 
@@ -200,6 +217,97 @@ TEST_F(CudaDevice, DeviceReferenceMatchesTheHostReference) {
       ref += std::pow(host.reference()[i], 2);
     }
     EXPECT_LT(std::sqrt(err / ref), 1e-12) << p.key();
+  }
+}
+
+// C of `data`'s problem made from its reference, rounded to the C type, padding and gaps poisoned.
+std::vector<std::uint8_t> output_from_reference(const tuner::ProblemData& data) {
+  const GemmProblem& p = data.problem();
+  std::vector<std::uint8_t> out(std::size_t(p.elements_c()) * size_of(p.c_type), 0xFF);
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    for (std::int64_t j = 0; j < p.n; ++j)
+      for (std::int64_t i = 0; i < p.m; ++i)
+        tuner::store_element(out.data(), b * p.stride_c + j * p.ldc + i, p.c_type,
+                             float(data.reference()[std::size_t((b * p.n + j) * p.m + i)]));
+  return out;
+}
+
+// The output check on the device (what validation runs on a GPU) against the same check over a
+// host copy of C, on outputs made from the reference: correct, perturbed, with NaN / inf, with
+// padding or a gap between batches written; and the device reset of C (poison, or C0 for beta != 0).
+TEST_F(CudaDevice, DeviceOutputCheckMatchesTheHostCheck) {
+  GemmProblem gapped = gemm(DataType::F32, DataType::F32, false, false, 100, 37, 64, 3, false);
+  gapped.ldc = 104, gapped.stride_c = 104 * 37 + 50;
+  GemmProblem padded = gemm(DataType::F16, DataType::F16, true, false, 129, 64, 1000);
+  padded.ldc = 131;
+  const std::vector<GemmProblem> problems = {gapped, padded, gemm(DataType::BF16, DataType::BF16, true, false, 300, 170, 520, 2, false),
+                                             gemm(DataType::F32, DataType::F32, false, true, 1500, 1300, 64)};
+  std::uint64_t seed = 1;
+  for (const GemmProblem& p : problems) {
+    // Both references, so that both the uploaded host reference and the device one are covered.
+    for (double device_reference_flops : {1e300, 0.0}) {
+      tuner::ProblemData data(*dev_, p, false, seed++, device_reference_flops);
+      const GemmProblem& q = data.problem();
+      const std::string key = q.key();
+      void* c = data.params(0).c;
+      const std::size_t bytes = std::size_t(q.elements_c()) * size_of(q.c_type);
+      std::vector<std::uint8_t> initial(bytes), now(bytes);
+      dev_->copy_to_host(initial.data(), c, bytes);
+      auto check = [&](const std::vector<std::uint8_t>& out, const std::string& what) {
+        dev_->copy_to_device(c, out.data(), out.size());
+        tuner::ValidationResult d = data.check_output(), h = data.check_output_on_host();
+        expect_same_verdict(d, h, key + " " + what);
+        return d;
+      };
+      auto at = [&](std::int64_t i, std::int64_t j, std::int64_t b) { return b * q.stride_c + j * q.ldc + i; };
+      const std::vector<std::uint8_t> good = output_from_reference(data);
+      EXPECT_TRUE(check(good, "correct").ok) << key;
+
+      std::vector<std::uint8_t> out = good;
+      for (std::int64_t b = 0; b < q.batch; ++b)
+        for (std::int64_t j = 0; j < q.n; ++j)
+          for (std::int64_t i = 0; i < q.m; ++i) {
+            const std::int64_t idx = at(i, j, b);
+            tuner::store_element(out.data(), idx, q.c_type,
+                                 float(tuner::load_element(good.data(), idx, q.c_type) * ((i + j) % 3 ? 1.05 : 0.9)));
+          }
+      tiletune::tuner::ValidationResult v = check(out, "perturbed");
+      EXPECT_FALSE(v.ok) << key;
+      EXPECT_GT(v.rel_error, 0.005) << key;
+
+      out = good;
+      tuner::store_element(out.data(), at(q.m / 2, q.n - 1, q.batch - 1), q.c_type, NAN);
+      tuner::store_element(out.data(), at(q.m - 1, q.n / 3, 0), q.c_type, NAN);  // the lower one is reported
+      v = check(out, "NaN");
+      EXPECT_FALSE(v.ok);
+      EXPECT_NE(v.reason.find("C(" + std::to_string(q.m - 1) + "," + std::to_string(q.n / 3) + ", batch 0) is "),
+                std::string::npos) << v.reason;
+      out = good;
+      tuner::store_element(out.data(), at(0, q.n - 1, q.batch - 1), q.c_type, -INFINITY);
+      EXPECT_NE(check(out, "inf").reason.find("is -inf"), std::string::npos) << key;
+      if (q.ldc > q.m) {
+        out = good;
+        tuner::store_element(out.data(), at(q.m, q.n / 2, 0), q.c_type, 0.5f);  // padding before a later NaN
+        tuner::store_element(out.data(), at(1, q.n - 1, 0), q.c_type, NAN);
+        EXPECT_NE(check(out, "padding").reason.find("wrote outside C: row " + std::to_string(q.m)), std::string::npos) << key;
+        tuner::store_element(out.data(), at(2, 0, 0), q.c_type, NAN);  // a NaN before the padding
+        EXPECT_NE(check(out, "NaN before padding").reason.find("C(2,0, batch 0) is "), std::string::npos) << key;
+      }
+      if (q.batch > 1 && q.stride_c > q.ldc * q.n) {
+        out = good;
+        tuner::store_element(out.data(), q.stride_c + q.ldc * q.n + 3, q.c_type, 1.f);
+        v = check(out, "gap");
+        EXPECT_FALSE(v.ok);
+        EXPECT_EQ(v.rel_error, 0);
+        EXPECT_EQ(v.reason, "wrote between batches of C at element " + std::to_string(q.stride_c + q.ldc * q.n + 3));
+      }
+
+      data.reset_output();
+      dev_->synchronize();
+      dev_->copy_to_host(now.data(), c, bytes);
+      if (q.beta_zero) EXPECT_EQ(now, std::vector<std::uint8_t>(bytes, 0xFF)) << key;
+      else EXPECT_EQ(now, initial) << key << ": reset_output restores C0 on the device";
+    }
   }
 }
 

@@ -14,6 +14,8 @@
 #include "tests/conv_test_util.h"
 #include "tests/test_util.h"
 #include "tuner/conv_data.h"
+#include "tuner/elements.h"
+#include "tuner/output_check.h"
 #include "tuner/enumerator.h"
 
 using namespace tiletune;
@@ -105,6 +107,46 @@ TEST(CudaConvGpu, DeviceReferenceMatchesTheHostReference) {
     p.n = 3, p.c = 24, p.h = 29, p.w = 31, p.k = 40, p.r = p.s = 3, p.stride_h = p.stride_w = 2, p.pad_h = p.pad_w = 1;
     EXPECT_LT(reference_difference(*dev, p, 7), 1e-12) << p.key();
   }
+}
+
+// The output check on the device against the host check over a copy of the output: the tensor a
+// direction writes, made from the reference, then perturbed, with a NaN, and with an inf.
+TEST(CudaConvGpu, DeviceOutputCheckMatchesTheHostCheck) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  std::uint64_t seed = 1;
+  for (const Problem& problem : conv_problems())
+    for (double device_reference_flops : {double(INFINITY), 0.0}) {  // the uploaded reference and the device one
+      const ConvProblem& p = problem.conv();
+      tuner::ConvData data(*dev, p, false, seed++, device_reference_flops);
+      const TtConvParams args = data.params(0);
+      void* out_ptr = p.direction == ConvDirection::Forward        ? args.y
+                       : p.direction == ConvDirection::BackwardData ? args.x
+                                                                    : args.wt;
+      const std::vector<double>& ref = data.reference();
+      std::vector<std::uint8_t> good(ref.size() * size_of(p.out_type));
+      for (std::size_t i = 0; i < ref.size(); ++i) tuner::store_element(good.data(), std::int64_t(i), p.out_type, float(ref[i]));
+      auto check = [&](const std::vector<std::uint8_t>& out, const std::string& what) {
+        dev->copy_to_device(out_ptr, out.data(), out.size());
+        tuner::ValidationResult d = data.check_output(), h = data.check_output_on_host();
+        expect_same_verdict(d, h, p.key() + " " + what);
+        return d;
+      };
+      EXPECT_TRUE(check(good, "correct").ok) << p.key();
+      std::vector<std::uint8_t> out = good;
+      for (std::size_t i = 0; i < ref.size(); ++i)
+        tuner::store_element(out.data(), std::int64_t(i), p.out_type, float(ref[i] * (i % 3 ? 1.05 : 0.9)));
+      EXPECT_FALSE(check(out, "perturbed").ok) << p.key();
+      out = good;
+      tuner::store_element(out.data(), std::int64_t(ref.size() - 1), p.out_type, NAN);
+      tuner::store_element(out.data(), std::int64_t(ref.size() / 3), p.out_type, NAN);  // the lower one is reported
+      EXPECT_NE(check(out, "NaN").reason.find(" element " + std::to_string(ref.size() / 3) + " is "), std::string::npos);
+      out = good;
+      tuner::store_element(out.data(), 0, p.out_type, INFINITY);
+      EXPECT_NE(check(out, "inf").reason.find("element 0 is inf"), std::string::npos);
+      data.reset_output();  // poisoned again: every element is NaN
+      EXPECT_NE(data.check_output().reason.find("element 0 is "), std::string::npos);
+    }
 }
 
 // Issue 6's sizes: each direction of the batch-128 stem (the longest wgrad reduction) and a 3x3

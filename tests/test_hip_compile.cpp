@@ -21,6 +21,7 @@
 #include "gpu/hip/code_object_info.h"
 #include "gpu/hip/hip_backend.h"
 #include "kernel_templates/gemm_params.h"
+#include "tuner/output_check.h"
 
 #ifndef TILETUNE_KERNEL_DIR
 #error "TILETUNE_KERNEL_DIR must name the kernel_templates directory"
@@ -146,6 +147,24 @@ TEST(HipCompile, SimtVariantsForEveryArch) {
                   arch.c_str(), expr.c_str(), secs, res.code.bytes.size(), it->vgpr_count, it->agpr_count,
                   it->sgpr_count, it->lds_bytes, it->vgpr_spill_count, it->sgpr_spill_count,
                   it->private_bytes, it->wavefront_size);
+    }
+  }
+}
+
+// The validator's device-side output check and C restore (check_output.cuh), as the tuner asks for them.
+TEST(HipCompile, OutputCheckForEveryArchAndType) {
+  auto compiler = hipb::make_compiler();
+  tiletune::gpu::DeviceInfo dev;
+  dev.backend = tiletune::gpu::BackendKind::Hip;
+  for (const auto& arch : hipb::supported_arches()) {
+    dev.arch = arch;
+    for (auto type : {tiletune::DataType::F32, tiletune::DataType::F16, tiletune::DataType::BF16}) {
+      CompileResult r = compiler->compile(tiletune::tuner::check_output_request(dev, type));
+      EXPECT_TRUE(r.ok) << arch << " " << tiletune::to_string(type) << "\n" << r.log;
+    }
+    for (int word : {2, 4}) {
+      CompileResult r = compiler->compile(tiletune::tuner::copy_words_request(dev, word));
+      EXPECT_TRUE(r.ok) << arch << " " << word << "\n" << r.log;
     }
   }
 }

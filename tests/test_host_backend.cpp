@@ -18,6 +18,8 @@
 #include "common/error.h"
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
+#include "tuner/elements.h"
+#include "tuner/output_check.h"
 #include "tuner/problem_data.h"
 #include "tests/test_util.h"
 
@@ -310,6 +312,73 @@ TEST_F(HostBackend, WritingPaddingFailsValidation) {
   EXPECT_NE(r.reason.find("outside C"), std::string::npos) << r.reason;
   // the same kernel with packed C has no padding to spoil
   EXPECT_VALID(run_bad(3, make(37, 29, 53)));
+}
+
+// The comparison both validation paths rest on (on a GPU check_output.cuh does the same): the
+// lowest bad element in column order, padding and gaps that lost their 0xFF poison, the sums.
+TEST(OutputCheck, FindsTheLowestBadElementPaddingAndGaps) {
+  tuner::OutputLayout l;
+  l.type = DataType::F32;
+  l.rows = 3, l.cols = 2, l.ld = 4, l.stride = 10, l.batch = 2;  // one padding row, a gap of 2 after batch 0
+  ASSERT_EQ(l.elements(), 18);
+  std::vector<double> ref(12);
+  std::vector<std::uint8_t> good(18 * 4, 0xFF);
+  double ref2 = 0;
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t j = 0; j < 2; ++j)
+      for (std::int64_t i = 0; i < 3; ++i) {
+        const double v = 0.25 * double(1 + i + 3 * j + 6 * b);
+        ref[std::size_t((b * 2 + j) * 3 + i)] = v;
+        tuner::store_element(good.data(), b * 10 + j * 4 + i, DataType::F32, float(v + 0.5));
+        ref2 += v * v;
+      }
+  tuner::Comparison c = tuner::compare_output(l, good.data(), ref.data());
+  EXPECT_EQ(c.first_bad, -1);
+  EXPECT_EQ(c.first_gap, -1);
+  EXPECT_DOUBLE_EQ(c.ref, ref2);
+  EXPECT_DOUBLE_EQ(c.err, 12 * 0.25);
+  EXPECT_DOUBLE_EQ(c.rel_error(), std::sqrt(3 / ref2));
+
+  std::vector<std::uint8_t> out = good;
+  tuner::store_element(out.data(), 15, DataType::F32, NAN);   // batch 1, column 1, row 1
+  tuner::store_element(out.data(), 13, DataType::F32, 0.f);   // batch 1, column 0, padding: lower
+  tuner::store_element(out.data(), 8, DataType::F32, 1.f);    // the gap after batch 0
+  c = tuner::compare_output(l, out.data(), ref.data());
+  EXPECT_EQ(c.first_bad, 13);
+  EXPECT_EQ(c.first_gap, 8);
+  tuner::store_element(out.data(), 5, DataType::F32, INFINITY);  // batch 0, column 1, row 1: lower still
+  EXPECT_EQ(tuner::compare_output(l, out.data(), ref.data()).first_bad, 5);
+
+  // A flat tensor (convolutions): no padding, the first NaN.
+  const tuner::OutputLayout flat = tuner::OutputLayout::flat(DataType::F32, 12);
+  std::vector<std::uint8_t> packed(12 * 4);
+  for (std::int64_t i = 0; i < 12; ++i) tuner::store_element(packed.data(), i, DataType::F32, float(ref[std::size_t(i)]));
+  c = tuner::compare_output(flat, packed.data(), ref.data());
+  EXPECT_EQ(c.first_bad, -1);
+  EXPECT_EQ(c.err, 0);
+  tuner::store_element(packed.data(), 7, DataType::F32, NAN);
+  EXPECT_EQ(tuner::compare_output(flat, packed.data(), ref.data()).first_bad, 7);
+}
+
+TEST_F(HostBackend, WritingBetweenBatchesFailsValidation) {
+  GemmProblem p = make(7, 5, 3);
+  p.batch = 2;
+  p.stride_c = 7 * 5 + 4;
+  ProblemData data(*dev_, p, false, 3);
+  std::vector<std::uint8_t> c(std::size_t(data.problem().elements_c()) * 4, 0xFF);
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t j = 0; j < 5; ++j)
+      for (std::int64_t i = 0; i < 7; ++i)
+        tuner::store_element(c.data(), b * p.stride_c + j * 7 + i, DataType::F32,
+                             float(data.reference()[std::size_t((b * 5 + j) * 7 + i)]));
+  dev_->copy_to_device(data.params(0).c, c.data(), c.size());
+  EXPECT_VALID(data.check_output());
+  tuner::store_element(c.data(), 36, DataType::F32, 0.f);
+  dev_->copy_to_device(data.params(0).c, c.data(), c.size());
+  ValidationResult r = data.check_output();
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.rel_error, 0);
+  EXPECT_EQ(r.reason, "wrote between batches of C at element 36");
 }
 
 TEST_F(HostBackend, CompileErrorReturnsLog) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -10,8 +11,19 @@
 #include "gpu/backend.h"
 #include "solutions/conv_problem.h"
 #include "solutions/problem.h"
+#include "tuner/output_check.h"
 
 namespace tiletune::testing {
+
+// The device output check's verdict against the host check's on the same output: same outcome and
+// reason, the same relative error within 1e-12 relative (the sums are added in another order).
+inline void expect_same_verdict(const tuner::ValidationResult& device, const tuner::ValidationResult& host,
+                                const std::string& what) {
+  EXPECT_EQ(device.ok, host.ok) << what;
+  EXPECT_EQ(device.reason, host.reason) << what;
+  if (std::isinf(host.rel_error)) EXPECT_EQ(device.rel_error, host.rel_error) << what;
+  else EXPECT_LE(std::abs(device.rel_error - host.rel_error), 1e-12 * host.rel_error) << what << ": " << device.rel_error << " vs " << host.rel_error;
+}
 
 // Message of the tiletune::Error that `f` throws; fails the test if it throws nothing or another type.
 template <class F>

@@ -46,8 +46,10 @@ ConvData::ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate, st
       dev.copy_to_device(bufs[t]->back().get(), host_[t].data(), host_[t].size());
     }
 
-  if (dev.info().backend != gpu::BackendKind::Host && p.flops() > device_reference_flops) {
-    reference_on_device();
+  const bool on_gpu = dev.info().backend != gpu::BackendKind::Host;
+  const OutputLayout layout = OutputLayout::flat(p.out_type, counts[out]);
+  if (on_gpu && p.flops() > device_reference_flops) {
+    check_ = std::make_unique<DeviceCheck>(dev, layout, reference_on_device());
     return;
   }
   // The inputs as the kernel sees them (rounded to the input type), in fp64.
@@ -62,6 +64,7 @@ ConvData::ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate, st
     case ConvDirection::BackwardData: reference_ = conv_reference(p, inputs[kY], inputs[kW]); break;
     case ConvDirection::BackwardFilter: reference_ = conv_reference(p, inputs[kX], inputs[kY]); break;
   }
+  if (on_gpu) check_ = std::make_unique<DeviceCheck>(dev, layout, reference_);  // uploaded once per problem
 }
 
 gpu::CompileRequest reference_conv_request(const ConvProblem& p, const gpu::DeviceInfo& dev) {
@@ -71,7 +74,7 @@ gpu::CompileRequest reference_conv_request(const ConvProblem& p, const gpu::Devi
                                       (p.layout == ConvLayout::NCHW ? "true" : "false") + ">");
 }
 
-void ConvData::reference_on_device() {
+gpu::DeviceBuffer ConvData::reference_on_device() {
   const ConvProblem& p = problem_;
   gpu::CompileResult r = dev_.compiler().compile(reference_conv_request(p, dev_.info()));
   if (!r.ok) throw Error("compiling the convolution reference kernel failed: " + r.log);
@@ -95,48 +98,50 @@ void ConvData::reference_on_device() {
   dev_.synchronize();
   reference_.resize(std::size_t(elements));
   dev_.copy_to_host(reference_.data(), result.get(), reference_.size() * sizeof(double));
+  return result;
 }
 
 TtConvParams ConvData::params(std::size_t set) const {
   return gpu::conv_arguments(problem_, x_.at(set).get(), w_.at(set).get(), y_.at(set).get());
 }
 
-void ConvData::reset_output() {
+void* ConvData::output_buffer() const {
   const int out = output_tensor();
-  gpu::DeviceBuffer& b = (out == kX ? x_ : out == kW ? w_ : y_)[0];
-  dev_.fill_bytes(b.get(), 0xFF, host_[out].size());
+  return (out == kX ? x_ : out == kW ? w_ : y_)[0].get();
 }
+
+void ConvData::reset_output() { dev_.fill_bytes(output_buffer(), 0xFF, host_[output_tensor()].size()); }
 
 std::vector<std::uint8_t> ConvData::read_output() {
   const int out = output_tensor();
   std::vector<std::uint8_t> got(host_[out].size());
-  dev_.copy_to_host(got.data(), (out == kX ? x_ : out == kW ? w_ : y_)[0].get(), got.size());
+  dev_.copy_to_host(got.data(), output_buffer(), got.size());
   return got;
 }
 
 ValidationResult ConvData::check_output() {
-  const int out = output_tensor();
-  const DataType type = problem_.out_type;
+  if (!check_) return check_output_on_host();
+  return judge(check_->compare(output_buffer()));
+}
+
+ValidationResult ConvData::check_output_on_host() {
   const std::vector<std::uint8_t> got = read_output();
+  return judge(compare_output(OutputLayout::flat(problem_.out_type, std::int64_t(reference_.size())), got.data(),
+                              reference_.data()));
+}
+
+ValidationResult ConvData::judge(const Comparison& c) {
   static const char* const names[3] = {"x", "wt", "y"};
-  ValidationResult r;
-  double err = 0, ref = 0;
-  for (std::size_t i = 0; i < reference_.size(); ++i) {
-    const double v = load_element(got.data(), std::int64_t(i), type);
-    if (!std::isfinite(v)) {
-      r.rel_error = INFINITY;
-      r.reason = std::string(names[out]) + " element " + std::to_string(i) + " is " + std::to_string(v) +
-                 " (not written, or NaN/inf)";
-      return r;
-    }
-    err += (v - reference_[i]) * (v - reference_[i]);
-    ref += reference_[i] * reference_[i];
+  const int out = output_tensor();
+  if (c.first_bad >= 0) {  // a flat tensor has no padding: the first NaN/inf
+    ValidationResult r;
+    r.rel_error = INFINITY;
+    r.reason = std::string(names[out]) + " element " + std::to_string(c.first_bad) + " is " +
+               std::to_string(read_element(dev_, output_buffer(), c.first_bad, problem_.out_type)) +
+               " (not written, or NaN/inf)";
+    return r;
   }
-  r.rel_error = std::sqrt(err / std::max(ref, 1e-300));
-  r.ok = r.rel_error <= tolerance(problem_);
-  if (!r.ok)
-    r.reason = "relative error " + std::to_string(r.rel_error) + " > tolerance " + std::to_string(tolerance(problem_));
-  return r;
+  return judge_error(c, tolerance(problem_));
 }
 
 }  // namespace tiletune::tuner

@@ -6,6 +6,7 @@
 // zeros of a strided dgrad that no filter tap reaches.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "gpu/backend.h"
@@ -31,7 +32,8 @@ class ConvData {
     return check_output();
   }
   void reset_output();
-  ValidationResult check_output();
+  ValidationResult check_output();          // on the device for GPU backends
+  ValidationResult check_output_on_host();  // the same check over a host copy of the output
   // The reference of the tensor written, in the problem's layout.
   const std::vector<double>& reference() const { return reference_; }
   // The tensor written, as it is now in copy 0 (bytes of the output type).
@@ -42,13 +44,16 @@ class ConvData {
  private:
   enum { kX = 0, kW = 1, kY = 2 };
   int output_tensor() const;
-  void reference_on_device();
+  void* output_buffer() const;  // copy 0 of the tensor written
+  gpu::DeviceBuffer reference_on_device();  // also copied into reference_
+  ValidationResult judge(const Comparison& c);
 
   gpu::Device& dev_;
   ConvProblem problem_;
   std::vector<std::uint8_t> host_[3];
   std::vector<double> reference_;
   std::vector<gpu::DeviceBuffer> x_, w_, y_;
+  std::unique_ptr<DeviceCheck> check_;  // GPUs: the reference on the device
 };
 
 // As for GEMM: output rounding plus fp32 accumulation error growing with the square root of the

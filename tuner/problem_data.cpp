@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <thread>
 
@@ -78,6 +77,12 @@ ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rota
         v *= double(alpha_);
         if (!p.beta_zero) v += double(beta_) * load_element(host_c0_.data(), b * p.stride_c + i + j * p.ldc, p.c_type);
       }
+  // On a GPU, validation compares and restores C on the device: uploads once per problem here
+  // instead of moving C across the bus twice per candidate.
+  if (dev.info().backend != gpu::BackendKind::Host) {
+    check_ = std::make_unique<DeviceCheck>(dev, OutputLayout::of_c(p), reference_);
+    if (!p.beta_zero) c0_ = std::make_unique<DeviceSnapshot>(dev, host_c0_);
+  }
 }
 
 void ProblemData::products_on_device() {
@@ -175,79 +180,41 @@ void ProblemData::products_on_host() {
 
 void ProblemData::reset_output() {
   if (problem_.beta_zero) dev_.fill_bytes(c_[0].get(), 0xFF, host_c0_.size());  // NaN in every type
+  else if (c0_) c0_->restore(c_[0].get());
   else dev_.copy_to_device(c_[0].get(), host_c0_.data(), host_c0_.size());
 }
 
 ValidationResult ProblemData::check_output() {
-  const GemmProblem& p = problem_;
+  if (!check_) return check_output_on_host();
+  return judge(check_->compare(c_[0].get()));
+}
+
+ValidationResult ProblemData::check_output_on_host() {
   std::vector<std::uint8_t> out(host_c0_.size());
   dev_.copy_to_host(out.data(), c_[0].get(), out.size());
+  return judge(compare_output(OutputLayout::of_c(problem_), out.data(), reference_.data()));
+}
+
+ValidationResult ProblemData::judge(const Comparison& c) {
+  const GemmProblem& p = problem_;
   ValidationResult r;
-  int eb = size_of(p.c_type);
-  // Columns are checked in parallel (a large C has 10^8 elements); each worker keeps its sums and
-  // its first failure, and the failure of the lowest column wins so that reports are stable.
-  const std::int64_t columns = p.batch * p.n;
-  unsigned threads = unsigned(std::clamp<std::int64_t>(columns / 64, 1, std::max(1u, std::thread::hardware_concurrency())));
-  struct Part {
-    double err = 0, ref = 0;
-    std::int64_t bad_column = -1;
-    std::string reason;
-  };
-  std::vector<Part> parts(threads);
-  auto work = [&](unsigned t) {
-    Part& part = parts[t];
-    for (std::int64_t col = t; col < columns && part.bad_column < 0; col += threads) {
-      std::int64_t b = col / p.n, j = col % p.n;
-      for (std::int64_t i = 0; i < p.ldc; ++i) {
-        std::int64_t idx = b * p.stride_c + j * p.ldc + i;
-        if (i >= p.m) {  // padding: must be left exactly as it was
-          if (std::memcmp(&out[idx * eb], &host_c0_[idx * eb], eb) != 0) {
-            part.bad_column = col;
-            part.reason = "wrote outside C: row " + std::to_string(i) + " >= m in column " + std::to_string(j);
-            break;
-          }
-          continue;
-        }
-        double v = load_element(out.data(), idx, p.c_type);
-        double want = reference_[std::size_t(b * p.m * p.n + j * p.m + i)];
-        if (!std::isfinite(v)) {
-          part.bad_column = col;
-          part.reason = "C(" + std::to_string(i) + "," + std::to_string(j) + ", batch " + std::to_string(b) + ") is " +
-                        std::to_string(v) + " (not written, or NaN/inf)";
-          break;
-        }
-        part.err += (v - want) * (v - want);
-        part.ref += want * want;
-      }
+  if (c.first_bad >= 0) {  // the lowest column with a bad element, and its first bad row
+    const OutputLayout l = OutputLayout::of_c(p);
+    const std::int64_t b = c.first_bad / l.stride, i = c.first_bad % l.stride % p.ldc, j = c.first_bad % l.stride / p.ldc;
+    if (i >= p.m) {
+      r.reason = "wrote outside C: row " + std::to_string(i) + " >= m in column " + std::to_string(j);
+    } else {
+      r.reason = "C(" + std::to_string(i) + "," + std::to_string(j) + ", batch " + std::to_string(b) + ") is " +
+                 std::to_string(read_element(dev_, c_[0].get(), c.first_bad, p.c_type)) + " (not written, or NaN/inf)";
     }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  work(0);
-  for (auto& th : pool) th.join();
-  double err = 0, ref = 0;
-  const Part* first_bad = nullptr;
-  for (const Part& part : parts) {
-    err += part.err;
-    ref += part.ref;
-    if (part.bad_column >= 0 && (!first_bad || part.bad_column < first_bad->bad_column)) first_bad = &part;
-  }
-  if (first_bad) {
-    r.reason = first_bad->reason;
     r.rel_error = INFINITY;
     return r;
   }
-  // Gaps between batches (stride_c > ldc * n) must be untouched as well.
-  for (std::int64_t b = 0; b + 1 < p.batch; ++b)
-    for (std::int64_t idx = b * p.stride_c + p.ldc * p.n; idx < (b + 1) * p.stride_c; ++idx)
-      if (std::memcmp(&out[idx * eb], &host_c0_[idx * eb], eb) != 0) {
-        r.reason = "wrote between batches of C at element " + std::to_string(idx);
-        return r;
-      }
-  r.rel_error = std::sqrt(err / std::max(ref, 1e-300));
-  r.ok = r.rel_error <= tolerance(p);
-  if (!r.ok) r.reason = "relative error " + std::to_string(r.rel_error) + " > tolerance " + std::to_string(tolerance(p));
-  return r;
+  if (c.first_gap >= 0) {
+    r.reason = "wrote between batches of C at element " + std::to_string(c.first_gap);
+    return r;
+  }
+  return judge_error(c, tolerance(p));
 }
 
 }  // namespace tiletune::tuner

@@ -5,19 +5,15 @@
 // operands are kept so that timing rotates through more than twice the device's cache.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "gpu/backend.h"
 #include "kernel_templates/gemm_params.h"
 #include "solutions/problem.h"
+#include "tuner/output_check.h"
 
 namespace tiletune::tuner {
-
-struct ValidationResult {
-  bool ok = false;
-  double rel_error = 0;
-  std::string reason;  // why it failed
-};
 
 class ProblemData {
  public:
@@ -31,7 +27,8 @@ class ProblemData {
   // Kernel arguments that use copy `set` of the operands.
   TtGemmParams params(std::size_t set) const;
   // Poisons C (or restores its random initial value when beta != 0), runs `launch` on copy 0,
-  // and compares the whole of C, padding included, with the reference.
+  // and compares the whole of C, padding included, with the reference. On a GPU all of this stays
+  // on the device (the reference and C's initial value are kept there); only the sums come back.
   template <class Launch>
   ValidationResult validate(Launch&& launch) {
     reset_output();
@@ -40,7 +37,8 @@ class ProblemData {
     return check_output();
   }
   void reset_output();
-  ValidationResult check_output();
+  ValidationResult check_output();           // on the device for GPU backends
+  ValidationResult check_output_on_host();   // the same check over a host copy of C
 
   float alpha() const { return alpha_; }
   const std::vector<double>& reference() const { return reference_; }  // m x n per batch, packed
@@ -49,6 +47,7 @@ class ProblemData {
  private:
   void products_on_host();
   void products_on_device();
+  ValidationResult judge(const Comparison& c);
 
   gpu::Device& dev_;
   GemmProblem problem_;
@@ -56,6 +55,8 @@ class ProblemData {
   std::vector<std::uint8_t> host_a_, host_b_, host_c0_;
   std::vector<double> reference_;  // m x n per batch, column-major, packed
   std::vector<gpu::DeviceBuffer> a_, b_, c_;
+  std::unique_ptr<DeviceCheck> check_;  // GPUs: the reference on the device
+  std::unique_ptr<DeviceSnapshot> c0_;  // GPUs with beta != 0: C's initial value on the device
 };
 
 // The compile request of a naive fp64 reference kernel (kernel_templates/reference_*.cuh) for
