@@ -2,8 +2,11 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpu/backend.h"
@@ -39,11 +42,29 @@ inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const 
   return out;
 }
 
-// Compiles and runs one candidate twice against the fp64 reference (split-K must leave its
-// workspace zeroed for the second run); failures are reported through gtest.
-inline void validate_conv_candidate(gpu::Device& dev, const tuner::Candidate& c, const Problem& p) {
-  gpu::CompileResult r = dev.compiler().compile(c.tmpl->compile_request(c.solution, p, dev.info()));
-  ASSERT_TRUE(r.ok) << r.log;
+// Compiles every candidate on all cores (NVRTC compiles concurrently in threads, as the tuner's
+// compile pool does); results in the candidates' order.
+inline std::vector<gpu::CompileResult> compile_all(const gpu::Device& dev, const std::vector<tuner::Candidate>& cands,
+                                                   const std::vector<Problem>& problems) {
+  std::vector<gpu::CompileResult> out(cands.size());
+  std::atomic<std::size_t> next{0};
+  const unsigned n = std::max(1u, std::min(std::thread::hardware_concurrency(), unsigned(cands.size())));
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < n; ++t)
+    pool.emplace_back([&] {
+      for (std::size_t i; (i = next++) < cands.size();)
+        out[i] = dev.compiler().compile(
+            cands[i].tmpl->compile_request(cands[i].solution, problems[cands[i].problem_index], dev.info()));
+    });
+  for (auto& t : pool) t.join();
+  return out;
+}
+
+// Runs one compiled candidate twice against the fp64 reference (split-K must leave its workspace
+// zeroed for the second run); failures are reported through gtest.
+inline void validate_conv_candidate(gpu::Device& dev, const tuner::Candidate& c, const Problem& p,
+                                    const gpu::CompileResult& r) {
+  ASSERT_TRUE(r.ok) << c.solution.kernel_name() << "\n" << r.log;
   auto kernel = dev.load(r.code);
   const Variables vars = c.tmpl->variables(c.solution, p, dev.info());
   const gpu::LaunchDims dims = c.tmpl->launch_dims(vars);
@@ -60,6 +81,15 @@ inline void validate_conv_candidate(gpu::Device& dev, const tuner::Candidate& c,
     });
     EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << " (run " << run << "): " << v.reason;
   }
+}
+
+// Every candidate of `cands`, compiled in parallel first, validated one after another.
+inline std::size_t validate_conv_candidates(gpu::Device& dev, const std::vector<tuner::Candidate>& cands,
+                                            const std::vector<Problem>& problems) {
+  const std::vector<gpu::CompileResult> code = compile_all(dev, cands, problems);
+  for (std::size_t i = 0; i < cands.size(); ++i)
+    validate_conv_candidate(dev, cands[i], problems[cands[i].problem_index], code[i]);
+  return cands.size();
 }
 
 }  // namespace tiletune::testing

@@ -63,7 +63,7 @@ TEST(CudaConvGpu, CandidatesMatchTheReference) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
   const std::vector<Problem> problems = conv_problems();
-  for (const auto& c : spread(problems, dev->info(), 4)) validate_conv_candidate(*dev, c, problems[c.problem_index]);
+  validate_conv_candidates(*dev, spread(problems, dev->info(), 4), problems);
 }
 
 TEST(CudaConvCompile, NvrtcCompilesTheDeviceReferenceForEveryDirectionTypeAndLayout) {

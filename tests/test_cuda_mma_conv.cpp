@@ -86,11 +86,7 @@ TEST(MmaConvGpu, SampleOfEachDirectionMatchesTheReference) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
   const std::vector<Problem> ps = problems();
-  std::size_t checked = 0;
-  for (const auto& c : conv_sample("mma_conv", ps, dev->info(), 6)) {
-    validate_conv_candidate(*dev, c, ps[c.problem_index]);
-    ++checked;
-  }
+  const std::size_t checked = validate_conv_candidates(*dev, conv_sample("mma_conv", ps, dev->info(), 6), ps);
   std::printf("%zu candidates validated\n", checked);
 }
 
