@@ -35,7 +35,7 @@ ConvData::ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate, st
     const DataType type = t == out ? p.out_type : p.in_type;
     host_[t].assign(std::size_t(counts[t]) * size_of(type), 0xFF);
     if (t == out) continue;
-    for (std::int64_t i = 0; i < counts[t]; ++i) store_element(host_[t].data(), i, type, random_input(rng));
+    random_fill(counts[t], rng(), [&](std::int64_t i, float v) { store_element(host_[t].data(), i, type, v); });
   }
 
   const std::size_t sets = rotation_sets(dev.info(), host_[0].size() + host_[1].size() + host_[2].size(), rotate);

@@ -16,13 +16,12 @@ namespace {
 // Fills the elements of a strided-batched column-major matrix with random values; the padding
 // between rows and ld keeps the 0xFF poison so that a kernel reading it would be caught by NaNs.
 void fill_random(std::vector<std::uint8_t>& buf, std::int64_t elements, std::int64_t rows, std::int64_t cols,
-                 std::int64_t ld, std::int64_t stride, std::int64_t batch, DataType t, std::mt19937_64& rng) {
+                 std::int64_t ld, std::int64_t stride, std::int64_t batch, DataType t, std::uint64_t seed) {
   buf.assign(std::size_t(elements) * size_of(t), 0xFF);
-  for (std::int64_t b = 0; b < batch; ++b)
-    for (std::int64_t j = 0; j < cols; ++j)
-      for (std::int64_t i = 0; i < rows; ++i) {
-        store_element(buf.data(), b * stride + j * ld + i, t, random_input(rng));
-      }
+  random_fill(rows * cols * batch, seed, [&](std::int64_t idx, float v) {
+    const std::int64_t i = idx % rows, j = idx / rows % cols, b = idx / (rows * cols);
+    store_element(buf.data(), b * stride + j * ld + i, t, v);
+  });
 }
 
 double epsilon(DataType t) {
@@ -48,9 +47,9 @@ ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rota
   problem_.validate();
   std::mt19937_64 rng(seed ? seed : std::random_device{}());
   const GemmProblem& p = problem_;
-  fill_random(host_a_, p.elements_a(), p.rows_a(), p.cols_a(), p.lda, p.stride_a, p.batch, p.a_type, rng);
-  fill_random(host_b_, p.elements_b(), p.rows_b(), p.cols_b(), p.ldb, p.stride_b, p.batch, p.a_type, rng);
-  fill_random(host_c0_, p.elements_c(), p.m, p.n, p.ldc, p.stride_c, p.batch, p.c_type, rng);
+  fill_random(host_a_, p.elements_a(), p.rows_a(), p.cols_a(), p.lda, p.stride_a, p.batch, p.a_type, rng());
+  fill_random(host_b_, p.elements_b(), p.rows_b(), p.cols_b(), p.ldb, p.stride_b, p.batch, p.a_type, rng());
+  fill_random(host_c0_, p.elements_c(), p.m, p.n, p.ldc, p.stride_c, p.batch, p.c_type, rng());
   std::uniform_real_distribution<float> dist(0.5f, 1.5f);
   alpha_ = dist(rng);
   beta_ = p.beta_zero ? 0.f : dist(rng);
