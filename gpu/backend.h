@@ -71,6 +71,10 @@ struct LaunchDims {
   unsigned block[3] = {1, 1, 1};
   unsigned shared_bytes = 0;
   unsigned cluster[3] = {1, 1, 1};  // thread-block cluster (CUDA sm_90+); 1x1x1 = none
+  // A persistent kernel (it strides over its work by gridDim.x): with clusters, grid[0] is an upper
+  // bound that the backend lowers to the clusters that can be co-resident (CUDA:
+  // cuOccupancyMaxActiveClusters), so that no cluster waits for another to finish.
+  bool persistent = false;
 };
 
 using Stream = void*;  // native stream handle; nullptr is the default stream

@@ -6,6 +6,7 @@
 #ifndef TILETUNE_MMA_COMMON_H
 #define TILETUNE_MMA_COMMON_H
 
+#include "splitk_reduce.h"
 #include "tt_types.h"
 
 namespace tt_mma {
@@ -98,48 +99,13 @@ TT_DEVICE void frag_b(u32 (&r)[4], u32 base, int nb, int ks, int lane) {
     ldsm_x4<true>(r, base + swz<RB>(ks * 16 + (lane & 15), (nb >> 3) + (lane >> 4)));
 }
 
-// Deterministic split-K: every split stores its fp32 partial tile (MI x NI fragments per thread)
-// into its own slot of `workspace`, then bumps the tile's counter; the block that arrives last sums
-// the slots in split order (the same result whatever the arrival order), zeroes them and the
-// counter again (the workspace contract) and returns true with the sum in acc. No block waits for
-// another, so this cannot deadlock. Workspace: int counters[all_tiles] padded to 256 bytes, then
-// float slots[all_tiles][SPLITK][TILE].
+// Deterministic split-K (splitk_reduce.h: workspace layout and contract) for a whole block whose
+// threads hold MI x NI fragments of 4 accumulators each.
 template <int MI, int NI, int THREADS, int SPLITK, int TILE>
 TT_DEVICE bool splitk_reduce(float (&acc)[MI][NI][4], void* workspace, long long tile_id, long long all_tiles,
                              int split, int tid) {
-  int* counter = static_cast<int*>(workspace) + tile_id;
-  const long long cnt_bytes = (all_tiles * 4 + 255) / 256 * 256;
-  float4* slots = reinterpret_cast<float4*>(static_cast<char*>(workspace) + cnt_bytes) +
-                  tile_id * (long long)SPLITK * (TILE / 4);
-  float4* mine = slots + (long long)split * (TILE / 4);
-  TT_UNROLL
-  for (int mi = 0; mi < MI; ++mi)
-    TT_UNROLL
-    for (int ni = 0; ni < NI; ++ni)
-      __stcg(mine + (mi * NI + ni) * THREADS + tid,
-             make_float4(acc[mi][ni][0], acc[mi][ni][1], acc[mi][ni][2], acc[mi][ni][3]));
-  __threadfence();
-  __syncthreads();
-  const int last = __syncthreads_or(tid == 0 && atomicAdd(counter, 1) == SPLITK - 1);
-  if (!last) return false;
-  __threadfence();
-  TT_UNROLL
-  for (int mi = 0; mi < MI; ++mi)
-    TT_UNROLL
-    for (int ni = 0; ni < NI; ++ni) {
-      float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-      for (int sp = 0; sp < SPLITK; ++sp) {
-        float4* q = slots + (long long)sp * (TILE / 4) + (mi * NI + ni) * THREADS + tid;
-        float4 v;
-        if (sp == split) v = make_float4(acc[mi][ni][0], acc[mi][ni][1], acc[mi][ni][2], acc[mi][ni][3]);
-        else v = __ldcg(q);
-        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
-        __stcg(q, make_float4(0.f, 0.f, 0.f, 0.f));
-      }
-      acc[mi][ni][0] = s.x; acc[mi][ni][1] = s.y; acc[mi][ni][2] = s.z; acc[mi][ni][3] = s.w;
-    }
-  if (tid == 0) *counter = 0;
-  return true;
+  return tt_splitk::reduce<MI * NI * 4, THREADS, SPLITK, TILE>(&acc[0][0][0], workspace, tile_id, all_tiles, split, tid,
+                                                              tt_splitk::BlockGroup());
 }
 
 }  // namespace tt_mma

@@ -33,6 +33,15 @@
 // the two take alternate tiles; a pair of named barriers makes them run their main loops in turn,
 // so one consumer's epilogue overlaps the other's main loop (and no mbarrier parity wait can run
 // more than one phase ahead when a consumer skips the other's K steps in the ring).
+// Split-K (SPLITK > 1): the work unit becomes (tile unit, K split), split-major; split s reduces
+// the contiguous K tiles [s KT / SPLITK, (s + 1) KT / SPLITK). After its main loop, the group of
+// consumer threads holding the tile (one consumer with ping-pong, all of them otherwise) stores
+// its fp32 partial into its slot of p.g.workspace and bumps the tile's counter; the group that
+// arrives last sums the slots in split order (deterministic), zeroes them and runs the epilogue,
+// the others go on with their next unit (splitk_reduce.h; workspace = WORKSPACE_BYTES of the JSON,
+// left zeroed). The groups meet on named barriers of their own (1 + consumer with ping-pong or
+// one consumer, 5 for two cooperative ones), so the producer warpgroup never waits on them.
+// TMA L2 promotion (L2PROMO in the JSON) is a property of the host-built tensor maps only.
 // Epilogue per consumer: accumulators (times alpha) go through a padded fp32 staging buffer in
 // shared memory, 32 columns at a time, and are written with coalesced stores down each column of C:
 // 16-byte vectors where C's pointer / ldc / batch stride allow, else scalars with consecutive lanes
@@ -48,6 +57,7 @@
 // has no transpose. BK is one 128-byte atom: 64 16-bit or 32 fp32 elements.
 #include "gemm_params.h"
 #include "gemm_tma_params.h"
+#include "splitk_reduce.h"
 #include "tt_types.h"
 #include "wgmma_ops.h"
 
@@ -172,6 +182,25 @@ TT_DEVICE void named_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// The consumer threads that share a tile, synchronised by a named barrier that the producer
+// warpgroup never touches (the split-K reduction's group, see splitk_reduce.h).
+struct NamedGroup {
+  int id, threads;
+  TT_DEVICE void sync() const { named_sync(id, threads); }
+  TT_DEVICE bool any(bool pred) const {
+    u32 r;
+    asm volatile(
+        "{ .reg .pred p, q;\n"
+        "setp.ne.u32 p, %1, 0;\n"
+        "bar.red.or.pred q, %2, %3, p;\n"
+        "selp.u32 %0, 1, 0, q; }"
+        : "=r"(r)
+        : "r"((u32)pred), "r"(id), "r"(threads)
+        : "memory");
+    return r != 0;
+  }
+};
+
 // Keeps the compiler from moving accumulator reads / writes across wgmma waits.
 template <int R> TT_DEVICE void fence_regs(float* d) {
   TT_UNROLL
@@ -237,7 +266,7 @@ TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, in
 }  // namespace tt_wg
 
 template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
-          int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER, int CLUSTER>
+          int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER, int CLUSTER, int SPLITK = 1>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
@@ -249,6 +278,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   static_assert(PINGPONG == 0 || CONSUMERS == 2, "ping-pong needs two consumers");
   static_assert(LOADER == 0 || LOADER == 1, "LOADER: 0 TMA, 1 cp.async");
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && LOADER == 0), "clusters of 2 share B by TMA multicast");
+  static_assert(SPLITK >= 1, "SPLITK: K splits per tile");
   constexpr bool PP = PINGPONG != 0;
   constexpr int WM = PP ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
   constexpr int MI = WM / 64;         // m64 sub-tiles per consumer
@@ -279,10 +309,23 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
   // Work units: groups of CLUSTER tile rows (one per CTA of a cluster) of one tile column.
   const int units_m = (tiles_m + CLUSTER - 1) / CLUSTER;
-  const int total = units_m * tiles_n * p.g.batch;
+  const int tile_units = units_m * tiles_n * p.g.batch;
+  // With split-K, a work unit is one K split of one tile unit, split-major: concurrently running
+  // units share the same K range of neighbouring tiles' operands in L2.
+  const int total = tile_units * SPLITK;
   const int first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
   const u32 rank = CLUSTER > 1 ? cluster_rank() : 0u;
   const int KT = (K + BK - 1) / BK;
+  // Work unit u -> tile unit, K split and its K tiles [kb, ke).
+  auto unit = [&](int u, int& t, int& split, int& kb, int& ke) {
+    if (SPLITK == 1) {
+      t = u, split = 0, kb = 0, ke = KT;
+    } else {
+      split = u / tile_units;
+      t = u - split * tile_units;
+      tt_splitk::k_range<SPLITK>(KT, split, kb, ke);
+    }
+  };
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -308,14 +351,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       constexpr int LAG = STAGES > 2 ? STAGES - 2 : 0;
       int s = 0, issued = 0;
       u32 ph = 0;
-      for (int t = first; t < total; t += step) {
-        int mb, nb, b;
+      for (int u = first; u < total; u += step) {
+        int t, split, kb, ke, mb, nb, b;
+        unit(u, t, split, kb, ke);
         tile_coords<RASTER, GROUP>(t, units_m, tiles_n, mb, nb, b);
         mb = mb * CLUSTER + (int)rank;
         const TA* Ab = A + (long long)b * p.g.stride_a;
         const TA* Bb = Bm + (long long)b * p.g.stride_b;
 #pragma unroll 1
-        for (int kt = 0; kt < KT; ++kt) {
+        for (int kt = kb; kt < ke; ++kt) {
           mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
           cp_async_stage<BM, BK, A_K>(sA + s * A_STAGE, Ab, p.g.lda, M, K, mb * BM, kt * BK, tid);
           cp_async_stage<BN, BK, B_K>(sB + s * B_STAGE, Bb, p.g.ldb, N, K, nb * BN, kt * BK, tid);
@@ -337,12 +381,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       prefetch_map(&p.map_b);
       int s = 0;
       u32 ph = 0;
-      for (int t = first; t < total; t += step) {
-        int mb, nb, b;
+      for (int u = first; u < total; u += step) {
+        int t, split, kb, ke, mb, nb, b;
+        unit(u, t, split, kb, ke);
         tile_coords<RASTER, GROUP>(t, units_m, tiles_n, mb, nb, b);
         mb = mb * CLUSTER + (int)rank;
         const int m0 = mb * BM, n0 = nb * BN;
-        for (int kt = 0; kt < KT; ++kt) {
+        for (int kt = kb; kt < ke; ++kt) {
           const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
           mbar_wait(empty, ph ^ 1);
           mbar_arrive_expect_tx(full, STAGE_BYTES);
@@ -395,13 +440,17 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     float acc[MI][BN / 2];
     int s = 0;
     u32 ph = 0;
-    // Ping-pong: the consumers take turns, tile by tile; each skips the other's K steps in the ring.
-    auto skip_tile = [&]() {
-      const int pos = s + KT;
+    // Ping-pong: the consumers take turns, unit by unit; each skips the K steps of the other's
+    // unit u in the ring.
+    auto skip_unit = [&](int u) {
+      if (u >= total) return;  // no such unit: nothing follows
+      int t, split, kb, ke;
+      unit(u, t, split, kb, ke);
+      const int pos = s + (ke - kb);
       ph ^= (u32)((pos / STAGES) & 1);
       s = pos % STAGES;
     };
-    if (PP && cw == 1) skip_tile();
+    if (PP && cw == 1) skip_unit(first);
     const int t_step = PP ? 2 * step : step;
     // A stage is released to the producers of every CTA that wrote into it.
     auto release = [&](int stage) {
@@ -412,15 +461,22 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         for (int r = 0; r < CLUSTER; ++r) mbar_arrive_in(bars + 8 * (STAGES + stage), (u32)r);
       }
     };
-    for (int t = first + (PP ? cw * step : 0); t < total; t += t_step) {
-      int mb, nb, b;
+    for (int u = first + (PP ? cw * step : 0); u < total; u += t_step) {
+      int t, split, kb, ke, mb, nb, b;
+      unit(u, t, split, kb, ke);
       tile_coords<RASTER, GROUP>(t, units_m, tiles_n, mb, nb, b);
       mb = mb * CLUSTER + (int)rank;
       // Ping-pong order: a consumer starts its main loop only after the other one has passed all of
       // its full-barrier waits (tensor cores in turn, and no parity wait more than one phase ahead).
-      if (PP && t != first) named_sync(3 + cw, 256);
+      if (PP && u != first) named_sync(3 + cw, 256);
       int prev = -1;
-      for (int kt = 0; kt < KT; ++kt) {
+      if (SPLITK > 1 && kb == ke) {  // K < SPLITK tiles (the constraints keep sweeps from it): a zero partial
+        TT_UNROLL
+        for (int mi = 0; mi < MI; ++mi)
+          TT_UNROLL
+          for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.0f;
+      }
+      for (int kt = kb; kt < ke; ++kt) {
         mbar_wait(bars + 8 * s, ph);
         const u32 a = sA + s * A_STAGE + (PP ? 0 : cw * MI * 64 * 128);  // 64 rows or one 64-row box: same bytes
         const u32 bb = sB + s * B_STAGE;
@@ -432,7 +488,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           for (int mi = 0; mi < MI; ++mi) {
             const u32 am = a + mi * 64 * 128;
             const u64 da = A_K ? desc(am + kk * 32, 16, 1024) : desc(am + kk * 2048, BK * 128, 1024);
-            Mma::mma(acc[mi], da, db, (kt > 0 || kk > 0) ? 1 : 0);
+            Mma::mma(acc[mi], da, db, (kt > kb || kk > 0) ? 1 : 0);
           }
         }
         wg_commit();
@@ -443,12 +499,27 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         prev = s;
         if (++s == STAGES) { s = 0; ph ^= 1; }
       }
-      if (PP && t + step < total) named_arrive(3 + (cw ^ 1), 256);
+      if (PP && u + step < total) named_arrive(3 + (cw ^ 1), 256);
       wg_wait<0>();
       TT_UNROLL
       for (int mi = 0; mi < MI; ++mi) fence_regs<BN / 2>(acc[mi]);
-      if (lane == 0) release(prev);
-      if (PP) skip_tile();
+      if (lane == 0 && (SPLITK == 1 || prev >= 0)) release(prev);
+      if (PP) skip_unit(u + step);
+
+      // ---------------------------------------------------------------- split-K
+      // The threads that hold this tile's accumulators (one consumer with ping-pong, all of them
+      // otherwise) meet the other splits in the workspace; the last to arrive goes on with the sum.
+      // In a cluster, the CTA whose tile row lies past M has no tile and skips it.
+      if (SPLITK > 1) {
+        if (mb >= tiles_m) continue;
+        constexpr int GT = PP ? 128 : 128 * CONSUMERS;  // threads of the group
+        const NamedGroup group{(PP || CONSUMERS == 1) ? 1 + cw : 5, GT};
+        const long long tile_id = ((long long)b * tiles_m + mb) * tiles_n + nb;
+        if (!tt_splitk::reduce<MI * BN / 2, GT, SPLITK, BM * BN>(&acc[0][0], p.g.workspace, tile_id,
+                                                                 (long long)p.g.batch * tiles_m * tiles_n, split,
+                                                                 PP ? tid : threadIdx.x - 128, group))
+          continue;
+      }
 
       // ---------------------------------------------------------------- epilogue
       const int m_base = mb * BM + (PP ? 0 : cw * WM);

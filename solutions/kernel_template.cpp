@@ -62,6 +62,7 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
     t.shared_bytes_ = Expression::parse(l.at("shared_bytes").get<std::string>());
     t.cluster_x_ = Expression::parse(l.value("cluster_x", std::string("1")));
     t.cluster_y_ = Expression::parse(l.value("cluster_y", std::string("1")));
+    t.persistent_ = l.value("persistent", false);
     t.workspace_ = Expression::parse(j.value("workspace_bytes", std::string("0")));
     t.arguments_ = j.value("arguments", std::string("gemm"));
     t.fallback_rank_ = j.value("fallback_rank", -1);
@@ -200,6 +201,7 @@ gpu::LaunchDims KernelTemplate::launch_dims(const Variables& vars) const {
   d.shared_bytes = static_cast<unsigned>(shared_bytes_.eval(vars));
   d.cluster[0] = static_cast<unsigned>(cluster_x_.eval(vars));
   d.cluster[1] = static_cast<unsigned>(cluster_y_.eval(vars));
+  d.persistent = persistent_;
   return d;
 }
 

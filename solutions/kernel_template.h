@@ -106,6 +106,7 @@ class KernelTemplate {
   std::vector<std::pair<std::string, Expression>> derived_;
   std::vector<std::pair<std::string, Expression>> constraints_;
   Expression block_, grid_x_, grid_y_, grid_z_, shared_bytes_, cluster_x_, cluster_y_, workspace_;
+  bool persistent_ = false;  // launch "persistent": see gpu::LaunchDims::persistent
   int fallback_rank_ = -1;
   ProblemKind kind_ = ProblemKind::Gemm;
   bool has_model_ = false;

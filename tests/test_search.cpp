@@ -171,6 +171,24 @@ TEST(SearchModel, PersistentGridLoopsOverTiles) {
   EXPECT_NEAR(one_more.seconds, 2 * one_more.tile_seconds, 1e-15) << "144 tiles: some blocks do two";
 }
 
+// wgmma_gemm split-K: 1000^3 makes 64 tiles of 128 x 128 on 132 SMs; two splits make 128 units
+// of half the K steps each, one round, so the model expects it faster despite the partial sums.
+TEST(SearchModel, WgmmaSplitKFillsTheMachine) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const GemmProblem p = gemm(DataType::BF16, DataType::BF16, false, false, 1000, 1000, 1000);
+  Solution one = t.default_solution(), two = t.default_solution();
+  two.params["SPLITK"] = 2;
+  const tuner::ModelEstimate a = tuner::model_estimate(t, one, p, dev), b = tuner::model_estimate(t, two, p, dev);
+  EXPECT_EQ(a.tiles, 64);
+  EXPECT_EQ(a.blocks, 64);
+  EXPECT_EQ(a.steps, 16);
+  EXPECT_EQ(b.tiles, 128);
+  EXPECT_EQ(b.blocks, 128);
+  EXPECT_EQ(b.steps, 8);
+  EXPECT_LT(b.seconds, a.seconds);
+}
+
 // The terms the model weighs, each on a case where it decides.
 TEST(SearchModel, PipelineDepthOccupancyAndEpilogue) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);

@@ -4,7 +4,10 @@
 #include <dlfcn.h>
 #include <nvrtc.h>
 
+#include <array>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 
@@ -20,8 +23,11 @@ struct Driver {
   X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuCtxSynchronize) X(cuEventCreate)        \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventElapsedTime) X(cuEventSynchronize) X(cuGetErrorString)     \
   X(cuFuncSetAttribute) X(cuLaunchKernelEx) X(cuCtxGetCurrent) X(cuTensorMapEncodeTiled)
+  // Optional: without them the backend still works (see where each is used).
+#define TT_CU_OPTIONAL_FUNCS(X) X(cuOccupancyMaxActiveClusters)
 #define TT_DECLARE(name) decltype(&::name) name = nullptr;
   TT_CU_FUNCS(TT_DECLARE)
+  TT_CU_OPTIONAL_FUNCS(TT_DECLARE)
 #undef TT_DECLARE
   bool ok = false;
   std::string why;
@@ -54,6 +60,12 @@ const Driver& driver() {
   }
     TT_CU_FUNCS(TT_RESOLVE)
 #undef TT_RESOLVE
+#define TT_RESOLVE_OPTIONAL(name)                                                             \
+  if (get_proc(#name, reinterpret_cast<void**>(&d.name), kDriverAbi, CU_GET_PROC_ADDRESS_DEFAULT, \
+               nullptr) != CUDA_SUCCESS)                                                     \
+    d.name = nullptr;
+    TT_CU_OPTIONAL_FUNCS(TT_RESOLVE_OPTIONAL)
+#undef TT_RESOLVE_OPTIONAL
     CUresult rc = d.cuInit(0);
     if (rc != CUDA_SUCCESS) {
       d.why = "cuInit failed with code " + std::to_string(int(rc));
@@ -156,6 +168,21 @@ class ContextScope {
 class CudaKernel final : public Kernel {
  public:
   CudaKernel(CUcontext ctx, CUmodule m, CUfunction f) : ctx_(ctx), module_(m), fn_(f) {}
+  // How many clusters of `config`'s shape can be co-resident (cuOccupancyMaxActiveClusters),
+  // asked once per block / cluster / shared-memory shape; 0 when the driver cannot tell.
+  int max_active_clusters(const CUlaunchConfig& config, const CUlaunchAttribute& cluster) {
+    const auto& dim = cluster.value.clusterDim;
+    const std::array<unsigned, 7> key = {config.blockDimX, config.blockDimY, config.blockDimZ, config.sharedMemBytes,
+                                         dim.x, dim.y, dim.z};
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [k, n] : clusters_)
+      if (k == key) return n;
+    int n = 0;
+    if (!driver().cuOccupancyMaxActiveClusters || driver().cuOccupancyMaxActiveClusters(&n, fn_, &config) != CUDA_SUCCESS)
+      n = 0;
+    clusters_.emplace_back(key, n);
+    return n;
+  }
   ~CudaKernel() override {
     try {
       ContextScope scope(ctx_);
@@ -170,6 +197,8 @@ class CudaKernel final : public Kernel {
   CUcontext ctx_;
   CUmodule module_;
   CUfunction fn_;
+  std::mutex mutex_;
+  std::vector<std::pair<std::array<unsigned, 7>, int>> clusters_;
 };
 
 int attribute(CUdevice dev, CUdevice_attribute attr) {
@@ -231,7 +260,8 @@ class CudaDevice final : public Device {
 
   void launch(Kernel& kernel, const LaunchDims& d, const void* arg, std::size_t, Stream stream) override {
     ContextScope scope(ctx_);
-    CUfunction fn = static_cast<CudaKernel&>(kernel).fn();
+    CudaKernel& k = static_cast<CudaKernel&>(kernel);
+    CUfunction fn = k.fn();
     if (d.shared_bytes > 48 * 1024)
       check(driver().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(d.shared_bytes)),
             "cuFuncSetAttribute");
@@ -258,6 +288,12 @@ class CudaDevice final : public Device {
     config.hStream = static_cast<CUstream>(stream);
     config.attrs = &cluster;
     config.numAttrs = 1;
+    // A persistent grid asks for at most as many clusters as fit at once: more would wait for a
+    // whole cluster to finish its share of the work. Unknown (old driver): the grid as computed.
+    if (d.persistent && d.grid[1] == 1 && d.grid[2] == 1) {
+      const int fit = k.max_active_clusters(config, cluster);
+      if (fit > 0 && config.gridDimX > unsigned(fit) * d.cluster[0]) config.gridDimX = unsigned(fit) * d.cluster[0];
+    }
     check(driver().cuLaunchKernelEx(&config, fn, params, nullptr), "cuLaunchKernelEx");
   }
 

@@ -20,7 +20,8 @@ namespace {
 // ld elements apart, `batch` matrices `stride` elements apart. The box is box_inner x box_outer.
 void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what, CUtensorMapDataType dt,
                     int elem_bytes, const void* base, std::int64_t inner, std::int64_t outer, std::int64_t ld,
-                    std::int64_t stride, std::int64_t batch, int box_inner, int box_outer) {
+                    std::int64_t stride, std::int64_t batch, int box_inner, int box_outer,
+                    CUtensorMapL2promotion l2) {
   const std::int64_t row_bytes = ld * elem_bytes;
   std::int64_t batch_bytes = stride * elem_bytes;
   if (batch <= 1) batch_bytes = (row_bytes * outer + 15) / 16 * 16;  // unused; any legal value
@@ -36,8 +37,8 @@ void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what,
   CUtensorMap m;
   std::memset(&m, 0, sizeof m);
   const CUresult r = encode(&m, dt, 3, const_cast<void*>(base), dims, strides, box, elem_strides,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, l2,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw Error(std::string("wgmma_gemm: cuTensorMapEncodeTiled failed for ") + what + " (CUresult " +
                 std::to_string(static_cast<int>(r)) + ", dims " + std::to_string(inner) + "x" +
@@ -49,8 +50,16 @@ void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what,
 
 std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, const TtGemmParams& p,
                                                     DataType a_type, bool trans_a, bool trans_b, int bm,
-                                                    int bn, int bk, int cluster) {
+                                                    int bn, int bk, int cluster, int l2promo) {
   if (!encode) throw Error("wgmma_gemm: cuTensorMapEncodeTiled is not available (no CUDA driver)");
+  CUtensorMapL2promotion l2;
+  switch (l2promo) {
+    case 0: l2 = CU_TENSOR_MAP_L2_PROMOTION_NONE; break;
+    case 1: l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_64B; break;
+    case 2: l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_128B; break;
+    case 3: l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B; break;
+    default: throw Error("wgmma_gemm: L2PROMO " + std::to_string(l2promo) + " (0 none, 1 64B, 2 128B, 3 256B)");
+  }
   CUtensorMapDataType dt;
   switch (a_type) {
     case DataType::BF16: dt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
@@ -70,16 +79,16 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   args.g = p;
   // A: op(A) is M x K. Stored K x M (K-major, trans_a) or M x K (MN-major).
   if (trans_a)
-    encode_operand(encode, &args.map_a, "A", dt, eb, p.a, p.k, p.m, p.lda, p.stride_a, p.batch, bk, bm);
+    encode_operand(encode, &args.map_a, "A", dt, eb, p.a, p.k, p.m, p.lda, p.stride_a, p.batch, bk, bm, l2);
   else
-    encode_operand(encode, &args.map_a, "A", dt, eb, p.a, p.m, p.k, p.lda, p.stride_a, p.batch, line, bk);
+    encode_operand(encode, &args.map_a, "A", dt, eb, p.a, p.m, p.k, p.lda, p.stride_a, p.batch, line, bk, l2);
   // B: op(B) is K x N. Stored K x N (K-major, !trans_b) or N x K (MN-major).
   // In a cluster each CTA loads (and multicasts) its share of B: half the rows of a K-major tile.
   if (cluster != 1 && cluster != 2) throw Error("wgmma_gemm: clusters of 1 or 2 CTAs only");
   if (!trans_b)
-    encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.k, p.n, p.ldb, p.stride_b, p.batch, bk, bn / cluster);
+    encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.k, p.n, p.ldb, p.stride_b, p.batch, bk, bn / cluster, l2);
   else
-    encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.n, p.k, p.ldb, p.stride_b, p.batch, line, bk);
+    encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.n, p.k, p.ldb, p.stride_b, p.batch, line, bk, l2);
   std::vector<std::uint8_t> bytes(sizeof args);
   std::memcpy(bytes.data(), &args, sizeof args);
   return bytes;
@@ -92,10 +101,14 @@ std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const G
     if (it == vars.end()) throw Error(std::string("wgmma_gemm: variable ") + name + " missing");
     return static_cast<int>(it->second);
   };
-  const auto cluster = vars.find("CLUSTER");
+  // Optional: KernelTemplate::variables() gives a solution without them (an older database's)
+  // the template's default; a template without them gets the former fixed values.
+  auto get_or = [&](const char* name, int fallback) {
+    auto it = vars.find(name);
+    return it == vars.end() ? fallback : static_cast<int>(it->second);
+  };
   return encode_tma_gemm_arguments(tensor_map_encoder(), p, problem.a_type, problem.trans_a, problem.trans_b,
-                                   get("BM"), get("BN"), get("BK"),
-                                   cluster == vars.end() ? 1 : static_cast<int>(cluster->second));
+                                   get("BM"), get("BN"), get("BK"), get_or("CLUSTER", 1), get_or("L2PROMO", 3));
 }
 
 }  // namespace tiletune::gpu::cuda

@@ -1,0 +1,73 @@
+// Deterministic split-K reduction through a workspace, shared by the templates with a SPLITK
+// parameter (mma_gemm, mma_conv through mma_common.h; wgmma_gemm). One contract for all of them:
+//
+// Workspace (TtGemmParams::workspace, zero-filled when allocated, left zeroed by every launch):
+//   int counters[all_tiles], padded to 256 bytes, then float slots[all_tiles][SPLITK][TILE].
+// Every split stores its fp32 partial tile into its own slot, then bumps the tile's counter; the
+// group of threads that arrives last sums the slots in split order (the same result whatever the
+// arrival order), zeroes them and the counter again and returns true with the sum in its
+// accumulators; the others return false and go on. No group waits for another, so this cannot
+// deadlock, whatever else the block's threads (e.g. a producer warpgroup) are doing.
+//
+// The slot of a tile is laid out per thread: float4 q of thread tid at q * THREADS + tid, for the
+// R accumulators each of the THREADS threads holds (R * THREADS == TILE). Any fragment layout fits,
+// as long as every split's threads hold the same elements in the same registers.
+#ifndef TILETUNE_SPLITK_REDUCE_H
+#define TILETUNE_SPLITK_REDUCE_H
+
+#include "tt_types.h"
+
+namespace tt_splitk {
+
+// Synchronises all threads of a block (the group is the whole block).
+struct BlockGroup {
+  TT_DEVICE void sync() const { __syncthreads(); }
+  TT_DEVICE bool any(bool pred) const { return __syncthreads_or(pred) != 0; }
+};
+
+// K tiles [begin, end) of split `split` of KT: contiguous ranges whose lengths differ by at most
+// one, none empty while KT >= SPLITK.
+template <int SPLITK>
+TT_DEVICE void k_range(int KT, int split, int& begin, int& end) {
+  begin = split * KT / SPLITK;  // KT < 2^31 / SPLITK: K below half a billion
+  end = (split + 1) * KT / SPLITK;
+}
+
+// acc: the R fp32 accumulators of thread `tid` (0 <= tid < THREADS) of the group that computed
+// split `split` of tile `tile_id`. Group: sync() is a barrier of the group's threads, any(p) a
+// barrier returning whether p held on any of them.
+template <int R, int THREADS, int SPLITK, int TILE, class Group>
+TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long all_tiles, int split, int tid,
+                      const Group& group) {
+  static_assert(R % 4 == 0 && R * THREADS == TILE, "the group's accumulators cover the tile");
+  int* counter = static_cast<int*>(workspace) + tile_id;
+  const long long cnt_bytes = (all_tiles * 4 + 255) / 256 * 256;
+  float4* slots = reinterpret_cast<float4*>(static_cast<char*>(workspace) + cnt_bytes) +
+                  tile_id * (long long)SPLITK * (TILE / 4);
+  float4* mine = slots + (long long)split * (TILE / 4);
+  TT_UNROLL
+  for (int q = 0; q < R / 4; ++q)
+    __stcg(mine + q * THREADS + tid, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+  __threadfence();
+  group.sync();
+  const bool last = group.any(tid == 0 && atomicAdd(counter, 1) == SPLITK - 1);
+  if (!last) return false;
+  __threadfence();
+  TT_UNROLL
+  for (int q = 0; q < R / 4; ++q) {
+    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int sp = 0; sp < SPLITK; ++sp) {
+      float4* x = slots + (long long)sp * (TILE / 4) + q * THREADS + tid;
+      const float4 v = __ldcg(x);  // this split's own slot too: its registers need not stay live
+      s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+      __stcg(x, make_float4(0.f, 0.f, 0.f, 0.f));
+    }
+    acc[4 * q] = s.x; acc[4 * q + 1] = s.y; acc[4 * q + 2] = s.z; acc[4 * q + 3] = s.w;
+  }
+  if (tid == 0) *counter = 0;
+  return true;
+}
+
+}  // namespace tt_splitk
+
+#endif
