@@ -4,6 +4,7 @@
 # cuBLAS through the runtime (gemm_vs_vendor). Each stage has a time limit; a sweep stopped by it
 # keeps what it finished and a rerun resumes.
 # Usage: scripts/h200_issue3.sh BUILD_DIR OUT_DIR COMMIT "bf16 fp16 tf32" [tests]
+# DEVICES=all (or a list) sweeps on several GPUs; the table is measured on the first.
 set -uo pipefail
 B=$1 OUT=$2 COMMIT=$3 DTYPES=$4 TESTS=${5:-}
 mkdir -p "$OUT"
@@ -19,7 +20,8 @@ if [ -n "$TESTS" ]; then
 fi
 for dt in $DTYPES; do
   limit=240; [ "$dt" = tf32 ] && limit=120
-  timeout $limit "$B/tiletune" tune "configs/h200_gemm_$dt.json" --backend cuda --db "$DB" > "$OUT/tune_$dt.log" 2>&1
+  timeout $limit "$B/tiletune" tune "configs/h200_gemm_$dt.json" --backend cuda ${DEVICES:+--devices $DEVICES} --db "$DB" \
+    > "$OUT/tune_$dt.log" 2>&1
   echo "tune $dt exit $?"; grep -E "^summary|took" "$OUT/tune_$dt.log"
 done
 timeout 150 "$B/benchmarks/gemm_vs_vendor" --db "$DB" --commit "$COMMIT" --rounds 3 --out "$OUT/gemm_h200" \
