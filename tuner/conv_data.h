@@ -19,7 +19,7 @@ namespace tiletune::tuner {
 class ConvData {
  public:
   ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate = true, std::uint64_t seed = 0,
-           double device_reference_flops = 2e10);
+           double device_reference_flops = 1e9);
 
   const ConvProblem& problem() const { return problem_; }
   std::size_t sets() const { return x_.size(); }

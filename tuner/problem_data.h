@@ -1,5 +1,5 @@
 // Inputs for one problem on one device, and their fp64 reference (on the host, or for problems
-// over 2e10 flops on a GPU by the naive reference_gemm kernel), made once per problem and shared
+// over 1e9 flops on a GPU by the naive reference_gemm kernel), made once per problem and shared
 // by all its candidates. Inputs are fresh random values in [-1, 1] (never zeros), rounded to the
 // input type first so the reference sees exactly what the kernel sees. Several copies of the
 // operands are kept so that timing rotates through more than twice the device's cache.
@@ -20,7 +20,7 @@ class ProblemData {
   // `rotate` = false keeps a single copy (validation only).
   // Problems above `device_reference_flops` get their reference from the device (GPUs only).
   ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rotate = true, std::uint64_t seed = 0,
-              double device_reference_flops = 2e10);
+              double device_reference_flops = 1e9);
 
   const GemmProblem& problem() const { return problem_; }
   std::size_t sets() const { return a_.size(); }
