@@ -156,4 +156,30 @@ TEST(WgmmaConvSpace, AdmitsForwardNhwcWithChannelsInSwizzleAtoms) {
                   .candidates.empty());
 }
 
+// Every forward ResNet-50 layer at batch 128 but the 3-channel stem, under the template's space and
+// under the narrow space of configs/h200_conv_resnet50.json.
+TEST(WgmmaConvSpace, EveryForwardResNetLayerButTheStemHasCandidates) {
+  const gpu::DeviceInfo dev = tiletune::testing::fake_device(gpu::BackendKind::Cuda);
+  const int layers[][6] = {{64, 64, 56, 1, 1, 0},   {64, 64, 56, 3, 1, 1},    {64, 256, 56, 1, 1, 0},
+                           {128, 128, 28, 3, 1, 1}, {128, 512, 28, 1, 1, 0},  {256, 512, 56, 1, 2, 0},
+                           {256, 256, 14, 3, 1, 1}, {256, 1024, 14, 1, 1, 0}, {512, 512, 7, 3, 1, 1},
+                           {512, 2048, 7, 1, 1, 0}};
+  std::vector<Problem> problems;
+  for (const auto& l : layers) {
+    ConvProblem p = conv(l[0], l[1], l[3], l[4], l[5]);
+    p.n = 128, p.h = p.w = l[2];
+    problems.push_back(p);
+  }
+  KernelTemplate narrow = find_template("wgmma_conv");
+  narrow.set_values("BM", {128, 256}), narrow.set_values("BN", {64, 128, 256}), narrow.set_values("STAGES", {4, 6});
+  narrow.set_values("CONSUMERS", {2}), narrow.set_values("RASTER", {0}), narrow.set_values("GROUP", {8});
+  for (const KernelTemplate& t : {find_template("wgmma_conv"), narrow}) {
+    const auto e = tuner::enumerate({t}, problems, dev);
+    std::vector<std::size_t> per(problems.size(), 0);
+    for (const auto& c : e.candidates) ++per[c.problem_index];
+    std::printf("wgmma_conv: %zu candidates\n", e.candidates.size());
+    for (std::size_t i = 0; i < problems.size(); ++i) EXPECT_GT(per[i], 0u) << problems[i].key();
+  }
+}
+
 }  // namespace
