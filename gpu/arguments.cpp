@@ -9,13 +9,18 @@
 
 namespace tiletune::gpu {
 
+namespace {
+template <class T>
+std::vector<std::uint8_t> bytes_of(const T& p) {
+  std::vector<std::uint8_t> bytes(sizeof p);
+  std::memcpy(bytes.data(), &p, sizeof p);
+  return bytes;
+}
+}  // namespace
+
 std::vector<std::uint8_t> kernel_arguments(const KernelTemplate& t, const TtGemmParams& p, const GemmProblem& problem,
                                            const Variables& vars) {
-  if (t.arguments() == "gemm") {
-    std::vector<std::uint8_t> bytes(sizeof p);
-    std::memcpy(bytes.data(), &p, sizeof p);
-    return bytes;
-  }
+  if (t.arguments() == "gemm") return bytes_of(p);
 #ifdef TILETUNE_WITH_TMA
   if (t.arguments() == "gemm_tma") return cuda::make_tma_gemm_arguments(p, problem, vars);
 #endif
@@ -36,6 +41,17 @@ TtConvParams conv_arguments(const ConvProblem& p, void* x, void* wt, void* y) {
   a.dil_h = int(p.dil_h), a.dil_w = int(p.dil_w), a.groups = int(p.groups);
   a.gemm_m = int(g.m), a.gemm_n = int(g.n), a.gemm_k = int(g.k);
   return a;
+}
+
+std::vector<std::uint8_t> conv_kernel_arguments(const KernelTemplate& t, const TtConvParams& p,
+                                                const ConvProblem& problem, const Variables& vars) {
+  if (t.arguments() == "conv") return bytes_of(p);
+#ifdef TILETUNE_WITH_TMA
+  if (t.arguments() == "conv_tma") return cuda::make_tma_conv_arguments(p, problem, vars);
+#endif
+  (void)problem;
+  (void)vars;
+  throw Error("template " + t.name() + ": arguments '" + t.arguments() + "' are not available in this build");
 }
 
 }  // namespace tiletune::gpu

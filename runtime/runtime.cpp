@@ -325,29 +325,41 @@ void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::
   }
   const ConvProblem p = problem.canonical();
   TtConvParams args = gpu::conv_arguments(p, x, wt, y);
-  auto run = [&](gpu::Kernel& kernel, const gpu::LaunchDims& dims, Workspaces& ws, std::int64_t workspace_bytes) {
+  auto run = [&](gpu::Kernel& kernel, const KernelTemplate& t, const Variables& vars, const gpu::LaunchDims& dims,
+                 Workspaces& ws, std::int64_t workspace_bytes) {
     args.workspace = ws.get(*dev_, workspace_bytes, stream);
-    dev_->launch(kernel, dims, &args, sizeof args, stream);
+    if (t.arguments() == "conv") {  // the hot path: no allocation
+      dev_->launch(kernel, dims, &args, sizeof args, stream);
+    } else {  // TMA descriptors for these pointers
+      std::vector<std::uint8_t> bytes = gpu::conv_kernel_arguments(t, args, p, vars);
+      dev_->launch(kernel, dims, bytes.data(), bytes.size(), stream);
+    }
     ++stats_.calls;
   };
+  // TMA templates read x and the filters through descriptors that need 16-byte aligned bases.
+  const bool tma_aligned = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && reinterpret_cast<std::uintptr_t>(wt) % 16 == 0;
+  auto usable = [&](const KernelTemplate* t) { return t && (t->arguments() != "conv_tma" || tma_aligned); };
   auto it = winners_.find(ProblemKey(p));
-  if (it != winners_.end()) {
+  if (it != winners_.end() && usable(it->second->tmpl)) {
     Loaded& w = *it->second;
     if (auto kernel = load_winner(w)) {
-      run(*kernel, w.dims, w.workspaces, w.workspace_bytes);
+      run(*kernel, *w.tmpl, w.vars, w.dims, w.workspaces, w.workspace_bytes);
       ++stats_.tuned;
       return;
     }
   }
   Plan& plan = plan_for(p);
   ++plan.calls;
-  if (auto kernel = plan.neighbour ? load_winner(*plan.neighbour) : plan.kernel) {
-    run(*kernel, plan.dims, plan.workspaces, plan.workspace_bytes);
-    ++(plan.neighbour ? stats_.nearest : stats_.fallbacks);
-    return;
-  }
-  Plan* fallback = last_resort(p.key(), p, nullptr, nullptr, nullptr);  // the neighbour failed to load
-  run(*fallback->kernel, fallback->dims, fallback->workspaces, fallback->workspace_bytes);
+  if (usable(plan.tmpl))
+    if (auto kernel = plan.neighbour ? load_winner(*plan.neighbour) : plan.kernel) {
+      run(*kernel, *plan.tmpl, plan.vars, plan.dims, plan.workspaces, plan.workspace_bytes);
+      ++(plan.neighbour ? stats_.nearest : stats_.fallbacks);
+      return;
+    }
+  // The neighbour failed to load, or a TMA kernel got unaligned tensors.
+  Plan* fallback = last_resort(p.key() + (tma_aligned ? "" : "|unaligned"), p, nullptr, nullptr, nullptr);
+  run(*fallback->kernel, *fallback->tmpl, fallback->vars, fallback->dims, fallback->workspaces,
+      fallback->workspace_bytes);
   ++stats_.fallbacks;
 }
 

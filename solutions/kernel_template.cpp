@@ -89,10 +89,10 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
         if (!t.model_.count(key)) throw Error(where + ": \"model\" needs '" + key + "'");
       t.has_model_ = true;
     }
-    if (t.arguments_ != "gemm" && t.arguments_ != "gemm_tma" && t.arguments_ != "conv")
-      throw Error(where + ": unknown \"arguments\" kind '" + t.arguments_ + "' (gemm, gemm_tma or conv)");
-    if ((t.arguments_ == "conv") != (t.kind_ == ProblemKind::Conv))
-      throw Error(where + ": \"arguments\" conv goes with \"problem\" conv, and only with it");
+    if (t.arguments_ != "gemm" && t.arguments_ != "gemm_tma" && t.arguments_ != "conv" && t.arguments_ != "conv_tma")
+      throw Error(where + ": unknown \"arguments\" kind '" + t.arguments_ + "' (gemm, gemm_tma, conv or conv_tma)");
+    if ((t.arguments_ == "conv" || t.arguments_ == "conv_tma") != (t.kind_ == ProblemKind::Conv))
+      throw Error(where + ": \"arguments\" conv and conv_tma go with \"problem\" conv, and only with it");
   } catch (const nlohmann::json::exception& e) {
     throw Error(where + ": " + e.what());
   }

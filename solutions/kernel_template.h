@@ -81,7 +81,8 @@ class KernelTemplate {
   // Bytes of zeroed device scratch the kernel needs (TtGemmParams::workspace), 0 for most.
   std::int64_t workspace_bytes(const Variables& vars) const { return workspace_.eval(vars); }
   // How the kernel's single argument is built: "gemm" (TtGemmParams as is), "gemm_tma"
-  // (TtGemmParams plus TMA descriptors, built by the CUDA backend) or "conv" (TtConvParams).
+  // (TtGemmParams plus TMA descriptors, built by the CUDA backend), "conv" (TtConvParams) or
+  // "conv_tma" (TtConvParams plus TMA descriptors: kernel_templates/conv_tma_params.h).
   const std::string& arguments() const { return arguments_; }
   // Preference of this template's default as the runtime's kernel for untuned problems: lower is
   // tried first; -1 (no "fallback_rank" in the JSON) means never. A template that declares a rank

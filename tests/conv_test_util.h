@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/arguments.h"
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
 #include "tuner/conv_data.h"
@@ -77,7 +78,8 @@ inline void validate_conv_candidate(gpu::Device& dev, const tuner::Candidate& c,
   for (int run = 0; run < 2; ++run) {
     tuner::ValidationResult v = data.validate([&](TtConvParams a) {
       a.workspace = workspace.get();
-      dev.launch(*kernel, dims, &a, sizeof a);
+      const std::vector<std::uint8_t> bytes = gpu::conv_kernel_arguments(*c.tmpl, a, p.conv(), vars);
+      dev.launch(*kernel, dims, bytes.data(), bytes.size());
     });
     EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << " (run " << run << "): " << v.reason;
   }

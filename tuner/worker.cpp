@@ -300,8 +300,14 @@ MeasureResult Measurer::measure_conv_kernel(const MeasureRequest& r, const std::
   std::shared_ptr<gpu::Kernel> kernel = load_kernel(r.code_object_id);
   const Variables vars = tmpl.variables(r.solution, r.problem, dev_.info());
   const gpu::LaunchDims dims = tmpl.launch_dims(vars);
-  return validate_and_time(dev_, r, tmpl, vars, data, clock, on_ready,
-                           [&](const TtConvParams& args) { dev_.launch(*kernel, dims, &args, sizeof args); });
+  return validate_and_time(dev_, r, tmpl, vars, data, clock, on_ready, [&](const TtConvParams& args) {
+    if (tmpl.arguments() == "conv") {
+      dev_.launch(*kernel, dims, &args, sizeof args);
+    } else {  // TMA descriptors for this copy's buffers
+      std::vector<std::uint8_t> bytes = gpu::conv_kernel_arguments(tmpl, args, data.problem(), vars);
+      dev_.launch(*kernel, dims, bytes.data(), bytes.size());
+    }
+  });
 }
 
 MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::function<void()>& on_ready) {

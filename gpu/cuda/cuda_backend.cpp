@@ -22,7 +22,8 @@ struct Driver {
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuMemAlloc)           \
   X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuCtxSynchronize) X(cuEventCreate)        \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventElapsedTime) X(cuEventSynchronize) X(cuGetErrorString)     \
-  X(cuFuncSetAttribute) X(cuLaunchKernelEx) X(cuCtxGetCurrent) X(cuTensorMapEncodeTiled)
+  X(cuFuncSetAttribute) X(cuLaunchKernelEx) X(cuCtxGetCurrent) X(cuTensorMapEncodeTiled)    \
+  X(cuTensorMapEncodeIm2col)
   // Optional: without them the backend still works (see where each is used).
 #define TT_CU_OPTIONAL_FUNCS(X) X(cuOccupancyMaxActiveClusters)
 #define TT_DECLARE(name) decltype(&::name) name = nullptr;
@@ -363,6 +364,10 @@ std::unique_ptr<Compiler> make_compiler() { return std::make_unique<NvrtcCompile
 
 decltype(&::cuTensorMapEncodeTiled) tensor_map_encoder() {
   return driver().ok ? driver().cuTensorMapEncodeTiled : nullptr;
+}
+
+decltype(&::cuTensorMapEncodeIm2col) im2col_map_encoder() {
+  return driver().ok ? driver().cuTensorMapEncodeIm2col : nullptr;
 }
 
 std::vector<DeviceInfo> list_devices() {

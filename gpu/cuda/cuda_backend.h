@@ -27,6 +27,8 @@ std::string arch_name(int major, int minor);
 
 // The driver's cuTensorMapEncodeTiled (TMA descriptors for Hopper templates); nullptr without a driver.
 decltype(&::cuTensorMapEncodeTiled) tensor_map_encoder();
+// The driver's cuTensorMapEncodeIm2col (wgmma_conv's activations); nullptr without a driver.
+decltype(&::cuTensorMapEncodeIm2col) im2col_map_encoder();
 
 // cuBLAS as the vendor yardstick (gpu/cuda/cublas_gemm.cpp); nullptr when it cannot be loaded.
 std::unique_ptr<VendorGemm> make_cublas_gemm();

@@ -7,7 +7,9 @@
 
 #include "common/error.h"
 #include "gpu/cuda/cuda_backend.h"
+#include "kernel_templates/conv_tma_params.h"
 #include "kernel_templates/gemm_tma_params.h"
+#include "kernel_templates/wgmma_conv_index.h"
 
 namespace tiletune::gpu::cuda {
 
@@ -92,6 +94,66 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   std::vector<std::uint8_t> bytes(sizeof args);
   std::memcpy(bytes.data(), &args, sizeof args);
   return bytes;
+}
+
+std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2col, TensorMapEncoder encode_tiled,
+                                                    const TtConvParams& p, DataType in_type, int bm, int bn) {
+  if (!encode_im2col || !encode_tiled)
+    throw Error("wgmma_conv: cuTensorMapEncodeIm2col is not available (no CUDA driver)");
+  CUtensorMapDataType dt;
+  switch (in_type) {
+    case DataType::BF16: dt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+    case DataType::F16: dt = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+    default: throw Error("wgmma_conv: bf16 or fp16 inputs only");
+  }
+  if (p.groups != 1 || p.c % 64 != 0 || bm % 64 != 0 || bm > 256 || bn % 64 != 0 || bn > 256)
+    throw Error("wgmma_conv: needs groups 1, C % 64 == 0 and 64..256-row tiles (C " + std::to_string(p.c) +
+                ", groups " + std::to_string(p.groups) + ", tile " + std::to_string(bm) + "x" + std::to_string(bn) + ")");
+  if (reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0 || reinterpret_cast<std::uintptr_t>(p.wt) % 16 != 0)
+    throw Error("wgmma_conv: TMA needs x and the filters 16-byte aligned");
+  const std::int64_t eb = 2;
+  TtConvTmaParams args;
+  std::memset(&args, 0, sizeof args);
+  args.c = p;
+  // x: NHWC, dimensions innermost first {C, W, H, N}.
+  {
+    cuuint64_t dims[4] = {cuuint64_t(p.c), cuuint64_t(p.w), cuuint64_t(p.h), cuuint64_t(p.n)};
+    cuuint64_t strides[3] = {cuuint64_t(p.c * eb), cuuint64_t(std::int64_t(p.w) * p.c * eb),
+                             cuuint64_t(std::int64_t(p.h) * p.w * p.c * eb)};
+    int lower[2], upper[2];
+    tt_wgconv::im2col_corners(p, lower, upper);
+    cuuint32_t elem_strides[4] = {1, cuuint32_t(p.stride_w), cuuint32_t(p.stride_h), 1};
+    CUtensorMap m;
+    std::memset(&m, 0, sizeof m);
+    const CUresult r = encode_im2col(&m, dt, 4, p.x, dims, strides, lower, upper, 64, cuuint32_t(bm < 128 ? bm : 128),
+                                     elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                     CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+      throw Error("wgmma_conv: cuTensorMapEncodeIm2col failed for x (CUresult " + std::to_string(int(r)) +
+                  ", NHWC " + std::to_string(p.n) + "x" + std::to_string(p.h) + "x" + std::to_string(p.w) + "x" +
+                  std::to_string(p.c) + ", corners " + std::to_string(lower[0]) + "," + std::to_string(lower[1]) +
+                  " / " + std::to_string(upper[0]) + "," + std::to_string(upper[1]) + ")");
+    std::memcpy(&args.map_x, &m, sizeof m);
+  }
+  // Filters: K rows of R*S*C contiguous elements (KRSC), box {64, BN}.
+  const std::int64_t rsc = std::int64_t(p.r) * p.s * p.c;
+  encode_operand(encode_tiled, &args.map_w, "filters", dt, int(eb), p.wt, rsc, p.k, rsc, 0, 1, 64, bn);
+  std::vector<std::uint8_t> bytes(sizeof args);
+  std::memcpy(bytes.data(), &args, sizeof args);
+  return bytes;
+}
+
+std::vector<std::uint8_t> make_tma_conv_arguments(const TtConvParams& p, const ConvProblem& problem,
+                                                  const Variables& vars) {
+  if (problem.direction != ConvDirection::Forward || problem.layout != ConvLayout::NHWC)
+    throw Error("wgmma_conv: forward NHWC convolutions only");
+  auto get = [&](const char* name) -> int {
+    auto it = vars.find(name);
+    if (it == vars.end()) throw Error(std::string("wgmma_conv: variable ") + name + " missing");
+    return static_cast<int>(it->second);
+  };
+  return encode_tma_conv_arguments(im2col_map_encoder(), tensor_map_encoder(), p, problem.in_type, get("BM"),
+                                   get("BN"));
 }
 
 std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const GemmProblem& problem,

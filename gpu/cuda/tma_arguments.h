@@ -7,13 +7,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernel_templates/conv_params.h"
 #include "kernel_templates/gemm_params.h"
+#include "solutions/conv_problem.h"
 #include "solutions/expression.h"
 #include "solutions/problem.h"
 
 namespace tiletune::gpu::cuda {
 
 using TensorMapEncoder = decltype(&::cuTensorMapEncodeTiled);
+using Im2colMapEncoder = decltype(&::cuTensorMapEncodeIm2col);
 
 // Encodes with tensor_map_encoder() (cuda_backend.h). vars must hold BM, BN and BK, may hold
 // CLUSTER (else 1) and L2PROMO (else 3); p.a / p.b are
@@ -29,5 +32,18 @@ std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const G
 std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, const TtGemmParams& p,
                                                     DataType a_type, bool trans_a, bool trans_b, int bm,
                                                     int bn, int bk, int cluster = 1, int l2promo = 3);
+
+// Launch arguments of the "conv_tma" templates (kernel_templates/wgmma_conv.cuh): the bytes of a
+// TtConvTmaParams (kernel_templates/conv_tma_params.h), i.e. `p` plus an im2col tensor map over x
+// and a tiled one over the filters (layouts in conv_tma_params.h). Forward NHWC / KRSC, 16-bit
+// inputs, groups 1, C % 64 == 0; vars must hold BM and BN. Valid for p's buffers only. Throws
+// tiletune::Error when no driver is loaded, the problem is outside that set, x or the filters are
+// not 16-byte aligned, or the driver rejects a map.
+std::vector<std::uint8_t> make_tma_conv_arguments(const TtConvParams& p, const ConvProblem& problem,
+                                                  const Variables& vars);
+
+// The same with explicit encoders and tile shape (tests pass fakes that record their arguments).
+std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2col, TensorMapEncoder encode_tiled,
+                                                    const TtConvParams& p, DataType in_type, int bm, int bn);
 
 }  // namespace tiletune::gpu::cuda

@@ -1,0 +1,288 @@
+// wgmma_conv on CUDA: NVRTC compiles a sample of its space for sm_90a without a GPU (ptxas: no
+// spills; SASS: HGMMA and im2col TMA loads, where cuobjdump is found), the host side encodes its two
+// tensor maps as the kernel expects (through fake encoders that record their arguments), and on a
+// GPU a sample is validated against the fp64 reference, directly and through the runtime.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+#include <tuple>
+
+#include "gpu/backend.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "gpu/cuda/tma_arguments.h"
+#include "kernel_templates/conv_tma_params.h"
+#include "runtime/tiletune.hpp"
+#include "tests/conv_test_util.h"
+#include "tests/test_util.h"
+#include "tuner/config.h"
+#include "tuner/enumerator.h"
+#include "tuner/sweep.h"
+
+using namespace tiletune;
+using namespace tiletune::testing;
+
+namespace {
+
+ConvProblem conv(DataType in, DataType out, int n, int c, int h, int w, int k, int r, int s, int stride_h,
+                 int stride_w, int pad_h, int pad_w, int dil_h = 1, int dil_w = 1) {
+  ConvProblem p;
+  p.direction = ConvDirection::Forward, p.in_type = in, p.out_type = out;
+  p.n = n, p.c = c, p.h = h, p.w = w, p.k = k, p.r = r, p.s = s;
+  p.stride_h = stride_h, p.stride_w = stride_w, p.pad_h = pad_h, p.pad_w = pad_w, p.dil_h = dil_h, p.dil_w = dil_w;
+  return p;
+}
+
+// Small forward problems with the corners the TMA im2col walk has: padding, stride 2, dilation,
+// R != S with anisotropic padding, odd P*Q (partial tiles, boxes running past the last image),
+// C = 64, 128, 192 (several channel chunks per tap), K not a multiple of the tile, every output type.
+std::vector<Problem> problems() {
+  using D = DataType;
+  return {
+      conv(D::BF16, D::BF16, 2, 64, 15, 13, 64, 3, 3, 1, 1, 1, 1),     // 3x3 same, P*Q = 195
+      conv(D::F16, D::F16, 3, 128, 12, 11, 136, 3, 3, 2, 2, 1, 1),     // stride 2, K = 136
+      conv(D::BF16, D::F32, 2, 128, 9, 9, 256, 1, 1, 2, 2, 0, 0),      // 1x1 stride 2
+      conv(D::BF16, D::BF16, 2, 64, 11, 10, 72, 3, 3, 1, 1, 2, 2, 2, 2),  // dilation 2
+      conv(D::F16, D::F32, 2, 192, 10, 9, 64, 3, 5, 2, 1, 1, 2, 1, 2),    // R != S, anisotropic
+      conv(D::BF16, D::F16, 4, 256, 7, 7, 512, 1, 1, 1, 1, 0, 0),       // 1x1, deep
+  };
+}
+
+std::string cuobjdump() {
+  if (const char* env = std::getenv("TILETUNE_CUOBJDUMP")) return env;
+  for (const char* path : {"/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/bin/cuobjdump",
+                           "/usr/local/cuda/bin/cuobjdump"})
+    if (std::ifstream(path).good()) return path;
+  return "";
+}
+
+std::string sass_of(const std::vector<std::uint8_t>& cubin, const std::string& tool, int index) {
+  const std::string file = ::testing::TempDir() + "wgmma_conv_" + std::to_string(index) + ".cubin";
+  std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(cubin.data()), std::streamsize(cubin.size()));
+  std::string out;
+  if (FILE* f = ::popen((tool + " -sass " + file + " 2>&1").c_str(), "r")) {
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+    ::pclose(f);
+  }
+  std::remove(file.c_str());
+  return out;
+}
+
+TEST(WgmmaConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
+  auto compiler = gpu::cuda::make_compiler();
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const std::vector<Problem> ps = problems();
+  auto cands = conv_sample("wgmma_conv", ps, dev, 2);
+  ASSERT_GE(cands.size(), ps.size());
+  // The sample leans to small tiles: add the largest (two im2col boxes per stage; 256 columns).
+  for (auto [bm, bn, pp] : {std::tuple{256, 128, 0}, std::tuple{128, 256, 0}, std::tuple{64, 256, 1}}) {
+    tuner::Candidate c = cands.back();  // of the last problem: deep 1x1, M = 196, N = 512
+    c.solution.params["BM"] = bm, c.solution.params["BN"] = bn, c.solution.params["PINGPONG"] = pp;
+    c.solution.params["CONSUMERS"] = 2, c.solution.params["STAGES"] = 3;
+    const auto broken = c.tmpl->violation(c.tmpl->variables(c.solution, ps[c.problem_index], dev));
+    ASSERT_FALSE(broken) << c.solution.kernel_name() << ": " << *broken;
+    cands.push_back(c);
+  }
+  std::vector<gpu::CompileResult> results(cands.size());
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
+    pool.emplace_back([&] {
+      for (std::size_t i; (i = next++) < cands.size();) {
+        gpu::CompileRequest req =
+            cands[i].tmpl->compile_request(cands[i].solution, ps[cands[i].problem_index], dev);
+        req.options.push_back("--ptxas-options=-v");
+        results[i] = compiler->compile(req);
+      }
+    });
+  for (auto& t : pool) t.join();
+  const std::string tool = cuobjdump();
+  const std::regex regs("Used ([0-9]+) registers"), spill("([0-9]+) bytes spill stores");
+  bool pingpong = false, one_consumer = false;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    const auto& c = cands[i];
+    const gpu::CompileResult& r = results[i];
+    const Problem& p = ps[c.problem_index];
+    ASSERT_TRUE(r.ok) << c.solution.kernel_name() << " for " << p.key() << "\n" << r.log;
+    std::smatch mr, ms;
+    const bool have = std::regex_search(r.log, mr, regs) && std::regex_search(r.log, ms, spill);
+    EXPECT_TRUE(have && std::stoi(ms[1].str()) == 0) << c.solution.kernel_name() << " spills for " << p.key();
+    std::string hgmma = "no cuobjdump";
+    if (!tool.empty()) {
+      const std::string sass = sass_of(r.code.bytes, tool, int(i));
+      EXPECT_NE(sass.find("HGMMA.64x"), std::string::npos) << c.solution.kernel_name() << ": no HGMMA in its SASS";
+      EXPECT_NE(sass.find("UTMALDG.4D.IM2COL"), std::string::npos) << c.solution.kernel_name() << ": no im2col TMA";
+      hgmma = "HGMMA ok";
+    }
+    std::printf("%-62s %-52s regs %3s spill %s %s\n", c.solution.kernel_name().c_str(), p.key().substr(5, 52).c_str(),
+                have ? mr[1].str().c_str() : "?", have ? ms[1].str().c_str() : "?", hgmma.c_str());
+    pingpong = pingpong || c.solution.params.at("PINGPONG") == 1;
+    one_consumer = one_consumer || c.solution.params.at("CONSUMERS") == 1;
+  }
+  EXPECT_TRUE(pingpong);
+  EXPECT_TRUE(one_consumer);
+}
+
+// The fake encoders keep what they were given.
+struct Recorded {
+  int calls = 0;
+  CUtensorMapDataType dt{};
+  cuuint32_t rank = 0;
+  void* base = nullptr;
+  cuuint64_t dims[5] = {}, strides[4] = {};
+  int lower[3] = {}, upper[3] = {};
+  cuuint32_t channels = 0, pixels = 0, box[5] = {}, elem_strides[5] = {};
+  CUtensorMapSwizzle swizzle{};
+  CUtensorMapFloatOOBfill fill{};
+};
+Recorded im2col_seen, tiled_seen;
+
+CUresult CUDAAPI fake_im2col(CUtensorMap* map, CUtensorMapDataType dt, cuuint32_t rank, void* base,
+                             const cuuint64_t* dims, const cuuint64_t* strides, const int* lower, const int* upper,
+                             cuuint32_t channels, cuuint32_t pixels, const cuuint32_t* elem_strides,
+                             CUtensorMapInterleave, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion,
+                             CUtensorMapFloatOOBfill fill) {
+  Recorded& r = im2col_seen;
+  ++r.calls, r.dt = dt, r.rank = rank, r.base = base, r.channels = channels, r.pixels = pixels;
+  r.swizzle = swizzle, r.fill = fill;
+  for (cuuint32_t i = 0; i < rank; ++i) r.dims[i] = dims[i], r.elem_strides[i] = elem_strides[i];
+  for (cuuint32_t i = 0; i + 1 < rank; ++i) r.strides[i] = strides[i];
+  for (cuuint32_t i = 0; i + 2 < rank; ++i) r.lower[i] = lower[i], r.upper[i] = upper[i];
+  std::memset(map, 0xA1, sizeof *map);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_tiled(CUtensorMap* map, CUtensorMapDataType dt, cuuint32_t rank, void* base,
+                            const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                            const cuuint32_t* elem_strides, CUtensorMapInterleave, CUtensorMapSwizzle swizzle,
+                            CUtensorMapL2promotion, CUtensorMapFloatOOBfill fill) {
+  Recorded& r = tiled_seen;
+  ++r.calls, r.dt = dt, r.rank = rank, r.base = base, r.swizzle = swizzle, r.fill = fill;
+  for (cuuint32_t i = 0; i < rank; ++i) r.dims[i] = dims[i], r.box[i] = box[i], r.elem_strides[i] = elem_strides[i];
+  for (cuuint32_t i = 0; i + 1 < rank; ++i) r.strides[i] = strides[i];
+  std::memset(map, 0xB2, sizeof *map);
+  return CUDA_SUCCESS;
+}
+
+TEST(WgmmaConvArguments, EncodesTheIm2colAndFilterMapsFromTheProblem) {
+  // N 2, C 128, H 10, W 9, K 72, R 3, S 5, stride (2, 1), pad (1, 2), dilation (1, 2).
+  const ConvProblem cp = conv(DataType::F16, DataType::F32, 2, 128, 10, 9, 72, 3, 5, 2, 1, 1, 2, 1, 2);
+  alignas(16) static std::uint8_t x[16], w[16], y[16];
+  const TtConvParams p = gpu::conv_arguments(cp.canonical(), x, w, y);
+  im2col_seen = tiled_seen = Recorded();
+  const auto bytes = gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, p, DataType::F16, 256, 128);
+  ASSERT_EQ(bytes.size(), sizeof(TtConvTmaParams));
+  TtConvTmaParams args;
+  std::memcpy(&args, bytes.data(), sizeof args);
+  EXPECT_EQ(reinterpret_cast<const std::uint8_t*>(&args.map_x)[0], 0xA1);
+  EXPECT_EQ(reinterpret_cast<const std::uint8_t*>(&args.map_w)[0], 0xB2);
+  EXPECT_EQ(std::memcmp(&args.c, &p, sizeof p), 0);
+
+  const Recorded& a = im2col_seen;
+  ASSERT_EQ(a.calls, 1);
+  EXPECT_EQ(a.dt, CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+  EXPECT_EQ(a.rank, 4u);
+  EXPECT_EQ(a.base, x);
+  EXPECT_EQ(a.dims[0], 128u);
+  EXPECT_EQ(a.dims[1], 9u);
+  EXPECT_EQ(a.dims[2], 10u);
+  EXPECT_EQ(a.dims[3], 2u);
+  EXPECT_EQ(a.strides[0], 256u);
+  EXPECT_EQ(a.strides[1], 9u * 256);
+  EXPECT_EQ(a.strides[2], 10u * 9 * 256);
+  EXPECT_EQ(a.lower[0], -2);
+  EXPECT_EQ(a.lower[1], -1);  // {W, H}: -pad
+  EXPECT_EQ(a.upper[0], 2 - 2 * 4);
+  EXPECT_EQ(a.upper[1], 1 - 1 * 2);  // pad - dil * (extent - 1)
+  EXPECT_EQ(a.channels, 64u);   // one 128-byte swizzle atom
+  EXPECT_EQ(a.pixels, 128u);    // BM 256 takes two copies of 128 pixels
+  EXPECT_EQ(a.elem_strides[1], 1u);
+  EXPECT_EQ(a.elem_strides[2], 2u);  // traversal stride {W, H}
+  EXPECT_EQ(a.swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+  EXPECT_EQ(a.fill, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // zeros in the padding
+
+  const Recorded& b = tiled_seen;
+  ASSERT_EQ(b.calls, 1);
+  EXPECT_EQ(b.base, w);
+  EXPECT_EQ(b.dims[0], 3u * 5 * 128);
+  EXPECT_EQ(b.dims[1], 72u);
+  EXPECT_EQ(b.strides[0], 3u * 5 * 128 * 2);
+  EXPECT_EQ(b.box[0], 64u);
+  EXPECT_EQ(b.box[1], 128u);
+  EXPECT_EQ(b.swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+
+  // A 64-row tile copies 64 pixels at a time.
+  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, p, DataType::F16, 64, 64);
+  EXPECT_EQ(im2col_seen.pixels, 64u);
+  // Refused: unaligned x, channels off 128-byte atoms, fp32 inputs.
+  TtConvParams off = p;
+  off.x = x + 2;
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, off, DataType::F16, 128, 128), Error);
+  off = p;
+  off.c = 96;
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, off, DataType::F16, 128, 128), Error);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, p, DataType::F32, 128, 128), Error);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(nullptr, fake_tiled, p, DataType::F16, 128, 128), Error);
+}
+
+TEST(WgmmaConvGpu, SampleMatchesTheReference) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
+  const std::vector<Problem> ps = problems();
+  const auto cands = conv_sample("wgmma_conv", ps, dev->info(), 6);
+  ASSERT_GE(cands.size(), ps.size());
+  std::printf("%zu candidates validated\n", validate_conv_candidates(*dev, cands, ps));
+}
+
+// A tuned wgmma_conv winner runs the same way in the runtime (tensor maps encoded per call for the
+// caller's pointers) as in the sweep that chose it.
+TEST(WgmmaConvGpu, SweepThenRuntimeDispatch) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("tiletune-wgconv-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string db = (dir / "wgconv.db").string();
+  auto config = tuner::parse_config(R"({
+    "problems": [{"kind": "conv", "direction": "fwd", "dtype": "bf16", "layout": "NHWC", "n": 4, "c": 128, "h": 14,
+                  "w": 13, "k": 192, "r": 3, "s": 3, "stride": 2, "pad": 1, "dilation": 1, "groups": 1}],
+    "templates": {"wgmma_conv": {"parameters": {"BM": [128], "BN": [64, 128], "STAGES": [4], "CONSUMERS": [2],
+                                                "PINGPONG": [0, 1], "RASTER": [0], "GROUP": [8]}}},
+    "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 10, "target_ms": 5}
+  })", dir.string());
+  tuner::SweepOptions o;
+  o.backend = gpu::BackendKind::Cuda;
+  o.db_path = db;
+  auto s = tuner::run_sweep(config, o, stderr);
+  EXPECT_GT(s.benchmarked, 0u);
+  EXPECT_EQ(s.invalid, 0u);
+  ASSERT_EQ(s.winners.size(), 1u);
+
+  Handle h(db, "cuda");
+  tuner::ConvData data(*dev, config.problems[0].conv(), false);
+  const ConvProblem& p = data.problem();
+  tiletune_conv_desc_t d;
+  tiletune_conv_desc_init(&d, p.n, p.c, p.h, p.w, p.k, p.r, p.s);
+  d.stride_h = d.stride_w = 2, d.pad_h = d.pad_w = 1;
+  d.in_type = d.out_type = TILETUNE_R_16BF;
+  auto v = data.validate([&](const TtConvParams& a) {
+    h.conv_forward(d, a.x, a.wt, a.y);
+    h.synchronize();
+  });
+  EXPECT_TRUE(v.ok) << v.reason;
+  EXPECT_EQ(h.stats().tuned, 1u);
+  fs::remove_all(dir);
+}
+
+}  // namespace
