@@ -137,7 +137,8 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
   }
   // Filters: K rows of R*S*C contiguous elements (KRSC), box {64, BN}.
   const std::int64_t rsc = std::int64_t(p.r) * p.s * p.c;
-  encode_operand(encode_tiled, &args.map_w, "filters", dt, int(eb), p.wt, rsc, p.k, rsc, 0, 1, 64, bn);
+  encode_operand(encode_tiled, &args.map_w, "filters", dt, int(eb), p.wt, rsc, p.k, rsc, 0, 1, 64, bn,
+                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
   std::vector<std::uint8_t> bytes(sizeof args);
   std::memcpy(bytes.data(), &args, sizeof args);
   return bytes;
