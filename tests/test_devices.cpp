@@ -6,6 +6,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "common/error.h"
@@ -14,6 +17,7 @@
 #include "tests/test_util.h"
 #include "tuner/config.h"
 #include "tuner/device_list.h"
+#include "tuner/measure_slots.h"
 #include "tuner/sweep.h"
 
 namespace fs = std::filesystem;
@@ -140,6 +144,44 @@ TEST_F(Devices, KilledWhileTwoWorkersMeasureThenResumed) {
   ASSERT_EQ(wait_for(spawn(cmd, again)), 0);
   EXPECT_NE(read_file(again).find("16 already measured, 0 compiled"), std::string::npos) << read_file(again);
   EXPECT_NE(read_file(again).find("0 benchmarked"), std::string::npos) << read_file(again);
+}
+
+// The shared list with groups (a sweep's problems): two slots start on different groups, each
+// stays on its group while it has tasks, and a group's data is prepared by as few slots as the
+// tail allows: at most groups + slots - 1 (slot, group) pairs. Every task runs once.
+TEST(SlotRunner, SlotsSpreadOverGroupsAndEveryTaskRunsOnce) {
+  std::vector<tuner::MeasureSlot> slots(2);
+  tuner::SlotRunner runner(slots);
+  constexpr std::size_t kGroups = 3, kPerGroup = 12;
+  std::mutex mu;
+  std::vector<int> runs(kGroups * kPerGroup, 0);
+  std::map<const tuner::MeasureSlot*, std::vector<std::size_t>> groups_of_slot;  // in the order taken
+  runner.run(
+      runs.size(), [](std::size_t) { return true; },
+      [&](tuner::MeasureSlot& slot, std::size_t t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        std::lock_guard<std::mutex> lock(mu);
+        ++runs[t];
+        auto& g = groups_of_slot[&slot];
+        if (g.empty() || g.back() != t / kPerGroup) g.push_back(t / kPerGroup);
+      },
+      [&](std::size_t t) { return t / kPerGroup; });
+  for (int r : runs) EXPECT_EQ(r, 1);
+  ASSERT_EQ(groups_of_slot.size(), 2u);
+  std::size_t pairs = 0;
+  for (const auto& [slot, gs] : groups_of_slot) {
+    EXPECT_EQ(std::set<std::size_t>(gs.begin(), gs.end()).size(), gs.size()) << "a slot came back to a group";
+    pairs += gs.size();
+  }
+  EXPECT_LE(pairs, kGroups + 2 - 1);
+  EXPECT_NE(groups_of_slot.begin()->second.front(), std::next(groups_of_slot.begin())->second.front());
+
+  // Without groups: the lowest task first, as before.
+  std::vector<std::size_t> order;
+  std::vector<tuner::MeasureSlot> one(1);
+  tuner::SlotRunner single(one);
+  single.run(5, [](std::size_t t) { return t != 2; }, [&](tuner::MeasureSlot&, std::size_t t) { order.push_back(t); });
+  EXPECT_EQ(order, (std::vector<std::size_t>{0, 1, 3, 4}));
 }
 
 TEST(DeviceList, ParsesAllAndListsAndRefusesBadInput) {

@@ -26,11 +26,18 @@ void SlotRunner::stop() {
 }
 
 void SlotRunner::run(std::size_t count, const std::function<bool(std::size_t)>& may_start,
-                     const std::function<void(MeasureSlot&, std::size_t)>& task) {
+                     const std::function<void(MeasureSlot&, std::size_t)>& task,
+                     const std::function<std::size_t(std::size_t)>& group_of) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     count_ = count;
-    next_ = 0;
+    groups_.clear();
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t g = group_of ? group_of(i) : 0;
+      if (g >= groups_.size()) groups_.resize(g + 1);
+      groups_[g].tasks.push_back(i);
+    }
+    slot_group_.assign(slots_.size(), groups_.size());
     may_start_ = &may_start;
     task_ = &task;
     failure_ = nullptr;
@@ -38,7 +45,7 @@ void SlotRunner::run(std::size_t count, const std::function<bool(std::size_t)>& 
     ++batch_;
   }
   cv_.notify_all();
-  work(slots_[0]);
+  work(0);
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return busy_ == 0; });
   may_start_ = nullptr;
@@ -55,7 +62,7 @@ void SlotRunner::serve(std::size_t slot) {
       if (quit_) return;
       seen = batch_;
     }
-    work(slots_[slot]);
+    work(slot);
     {
       std::lock_guard<std::mutex> lock(mu_);
       --busy_;
@@ -64,19 +71,38 @@ void SlotRunner::serve(std::size_t slot) {
   }
 }
 
-void SlotRunner::work(MeasureSlot& slot) {
+bool SlotRunner::next_task(std::size_t slot, std::size_t& task) {
+  std::size_t g = slot_group_[slot];
+  if (g == groups_.size() || groups_[g].next == groups_[g].tasks.size()) {
+    // Move on: the group nobody is on with the most tasks left, else the one with the most left.
+    std::size_t best = groups_.size();
+    auto key = [&](std::size_t i) {
+      const Group& c = groups_[i];
+      return std::make_pair(c.slots == 0, c.tasks.size() - c.next);
+    };
+    for (std::size_t i = 0; i < groups_.size(); ++i)
+      if (groups_[i].next < groups_[i].tasks.size() && (best == groups_.size() || key(i) > key(best))) best = i;
+    if (best == groups_.size()) return false;
+    if (g < groups_.size()) --groups_[g].slots;
+    ++groups_[best].slots;
+    slot_group_[slot] = g = best;
+  }
+  task = groups_[g].tasks[groups_[g].next++];
+  return true;
+}
+
+void SlotRunner::work(std::size_t slot) {
   for (;;) {
     std::size_t i = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (;;) {
-        if (failure_ || next_ >= count_) return;
-        i = next_++;
+        if (failure_ || !next_task(slot, i)) return;
         if ((*may_start_)(i)) break;
       }
     }
     try {
-      (*task_)(slot, i);
+      (*task_)(slots_[slot], i);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu_);
       if (!failure_) failure_ = std::current_exception();

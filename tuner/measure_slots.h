@@ -29,7 +29,10 @@ struct MeasureSlot {
 };
 
 // Runs batches of tasks over the slots: each slot takes the lowest task not yet taken as soon as
-// it is free. Slot 0 works on the calling thread (an in-process device stays on the thread that
+// it is free. Tasks may come in groups (a sweep's problems): a slot then stays on its group while
+// it has tasks left, and moves on to the group no other slot is on with the most tasks left (else
+// the one with the most left), so that each worker prepares a problem's data (operands, the fp64
+// reference) for as few problems as it can, and the last group is shared. Slot 0 works on the calling thread (an in-process device stays on the thread that
 // opened it); every other slot on a thread of its own that lives as long as the runner, because
 // a worker process is started with PR_SET_PDEATHSIG and would be killed with the thread that
 // started it if that thread ended after a batch.
@@ -43,12 +46,15 @@ class SlotRunner {
   // Tasks 0..count-1. `may_start(i)` is asked, one call at a time, before task i is handed out;
   // false skips it. The first exception of any slot stops the handing out, and is rethrown once
   // every slot has finished its current task.
+  // `group_of(i)` names task i's group (none: one group).
   void run(std::size_t count, const std::function<bool(std::size_t)>& may_start,
-           const std::function<void(MeasureSlot&, std::size_t)>& task);
+           const std::function<void(MeasureSlot&, std::size_t)>& task,
+           const std::function<std::size_t(std::size_t)>& group_of = nullptr);
 
  private:
   void serve(std::size_t slot);  // a slot's thread: one batch after another
-  void work(MeasureSlot& slot);  // takes tasks of the current batch until none is left
+  void work(std::size_t slot);   // takes tasks of the current batch until none is left
+  bool next_task(std::size_t slot, std::size_t& task);  // under mu_: the slot's next task, if any
   void stop();                   // ends the slot threads (between batches)
 
   std::vector<MeasureSlot>& slots_;
@@ -57,7 +63,14 @@ class SlotRunner {
   std::size_t batch_ = 0;  // batches started so far
   std::size_t busy_ = 0;   // slot threads still on the current batch
   bool quit_ = false;
-  std::size_t count_ = 0, next_ = 0;
+  std::size_t count_ = 0;
+  struct Group {
+    std::vector<std::size_t> tasks;  // in task order
+    std::size_t next = 0;            // tasks before it are taken
+    std::size_t slots = 0;           // slots working on it
+  };
+  std::vector<Group> groups_;
+  std::vector<std::size_t> slot_group_;  // per slot: its group, or groups_.size() for none
   const std::function<bool(std::size_t)>* may_start_ = nullptr;
   const std::function<void(MeasureSlot&, std::size_t)>* task_ = nullptr;
   std::exception_ptr failure_;

@@ -304,21 +304,49 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   if (options.backend == gpu::BackendKind::Host) compile.wait_all();
   const auto measure_start = clock::now();
   SlotRunner runner(slots);
+  // Per problem: when its first candidate started and how many have (its seconds budget counts
+  // from there). Whether the budget allows another candidate (always the first one; with
+  // `first_of_round`, the first of each round too). Asked under the runner's lock.
+  std::vector<clock::time_point> started_at(config.problems.size());
+  std::vector<std::size_t> started_here(config.problems.size(), 0);
+  auto in_budget = [&](std::size_t pi, std::size_t& started_in_round, bool first_of_round) {
+    if (started_here[pi] == 0) started_at[pi] = clock::now();
+    bool ok = config.search.budget_seconds <= 0 || started_here[pi] == 0 || (first_of_round && started_in_round == 0) ||
+              std::chrono::duration<double>(clock::now() - started_at[pi]).count() < config.search.budget_seconds;
+    if (ok) {
+      ++started_here[pi];
+      ++started_in_round;
+    }
+    return ok;
+  };
+  if (!halving) {
+    // One batch over every problem's fresh candidates: the slots spread over the problems (see
+    // SlotRunner) instead of all waiting for the slowest one at the end of each problem, and a
+    // worker prepares the data of only the problems it measures.
+    std::vector<std::pair<std::size_t, std::size_t>> tasks;  // (problem, work item)
+    for (std::size_t pi = 0; pi < work.size(); ++pi)
+      for (std::size_t i = 0; i < work[pi].size(); ++i)
+        if (!work[pi][i].row.measured) tasks.emplace_back(pi, i);
+    std::vector<std::size_t> started(config.problems.size(), 0);
+    std::size_t skipped = 0;
+    runner.run(
+        tasks.size(),
+        [&](std::size_t t) {
+          const std::size_t pi = tasks[t].first;
+          if (problem_unprepared(pi)) return false;  // not over budget: skipped as a whole
+          const bool ok = in_budget(pi, started[pi], false);
+          skipped += !ok;
+          return ok;
+        },
+        [&](MeasureSlot& slot, std::size_t t) {
+          const auto [pi, i] = tasks[t];
+          measure_one(slot, pi, work[pi][i], config.benchmark, Timing::First, true);
+        },
+        [&](std::size_t t) { return tasks[t].first; });
+    sum.over_budget += skipped;
+  }
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
     const Problem& problem = config.problems[pi];
-    const auto start = clock::now();
-    std::size_t started_here = 0;  // candidates handed to a slot for this problem
-    // Whether the problem's seconds budget allows another candidate (always the first one; with
-    // `first_of_round`, the first of each round too). Asked under the runner's lock.
-    auto in_budget = [&](std::size_t& started_in_round, bool first_of_round) {
-      bool ok = config.search.budget_seconds <= 0 || started_here == 0 || (first_of_round && started_in_round == 0) ||
-                std::chrono::duration<double>(clock::now() - start).count() < config.search.budget_seconds;
-      if (ok) {
-        ++started_here;
-        ++started_in_round;
-      }
-      return ok;
-    };
     std::vector<Work>& ws = work[pi];
     // One round: `which` measured over all slots, each as it frees up.
     auto round = [&](const std::vector<std::size_t>& which, const BenchmarkOptions& bench, Timing timing,
@@ -328,7 +356,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
           which.size(),
           [&](std::size_t) {
             if (problem_unprepared(pi)) return false;  // not over budget: skipped as a whole
-            bool ok = in_budget(started, first_of_round);
+            bool ok = in_budget(pi, started, first_of_round);
             skipped += !ok;
             return ok;
           },
@@ -349,9 +377,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     std::vector<std::size_t> fresh;
     for (std::size_t i = 0; i < ws.size(); ++i)
       if (!ws[i].row.measured) fresh.push_back(i);
-    if (!halving) {
-      sum.over_budget += round(fresh, config.benchmark, Timing::First, false);
-    } else {
+    if (halving) {
       // Round 1: a short timing for every candidate not yet measured, recorded as 'ok' with
       // kShortTimingReason. Round 2: the best third (at most the budget) fully timed, counting
       // those a stopped sweep already timed fully; the row is replaced. Round 3: the best few
