@@ -303,6 +303,28 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   // disturb their timings, so there the whole compile stage comes first.
   if (options.backend == gpu::BackendKind::Host) compile.wait_all();
   const auto measure_start = clock::now();
+  // The vendor library on problem pi, timed by `slot` (whose worker has the problem's data when it
+  // just measured its candidates); the result goes beside the winners.
+  std::vector<char> vendor_done(config.problems.size(), 0);
+  auto compare_vendor = [&](MeasureSlot& slot, std::size_t pi) {
+    const Problem& problem = config.problems[pi];
+    MeasureRequest r;
+    r.problem = problem;
+    r.vendor = true;
+    r.benchmark = config.benchmark;
+    MeasureResult res = slot.measure(r, config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
+    std::lock_guard<std::mutex> lock(mu);
+    vendor_done[pi] = 1;
+    if (!res.vendor.empty()) sum.vendor = res.vendor;
+    if (res.status == "ok" || res.status == "invalid") {
+      if (res.status == "invalid")
+        progress.message("warning: " + res.vendor + " disagrees with the reference on " + problem.key() + ": " + res.reason);
+      if (res.median_ms > 0) vendor_tflops[pi] = problem.flops() / (res.median_ms * 1e-3) / 1e12;
+    } else if (res.status != "unsupported") {
+      progress.message("warning: the vendor library failed on " + problem.key() + ": " + res.status + ": " + res.reason);
+      if (res.status == "crashed" && slot.local) throw Error("the device failed in the vendor library (" + res.reason + ")");
+    }
+  };
   SlotRunner runner(slots);
   // Per problem: when its first candidate started and how many have (its seconds budget counts
   // from there). Whether the budget allows another candidate (always the first one; with
@@ -323,10 +345,14 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     // One batch over every problem's fresh candidates: the slots spread over the problems (see
     // SlotRunner) instead of all waiting for the slowest one at the end of each problem, and a
     // worker prepares the data of only the problems it measures.
-    std::vector<std::pair<std::size_t, std::size_t>> tasks;  // (problem, work item)
-    for (std::size_t pi = 0; pi < work.size(); ++pi)
+    // The vendor comparison is its problem's last task, so that it runs where the data is.
+    constexpr std::size_t kVendor = std::size_t(-1);
+    std::vector<std::pair<std::size_t, std::size_t>> tasks;  // (problem, work item or kVendor)
+    for (std::size_t pi = 0; pi < work.size(); ++pi) {
       for (std::size_t i = 0; i < work[pi].size(); ++i)
         if (!work[pi][i].row.measured) tasks.emplace_back(pi, i);
+      if (options.compare_vendor) tasks.emplace_back(pi, kVendor);
+    }
     std::vector<std::size_t> started(config.problems.size(), 0);
     std::size_t skipped = 0;
     runner.run(
@@ -334,13 +360,15 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         [&](std::size_t t) {
           const std::size_t pi = tasks[t].first;
           if (problem_unprepared(pi)) return false;  // not over budget: skipped as a whole
+          if (tasks[t].second == kVendor) return true;
           const bool ok = in_budget(pi, started[pi], false);
           skipped += !ok;
           return ok;
         },
         [&](MeasureSlot& slot, std::size_t t) {
           const auto [pi, i] = tasks[t];
-          measure_one(slot, pi, work[pi][i], config.benchmark, Timing::First, true);
+          if (i == kVendor) compare_vendor(slot, pi);
+          else measure_one(slot, pi, work[pi][i], config.benchmark, Timing::First, true);
         },
         [&](std::size_t t) { return tasks[t].first; });
     sum.over_budget += skipped;
@@ -411,23 +439,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       if (sum.short_timed) --sum.short_timed;
       ++sum.promoted;
     }
-    if (options.compare_vendor) {
-      MeasureRequest r;
-      r.problem = problem;
-      r.vendor = true;
-      r.benchmark = config.benchmark;
-      MeasureResult res = slots[0].measure(r, config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
-      if (!res.vendor.empty()) sum.vendor = res.vendor;
-      if (res.status == "ok" || res.status == "invalid") {
-        if (res.status == "invalid")
-          progress.message("warning: " + res.vendor + " disagrees with the reference on " + problem.key() + ": " + res.reason);
-        if (res.median_ms > 0) vendor_tflops[pi] = problem.flops() / (res.median_ms * 1e-3) / 1e12;
-      } else if (res.status != "unsupported") {
-        progress.message("warning: the vendor library failed on " + problem.key() + ": " + res.status + ": " + res.reason);
-        if (res.status == "crashed" && slots[0].local)
-          throw Error("the device failed in the vendor library (" + res.reason + ")");
-      }
-    }
+    if (options.compare_vendor && !vendor_done[pi]) compare_vendor(slots[0], pi);
   }
   compile.wait_all();  // a compile that failed with an exception fails the sweep, as before
   sum.measure_wall_s = std::chrono::duration<double>(clock::now() - measure_start).count();
