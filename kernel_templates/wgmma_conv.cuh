@@ -12,7 +12,7 @@
 //     padding the bounding box's corners; the TMA zero-fills taps outside x and pixels past the
 //     last image, so edge tiles need no special case.
 //   B (BN filters x 64): a tiled copy of the K x (R*S*C) filter matrix at column 64 kt.
-// The pipeline follows wgmma_gemm.cuh (whose device helpers, namespace tt_wg, it uses): one
+// The pipeline follows wgmma_gemm.cuh (device helpers shared with it in wgmma_common.h): one
 // producer warpgroup (one thread issuing the copies into a STAGES-deep mbarrier ring) and
 // CONSUMERS consumer warpgroups (setmaxnreg moves registers from the producer to them), a persistent
 // grid walking the tiles in grouped raster order, cooperative consumers (each owns BM / CONSUMERS
@@ -23,7 +23,7 @@
 // when y is not 16-byte aligned.
 #include "conv_tma_params.h"
 #include "wgmma_conv_index.h"
-#include "wgmma_gemm.cuh"
+#include "wgmma_common.h"
 
 namespace tt_wgconv {
 
