@@ -1,6 +1,9 @@
 // Device helpers of the Hopper (sm_90a) templates, wgmma_gemm.cuh and wgmma_conv.cuh (namespace
 // tt_wg): mbarriers, TMA copies, cp.async, wgmma fences and shared-memory descriptors, named
-// barriers, the grouped tile raster and 16-byte vectors of C.
+// barriers, the grouped tile raster and 16-byte vectors of C; and the pipeline the two share: one
+// producer warpgroup filling a STAGES-deep ring of operand stages in shared memory (Ring), consumer
+// warpgroups reading them with wgmma (mma_k_tiles, finish_k_tiles), and ping-pong turns between two
+// consumers.
 #ifndef TILETUNE_WGMMA_COMMON_H
 #define TILETUNE_WGMMA_COMMON_H
 
@@ -180,6 +183,122 @@ TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, in
   const int x = first + r % gs, y = r / gs;
   if (RASTER == 0) { mb = x; nb = y; } else { nb = x; mb = y; }
 }
+
+// ------------------------------------------------------------------------------------------------
+// The pipeline.
+
+// Shared memory of a wgmma kernel, from the dynamic allocation aligned up to 1024 bytes (the
+// 128-byte swizzle's period): STAGES A stages of A_STAGE bytes, STAGES B stages of B_STAGE bytes,
+// `staging_bytes` of fp32 epilogue staging, then the ring's mbarriers: full[s] at bars + 8 s,
+// empty[s] at bars + 8 (STAGES + s). With CLUSTER > 1 a stage is filled by the producers of every
+// CTA of the cluster (TMA multicast) and released to all of them.
+template <int STAGES, u32 A_STAGE, u32 B_STAGE, int CLUSTER = 1>
+struct Ring {
+  u32 sA, sB, bars;
+  float* staging;
+
+  TT_DEVICE Ring(unsigned char* smem_raw, u32 staging_bytes) {
+    const u32 raw = smem_addr(smem_raw);
+    const u32 pad = ((raw + 1023u) & ~1023u) - raw;
+    unsigned char* smem = smem_raw + pad;
+    sA = raw + pad;
+    sB = sA + STAGES * A_STAGE;
+    staging = reinterpret_cast<float*>(smem + STAGES * (A_STAGE + B_STAGE));
+    bars = sB + STAGES * B_STAGE + staging_bytes;
+  }
+
+  TT_DEVICE u32 a(int s) const { return sA + s * A_STAGE; }
+  TT_DEVICE u32 b(int s) const { return sB + s * B_STAGE; }
+  TT_DEVICE u32 full(int s) const { return bars + 8 * s; }
+  TT_DEVICE u32 empty(int s) const { return bars + 8 * (STAGES + s); }
+
+  // Thread 0, before the block's (cluster's) first barrier: full[s] completes on `full_count`
+  // arrivals (and the bytes announced), empty[s] on `empty_count`.
+  TT_DEVICE void init(u32 full_count, u32 empty_count) const {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full(s), full_count);
+      mbar_init(empty(s), empty_count);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+
+  // A consuming warp (its lane 0) is done with `stage`: arrive on its empty barrier in every CTA
+  // that wrote into it.
+  TT_DEVICE void release(int stage) const {
+    if (CLUSTER == 1) {
+      mbar_arrive(empty(stage));
+    } else {
+      TT_UNROLL
+      for (int r = 0; r < CLUSTER; ++r) mbar_arrive_in(empty(stage), (u32)r);
+    }
+  }
+
+  // Ring position (stage s, parity ph): on to the next stage, or n stages on.
+  static TT_DEVICE void advance(int& s, u32& ph) {
+    if (++s == STAGES) { s = 0; ph ^= 1; }
+  }
+  static TT_DEVICE void skip(int& s, u32& ph, int n) {
+    const int pos = s + n;
+    ph ^= (u32)((pos / STAGES) & 1);
+    s = pos % STAGES;
+  }
+};
+
+// A consumer warpgroup's main loop over the K tiles [kb, ke), from ring position (s, ph) on. Per
+// tile: wait for the stage to be full, 4 wgmma per m64 sub-tile (MI of them, from a_off bytes into
+// the A stage), one per 32 bytes of the 128-byte swizzle atom (k16 for 16-bit inputs, k8 for
+// tf32), one commit group per stage, one group left in flight: the stage the group before read is
+// released once that group retired. The first tile overwrites the accumulators. Shared-memory
+// operand layouts (descriptors): K-major [rows][128 B], SBO = 1024 (8-row groups), a k step 32 B
+// into the atom; MN-major [rows/64][BK][128 B], LBO = BK * 128 (next 64 rows), SBO = 1024 (next
+// 8 k), a k step 2048 B. Returns the stage of the last group (-1 for none), for finish_k_tiles.
+template <class Mma, bool A_K, bool B_K, int BK, int MI, int NACC, class R>
+TT_DEVICE int mma_k_tiles(const R& ring, float (&acc)[MI][NACC], u32 a_off, int kb, int ke, int& s, u32& ph,
+                          int lane) {
+  int prev = -1;
+  for (int kt = kb; kt < ke; ++kt) {
+    mbar_wait(ring.full(s), ph);
+    const u32 a = ring.a(s) + a_off;
+    const u32 bb = ring.b(s);
+    wg_fence();
+    TT_UNROLL
+    for (int kk = 0; kk < 4; ++kk) {
+      const u64 db = B_K ? desc(bb + kk * 32, 16, 1024) : desc(bb + kk * 2048, BK * 128, 1024);
+      TT_UNROLL
+      for (int mi = 0; mi < MI; ++mi) {
+        const u32 am = a + mi * 64 * 128;
+        const u64 da = A_K ? desc(am + kk * 32, 16, 1024) : desc(am + kk * 2048, BK * 128, 1024);
+        Mma::mma(acc[mi], da, db, (kt > kb || kk > 0) ? 1 : 0);
+      }
+    }
+    wg_commit();
+    if (prev >= 0) {
+      wg_wait<1>();
+      if (lane == 0) ring.release(prev);
+    }
+    prev = s;
+    R::advance(s, ph);
+  }
+  return prev;
+}
+
+// After the main loop: wait for the last group, keep the accumulators behind that wait, release
+// its stage. MAY_BE_EMPTY: the loop may have run no K tile (prev == -1, no stage to release).
+template <bool MAY_BE_EMPTY, int MI, int NACC, class R>
+TT_DEVICE void finish_k_tiles(const R& ring, float (&acc)[MI][NACC], int prev, int lane) {
+  wg_wait<0>();
+  TT_UNROLL
+  for (int mi = 0; mi < MI; ++mi) fence_regs<NACC>(acc[mi]);
+  if (lane == 0 && (!MAY_BE_EMPTY || prev >= 0)) ring.release(prev);
+}
+
+// Ping-pong consumers (cw 0 and 1) run their main loops in turn, on named barriers 3 and 4 of the
+// two warpgroups: a consumer waits for its turn before every main loop but its first, and passes
+// the turn once it has passed all its full-barrier waits (tensor cores in turn, and no parity wait
+// more than one phase ahead when a consumer skips the other's K tiles in the ring).
+TT_DEVICE void pingpong_wait(int cw) { named_sync(3 + cw, 256); }
+TT_DEVICE void pingpong_pass(int cw) { named_arrive(3 + (cw ^ 1), 256); }
 
 }  // namespace tt_wg
 

@@ -118,19 +118,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
   constexpr int EN = 32;      // epilogue chunk (columns)
   constexpr int EP = WM + 4;  // staging pitch (floats): conflict-free fragment writes
-  constexpr int KSTEPS = 4;  // one wgmma per 32 bytes of K: k16 (16-bit) or k8 (tf32)
   constexpr bool BF = IsBf16<TA>::value;
   typedef typename Pick<EB == 4, TtWgmmaTf32<BN>, TtWgmma<BN, BF, A_K ? 0 : 1, B_K ? 0 : 1>>::type Mma;
 
+  typedef Ring<STAGES, A_STAGE, B_STAGE, CLUSTER> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const u32 raw = smem_addr(smem_raw);
-  const u32 pad = ((raw + 1023u) & ~1023u) - raw;
-  unsigned char* smem = smem_raw + pad;
-  const u32 sA = raw + pad;                       // STAGES x A_STAGE
-  const u32 sB = sA + STAGES * A_STAGE;           // STAGES x B_STAGE
-  float* staging = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES);  // CONSUMERS x EN x EP
-  const u32 bars = sB + STAGES * B_STAGE + CONSUMERS * EN * EP * 4;
-  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
+  const RingT ring(smem_raw, CONSUMERS * EN * EP * 4);  // staging: CONSUMERS x EN x EP floats
+  const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
 
   const int M = p.g.m, N = p.g.n, K = p.g.k;
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
@@ -154,14 +148,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     }
   };
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bars + 8 * s, LOADER ? 128 : 1);  // TMA: one arrival + bytes; cp.async: every producer thread
-      mbar_init(bars + 8 * (STAGES + s), (PP ? 4 : CONSUMERS * 4) * CLUSTER);  // one per consuming warp of the cluster
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
+  // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
+  if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, (PP ? 4 : CONSUMERS * 4) * CLUSTER);
   if (CLUSTER > 1) cluster_sync();  // the peer's barriers exist before any multicast or remote arrive
   else __syncthreads();
 
@@ -254,7 +242,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const int tid = threadIdx.x - 128 * wg;
     const int warp = tid / 32, lane = tid % 32;
     const float alpha = p.g.alpha, beta = p.g.beta;
-    float* stg = staging + cw * EN * EP;
+    float* stg = ring.staging + cw * EN * EP;
 
     constexpr int V = 16 / (int)sizeof(TC);  // elements per 16-byte vector of C
     constexpr int TPC = WM / V;              // threads per column in the store pass
@@ -273,64 +261,26 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       if (u >= total) return;  // no such unit: nothing follows
       int t, split, kb, ke;
       unit(u, t, split, kb, ke);
-      const int pos = s + (ke - kb);
-      ph ^= (u32)((pos / STAGES) & 1);
-      s = pos % STAGES;
+      RingT::skip(s, ph, ke - kb);
     };
     if (PP && cw == 1) skip_unit(first);
     const int t_step = PP ? 2 * step : step;
-    // A stage is released to the producers of every CTA that wrote into it.
-    auto release = [&](int stage) {
-      if (CLUSTER == 1) {
-        mbar_arrive(bars + 8 * (STAGES + stage));
-      } else {
-        TT_UNROLL
-        for (int r = 0; r < CLUSTER; ++r) mbar_arrive_in(bars + 8 * (STAGES + stage), (u32)r);
-      }
-    };
     for (int u = first + (PP ? cw * step : 0); u < total; u += t_step) {
       int t, split, kb, ke, mb, nb, b;
       unit(u, t, split, kb, ke);
       tile_coords<RASTER, GROUP>(t, units_m, tiles_n, mb, nb, b);
       mb = mb * CLUSTER + (int)rank;
-      // Ping-pong order: a consumer starts its main loop only after the other one has passed all of
-      // its full-barrier waits (tensor cores in turn, and no parity wait more than one phase ahead).
-      if (PP && u != first) named_sync(3 + cw, 256);
-      int prev = -1;
+      if (PP && u != first) pingpong_wait(cw);
       if (SPLITK > 1 && kb == ke) {  // K < SPLITK tiles (the constraints keep sweeps from it): a zero partial
         TT_UNROLL
         for (int mi = 0; mi < MI; ++mi)
           TT_UNROLL
           for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.0f;
       }
-      for (int kt = kb; kt < ke; ++kt) {
-        mbar_wait(bars + 8 * s, ph);
-        const u32 a = sA + s * A_STAGE + (PP ? 0 : cw * MI * 64 * 128);  // 64 rows or one 64-row box: same bytes
-        const u32 bb = sB + s * B_STAGE;
-        wg_fence();
-        TT_UNROLL
-        for (int kk = 0; kk < KSTEPS; ++kk) {
-          const u64 db = B_K ? desc(bb + kk * 32, 16, 1024) : desc(bb + kk * 2048, BK * 128, 1024);
-          TT_UNROLL
-          for (int mi = 0; mi < MI; ++mi) {
-            const u32 am = a + mi * 64 * 128;
-            const u64 da = A_K ? desc(am + kk * 32, 16, 1024) : desc(am + kk * 2048, BK * 128, 1024);
-            Mma::mma(acc[mi], da, db, (kt > kb || kk > 0) ? 1 : 0);
-          }
-        }
-        wg_commit();
-        if (prev >= 0) {
-          wg_wait<1>();
-          if (lane == 0) release(prev);
-        }
-        prev = s;
-        if (++s == STAGES) { s = 0; ph ^= 1; }
-      }
-      if (PP && u + step < total) named_arrive(3 + (cw ^ 1), 256);
-      wg_wait<0>();
-      TT_UNROLL
-      for (int mi = 0; mi < MI; ++mi) fence_regs<BN / 2>(acc[mi]);
-      if (lane == 0 && (SPLITK == 1 || prev >= 0)) release(prev);
+      // This consumer's rows of A: 64 rows or one 64-row box, the same bytes.
+      const int prev = mma_k_tiles<Mma, A_K, B_K, BK>(ring, acc, PP ? 0 : cw * MI * 64 * 128, kb, ke, s, ph, lane);
+      if (PP && u + step < total) pingpong_pass(cw);
+      finish_k_tiles<(SPLITK > 1)>(ring, acc, prev, lane);
       if (PP) skip_unit(u + step);
 
       // ---------------------------------------------------------------- split-K
