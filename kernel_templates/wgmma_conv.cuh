@@ -12,7 +12,7 @@
 //     padding the bounding box's corners; the TMA zero-fills taps outside x and pixels past the
 //     last image, so edge tiles need no special case.
 //   B (BN filters x 64): a tiled copy of the K x (R*S*C) filter matrix at column 64 kt.
-// The pipeline follows wgmma_gemm.cuh (whose device helpers, namespace tt_wg, it uses): one
+// The pipeline follows wgmma_gemm.cuh (device helpers shared with it in wgmma_common.h): one
 // producer warpgroup (one thread issuing the copies into a STAGES-deep mbarrier ring) and
 // CONSUMERS consumer warpgroups (setmaxnreg moves registers from the producer to them), a persistent
 // grid walking the tiles in grouped raster order, cooperative consumers (each owns BM / CONSUMERS
@@ -23,7 +23,7 @@
 // when y is not 16-byte aligned.
 #include "conv_tma_params.h"
 #include "wgmma_conv_index.h"
-#include "wgmma_gemm.cuh"
+#include "wgmma_common.h"
 
 namespace tt_wgconv {
 
@@ -59,15 +59,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   constexpr int EP = EN + 4;  // staging pitch (floats), rows of the tile in the staging buffer
   typedef TtWgmma<BN, IsBf16<TA>::value, 0, 0> Mma;
 
+  typedef Ring<STAGES, A_STAGE, B_STAGE> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const u32 raw = smem_addr(smem_raw);
-  const u32 pad = ((raw + 1023u) & ~1023u) - raw;
-  unsigned char* smem = smem_raw + pad;
-  const u32 sA = raw + pad;              // STAGES x A_STAGE
-  const u32 sB = sA + STAGES * A_STAGE;  // STAGES x B_STAGE
-  float* staging = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES);  // CONSUMERS x WM x EP
-  const u32 bars = sB + STAGES * B_STAGE + CONSUMERS * WM * EP * 4;
-  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
+  const RingT ring(smem_raw, CONSUMERS * WM * EP * 4);  // staging: CONSUMERS x WM x EP floats
+  const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
 
   const TtConvParams& cv = p.c;
   const int M = cv.gemm_m, N = cv.gemm_n;
@@ -76,14 +71,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   const int chunks = cv.c / 64;
   const int KT = cv.r * cv.s * chunks;
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bars + 8 * s, 1);
-      mbar_init(bars + 8 * (STAGES + s), PP ? 4 : CONSUMERS * 4);  // one arrival per consuming warp
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
+  if (threadIdx.x == 0) ring.init(1, PP ? 4 : CONSUMERS * 4);  // empty: one arrival per consuming warp
   __syncthreads();
 
   const int wg = threadIdx.x / 128;
@@ -125,7 +113,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const int cw = wg - 1;
     const int tid = threadIdx.x - 128 * wg;
     const int warp = tid / 32, lane = tid % 32;
-    float* stg = staging + cw * WM * EP;
+    float* stg = ring.staging + cw * WM * EP;
     constexpr int V = 16 / (int)sizeof(TC);  // elements per 16-byte vector of y
     constexpr int TPR = EN / V;              // threads per row of a chunk
     constexpr int RPP = 128 / TPR;           // rows per pass
@@ -137,46 +125,18 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     int s = 0;
     u32 ph = 0;
     // Ping-pong: the consumers take turns, tile by tile; each skips the other's K steps in the ring.
-    auto skip_tile = [&]() {
-      const int pos = s + KT;
-      ph ^= (u32)((pos / STAGES) & 1);
-      s = pos % STAGES;
-    };
-    if (PP && cw == 1) skip_tile();
+    if (PP && cw == 1) RingT::skip(s, ph, KT);
     const int first = blockIdx.x, step = gridDim.x;
     const int t_step = PP ? 2 * step : step;
     for (int t = first + (PP ? cw * step : 0); t < total; t += t_step) {
       int mb, nb, b;
       tile_coords<RASTER, GROUP>(t, tiles_m, tiles_n, mb, nb, b);
-      // Ping-pong: a consumer starts its main loop once the other one passed all its full waits.
-      if (PP && t != first) named_sync(3 + cw, 256);
-      int prev = -1;
-      for (int kt = 0; kt < KT; ++kt) {
-        mbar_wait(bars + 8 * s, ph);
-        const u32 a = sA + s * A_STAGE + (PP ? 0 : cw * MI * 64 * 128);
-        const u32 bb = sB + s * B_STAGE;
-        wg_fence();
-        TT_UNROLL
-        for (int kk = 0; kk < 4; ++kk) {  // k16 steps: 32 bytes into the swizzle atom
-          const u64 db = desc(bb + kk * 32, 16, 1024);
-          TT_UNROLL
-          for (int mi = 0; mi < MI; ++mi)
-            Mma::mma(acc[mi], desc(a + mi * 64 * 128 + kk * 32, 16, 1024), db, (kt > 0 || kk > 0) ? 1 : 0);
-        }
-        wg_commit();
-        if (prev >= 0) {
-          wg_wait<1>();
-          if (lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
-        }
-        prev = s;
-        if (++s == STAGES) { s = 0; ph ^= 1; }
-      }
-      if (PP && t + step < total) named_arrive(3 + (cw ^ 1), 256);
-      wg_wait<0>();
-      TT_UNROLL
-      for (int mi = 0; mi < MI; ++mi) fence_regs<BN / 2>(acc[mi]);
-      if (lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
-      if (PP) skip_tile();
+      if (PP && t != first) pingpong_wait(cw);
+      // Both operands K-major; KT >= 1, so the loop leaves a stage to release.
+      const int prev = mma_k_tiles<Mma, true, true, 64>(ring, acc, PP ? 0 : cw * MI * 64 * 128, 0, KT, s, ph, lane);
+      if (PP && t + step < total) pingpong_pass(cw);
+      finish_k_tiles<false>(ring, acc, prev, lane);
+      if (PP) RingT::skip(s, ph, KT);
 
       // ---------------------------------------------------------------- epilogue
       const int m_base = mb * BM + (PP ? 0 : cw * WM);

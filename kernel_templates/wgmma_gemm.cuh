@@ -58,90 +58,9 @@
 #include "gemm_params.h"
 #include "gemm_tma_params.h"
 #include "splitk_reduce.h"
-#include "tt_types.h"
-#include "wgmma_ops.h"
+#include "wgmma_common.h"
 
 namespace tt_wg {
-
-typedef unsigned int u32;
-typedef unsigned long long u64;
-
-template <bool C, class A, class B> struct Pick { typedef A type; };
-template <class A, class B> struct Pick<false, A, B> { typedef B type; };
-
-template <class T> struct IsBf16 { static constexpr bool value = false; };
-template <> struct IsBf16<tt_bf16> { static constexpr bool value = true; };
-
-TT_DEVICE u32 smem_addr(const void* p) {
-  u32 r;
-  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
-  return r;
-}
-
-TT_DEVICE void mbar_init(u32 bar, u32 count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-TT_DEVICE void mbar_arrive_expect_tx(u32 bar, u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-TT_DEVICE void mbar_arrive(u32 bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-TT_DEVICE void mbar_wait(u32 bar, u32 parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred P1;\n"
-      "TT_WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-      "@!P1 bra TT_WAIT;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-
-TT_DEVICE void tma_load_3d(u32 dst, const TtTensorMap* map, u32 bar, int c0, int c1, int c2) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(dst),
-      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
-      : "memory");
-}
-
-// The same, delivered to the shared memory (and mbarrier) at the same offsets in every CTA of `mask`.
-TT_DEVICE void tma_load_3d_multicast(u32 dst, const TtTensorMap* map, u32 bar, int c0, int c1, int c2,
-                                     unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(dst),
-      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
-      : "memory");
-}
-
-TT_DEVICE u32 cluster_rank() {
-  u32 r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-TT_DEVICE void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
-}
-// Arrive on the mbarrier at the same offset in CTA `rank` of the cluster.
-TT_DEVICE void mbar_arrive_in(u32 bar, u32 rank) {
-  asm volatile(
-      "{ .reg .b32 r; mapa.shared::cluster.u32 r, %0, %1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r]; }" ::"r"(bar),
-      "r"(rank)
-      : "memory");
-}
-
-TT_DEVICE void prefetch_map(const TtTensorMap* map) {
-  asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
-}
-
-TT_DEVICE void cp_async16(u32 dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-TT_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> TT_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-TT_DEVICE void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
 // One operand's stage (ROWS x BK of K) by cp.async, in the layout and swizzle the TMA path
 // produces (see the operand layouts above). `rows` / `K` bound the matrix: chunks reaching past it
@@ -169,98 +88,6 @@ TT_DEVICE void cp_async_stage(u32 dst, const T* src, long long ld, int rows, int
     const T* g = KMAJOR ? src + (long long)r * ld + k : src + (long long)k * ld + r;
     cp_async16(dst + off, valid ? (const void*)g : (const void*)src, valid * (int)sizeof(T));
   }
-}
-
-TT_DEVICE void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-TT_DEVICE void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> TT_DEVICE void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
-
-TT_DEVICE void named_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-TT_DEVICE void named_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
-// The consumer threads that share a tile, synchronised by a named barrier that the producer
-// warpgroup never touches (the split-K reduction's group, see splitk_reduce.h).
-struct NamedGroup {
-  int id, threads;
-  TT_DEVICE void sync() const { named_sync(id, threads); }
-  TT_DEVICE bool any(bool pred) const {
-    u32 r;
-    asm volatile(
-        "{ .reg .pred p, q;\n"
-        "setp.ne.u32 p, %1, 0;\n"
-        "bar.red.or.pred q, %2, %3, p;\n"
-        "selp.u32 %0, 1, 0, q; }"
-        : "=r"(r)
-        : "r"((u32)pred), "r"(id), "r"(threads)
-        : "memory");
-    return r != 0;
-  }
-};
-
-// Keeps the compiler from moving accumulator reads / writes across wgmma waits.
-template <int R> TT_DEVICE void fence_regs(float* d) {
-  TT_UNROLL
-  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-// Shared-memory matrix descriptor, 128-byte swizzle.
-TT_DEVICE u64 desc(u32 addr, u32 lbo, u32 sbo) {
-  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)((lbo >> 4) & 0x3FFF) << 16) |
-         ((u64)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
-}
-
-// V consecutive elements of C: load / store as one 16-byte vector (caller checked alignment).
-template <class T, int V> struct CVec;
-template <int V> struct CVec<float, V> {
-  static TT_DEVICE void load(const float* p, float* v) {
-    float4 x = *reinterpret_cast<const float4*>(p);
-    v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
-  }
-  static TT_DEVICE void store(float* p, const float* v) {
-    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-  }
-};
-template <class T16, int V> struct CVec {
-  static TT_DEVICE void load(const T16* p, float* v) {
-    uint4 x = *reinterpret_cast<const uint4*>(p);
-    u32 w[4] = {x.x, x.y, x.z, x.w};
-    TT_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      T16 lo, hi;
-      lo.bits = (unsigned short)(w[i] & 0xffffu);
-      hi.bits = (unsigned short)(w[i] >> 16);
-      v[2 * i] = tt_to_float(lo);
-      v[2 * i + 1] = tt_to_float(hi);
-    }
-  }
-  static TT_DEVICE void store(T16* p, const float* v) {
-    u32 w[4];
-    TT_UNROLL
-    for (int i = 0; i < 4; ++i)
-      w[i] = (u32)tt_from_float<T16>(v[2 * i]).bits | ((u32)tt_from_float<T16>(v[2 * i + 1]).bits << 16);
-    *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
-  }
-};
-
-// Tile index -> (tile row, tile column, batch), grouped raster.
-template <int RASTER, int GROUP>
-TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, int& b) {
-  const int per_batch = tiles_m * tiles_n;
-  b = t / per_batch;
-  t -= b * per_batch;
-  const int major = RASTER == 0 ? tiles_m : tiles_n;  // dimension grouped
-  const int minor = RASTER == 0 ? tiles_n : tiles_m;  // dimension walked inside a group
-  const int in_group = GROUP * minor;
-  const int g = t / in_group;
-  const int first = g * GROUP;
-  const int gs = (major - first) < GROUP ? (major - first) : GROUP;
-  const int r = t - g * in_group;
-  const int x = first + r % gs, y = r / gs;
-  if (RASTER == 0) { mb = x; nb = y; } else { nb = x; mb = y; }
 }
 
 }  // namespace tt_wg
@@ -291,19 +118,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
   constexpr int EN = 32;      // epilogue chunk (columns)
   constexpr int EP = WM + 4;  // staging pitch (floats): conflict-free fragment writes
-  constexpr int KSTEPS = 4;  // one wgmma per 32 bytes of K: k16 (16-bit) or k8 (tf32)
   constexpr bool BF = IsBf16<TA>::value;
   typedef typename Pick<EB == 4, TtWgmmaTf32<BN>, TtWgmma<BN, BF, A_K ? 0 : 1, B_K ? 0 : 1>>::type Mma;
 
+  typedef Ring<STAGES, A_STAGE, B_STAGE, CLUSTER> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const u32 raw = smem_addr(smem_raw);
-  const u32 pad = ((raw + 1023u) & ~1023u) - raw;
-  unsigned char* smem = smem_raw + pad;
-  const u32 sA = raw + pad;                       // STAGES x A_STAGE
-  const u32 sB = sA + STAGES * A_STAGE;           // STAGES x B_STAGE
-  float* staging = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES);  // CONSUMERS x EN x EP
-  const u32 bars = sB + STAGES * B_STAGE + CONSUMERS * EN * EP * 4;
-  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
+  const RingT ring(smem_raw, CONSUMERS * EN * EP * 4);  // staging: CONSUMERS x EN x EP floats
+  const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
 
   const int M = p.g.m, N = p.g.n, K = p.g.k;
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
@@ -327,14 +148,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     }
   };
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bars + 8 * s, LOADER ? 128 : 1);  // TMA: one arrival + bytes; cp.async: every producer thread
-      mbar_init(bars + 8 * (STAGES + s), (PP ? 4 : CONSUMERS * 4) * CLUSTER);  // one per consuming warp of the cluster
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
+  // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
+  if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, (PP ? 4 : CONSUMERS * 4) * CLUSTER);
   if (CLUSTER > 1) cluster_sync();  // the peer's barriers exist before any multicast or remote arrive
   else __syncthreads();
 
@@ -427,7 +242,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const int tid = threadIdx.x - 128 * wg;
     const int warp = tid / 32, lane = tid % 32;
     const float alpha = p.g.alpha, beta = p.g.beta;
-    float* stg = staging + cw * EN * EP;
+    float* stg = ring.staging + cw * EN * EP;
 
     constexpr int V = 16 / (int)sizeof(TC);  // elements per 16-byte vector of C
     constexpr int TPC = WM / V;              // threads per column in the store pass
@@ -446,64 +261,26 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       if (u >= total) return;  // no such unit: nothing follows
       int t, split, kb, ke;
       unit(u, t, split, kb, ke);
-      const int pos = s + (ke - kb);
-      ph ^= (u32)((pos / STAGES) & 1);
-      s = pos % STAGES;
+      RingT::skip(s, ph, ke - kb);
     };
     if (PP && cw == 1) skip_unit(first);
     const int t_step = PP ? 2 * step : step;
-    // A stage is released to the producers of every CTA that wrote into it.
-    auto release = [&](int stage) {
-      if (CLUSTER == 1) {
-        mbar_arrive(bars + 8 * (STAGES + stage));
-      } else {
-        TT_UNROLL
-        for (int r = 0; r < CLUSTER; ++r) mbar_arrive_in(bars + 8 * (STAGES + stage), (u32)r);
-      }
-    };
     for (int u = first + (PP ? cw * step : 0); u < total; u += t_step) {
       int t, split, kb, ke, mb, nb, b;
       unit(u, t, split, kb, ke);
       tile_coords<RASTER, GROUP>(t, units_m, tiles_n, mb, nb, b);
       mb = mb * CLUSTER + (int)rank;
-      // Ping-pong order: a consumer starts its main loop only after the other one has passed all of
-      // its full-barrier waits (tensor cores in turn, and no parity wait more than one phase ahead).
-      if (PP && u != first) named_sync(3 + cw, 256);
-      int prev = -1;
+      if (PP && u != first) pingpong_wait(cw);
       if (SPLITK > 1 && kb == ke) {  // K < SPLITK tiles (the constraints keep sweeps from it): a zero partial
         TT_UNROLL
         for (int mi = 0; mi < MI; ++mi)
           TT_UNROLL
           for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.0f;
       }
-      for (int kt = kb; kt < ke; ++kt) {
-        mbar_wait(bars + 8 * s, ph);
-        const u32 a = sA + s * A_STAGE + (PP ? 0 : cw * MI * 64 * 128);  // 64 rows or one 64-row box: same bytes
-        const u32 bb = sB + s * B_STAGE;
-        wg_fence();
-        TT_UNROLL
-        for (int kk = 0; kk < KSTEPS; ++kk) {
-          const u64 db = B_K ? desc(bb + kk * 32, 16, 1024) : desc(bb + kk * 2048, BK * 128, 1024);
-          TT_UNROLL
-          for (int mi = 0; mi < MI; ++mi) {
-            const u32 am = a + mi * 64 * 128;
-            const u64 da = A_K ? desc(am + kk * 32, 16, 1024) : desc(am + kk * 2048, BK * 128, 1024);
-            Mma::mma(acc[mi], da, db, (kt > kb || kk > 0) ? 1 : 0);
-          }
-        }
-        wg_commit();
-        if (prev >= 0) {
-          wg_wait<1>();
-          if (lane == 0) release(prev);
-        }
-        prev = s;
-        if (++s == STAGES) { s = 0; ph ^= 1; }
-      }
-      if (PP && u + step < total) named_arrive(3 + (cw ^ 1), 256);
-      wg_wait<0>();
-      TT_UNROLL
-      for (int mi = 0; mi < MI; ++mi) fence_regs<BN / 2>(acc[mi]);
-      if (lane == 0 && (SPLITK == 1 || prev >= 0)) release(prev);
+      // This consumer's rows of A: 64 rows or one 64-row box, the same bytes.
+      const int prev = mma_k_tiles<Mma, A_K, B_K, BK>(ring, acc, PP ? 0 : cw * MI * 64 * 128, kb, ke, s, ph, lane);
+      if (PP && u + step < total) pingpong_pass(cw);
+      finish_k_tiles<(SPLITK > 1)>(ring, acc, prev, lane);
       if (PP) skip_unit(u + step);
 
       // ---------------------------------------------------------------- split-K

@@ -1,0 +1,305 @@
+// Device helpers of the Hopper (sm_90a) templates, wgmma_gemm.cuh and wgmma_conv.cuh (namespace
+// tt_wg): mbarriers, TMA copies, cp.async, wgmma fences and shared-memory descriptors, named
+// barriers, the grouped tile raster and 16-byte vectors of C; and the pipeline the two share: one
+// producer warpgroup filling a STAGES-deep ring of operand stages in shared memory (Ring), consumer
+// warpgroups reading them with wgmma (mma_k_tiles, finish_k_tiles), and ping-pong turns between two
+// consumers.
+#ifndef TILETUNE_WGMMA_COMMON_H
+#define TILETUNE_WGMMA_COMMON_H
+
+#include "tt_types.h"
+#include "wgmma_ops.h"
+
+namespace tt_wg {
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+template <bool C, class A, class B> struct Pick { typedef A type; };
+template <class A, class B> struct Pick<false, A, B> { typedef B type; };
+
+template <class T> struct IsBf16 { static constexpr bool value = false; };
+template <> struct IsBf16<tt_bf16> { static constexpr bool value = true; };
+
+TT_DEVICE u32 smem_addr(const void* p) {
+  u32 r;
+  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+  return r;
+}
+
+TT_DEVICE void mbar_init(u32 bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+TT_DEVICE void mbar_arrive_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+TT_DEVICE void mbar_arrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+TT_DEVICE void mbar_wait(u32 bar, u32 parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred P1;\n"
+      "TT_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@!P1 bra TT_WAIT;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+TT_DEVICE void tma_load_3d(u32 dst, const TtTensorMap* map, u32 bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// The same, delivered to the shared memory (and mbarrier) at the same offsets in every CTA of `mask`.
+TT_DEVICE void tma_load_3d_multicast(u32 dst, const TtTensorMap* map, u32 bar, int c0, int c1, int c2,
+                                     unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
+      : "memory");
+}
+
+TT_DEVICE u32 cluster_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+TT_DEVICE void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+// Arrive on the mbarrier at the same offset in CTA `rank` of the cluster.
+TT_DEVICE void mbar_arrive_in(u32 bar, u32 rank) {
+  asm volatile(
+      "{ .reg .b32 r; mapa.shared::cluster.u32 r, %0, %1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r]; }" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+
+TT_DEVICE void prefetch_map(const TtTensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+
+TT_DEVICE void cp_async16(u32 dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+TT_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> TT_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+TT_DEVICE void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+TT_DEVICE void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+TT_DEVICE void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> TT_DEVICE void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+
+TT_DEVICE void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+TT_DEVICE void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// The consumer threads that share a tile, synchronised by a named barrier that the producer
+// warpgroup never touches (the split-K reduction's group, see splitk_reduce.h).
+struct NamedGroup {
+  int id, threads;
+  TT_DEVICE void sync() const { named_sync(id, threads); }
+  TT_DEVICE bool any(bool pred) const {
+    u32 r;
+    asm volatile(
+        "{ .reg .pred p, q;\n"
+        "setp.ne.u32 p, %1, 0;\n"
+        "bar.red.or.pred q, %2, %3, p;\n"
+        "selp.u32 %0, 1, 0, q; }"
+        : "=r"(r)
+        : "r"((u32)pred), "r"(id), "r"(threads)
+        : "memory");
+    return r != 0;
+  }
+};
+
+// Keeps the compiler from moving accumulator reads / writes across wgmma waits.
+template <int R> TT_DEVICE void fence_regs(float* d) {
+  TT_UNROLL
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Shared-memory matrix descriptor, 128-byte swizzle.
+TT_DEVICE u64 desc(u32 addr, u32 lbo, u32 sbo) {
+  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)((lbo >> 4) & 0x3FFF) << 16) |
+         ((u64)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+
+// V consecutive elements of C: load / store as one 16-byte vector (caller checked alignment).
+template <class T, int V> struct CVec;
+template <int V> struct CVec<float, V> {
+  static TT_DEVICE void load(const float* p, float* v) {
+    float4 x = *reinterpret_cast<const float4*>(p);
+    v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
+  }
+  static TT_DEVICE void store(float* p, const float* v) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  }
+};
+template <class T16, int V> struct CVec {
+  static TT_DEVICE void load(const T16* p, float* v) {
+    uint4 x = *reinterpret_cast<const uint4*>(p);
+    u32 w[4] = {x.x, x.y, x.z, x.w};
+    TT_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      T16 lo, hi;
+      lo.bits = (unsigned short)(w[i] & 0xffffu);
+      hi.bits = (unsigned short)(w[i] >> 16);
+      v[2 * i] = tt_to_float(lo);
+      v[2 * i + 1] = tt_to_float(hi);
+    }
+  }
+  static TT_DEVICE void store(T16* p, const float* v) {
+    u32 w[4];
+    TT_UNROLL
+    for (int i = 0; i < 4; ++i)
+      w[i] = (u32)tt_from_float<T16>(v[2 * i]).bits | ((u32)tt_from_float<T16>(v[2 * i + 1]).bits << 16);
+    *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+};
+
+// Tile index -> (tile row, tile column, batch), grouped raster.
+template <int RASTER, int GROUP>
+TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, int& b) {
+  const int per_batch = tiles_m * tiles_n;
+  b = t / per_batch;
+  t -= b * per_batch;
+  const int major = RASTER == 0 ? tiles_m : tiles_n;  // dimension grouped
+  const int minor = RASTER == 0 ? tiles_n : tiles_m;  // dimension walked inside a group
+  const int in_group = GROUP * minor;
+  const int g = t / in_group;
+  const int first = g * GROUP;
+  const int gs = (major - first) < GROUP ? (major - first) : GROUP;
+  const int r = t - g * in_group;
+  const int x = first + r % gs, y = r / gs;
+  if (RASTER == 0) { mb = x; nb = y; } else { nb = x; mb = y; }
+}
+
+// ------------------------------------------------------------------------------------------------
+// The pipeline.
+
+// Shared memory of a wgmma kernel, from the dynamic allocation aligned up to 1024 bytes (the
+// 128-byte swizzle's period): STAGES A stages of A_STAGE bytes, STAGES B stages of B_STAGE bytes,
+// `staging_bytes` of fp32 epilogue staging, then the ring's mbarriers: full[s] at bars + 8 s,
+// empty[s] at bars + 8 (STAGES + s). With CLUSTER > 1 a stage is filled by the producers of every
+// CTA of the cluster (TMA multicast) and released to all of them.
+template <int STAGES, u32 A_STAGE, u32 B_STAGE, int CLUSTER = 1>
+struct Ring {
+  u32 sA, sB, bars;
+  float* staging;
+
+  TT_DEVICE Ring(unsigned char* smem_raw, u32 staging_bytes) {
+    const u32 raw = smem_addr(smem_raw);
+    const u32 pad = ((raw + 1023u) & ~1023u) - raw;
+    unsigned char* smem = smem_raw + pad;
+    sA = raw + pad;
+    sB = sA + STAGES * A_STAGE;
+    staging = reinterpret_cast<float*>(smem + STAGES * (A_STAGE + B_STAGE));
+    bars = sB + STAGES * B_STAGE + staging_bytes;
+  }
+
+  TT_DEVICE u32 a(int s) const { return sA + s * A_STAGE; }
+  TT_DEVICE u32 b(int s) const { return sB + s * B_STAGE; }
+  TT_DEVICE u32 full(int s) const { return bars + 8 * s; }
+  TT_DEVICE u32 empty(int s) const { return bars + 8 * (STAGES + s); }
+
+  // Thread 0, before the block's (cluster's) first barrier: full[s] completes on `full_count`
+  // arrivals (and the bytes announced), empty[s] on `empty_count`.
+  TT_DEVICE void init(u32 full_count, u32 empty_count) const {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full(s), full_count);
+      mbar_init(empty(s), empty_count);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+
+  // A consuming warp (its lane 0) is done with `stage`: arrive on its empty barrier in every CTA
+  // that wrote into it.
+  TT_DEVICE void release(int stage) const {
+    if (CLUSTER == 1) {
+      mbar_arrive(empty(stage));
+    } else {
+      TT_UNROLL
+      for (int r = 0; r < CLUSTER; ++r) mbar_arrive_in(empty(stage), (u32)r);
+    }
+  }
+
+  // Ring position (stage s, parity ph): on to the next stage, or n stages on.
+  static TT_DEVICE void advance(int& s, u32& ph) {
+    if (++s == STAGES) { s = 0; ph ^= 1; }
+  }
+  static TT_DEVICE void skip(int& s, u32& ph, int n) {
+    const int pos = s + n;
+    ph ^= (u32)((pos / STAGES) & 1);
+    s = pos % STAGES;
+  }
+};
+
+// A consumer warpgroup's main loop over the K tiles [kb, ke), from ring position (s, ph) on. Per
+// tile: wait for the stage to be full, 4 wgmma per m64 sub-tile (MI of them, from a_off bytes into
+// the A stage), one per 32 bytes of the 128-byte swizzle atom (k16 for 16-bit inputs, k8 for
+// tf32), one commit group per stage, one group left in flight: the stage the group before read is
+// released once that group retired. The first tile overwrites the accumulators. Shared-memory
+// operand layouts (descriptors): K-major [rows][128 B], SBO = 1024 (8-row groups), a k step 32 B
+// into the atom; MN-major [rows/64][BK][128 B], LBO = BK * 128 (next 64 rows), SBO = 1024 (next
+// 8 k), a k step 2048 B. Returns the stage of the last group (-1 for none), for finish_k_tiles.
+template <class Mma, bool A_K, bool B_K, int BK, int MI, int NACC, class R>
+TT_DEVICE int mma_k_tiles(const R& ring, float (&acc)[MI][NACC], u32 a_off, int kb, int ke, int& s, u32& ph,
+                          int lane) {
+  int prev = -1;
+  for (int kt = kb; kt < ke; ++kt) {
+    mbar_wait(ring.full(s), ph);
+    const u32 a = ring.a(s) + a_off;
+    const u32 bb = ring.b(s);
+    wg_fence();
+    TT_UNROLL
+    for (int kk = 0; kk < 4; ++kk) {
+      const u64 db = B_K ? desc(bb + kk * 32, 16, 1024) : desc(bb + kk * 2048, BK * 128, 1024);
+      TT_UNROLL
+      for (int mi = 0; mi < MI; ++mi) {
+        const u32 am = a + mi * 64 * 128;
+        const u64 da = A_K ? desc(am + kk * 32, 16, 1024) : desc(am + kk * 2048, BK * 128, 1024);
+        Mma::mma(acc[mi], da, db, (kt > kb || kk > 0) ? 1 : 0);
+      }
+    }
+    wg_commit();
+    if (prev >= 0) {
+      wg_wait<1>();
+      if (lane == 0) ring.release(prev);
+    }
+    prev = s;
+    R::advance(s, ph);
+  }
+  return prev;
+}
+
+// After the main loop: wait for the last group, keep the accumulators behind that wait, release
+// its stage. MAY_BE_EMPTY: the loop may have run no K tile (prev == -1, no stage to release).
+template <bool MAY_BE_EMPTY, int MI, int NACC, class R>
+TT_DEVICE void finish_k_tiles(const R& ring, float (&acc)[MI][NACC], int prev, int lane) {
+  wg_wait<0>();
+  TT_UNROLL
+  for (int mi = 0; mi < MI; ++mi) fence_regs<NACC>(acc[mi]);
+  if (lane == 0 && (!MAY_BE_EMPTY || prev >= 0)) ring.release(prev);
+}
+
+// Ping-pong consumers (cw 0 and 1) run their main loops in turn, on named barriers 3 and 4 of the
+// two warpgroups: a consumer waits for its turn before every main loop but its first, and passes
+// the turn once it has passed all its full-barrier waits (tensor cores in turn, and no parity wait
+// more than one phase ahead when a consumer skips the other's K tiles in the ring).
+TT_DEVICE void pingpong_wait(int cw) { named_sync(3 + cw, 256); }
+TT_DEVICE void pingpong_pass(int cw) { named_arrive(3 + (cw ^ 1), 256); }
+
+}  // namespace tt_wg
+
+#endif  // TILETUNE_WGMMA_COMMON_H
