@@ -492,17 +492,13 @@ TEST_F(CudaDevice, SweepThenRuntimeDispatchOnTheGpu) {
   fs::path dir = fs::temp_directory_path() / ("tiletune-cuda-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::string db = (dir / "cuda.db").string();
-  auto config = tuner::parse_config(R"({
+  const std::string json = R"({
     "problems": [{"dtype": "f32", "transA": "T", "transB": "N", "m": 777, "n": 512, "k": 300}],
     "templates": {"simt_gemm": {"parameters": {"MT0": [64, 128], "MT1": [64, 128], "DU": [8], "PAD": [4], "DB": [1]}}},
     "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 10, "target_ms": 5}
-  })", dir.string());
-  tuner::SweepOptions o;
-  o.backend = gpu::BackendKind::Cuda;
-  o.db_path = db;
-  auto s = tuner::run_sweep(config, o, stderr);
-  EXPECT_GT(s.benchmarked, 0u);
-  EXPECT_EQ(s.invalid, 0u);
+  })";
+  auto config = tuner::parse_config(json, dir.string());
+  auto s = cuda_sweep_one_winner(json, dir.string(), db);
   ASSERT_EQ(s.winners.size(), 1u);
   EXPECT_GT(s.winners[0].vendor_tflops, 0) << "cuBLAS must have been timed alongside";
 

@@ -11,7 +11,9 @@
 #include "gpu/backend.h"
 #include "solutions/conv_problem.h"
 #include "solutions/problem.h"
+#include "tuner/config.h"
 #include "tuner/output_check.h"
+#include "tuner/sweep.h"
 
 namespace tiletune::testing {
 
@@ -108,6 +110,21 @@ inline gpu::DeviceInfo fake_device(gpu::BackendKind backend) {
       break;
   }
   return d;
+}
+
+// A sweep of `config_json` on the first CUDA device into `db`, for the GPU tests that then
+// dispatch its winner through the runtime: something measured, nothing invalid, one winner.
+inline tuner::SweepSummary cuda_sweep_one_winner(const std::string& config_json, const std::string& dir,
+                                                 const std::string& db) {
+  auto config = tuner::parse_config(config_json, dir);
+  tuner::SweepOptions o;
+  o.backend = gpu::BackendKind::Cuda;
+  o.db_path = db;
+  tuner::SweepSummary s = tuner::run_sweep(config, o, stderr);
+  EXPECT_GT(s.benchmarked, 0u);
+  EXPECT_EQ(s.invalid, 0u);
+  EXPECT_EQ(s.winners.size(), 1u);
+  return s;
 }
 
 }  // namespace tiletune::testing
