@@ -176,6 +176,17 @@ TEST(SlotRunner, SlotsSpreadOverGroupsAndEveryTaskRunsOnce) {
   EXPECT_LE(pairs, kGroups + 2 - 1);
   EXPECT_NE(groups_of_slot.begin()->second.front(), std::next(groups_of_slot.begin())->second.front());
 
+  // Without groups every slot helps, down to the last task: two slow tasks run on both slots.
+  std::set<const tuner::MeasureSlot*> ran_on;
+  runner.run(
+      2, [](std::size_t) { return true; },
+      [&](tuner::MeasureSlot& slot, std::size_t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        std::lock_guard<std::mutex> lock(mu);
+        ran_on.insert(&slot);
+      });
+  EXPECT_EQ(ran_on.size(), 2u);
+
   // Without groups: the lowest task first, as before.
   std::vector<std::size_t> order;
   std::vector<tuner::MeasureSlot> one(1);

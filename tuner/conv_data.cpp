@@ -49,7 +49,7 @@ ConvData::ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate, st
   const bool on_gpu = dev.info().backend != gpu::BackendKind::Host;
   const OutputLayout layout = OutputLayout::flat(p.out_type, counts[out]);
   if (on_gpu && p.flops() > device_reference_flops) {
-    check_ = std::make_unique<DeviceCheck>(dev, layout, reference_on_device());
+    check_ = try_device_check(dev, layout, reference_on_device());
     return;
   }
   // The inputs as the kernel sees them (rounded to the input type), in fp64.
@@ -64,7 +64,7 @@ ConvData::ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate, st
     case ConvDirection::BackwardData: reference_ = conv_reference(p, inputs[kY], inputs[kW]); break;
     case ConvDirection::BackwardFilter: reference_ = conv_reference(p, inputs[kX], inputs[kY]); break;
   }
-  if (on_gpu) check_ = std::make_unique<DeviceCheck>(dev, layout, reference_);  // uploaded once per problem
+  if (on_gpu) check_ = try_device_check(dev, layout, reference_);  // uploaded once per problem
 }
 
 gpu::CompileRequest reference_conv_request(const ConvProblem& p, const gpu::DeviceInfo& dev) {

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "kernel_templates/conv_params.h"
+#include "tuner/elements.h"
 
 namespace tiletune::tuner {
 
@@ -52,10 +53,7 @@ std::vector<double> conv_reference(const ConvProblem& p, const std::vector<doubl
           }
       }
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  work(0);
-  for (auto& th : pool) th.join();
+  run_on_threads(unsigned(threads), work);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <random>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -23,6 +24,30 @@ inline float random_input(std::mt19937_64& rng) {
   return v == 0.f ? 0.5f : v;
 }
 
+// Runs work(t) for every t in [0, threads): t = 0 on this thread, the others on threads of their
+// own (a share whose thread cannot be started runs here instead); returns once all are done, also
+// when one throws (its exception then propagates).
+template <class Work>
+void run_on_threads(unsigned threads, Work&& work) {
+  std::vector<std::thread> pool;
+  unsigned t = 1;
+  for (; t < threads; ++t) {
+    try {
+      pool.emplace_back(work, t);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
+  struct Join {
+    std::vector<std::thread>& pool;
+    ~Join() {
+      for (auto& th : pool) th.join();
+    }
+  } join{pool};
+  work(0u);
+  for (; t < threads; ++t) work(t);
+}
+
 // Calls put(i, v) with v = random_input(...) for every i in [0, n), on all cores: chunks of
 // 2^16 indices, each with a generator seeded from `seed` and the chunk's number, so the values
 // depend on the seed alone (not on the thread count). A 4096^2 x 3 operand set took about a
@@ -32,17 +57,13 @@ void random_fill(std::int64_t n, std::uint64_t seed, Put&& put) {
   constexpr std::int64_t kChunk = 1 << 16;
   const std::int64_t chunks = (n + kChunk - 1) / kChunk;
   std::atomic<std::int64_t> next{0};
-  auto work = [&] {
+  auto work = [&](unsigned) {
     for (std::int64_t c; (c = next++) < chunks;) {
       std::mt19937_64 rng(seed ^ (0x9E3779B97F4A7C15ull * std::uint64_t(c + 1)));
       for (std::int64_t i = c * kChunk, end = std::min(n, i + kChunk); i < end; ++i) put(i, random_input(rng));
     }
   };
-  const unsigned threads = unsigned(std::min<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()), chunks));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  run_on_threads(unsigned(std::min<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()), chunks)), work);
 }
 
 // How many copies of a problem's operands (set_bytes each) rotate through timing so that runs

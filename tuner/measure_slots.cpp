@@ -74,14 +74,19 @@ void SlotRunner::serve(std::size_t slot) {
 bool SlotRunner::next_task(std::size_t slot, std::size_t& task) {
   std::size_t g = slot_group_[slot];
   if (g == groups_.size() || groups_[g].next == groups_[g].tasks.size()) {
-    // Move on: the group nobody is on with the most tasks left, else the one with the most left.
+    // Move on: the first group nobody is on (the order the sweep compiles in), else help the one
+    // with the most left; not for its last task alone (a sweep's vendor comparison, best run
+    // where the data is, and one task does not pay for preparing the problem's data again).
     std::size_t best = groups_.size();
-    auto key = [&](std::size_t i) {
-      const Group& c = groups_[i];
-      return std::make_pair(c.slots == 0, c.tasks.size() - c.next);
-    };
-    for (std::size_t i = 0; i < groups_.size(); ++i)
-      if (groups_[i].next < groups_[i].tasks.size() && (best == groups_.size() || key(i) > key(best))) best = i;
+    for (std::size_t i = 0; i < groups_.size() && best == groups_.size(); ++i)
+      if (groups_[i].slots == 0 && groups_[i].next < groups_[i].tasks.size()) best = i;
+    if (best == groups_.size()) {
+      std::size_t most = groups_.size() == 1 ? 1 : 2;  // at least this many left
+      for (std::size_t i = 0; i < groups_.size(); ++i) {
+        const std::size_t left = groups_[i].tasks.size() - groups_[i].next;
+        if (left >= most) best = i, most = left + 1;
+      }
+    }
     if (best == groups_.size()) return false;
     if (g < groups_.size()) --groups_[g].slots;
     ++groups_[best].slots;

@@ -28,14 +28,15 @@ struct MeasureSlot {
   int worker_starts() const { return worker ? worker->starts() : 0; }
 };
 
-// Runs batches of tasks over the slots: each slot takes the lowest task not yet taken as soon as
-// it is free. Tasks may come in groups (a sweep's problems): a slot then stays on its group while
-// it has tasks left, and moves on to the group no other slot is on with the most tasks left (else
-// the one with the most left), so that each worker prepares a problem's data (operands, the fp64
-// reference) for as few problems as it can, and the last group is shared. Slot 0 works on the calling thread (an in-process device stays on the thread that
-// opened it); every other slot on a thread of its own that lives as long as the runner, because
-// a worker process is started with PR_SET_PDEATHSIG and would be killed with the thread that
-// started it if that thread ended after a batch.
+// Runs batches of tasks over the slots, each slot taking its next task as soon as it is free.
+// Without groups that is the lowest task not yet taken. With groups (a sweep's problems) a slot
+// stays on its group while it has tasks left, then takes the first group nobody is on (the order
+// the sweep compiles in), else helps the group with the most left (but not for its last task
+// alone): each worker prepares the data of as few problems (operands, fp64 reference) as it can,
+// and the last groups are shared. Slot 0 works on the calling thread (an in-process device stays
+// on the thread that opened it); every other slot on a thread of its own that lives as long as
+// the runner, because a worker process is started with PR_SET_PDEATHSIG and would be killed with
+// the thread that started it if that thread ended after a batch.
 class SlotRunner {
  public:
   explicit SlotRunner(std::vector<MeasureSlot>& slots);

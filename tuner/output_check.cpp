@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "common/error.h"
@@ -18,9 +20,24 @@ bool poisoned(const std::uint8_t* out, std::int64_t idx, int eb) {
   return true;
 }
 
+// Compiled once per process and arch: a worker prepares many problems, and an NVRTC compile of
+// even this small kernel costs about as much as making a mid-sized problem's data.
 std::shared_ptr<gpu::Kernel> compile_and_load(gpu::Device& dev, const gpu::CompileRequest& req) {
-  gpu::CompileResult r = dev.compiler().compile(req);
-  if (!r.ok) throw Error("compiling " + req.name_expression + " (check_output.cuh) failed: " + r.log);
+  static std::mutex mu;
+  static std::map<std::string, gpu::CompileResult> done;
+  const std::string key = req.arch + "|" + req.name_expression;
+  gpu::CompileResult r;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = done.find(key);
+    if (it != done.end()) r = it->second;
+  }
+  if (!r.ok) {
+    r = dev.compiler().compile(req);
+    if (!r.ok) throw Error("compiling " + req.name_expression + " (check_output.cuh) failed: " + r.log);
+    std::lock_guard<std::mutex> lock(mu);
+    done.emplace(key, r);
+  }
   return dev.load(r.code);
 }
 
@@ -93,10 +110,7 @@ Comparison compare_output(const OutputLayout& l, const std::uint8_t* out, const 
       }
     }
   };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  work(0);
-  for (auto& th : pool) th.join();
+  run_on_threads(threads, work);
   Comparison c;
   for (const Part& part : parts) {
     c.err += part.err;

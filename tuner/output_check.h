@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu/backend.h"
@@ -64,6 +65,18 @@ class DeviceCheck {
   std::shared_ptr<gpu::Kernel> kernel_;
   unsigned blocks_ = 1;
 };
+
+// A DeviceCheck, or none where the device cannot hold or compile one (a large reference on a
+// nearly full device): the host check then serves, slower, with the same verdicts, instead of
+// every candidate of the problem failing.
+template <class Reference>
+std::unique_ptr<DeviceCheck> try_device_check(gpu::Device& dev, const OutputLayout& layout, Reference&& reference) {
+  try {
+    return std::make_unique<DeviceCheck>(dev, layout, std::forward<Reference>(reference));
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
 
 // A device copy of an output's initial value, written back into the output before each
 // validation without crossing the bus again (GEMM with beta != 0).

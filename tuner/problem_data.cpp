@@ -79,8 +79,14 @@ ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rota
   // On a GPU, validation compares and restores C on the device: uploads once per problem here
   // instead of moving C across the bus twice per candidate.
   if (dev.info().backend != gpu::BackendKind::Host) {
-    check_ = std::make_unique<DeviceCheck>(dev, OutputLayout::of_c(p), reference_);
-    if (!p.beta_zero) c0_ = std::make_unique<DeviceSnapshot>(dev, host_c0_);
+    check_ = try_device_check(dev, OutputLayout::of_c(p), reference_);
+    if (!p.beta_zero) {
+      try {
+        c0_ = std::make_unique<DeviceSnapshot>(dev, host_c0_);
+      } catch (const std::exception&) {
+        c0_.reset();  // reset_output uploads C's initial value instead
+      }
+    }
   }
 }
 
@@ -170,10 +176,7 @@ void ProblemData::products_on_host() {
           reference_[std::size_t(b * p.m * p.n + j * p.m + i)] = s0 + s1 + s2 + s3;
         }
     };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
-    work(0);
-    for (auto& th : pool) th.join();
+    run_on_threads(threads, work);
   }
 }
 

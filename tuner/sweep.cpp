@@ -1,6 +1,7 @@
 #include "tuner/sweep.h"
 
 #include <algorithm>
+#include <tuple>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -131,7 +132,8 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   for (const auto& c : e.candidates) by_problem[c.problem_index].push_back(&c);
   std::vector<std::vector<Work>> work(config.problems.size());
   std::vector<std::vector<std::pair<std::int64_t, const Candidate*>>> selected(config.problems.size());  // solution id
-  std::vector<CompileJob> jobs;  // in the order the measuring asks for them
+  std::vector<CompileJob> jobs;  // in the order the measuring asks for them (sorted below)
+  std::vector<std::pair<std::size_t, std::size_t>> job_at;  // per job: the (problem, rank) first needing it
   std::unordered_set<std::string> job_keys;
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
     std::vector<SearchCandidate> sc;
@@ -152,10 +154,29 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       Work w{&c, sid, compile_cache_key(c.tmpl->source_hash(), req, compiler_version), row};
       if (job_keys.insert(w.cache_key).second) {
         if (db.find_code_object(w.cache_key)) ++sum.compile_cached;
-        else jobs.push_back({w.cache_key, c.solution.kernel_name(), std::move(req), sid});
+        else {
+          jobs.push_back({w.cache_key, c.solution.kernel_name(), std::move(req), sid});
+          job_at.emplace_back(pi, work[pi].size());
+        }
       }
       work[pi].push_back(std::move(w));
     }
+  }
+  {
+    // The measuring side starts the first `slots` problems at once (one device each, see
+    // SlotRunner; halving goes one problem at a time on all of them) and then takes the next
+    // ones in order: compile in the same order, the first candidates of those problems first.
+    const std::size_t together = halving ? 1 : slots.size();
+    std::vector<std::size_t> order(jobs.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto key = [&](std::size_t i) {
+      const auto [pi, rank] = job_at[i];
+      return std::make_tuple(pi / together, rank, pi % together);
+    };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+    std::vector<CompileJob> sorted;
+    for (std::size_t i : order) sorted.push_back(std::move(jobs[i]));
+    jobs = std::move(sorted);
   }
   if (config.search.strategy != "exhaustive" || config.search.budget || config.search.budget_seconds > 0)
     std::fprintf(log, "search: %s (budget %zu candidates, %g s per problem, seed %llu): %zu candidates not selected\n",
@@ -215,12 +236,23 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   // A problem whose data a worker could not prepare in time: nothing of it is recorded (no
   // candidate is to blame), its remaining candidates are skipped, a rerun tries it again.
   std::vector<std::string> unprepared(config.problems.size());
+  // Per problem: when its first candidate's code object was ready and its measuring began
+  // (steady-clock nanoseconds, 0 until then): its seconds budget counts from there, not from
+  // a wait for the compiler.
+  std::unique_ptr<std::atomic<long long>[]> first_start(new std::atomic<long long>[config.problems.size()]);
+  for (std::size_t pi = 0; pi < config.problems.size(); ++pi) first_start[pi] = 0;
+  auto now_ns = [] {
+    return (long long)std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
   // Measures one candidate with `bench` on `slot` and records it (failures too: a rerun does not
   // retry them). Empty when the problem could not be prepared.
   auto measure_one = [&](MeasureSlot& slot, std::size_t pi, const Work& w, const BenchmarkOptions& bench, Timing timing,
                          bool count_step) -> std::optional<db::MeasurementRecord> {
     const Problem& problem = config.problems[pi];
     compile.wait(w.cache_key);
+    long long unset = 0;
+    first_start[pi].compare_exchange_strong(unset, now_ns());
     db::MeasurementRecord m;
     m.problem_id = problem_ids[pi];
     m.solution_id = w.solution_id;
@@ -326,15 +358,14 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     }
   };
   SlotRunner runner(slots);
-  // Per problem: when its first candidate started and how many have (its seconds budget counts
-  // from there). Whether the budget allows another candidate (always the first one; with
-  // `first_of_round`, the first of each round too). Asked under the runner's lock.
-  std::vector<clock::time_point> started_at(config.problems.size());
+  // Per problem: how many candidates were handed out. Whether its seconds budget (counted from
+  // first_start) allows another one (always while nothing measures yet; with `first_of_round`,
+  // the first of each round too). Asked under the runner's lock.
   std::vector<std::size_t> started_here(config.problems.size(), 0);
   auto in_budget = [&](std::size_t pi, std::size_t& started_in_round, bool first_of_round) {
-    if (started_here[pi] == 0) started_at[pi] = clock::now();
-    bool ok = config.search.budget_seconds <= 0 || started_here[pi] == 0 || (first_of_round && started_in_round == 0) ||
-              std::chrono::duration<double>(clock::now() - started_at[pi]).count() < config.search.budget_seconds;
+    const long long t0 = first_start[pi].load();
+    bool ok = config.search.budget_seconds <= 0 || started_here[pi] == 0 || t0 == 0 ||
+              (first_of_round && started_in_round == 0) || (now_ns() - t0) * 1e-9 < config.search.budget_seconds;
     if (ok) {
       ++started_here[pi];
       ++started_in_round;

@@ -28,7 +28,7 @@ void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what,
   std::int64_t batch_bytes = stride * elem_bytes;
   if (batch <= 1) batch_bytes = (row_bytes * outer + 15) / 16 * 16;  // unused; any legal value
   if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0 || row_bytes % 16 != 0 || batch_bytes % 16 != 0)
-    throw Error(std::string("wgmma_gemm: TMA needs a 16-byte aligned ") + what +
+    throw Error(std::string("TMA needs a 16-byte aligned ") + what +
                 " with leading dimension and batch stride multiples of 16 bytes (ld=" + std::to_string(ld) +
                 ", stride=" + std::to_string(stride) + ")");
   cuuint64_t dims[3] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer),
@@ -42,7 +42,7 @@ void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what,
                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, l2,
                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
-    throw Error(std::string("wgmma_gemm: cuTensorMapEncodeTiled failed for ") + what + " (CUresult " +
+    throw Error(std::string("cuTensorMapEncodeTiled failed for ") + what + " (CUresult " +
                 std::to_string(static_cast<int>(r)) + ", dims " + std::to_string(inner) + "x" +
                 std::to_string(outer) + "x" + std::to_string(batch) + ", ld " + std::to_string(ld) + ")");
   std::memcpy(map, &m, sizeof m);
@@ -81,16 +81,20 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   args.g = p;
   // A: op(A) is M x K. Stored K x M (K-major, trans_a) or M x K (MN-major).
   if (trans_a)
-    encode_operand(encode, &args.map_a, "A", dt, eb, p.a, p.k, p.m, p.lda, p.stride_a, p.batch, bk, bm, l2);
+    encode_operand(encode, &args.map_a, "wgmma_gemm operand A", dt, eb, p.a, p.k, p.m, p.lda, p.stride_a, p.batch, bk,
+                   bm, l2);
   else
-    encode_operand(encode, &args.map_a, "A", dt, eb, p.a, p.m, p.k, p.lda, p.stride_a, p.batch, line, bk, l2);
+    encode_operand(encode, &args.map_a, "wgmma_gemm operand A", dt, eb, p.a, p.m, p.k, p.lda, p.stride_a, p.batch,
+                   line, bk, l2);
   // B: op(B) is K x N. Stored K x N (K-major, !trans_b) or N x K (MN-major).
   // In a cluster each CTA loads (and multicasts) its share of B: half the rows of a K-major tile.
   if (cluster != 1 && cluster != 2) throw Error("wgmma_gemm: clusters of 1 or 2 CTAs only");
   if (!trans_b)
-    encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.k, p.n, p.ldb, p.stride_b, p.batch, bk, bn / cluster, l2);
+    encode_operand(encode, &args.map_b, "wgmma_gemm operand B", dt, eb, p.b, p.k, p.n, p.ldb, p.stride_b, p.batch, bk,
+                   bn / cluster, l2);
   else
-    encode_operand(encode, &args.map_b, "B", dt, eb, p.b, p.n, p.k, p.ldb, p.stride_b, p.batch, line, bk, l2);
+    encode_operand(encode, &args.map_b, "wgmma_gemm operand B", dt, eb, p.b, p.n, p.k, p.ldb, p.stride_b, p.batch,
+                   line, bk, l2);
   std::vector<std::uint8_t> bytes(sizeof args);
   std::memcpy(bytes.data(), &args, sizeof args);
   return bytes;
@@ -137,7 +141,7 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
   }
   // Filters: K rows of R*S*C contiguous elements (KRSC), box {64, BN}.
   const std::int64_t rsc = std::int64_t(p.r) * p.s * p.c;
-  encode_operand(encode_tiled, &args.map_w, "filters", dt, int(eb), p.wt, rsc, p.k, rsc, 0, 1, 64, bn,
+  encode_operand(encode_tiled, &args.map_w, "wgmma_conv filters", dt, int(eb), p.wt, rsc, p.k, rsc, 0, 1, 64, bn,
                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
   std::vector<std::uint8_t> bytes(sizeof args);
   std::memcpy(bytes.data(), &args, sizeof args);
