@@ -138,13 +138,14 @@ std::shared_ptr<gpu::Kernel> Runtime::fallback_kernel(const KernelTemplate& t, c
 }
 
 void Runtime::launch(gpu::Kernel& kernel, const KernelTemplate& t, const gpu::LaunchDims& dims, const Variables& vars,
-                     const GemmProblem& p, const TtGemmParams& args, gpu::Stream stream) {
+                     ArgumentCache& cache, const GemmProblem& p, const TtGemmParams& args, gpu::Stream stream) {
   if (t.arguments() == "gemm") {  // the hot path: no allocation
     dev_->launch(kernel, dims, &args, sizeof args, stream);
     return;
   }
-  std::vector<std::uint8_t> bytes = gpu::kernel_arguments(t, args, p, vars);
-  dev_->launch(kernel, dims, bytes.data(), bytes.size(), stream);
+  cache.use(
+      args, [&] { return gpu::kernel_arguments(t, args, p, vars); },
+      [&](const std::vector<std::uint8_t>& bytes) { dev_->launch(kernel, dims, bytes.data(), bytes.size(), stream); });
 }
 
 static void check_element_aligned(const char* what, const void* ptr, int elem_bytes) {
@@ -282,7 +283,7 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
     if (aligned || can_run(*w.tmpl, w.solution, p, a, b, c)) {
       if (auto kernel = load_winner(w)) {
         args.workspace = w.workspaces.get(*dev_, w.workspace_bytes, stream);
-        launch(*kernel, *w.tmpl, w.dims, w.vars, p, args, stream);
+        launch(*kernel, *w.tmpl, w.dims, w.vars, w.arguments, p, args, stream);
         ++stats_.calls;
         ++stats_.tuned;
         return;
@@ -296,7 +297,7 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
     std::shared_ptr<gpu::Kernel> kernel = plan.neighbour ? load_winner(*plan.neighbour) : plan.kernel;
     if (kernel) {
       args.workspace = plan.workspaces.get(*dev_, plan.workspace_bytes, stream);
-      launch(*kernel, *plan.tmpl, plan.dims, plan.vars, p, args, stream);
+      launch(*kernel, *plan.tmpl, plan.dims, plan.vars, plan.arguments, p, args, stream);
       ++stats_.calls;
       ++(plan.neighbour ? stats_.nearest : stats_.fallbacks);
       return;
@@ -308,7 +309,7 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
                                    std::to_string(pointer_alignment(b, ab)) + "," +
                                    std::to_string(pointer_alignment(c, cb)),
                                p, a, b, c);
-  launch(*fallback->kernel, *fallback->tmpl, fallback->dims, fallback->vars, p, args, stream);
+  launch(*fallback->kernel, *fallback->tmpl, fallback->dims, fallback->vars, fallback->arguments, p, args, stream);
   ++stats_.calls;
   ++stats_.fallbacks;
 }
@@ -326,13 +327,14 @@ void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::
   const ConvProblem p = problem.canonical();
   TtConvParams args = gpu::conv_arguments(p, x, wt, y);
   auto run = [&](gpu::Kernel& kernel, const KernelTemplate& t, const Variables& vars, const gpu::LaunchDims& dims,
-                 Workspaces& ws, std::int64_t workspace_bytes) {
+                 Workspaces& ws, std::int64_t workspace_bytes, ArgumentCache& cache) {
     args.workspace = ws.get(*dev_, workspace_bytes, stream);
     if (t.arguments() == "conv") {  // the hot path: no allocation
       dev_->launch(kernel, dims, &args, sizeof args, stream);
     } else {  // TMA descriptors for these pointers
-      std::vector<std::uint8_t> bytes = gpu::conv_kernel_arguments(t, args, p, vars);
-      dev_->launch(kernel, dims, bytes.data(), bytes.size(), stream);
+      cache.use(
+          args, [&] { return gpu::conv_kernel_arguments(t, args, p, vars); },
+          [&](const std::vector<std::uint8_t>& bytes) { dev_->launch(kernel, dims, bytes.data(), bytes.size(), stream); });
     }
     ++stats_.calls;
   };
@@ -343,7 +345,7 @@ void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::
   if (it != winners_.end() && usable(it->second->tmpl)) {
     Loaded& w = *it->second;
     if (auto kernel = load_winner(w)) {
-      run(*kernel, *w.tmpl, w.vars, w.dims, w.workspaces, w.workspace_bytes);
+      run(*kernel, *w.tmpl, w.vars, w.dims, w.workspaces, w.workspace_bytes, w.arguments);
       ++stats_.tuned;
       return;
     }
@@ -352,14 +354,14 @@ void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::
   ++plan.calls;
   if (usable(plan.tmpl))
     if (auto kernel = plan.neighbour ? load_winner(*plan.neighbour) : plan.kernel) {
-      run(*kernel, *plan.tmpl, plan.vars, plan.dims, plan.workspaces, plan.workspace_bytes);
+      run(*kernel, *plan.tmpl, plan.vars, plan.dims, plan.workspaces, plan.workspace_bytes, plan.arguments);
       ++(plan.neighbour ? stats_.nearest : stats_.fallbacks);
       return;
     }
   // The neighbour failed to load, or a TMA kernel got unaligned tensors.
   Plan* fallback = last_resort(p.key() + (tma_aligned ? "" : "|unaligned"), p, nullptr, nullptr, nullptr);
   run(*fallback->kernel, *fallback->tmpl, fallback->vars, fallback->dims, fallback->workspaces,
-      fallback->workspace_bytes);
+      fallback->workspace_bytes, fallback->arguments);
   ++stats_.fallbacks;
 }
 

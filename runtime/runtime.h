@@ -2,11 +2,13 @@
 // a default kernel for untuned problems.
 #pragma once
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "db/database.h"
 #include "gpu/backend.h"
@@ -27,6 +29,29 @@ class Workspaces {
  private:
   std::mutex mu_;
   std::unordered_map<gpu::Stream, gpu::DeviceBuffer> by_stream_;
+};
+
+// The argument bytes of a kernel's last launch, for templates whose argument is built from the
+// caller's pointers (TMA descriptors: two driver encodes per call): rebuilt only when the
+// parameters differ byte for byte from the previous call's, so that a trainer calling the same
+// GEMM on the same buffers step after step encodes once. One per winner or plan (whose template
+// and variables are fixed, and with them everything the bytes depend on besides `p`).
+class ArgumentCache {
+ public:
+  template <class Params, class Encode, class Use>
+  void use(const Params& p, Encode&& encode, Use&& launch) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto* key = reinterpret_cast<const std::uint8_t*>(&p);
+    if (key_.size() != sizeof p || std::memcmp(key_.data(), key, sizeof p) != 0) {
+      bytes_ = encode();
+      key_.assign(key, key + sizeof p);
+    }
+    launch(bytes_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::uint8_t> key_, bytes_;
 };
 
 // The problem key as plain integers: hashing it is far cheaper than building the text key.
@@ -79,6 +104,7 @@ class Runtime {
     Variables vars;        // for templates whose arguments are built per call (TMA descriptors)
     std::int64_t workspace_bytes = 0;
     Workspaces workspaces;
+    ArgumentCache arguments;
     std::once_flag once;
     std::shared_ptr<gpu::Kernel> kernel;
     std::string error;  // why loading failed; then the fallback runs
@@ -93,6 +119,7 @@ class Runtime {
     Variables vars;
     std::int64_t workspace_bytes = 0;
     Workspaces workspaces;
+    ArgumentCache arguments;
     std::shared_ptr<gpu::Kernel> kernel;  // the fallback's; a neighbour's comes from load_winner
     std::string why;
     std::atomic<std::uint64_t> calls{0};
@@ -109,7 +136,7 @@ class Runtime {
   std::shared_ptr<gpu::Kernel> compile(const KernelTemplate& t, const Solution& s, const Problem& p);
   std::shared_ptr<gpu::Kernel> fallback_kernel(const KernelTemplate& t, const Problem& p);
   void launch(gpu::Kernel& kernel, const KernelTemplate& t, const gpu::LaunchDims& dims, const Variables& vars,
-              const GemmProblem& p, const TtGemmParams& args, gpu::Stream stream);
+              ArgumentCache& cache, const GemmProblem& p, const TtGemmParams& args, gpu::Stream stream);
   // Whether `s` may run `p` with these pointers (their alignment may be below what ld implies).
   bool can_run(const KernelTemplate& t, const Solution& s, const GemmProblem& p, const void* a, const void* b,
                const void* c) const;

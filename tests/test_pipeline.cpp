@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "db/database.h"
 #include "gpu/backend.h"
+#include "runtime/runtime.h"
 #include "runtime/tiletune.hpp"
 #include "tuner/config.h"
 #include "tuner/problem_data.h"
@@ -301,6 +302,36 @@ TEST_F(Pipeline, WinnersOfAnotherArchAreNeverLoaded) {
 
 // The same problem named twice (here once packed, once with its packed leading dimensions spelt
 // out) is tuned once.
+// Argument bytes built from the caller's pointers (TMA descriptors) are encoded again only when
+// the parameters change, and an encoding that fails is not remembered.
+TEST(ArgumentCache, EncodesOnlyWhenTheParametersChange) {
+  runtime::ArgumentCache cache;
+  int encodes = 0;
+  std::vector<std::uint8_t> seen;
+  auto encode_from = [&](const TtGemmParams& p) {
+    return [&encodes, p] {
+      ++encodes;
+      return std::vector<std::uint8_t>{std::uint8_t(p.m), std::uint8_t(encodes)};
+    };
+  };
+  auto launch = [&](const std::vector<std::uint8_t>& bytes) { seen = bytes; };
+  TtGemmParams p{};
+  p.m = 7;
+  cache.use(p, encode_from(p), launch);
+  cache.use(p, encode_from(p), launch);
+  EXPECT_EQ(encodes, 1);
+  EXPECT_EQ(seen, (std::vector<std::uint8_t>{7, 1}));
+  p.m = 9;  // another size (or pointer): encoded anew
+  cache.use(p, encode_from(p), launch);
+  EXPECT_EQ(encodes, 2);
+  EXPECT_EQ(seen, (std::vector<std::uint8_t>{9, 2}));
+  p.m = 11;
+  EXPECT_THROW(cache.use(p, [] () -> std::vector<std::uint8_t> { throw Error("no driver"); }, launch), Error);
+  cache.use(p, encode_from(p), launch);
+  EXPECT_EQ(encodes, 3);
+  EXPECT_EQ(seen, (std::vector<std::uint8_t>{11, 3}));
+}
+
 TEST(Config, AProblemNamedTwiceIsKeptOnce) {
   tuner::TuningConfig c = tuner::parse_config(R"({"problems": [
       {"dtype": "f32", "transA": "N", "transB": "N", "m": 64, "n": 32, "k": 16},
