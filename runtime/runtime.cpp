@@ -137,15 +137,28 @@ std::shared_ptr<gpu::Kernel> Runtime::fallback_kernel(const KernelTemplate& t, c
   return k;
 }
 
-void Runtime::launch(gpu::Kernel& kernel, const KernelTemplate& t, const gpu::LaunchDims& dims, const Variables& vars,
-                     ArgumentCache& cache, const GemmProblem& p, const TtGemmParams& args, gpu::Stream stream) {
-  if (t.arguments() == "gemm") {  // the hot path: no allocation
-    dev_->launch(kernel, dims, &args, sizeof args, stream);
+void Runtime::launch(gpu::Kernel& kernel, Launchable& how, const GemmProblem& p, TtGemmParams args,
+                     gpu::Stream stream) {
+  args.workspace = how.workspaces.get(*dev_, how.workspace_bytes, stream);
+  if (how.tmpl->arguments() == "gemm") {  // the hot path: no allocation
+    dev_->launch(kernel, how.dims, &args, sizeof args, stream);
     return;
   }
-  cache.use(
-      args, [&] { return gpu::kernel_arguments(t, args, p, vars); },
-      [&](const std::vector<std::uint8_t>& bytes) { dev_->launch(kernel, dims, bytes.data(), bytes.size(), stream); });
+  how.arguments.use(
+      args, [&] { return gpu::kernel_arguments(*how.tmpl, args, p, how.vars); },
+      [&](const std::vector<std::uint8_t>& b) { dev_->launch(kernel, how.dims, b.data(), b.size(), stream); });
+}
+
+void Runtime::launch(gpu::Kernel& kernel, Launchable& how, const ConvProblem& p, TtConvParams args,
+                     gpu::Stream stream) {
+  args.workspace = how.workspaces.get(*dev_, how.workspace_bytes, stream);
+  if (how.tmpl->arguments() == "conv") {  // the hot path: no allocation
+    dev_->launch(kernel, how.dims, &args, sizeof args, stream);
+    return;
+  }
+  how.arguments.use(  // TMA descriptors for these pointers
+      args, [&] { return gpu::conv_kernel_arguments(*how.tmpl, args, p, how.vars); },
+      [&](const std::vector<std::uint8_t>& b) { dev_->launch(kernel, how.dims, b.data(), b.size(), stream); });
 }
 
 static void check_element_aligned(const char* what, const void* ptr, int elem_bytes) {
@@ -282,8 +295,7 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
     Loaded& w = *it->second;
     if (aligned || can_run(*w.tmpl, w.solution, p, a, b, c)) {
       if (auto kernel = load_winner(w)) {
-        args.workspace = w.workspaces.get(*dev_, w.workspace_bytes, stream);
-        launch(*kernel, *w.tmpl, w.dims, w.vars, w.arguments, p, args, stream);
+        launch(*kernel, w, p, args, stream);
         ++stats_.calls;
         ++stats_.tuned;
         return;
@@ -296,8 +308,7 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
   if (aligned || can_run(*plan.tmpl, plan.solution, p, a, b, c)) {
     std::shared_ptr<gpu::Kernel> kernel = plan.neighbour ? load_winner(*plan.neighbour) : plan.kernel;
     if (kernel) {
-      args.workspace = plan.workspaces.get(*dev_, plan.workspace_bytes, stream);
-      launch(*kernel, *plan.tmpl, plan.dims, plan.vars, plan.arguments, p, args, stream);
+      launch(*kernel, plan, p, args, stream);
       ++stats_.calls;
       ++(plan.neighbour ? stats_.nearest : stats_.fallbacks);
       return;
@@ -309,7 +320,7 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
                                    std::to_string(pointer_alignment(b, ab)) + "," +
                                    std::to_string(pointer_alignment(c, cb)),
                                p, a, b, c);
-  launch(*fallback->kernel, *fallback->tmpl, fallback->dims, fallback->vars, fallback->arguments, p, args, stream);
+  launch(*fallback->kernel, *fallback, p, args, stream);
   ++stats_.calls;
   ++stats_.fallbacks;
 }
@@ -326,16 +337,8 @@ void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::
   }
   const ConvProblem p = problem.canonical();
   TtConvParams args = gpu::conv_arguments(p, x, wt, y);
-  auto run = [&](gpu::Kernel& kernel, const KernelTemplate& t, const Variables& vars, const gpu::LaunchDims& dims,
-                 Workspaces& ws, std::int64_t workspace_bytes, ArgumentCache& cache) {
-    args.workspace = ws.get(*dev_, workspace_bytes, stream);
-    if (t.arguments() == "conv") {  // the hot path: no allocation
-      dev_->launch(kernel, dims, &args, sizeof args, stream);
-    } else {  // TMA descriptors for these pointers
-      cache.use(
-          args, [&] { return gpu::conv_kernel_arguments(t, args, p, vars); },
-          [&](const std::vector<std::uint8_t>& bytes) { dev_->launch(kernel, dims, bytes.data(), bytes.size(), stream); });
-    }
+  auto run = [&](gpu::Kernel& kernel, Launchable& how) {
+    launch(kernel, how, p, args, stream);
     ++stats_.calls;
   };
   // TMA templates read x and the filters through descriptors that need 16-byte aligned bases.
@@ -345,7 +348,7 @@ void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::
   if (it != winners_.end() && usable(it->second->tmpl)) {
     Loaded& w = *it->second;
     if (auto kernel = load_winner(w)) {
-      run(*kernel, *w.tmpl, w.vars, w.dims, w.workspaces, w.workspace_bytes, w.arguments);
+      run(*kernel, w);
       ++stats_.tuned;
       return;
     }
@@ -354,14 +357,13 @@ void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::
   ++plan.calls;
   if (usable(plan.tmpl))
     if (auto kernel = plan.neighbour ? load_winner(*plan.neighbour) : plan.kernel) {
-      run(*kernel, *plan.tmpl, plan.vars, plan.dims, plan.workspaces, plan.workspace_bytes, plan.arguments);
+      run(*kernel, plan);
       ++(plan.neighbour ? stats_.nearest : stats_.fallbacks);
       return;
     }
   // The neighbour failed to load, or a TMA kernel got unaligned tensors.
   Plan* fallback = last_resort(p.key() + (tma_aligned ? "" : "|unaligned"), p, nullptr, nullptr, nullptr);
-  run(*fallback->kernel, *fallback->tmpl, fallback->vars, fallback->dims, fallback->workspaces,
-      fallback->workspace_bytes, fallback->arguments);
+  run(*fallback->kernel, *fallback);
   ++stats_.fallbacks;
 }
 

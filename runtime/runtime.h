@@ -95,31 +95,29 @@ class Runtime {
   std::size_t tuned_problems() const { return winners_.size(); }
 
  private:
-  struct Loaded {
+  // How a kernel is launched, fixed once a winner is loaded or a plan is made (a winner serves one
+  // exact problem, a plan one untuned problem).
+  struct Launchable {
     const KernelTemplate* tmpl = nullptr;
     Solution solution;
-    Problem problem;  // canonical
-    std::int64_t code_object_id = 0;
-    gpu::LaunchDims dims;  // fixed: a winner serves one exact problem
-    Variables vars;        // for templates whose arguments are built per call (TMA descriptors)
+    gpu::LaunchDims dims;
+    Variables vars;  // for templates whose arguments are built per call (TMA descriptors)
     std::int64_t workspace_bytes = 0;
     Workspaces workspaces;
     ArgumentCache arguments;
+  };
+
+  struct Loaded : Launchable {
+    Problem problem;  // canonical
+    std::int64_t code_object_id = 0;
     std::once_flag once;
     std::shared_ptr<gpu::Kernel> kernel;
     std::string error;  // why loading failed; then the fallback runs
   };
 
   // The decision for a problem without an exact winner, made once and cached.
-  struct Plan {
+  struct Plan : Launchable {
     Loaded* neighbour = nullptr;  // set: run this winner's kernel (nearest); null: the fallback
-    const KernelTemplate* tmpl = nullptr;
-    Solution solution;
-    gpu::LaunchDims dims;
-    Variables vars;
-    std::int64_t workspace_bytes = 0;
-    Workspaces workspaces;
-    ArgumentCache arguments;
     std::shared_ptr<gpu::Kernel> kernel;  // the fallback's; a neighbour's comes from load_winner
     std::string why;
     std::atomic<std::uint64_t> calls{0};
@@ -135,8 +133,9 @@ class Runtime {
   std::shared_ptr<gpu::Kernel> load_winner(Loaded& w);
   std::shared_ptr<gpu::Kernel> compile(const KernelTemplate& t, const Solution& s, const Problem& p);
   std::shared_ptr<gpu::Kernel> fallback_kernel(const KernelTemplate& t, const Problem& p);
-  void launch(gpu::Kernel& kernel, const KernelTemplate& t, const gpu::LaunchDims& dims, const Variables& vars,
-              ArgumentCache& cache, const GemmProblem& p, const TtGemmParams& args, gpu::Stream stream);
+  // Runs `kernel` as `how` says on these arguments (workspace included).
+  void launch(gpu::Kernel& kernel, Launchable& how, const GemmProblem& p, TtGemmParams args, gpu::Stream stream);
+  void launch(gpu::Kernel& kernel, Launchable& how, const ConvProblem& p, TtConvParams args, gpu::Stream stream);
   // Whether `s` may run `p` with these pointers (their alignment may be below what ld implies).
   bool can_run(const KernelTemplate& t, const Solution& s, const GemmProblem& p, const void* a, const void* b,
                const void* c) const;
