@@ -35,11 +35,13 @@ namespace {
 struct Options {
   double tolerance = 0.02, noise = 0.02, short_noise_factor = 2, overhead_s = 0.3;
   int iterations = 22, short_iterations = 3, seeds = 2000;
+  int show_model = 0;  // print the model's first N candidates of every problem
 };
 
 struct Cand {
   double ms = NAN;  // NaN: failed
   tuner::ModelEstimate model;
+  std::string kernel;
 };
 
 struct Totals {
@@ -62,6 +64,8 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", o.iterations, "timed + warm-up runs of a full timing")->capture_default_str();
   app.add_option("--short-iterations", o.short_iterations, "runs of a short timing (halving)")->capture_default_str();
   app.add_option("--seeds", o.seeds, "random draws / noisy halving runs per problem")->capture_default_str();
+  app.add_option("--show-model", o.show_model,
+                 "list the model's first N candidates of every problem (estimate, measured, good or not)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -88,6 +92,7 @@ int main(int argc, char** argv) {
         Cand c;
         if (m.status == "ok" && m.median_ms > 0) c.ms = m.median_ms;
         const Solution& s = solutions.at(m.solution_id);
+        c.kernel = s.kernel_name();
         try {
           c.model = tuner::model_estimate(find_template(s.template_name), s, problems.at(m.problem_id), dev);
         } catch (const Error&) {  // a template this build does not have: ranked last
@@ -136,6 +141,11 @@ int main(int argc, char** argv) {
         for (std::size_t i = 0; i < n; ++i) order[i] = i;
         std::stable_sort(order.begin(), order.end(),
                          [&](auto a, auto b) { return tuner::model_before(cands[a].model, cands[b].model); });
+        for (int r = 0; r < o.show_model && r < int(n); ++r) {
+          const Cand& c = cands[order[r]];
+          std::printf("    model #%-3d est %8.1f us  measured %9.4f ms %-4s %s\n", r + 1, c.model.seconds * 1e6, c.ms,
+                      good(c) ? "good" : "", c.kernel.c_str());
+        }
         double model_c = 0, model_s = 0;
         for (std::size_t i : order) {
           ++model_c;
