@@ -73,10 +73,13 @@ TT_DEVICE u32 cluster_rank() {
 TT_DEVICE void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
 }
-// Arrive on the mbarrier at the same offset in CTA `rank` of the cluster.
+// Arrive on the mbarrier at the same offset in CTA `rank` of the cluster. Default semantics
+// (release at CTA scope), as for a local arrive: the stage's reads by wgmma have retired before
+// it (wgmma.wait_group); a cluster-scope release would order every earlier memory access of the
+// thread cluster-wide on each K step.
 TT_DEVICE void mbar_arrive_in(u32 bar, u32 rank) {
   asm volatile(
-      "{ .reg .b32 r; mapa.shared::cluster.u32 r, %0, %1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r]; }" ::"r"(bar),
+      "{ .reg .b32 r; mapa.shared::cluster.u32 r, %0, %1; mbarrier.arrive.shared::cluster.b64 _, [r]; }" ::"r"(bar),
       "r"(rank)
       : "memory");
 }
@@ -252,15 +255,16 @@ struct Ring {
 // released once that group retired. The first tile overwrites the accumulators. Shared-memory
 // operand layouts (descriptors): K-major [rows][128 B], SBO = 1024 (8-row groups), a k step 32 B
 // into the atom; MN-major [rows/64][BK][128 B], LBO = BK * 128 (next 64 rows), SBO = 1024 (next
-// 8 k), a k step 2048 B. Returns the stage of the last group (-1 for none), for finish_k_tiles.
+// 8 k), a k step 2048 B. b_off: this consumer's first column of B in the stage (consumers that
+// split N). Returns the stage of the last group (-1 for none), for finish_k_tiles.
 template <class Mma, bool A_K, bool B_K, int BK, int MI, int NACC, class R>
 TT_DEVICE int mma_k_tiles(const R& ring, float (&acc)[MI][NACC], u32 a_off, int kb, int ke, int& s, u32& ph,
-                          int lane) {
+                          int lane, u32 b_off = 0) {
   int prev = -1;
   for (int kt = kb; kt < ke; ++kt) {
     mbar_wait(ring.full(s), ph);
     const u32 a = ring.a(s) + a_off;
-    const u32 bb = ring.b(s);
+    const u32 bb = ring.b(s) + b_off;
     wg_fence();
     TT_UNROLL
     for (int kk = 0; kk < 4; ++kk) {

@@ -29,6 +29,9 @@
 // bytes of K: k16 for 16-bit inputs, k8 for tf32), one
 // commit group per stage, one group left in flight: the stage read by the previous group is
 // released once that group retired.
+// Consumers splitting N (COOPN = 1, CONSUMERS = 2, cooperative): each owns all BM rows and half
+// of the BN columns (WN = BN / 2), so that a 64-row tile still has two warpgroups issuing wgmma;
+// the arrangement cuBLAS picks for 1000^3 (64 x 128 tiles, 2-CTA clusters).
 // Consumers, ping-pong (PINGPONG = 1, CONSUMERS = 2): each consumer owns whole tiles (WM = BM),
 // the two take alternate tiles; a pair of named barriers makes them run their main loops in turn,
 // so one consumer's epilogue overlaps the other's main loop (and no mbarrier parity wait can run
@@ -41,6 +44,10 @@
 // the others go on with their next unit (splitk_reduce.h; workspace = WORKSPACE_BYTES of the JSON,
 // left zeroed). The groups meet on named barriers of their own (1 + consumer with ping-pong or
 // one consumer, 5 for two cooperative ones), so the producer warpgroup never waits on them.
+// Two blocks per multiprocessor (OCC = 2, one consumer, no setmaxnreg, at most 128 registers per
+// thread): the persistent grid doubles, so that one block's prologue, pipeline fill and epilogue
+// overlap the other's main loop. For problems with about one tile per multiprocessor (1000^3),
+// where a lone block waits on its loads at every step.
 // TMA L2 promotion (L2PROMO in the JSON) is a property of the host-built tensor maps only.
 // Epilogue per consumer: accumulators (times alpha) go through a padded fp32 staging buffer in
 // shared memory, 32 columns at a time, and are written with coalesced stores down each column of C:
@@ -93,8 +100,9 @@ TT_DEVICE void cp_async_stage(u32 dst, const T* src, long long ld, int rows, int
 }  // namespace tt_wg
 
 template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
-          int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER, int CLUSTER, int SPLITK = 1>
-__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
+          int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER, int CLUSTER, int SPLITK = 1, int OCC = 1,
+          int COOPN = 0>
+__global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
   constexpr int EB = (int)sizeof(TA);  // 2: bf16 / fp16; 4: fp32 read as tf32
@@ -106,11 +114,17 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   static_assert(LOADER == 0 || LOADER == 1, "LOADER: 0 TMA, 1 cp.async");
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && LOADER == 0), "clusters of 2 share B by TMA multicast");
   static_assert(SPLITK >= 1, "SPLITK: K splits per tile");
+  static_assert(OCC == 1 || (OCC == 2 && CONSUMERS == 1 && CLUSTER == 1), "two blocks per SM: one consumer, no cluster");
+  static_assert(COOPN == 0 || (CONSUMERS == 2 && PINGPONG == 0 && SPLITK == 1 && BN >= 128),
+                "consumers split N: two cooperative consumers, no split-K, BN >= 128");
   constexpr bool PP = PINGPONG != 0;
-  constexpr int WM = PP ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
+  constexpr bool CN = COOPN != 0;
+  constexpr int WM = (PP || CN) ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
+  constexpr int WN = CN ? BN / 2 : BN;                  // columns per consumer warpgroup
   constexpr int MI = WM / 64;         // m64 sub-tiles per consumer
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "BM / CONSUMERS must be 64 or 128");
   static_assert(BN % 64 == 0 && BN <= 256, "BN is 64, 128, 192 or 256");
+  static_assert(!CN || TRANSB == 0 || WN % 64 == 0, "an MN-major B splits into whole 64-column boxes");
   constexpr bool A_K = TRANSA;   // A K-major in memory
   constexpr bool B_K = !TRANSB;  // B K-major in memory
   constexpr u32 A_STAGE = BM * 128, B_STAGE = BN * 128;  // 128-byte lines
@@ -119,7 +133,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   constexpr int EN = 32;      // epilogue chunk (columns)
   constexpr int EP = WM + 4;  // staging pitch (floats): conflict-free fragment writes
   constexpr bool BF = IsBf16<TA>::value;
-  typedef typename Pick<EB == 4, TtWgmmaTf32<BN>, TtWgmma<BN, BF, A_K ? 0 : 1, B_K ? 0 : 1>>::type Mma;
+  typedef typename Pick<EB == 4, TtWgmmaTf32<WN>, TtWgmma<WN, BF, A_K ? 0 : 1, B_K ? 0 : 1>>::type Mma;
 
   typedef Ring<STAGES, A_STAGE, B_STAGE, CLUSTER> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -252,7 +266,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const bool vec_ok = ((unsigned long long)p.g.c % 16 == 0) && (ldc % V == 0) &&
                         (p.g.batch == 1 || p.g.stride_c % V == 0);
 
-    float acc[MI][BN / 2];
+    float acc[MI][WN / 2];
     int s = 0;
     u32 ph = 0;
     // Ping-pong: the consumers take turns, unit by unit; each skips the K steps of the other's
@@ -275,10 +289,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         TT_UNROLL
         for (int mi = 0; mi < MI; ++mi)
           TT_UNROLL
-          for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.0f;
+          for (int i = 0; i < WN / 2; ++i) acc[mi][i] = 0.0f;
       }
       // This consumer's rows of A: 64 rows or one 64-row box, the same bytes.
-      const int prev = mma_k_tiles<Mma, A_K, B_K, BK>(ring, acc, PP ? 0 : cw * MI * 64 * 128, kb, ke, s, ph, lane);
+      // This consumer's columns of B: WN rows of a K-major stage, WN / 64 boxes of an MN-major one.
+      const u32 b_off = CN ? (u32)cw * (B_K ? WN * 128 : WN / 64 * BK * 128) : 0u;
+      const int prev = mma_k_tiles<Mma, A_K, B_K, BK>(ring, acc, (PP || CN) ? 0 : cw * MI * 64 * 128, kb, ke, s, ph,
+                                                      lane, b_off);
       if (PP && u + step < total) pingpong_pass(cw);
       finish_k_tiles<(SPLITK > 1)>(ring, acc, prev, lane);
       if (PP) skip_unit(u + step);
@@ -292,18 +309,18 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         constexpr int GT = PP ? 128 : 128 * CONSUMERS;  // threads of the group
         const NamedGroup group{(PP || CONSUMERS == 1) ? 1 + cw : 5, GT};
         const long long tile_id = ((long long)b * tiles_m + mb) * tiles_n + nb;
-        if (!tt_splitk::reduce<MI * BN / 2, GT, SPLITK, BM * BN>(&acc[0][0], p.g.workspace, tile_id,
+        if (!tt_splitk::reduce<MI * WN / 2, GT, SPLITK, BM * BN>(&acc[0][0], p.g.workspace, tile_id,
                                                                  (long long)p.g.batch * tiles_m * tiles_n, split,
                                                                  PP ? tid : threadIdx.x - 128, group))
           continue;
       }
 
       // ---------------------------------------------------------------- epilogue
-      const int m_base = mb * BM + (PP ? 0 : cw * WM);
-      const int n_tile = nb * BN;
+      const int m_base = mb * BM + ((PP || CN) ? 0 : cw * WM);
+      const int n_tile = nb * BN + (CN ? cw * WN : 0);
       TC* C = reinterpret_cast<TC*>(p.g.c) + (long long)b * p.g.stride_c;
       TT_UNROLL
-      for (int ch = 0; ch < BN / EN; ++ch) {
+      for (int ch = 0; ch < WN / EN; ++ch) {
         named_sync(1 + cw, 128);  // previous chunk's staging reads finished
         TT_UNROLL
         for (int mi = 0; mi < MI; ++mi) {

@@ -66,8 +66,8 @@ TEST(CudaCompile, NvrtcCompilesSimtVariantsForSm90aWithoutAGpu) {
   }
 }
 
-// The Hopper template's loaders (TMA, cp.async) and clusters (1, 2: B multicast) on both operand
-// majors and on tf32; kernels built for sm_90a hold wgmma, which NVRTC checks without a GPU.
+// The Hopper template's loaders (TMA, cp.async), clusters (1, 2: B multicast) and consumers
+// splitting N on both operand majors and on tf32; kernels built for sm_90a hold wgmma, which NVRTC checks without a GPU.
 TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
   auto compiler = gpu::cuda::make_compiler();
   const KernelTemplate& t = find_template("wgmma_gemm");
@@ -91,6 +91,17 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
         ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
         jobs.emplace_back(s, p);
       }
+  // Consumers splitting N (COOPN): a 64 x 128 tile, alone and in a cluster.
+  for (const auto& p : problems)
+    for (int cluster : {1, 2}) {
+      Solution s = t.default_solution();
+      s.params["COOPN"] = 1, s.params["BM"] = 64, s.params["BN"] = 128, s.params["CONSUMERS"] = 2;
+      s.params["PINGPONG"] = 0, s.params["CLUSTER"] = cluster, s.params["STAGES"] = 8;
+      s.params["BK"] = 128 / size_of(p.a_type);
+      const auto broken = t.violation(t.variables(s, p, dev));
+      ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
+      jobs.emplace_back(s, p);
+    }
   for (const auto& [s, p] : jobs) {
     gpu::CompileResult r = compiler->compile(t.compile_request(s, p, dev));
     EXPECT_TRUE(r.ok) << s.kernel_name() << "\n" << r.log;
@@ -118,21 +129,23 @@ TEST(CudaCompile, NvrtcCompilesTheOutputCheckForEveryType) {
 // the accumulators of a ping-pong 128 x 128 consumer leave little room for the reduction.
 // (Known: a few variants at 168 registers spill 4-12 bytes of loop bookkeeping outside the main
 // loop: 128 x 128 ping-pong at SPLITK 3, 128 x 192 at 3 and 4, the cluster at 4.)
+// Also two blocks per multiprocessor (OCC 2: at most 128 registers per thread) with split-K.
 TEST(CudaCompile, NvrtcCompilesWgmmaSplitKWithoutSpillsForSm90a) {
   auto compiler = gpu::cuda::make_compiler();
   const KernelTemplate& t = find_template("wgmma_gemm");
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const GemmProblem nn = gemm(DataType::BF16, DataType::BF16, false, false, 1000, 1000, 1000);
-  struct Shape { int bm, bn, consumers, pingpong, cluster; };
+  struct Shape { int bm, bn, consumers, pingpong, cluster, occ = 1; };
   const std::vector<Shape> shapes = {{128, 128, 1, 0, 1}, {128, 128, 2, 0, 1}, {128, 128, 2, 1, 1}, {128, 64, 1, 0, 1},
                                      {128, 64, 2, 0, 1},  {128, 64, 2, 1, 1},  {64, 128, 1, 0, 1},  {64, 128, 2, 1, 1},
-                                     {128, 128, 2, 0, 2}};
+                                     {128, 128, 2, 0, 2}, {64, 128, 1, 0, 1, 2}};
   std::vector<Solution> jobs;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     Solution s = t.default_solution();
     s.params["BM"] = shapes[i].bm, s.params["BN"] = shapes[i].bn;
     s.params["CONSUMERS"] = shapes[i].consumers, s.params["PINGPONG"] = shapes[i].pingpong;
     s.params["CLUSTER"] = shapes[i].cluster;
+    s.params["OCC"] = shapes[i].occ;
     s.params["SPLITK"] = shapes[i].cluster == 2 ? 2 : 2 + std::int64_t(i % 3);
     const Variables vars = t.variables(s, nn, dev);
     const auto broken = t.violation(vars);
@@ -174,7 +187,10 @@ TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
   EXPECT_EQ(v.at("SPLITK"), 1);
   EXPECT_EQ(v.at("L2PROMO"), 3);
   EXPECT_EQ(t.workspace_bytes(v), 0);
-  EXPECT_NE(t.name_expression(old, odd).find(", 1, 1>"), std::string::npos) << t.name_expression(old, odd);
+  EXPECT_EQ(v.at("OCC"), 1);
+  EXPECT_EQ(v.at("COOPN"), 0);
+  // ..., CLUSTER 1, SPLITK 1, OCC 1, COOPN 0>
+  EXPECT_NE(t.name_expression(old, odd).find(", 1, 1, 1, 0>"), std::string::npos) << t.name_expression(old, odd);
   EXPECT_TRUE(t.launch_dims(v).persistent);
 
   Solution split = t.default_solution();
