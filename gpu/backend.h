@@ -102,6 +102,12 @@ class Device {
   virtual void destroy_event(Event event) noexcept = 0;
   virtual void record(Event event, Stream stream = nullptr) = 0;
   virtual float elapsed_ms(Event start, Event stop) = 0;  // waits for `stop`
+
+  // Keeps the default stream busy for about `ms` milliseconds from when it starts there, so that
+  // work the host enqueues meanwhile runs back to back: timed runs of kernels shorter than their
+  // host-side launch cost would otherwise include the gaps between launches. A no-op where the
+  // backend has no such kernel (host; HIP for now).
+  virtual void hold(double /*ms*/) {}
 };
 
 // Factories: one per vendor, each in its own folder. A backend that was not built, or finds no

@@ -398,6 +398,23 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
   }
 }
 
+// Device::hold keeps the stream busy for the time asked, and what is enqueued behind it runs
+// after it: the timing loop relies on both to time short kernels without launch gaps.
+TEST_F(CudaDevice, HoldKeepsTheStreamBusyForTheTimeAsked) {
+  gpu::Event a = dev_->create_event(), b = dev_->create_event(), c = dev_->create_event();
+  dev_->record(a);
+  dev_->hold(5.0);
+  dev_->record(b);
+  dev_->hold(0.5);
+  dev_->record(c);
+  const float held = dev_->elapsed_ms(a, b), short_hold = dev_->elapsed_ms(b, c);
+  dev_->destroy_event(a), dev_->destroy_event(b), dev_->destroy_event(c);
+  EXPECT_GE(held, 4.9f);
+  EXPECT_LT(held, 50.0f);
+  EXPECT_GE(short_hold, 0.45f);
+  EXPECT_LT(short_hold, held);
+}
+
 TEST_F(CudaDevice, DeviceReferenceMatchesTheHostReference) {
   for (auto p : {gemm(DataType::BF16, DataType::F32, true, false, 300, 170, 520, 2, false),
                  gemm(DataType::F32, DataType::F32, false, true, 129, 64, 1000)}) {

@@ -1,5 +1,7 @@
 // Times one kernel: warm-up, then one event pair per run, rotating through the operand copies so
-// that no run finds its inputs in cache; min / median / max over the runs.
+// that no run finds its inputs in cache; min / median / max over the runs. Runs of kernels shorter
+// than kHoldBelowMs are enqueued behind Device::hold, so that host launch costs do not show up as
+// gaps between them.
 #pragma once
 #include <functional>
 
@@ -8,6 +10,8 @@
 #include "tuner/problem_data.h"
 
 namespace tiletune::tuner {
+
+constexpr double kHoldBelowMs = 0.2;
 
 struct Timing {
   double min_ms = 0, median_ms = 0, max_ms = 0;

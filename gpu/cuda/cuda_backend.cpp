@@ -241,7 +241,10 @@ class CudaDevice final : public Device {
     check(driver().cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
     ContextScope scope(ctx_);
   }
-  ~CudaDevice() override { driver().cuDevicePrimaryCtxRelease(dev_); }
+  ~CudaDevice() override {
+    if (hold_module_) driver().cuModuleUnload(hold_module_);
+    driver().cuDevicePrimaryCtxRelease(dev_);
+  }
 
   const DeviceInfo& info() const override { return info_; }
   const Compiler& compiler() const override { return compiler_; }
@@ -345,8 +348,28 @@ class CudaDevice final : public Device {
     check(driver().cuEventElapsedTime(&ms, static_cast<CUevent>(a), static_cast<CUevent>(b)), "cuEventElapsedTime");
     return ms;
   }
+  void hold(double ms) override {
+    ContextScope scope(ctx_);
+    if (!hold_fn_) {
+      // PTX, JIT-compiled by the driver for this device: no NVRTC round trip per process.
+      static const char kHoldPtx[] =
+          ".version 6.0\n.target sm_50\n.address_size 64\n"
+          ".visible .entry tt_hold(.param .u64 ns) {\n"
+          "  .reg .u64 %t0, %t1, %d, %ns;\n  .reg .pred %p;\n"
+          "  ld.param.u64 %ns, [ns];\n  mov.u64 %t0, %globaltimer;\n"
+          "SPIN:\n  mov.u64 %t1, %globaltimer;\n  sub.u64 %d, %t1, %t0;\n"
+          "  setp.lt.u64 %p, %d, %ns;\n  @%p bra SPIN;\n  ret;\n}\n";
+      check(driver().cuModuleLoadData(&hold_module_, kHoldPtx), "cuModuleLoadData(hold kernel)");
+      check(driver().cuModuleGetFunction(&hold_fn_, hold_module_, "tt_hold"), "cuModuleGetFunction(tt_hold)");
+    }
+    unsigned long long ns = static_cast<unsigned long long>(ms * 1e6);
+    void* params[] = {&ns};
+    check(driver().cuLaunchKernel(hold_fn_, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel(hold)");
+  }
 
  private:
+  CUmodule hold_module_ = nullptr;
+  CUfunction hold_fn_ = nullptr;
 
   DeviceInfo info_;
   CUdevice dev_ = 0;
