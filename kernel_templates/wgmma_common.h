@@ -70,8 +70,11 @@ TT_DEVICE u32 cluster_rank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
 }
-TT_DEVICE void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+// Every CTA of the cluster has started and initialised its mbarriers (Ring::init's
+// fence.mbarrier_init orders the init): a relaxed arrive, because a release arrive costs every
+// thread a GPU-scope memory barrier (MEMBAR.ALL.GPU in the SASS).
+TT_DEVICE void cluster_sync_after_init() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;" ::: "memory");
 }
 // Arrive on the mbarrier at the same offset in CTA `rank` of the cluster. Default semantics
 // (release at CTA scope), as for a local arrive: the stage's reads by wgmma have retired before

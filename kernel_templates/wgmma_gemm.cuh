@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
 
   // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
   if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, (PP ? 4 : CONSUMERS * 4) * CLUSTER);
-  if (CLUSTER > 1) cluster_sync();  // the peer's barriers exist before any multicast or remote arrive
+  if (CLUSTER > 1) cluster_sync_after_init();  // the peer's barriers exist before any multicast or remote arrive
   else __syncthreads();
 
   const int wg = threadIdx.x / 128;
@@ -248,6 +248,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
           if (++s == STAGES) { s = 0; ph ^= 1; }
         }
       }
+      // Neither CTA of a cluster leaves while the other may still multicast into it or arrive on
+      // it: the producer waits until the consumers of both CTAs released every stage it filled
+      // (the peer walks the same units, so its multicasts into this CTA were all consumed here).
+      if (CLUSTER > 1)
+        for (int i = 0; i < STAGES; ++i) {
+          mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
+          if (++s == STAGES) { s = 0; ph ^= 1; }
+        }
     }
   } else {
     // ------------------------------------------------------------------ consumers
@@ -389,6 +397,4 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       }
     }
   }
-  // Neither CTA of a cluster leaves while the other may still multicast into it or arrive on it.
-  if (CLUSTER > 1) cluster_sync();
 }

@@ -398,10 +398,51 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
   }
 }
 
+// The wgmma arrangements outside the default space, for the sanitizers too: 2-CTA clusters
+// (B multicast, remote releases, the producer's tail wait instead of a closing cluster barrier)
+// and consumers splitting N, on both majors of B and an edge in every dimension.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 200, 136, 72),
+                                             gemm(DataType::F16, DataType::F32, true, true, 264, 260, 200)};
+  struct Shape { int bm, bn, consumers, pingpong, cluster, coopn; };
+  const std::vector<Shape> shapes = {{64, 128, 2, 0, 2, 1}, {64, 128, 2, 0, 1, 1}, {128, 64, 2, 0, 2, 0}, {64, 128, 2, 1, 2, 0}};
+  std::size_t checked = 0;
+  for (const auto& p : problems)
+    for (const auto& sh : shapes) {
+      Solution s = t.default_solution();
+      s.params["BM"] = sh.bm, s.params["BN"] = sh.bn, s.params["CONSUMERS"] = sh.consumers;
+      s.params["PINGPONG"] = sh.pingpong, s.params["CLUSTER"] = sh.cluster, s.params["COOPN"] = sh.coopn;
+      s.params["STAGES"] = 4;
+      const Variables vars = t.variables(s, p, dev_->info());
+      if (const auto broken = t.violation(vars)) {
+        ADD_FAILURE() << s.kernel_name() << " refused on " << p.key() << ": " << *broken;
+        continue;
+      }
+      auto r = dev_->compiler().compile(t.compile_request(s, p, dev_->info()));
+      ASSERT_TRUE(r.ok) << s.kernel_name() << "\n" << r.log;
+      auto kernel = dev_->load(r.code);
+      const gpu::LaunchDims dims = t.launch_dims(vars);
+      tuner::ProblemData data(*dev_, p, false);
+      for (int run = 0; run < 2; ++run) {  // twice: a rerun finds the barriers and buffers as a fresh launch would
+        auto v = data.validate([&](TtGemmParams a) {
+          auto bytes = gpu::kernel_arguments(t, a, p, vars);
+          dev_->launch(*kernel, dims, bytes.data(), bytes.size());
+        });
+        EXPECT_TRUE(v.ok) << s.kernel_name() << " on " << p.key() << ": " << v.reason;
+      }
+      ++checked;
+    }
+  EXPECT_EQ(checked, problems.size() * shapes.size());
+}
+
 // Device::hold keeps the stream busy for the time asked, and what is enqueued behind it runs
 // after it: the timing loop relies on both to time short kernels without launch gaps.
 TEST_F(CudaDevice, HoldKeepsTheStreamBusyForTheTimeAsked) {
   gpu::Event a = dev_->create_event(), b = dev_->create_event(), c = dev_->create_event();
+  dev_->hold(0.01);  // the first call loads (JIT-compiles) the spin kernel: not part of the timing
+  dev_->synchronize();
   dev_->record(a);
   dev_->hold(5.0);
   dev_->record(b);
