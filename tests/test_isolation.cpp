@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,9 @@
 #include "db/database.h"
 #include "gpu/backend.h"
 #include "tuner/config.h"
+#include "solutions/kernel_template.h"
+#include "tuner/compile_process.h"
+#include "tuner/enumerator.h"
 #include "tuner/sweep.h"
 #include "tuner/worker.h"
 
@@ -239,3 +243,67 @@ TEST(WorkerProtocol, RequestsAndResultsRoundTrip) {
 }
 
 }  // namespace
+
+// Compile servers (tuner/compile_process.h), on the host backend: a request compiled by a server
+// process gives what this process's compiler gives; a server that dies mid-compile costs that
+// code object (failed, with the reason) and the next request gets a fresh server; a program that
+// is no compile server leaves the compiles to this process.
+class CompileServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    local_ = gpu::make_compiler(gpu::BackendKind::Host);
+    const tuner::TuningConfig config = tuner::parse_config(R"({
+      "name": "compile-server-test",
+      "problems": [{"dtype": "f32", "transA": "N", "transB": "N", "m": 40, "n": 24, "k": 16}],
+      "templates": {"host_gemm": {}}
+    })", fs::temp_directory_path().string());
+    const auto devs = gpu::list_devices(gpu::BackendKind::Host);
+    ASSERT_FALSE(devs.empty());
+    const auto e = tuner::enumerate(config.templates, config.problems, devs[0]);
+    ASSERT_GE(e.candidates.size(), 2u);
+    for (std::size_t i = 0; i < 2; ++i) {
+      const auto& c = e.candidates[i];
+      requests_.push_back(c.tmpl->compile_request(c.solution, config.problems[c.problem_index], devs[0]));
+    }
+  }
+  std::unique_ptr<gpu::Compiler> local_;
+  std::vector<gpu::CompileRequest> requests_;
+};
+
+TEST_F(CompileServer, CompilesWhatThisProcessCompiles) {
+  tuner::ProcessCompiler servers(TILETUNE_EXE, gpu::BackendKind::Host, *local_);
+  for (const auto& r : requests_) {
+    const gpu::CompileResult here = local_->compile(r), there = servers.compile(r);
+    ASSERT_TRUE(here.ok) << here.log;
+    EXPECT_TRUE(there.ok) << there.log;
+    EXPECT_EQ(there.code.symbol, here.code.symbol);
+    EXPECT_GT(there.code.bytes.size(), 1000u);
+  }
+  // Again on the same (now warm) server: its header set is not sent twice, and it still compiles.
+  EXPECT_TRUE(servers.compile(requests_[0]).ok);
+}
+
+TEST_F(CompileServer, AServerThatDiesCostsOneCodeObject) {
+  // Says hello, reads one request, then kills itself as a crashing compiler would.
+  const fs::path script = fs::temp_directory_path() / ("tiletune-crashy-compiler-" + std::to_string(::getpid()));
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\necho '{\"hello\": \"tiletune-compile-server\"}'\nread line\nkill -SEGV $$\n";
+  }
+  fs::permissions(script, fs::perms::owner_all);
+  tuner::ProcessCompiler servers(script.string(), gpu::BackendKind::Host, *local_);
+  for (int i = 0; i < 2; ++i) {  // each compile gets a fresh server, which dies again
+    const gpu::CompileResult r = servers.compile(requests_[0]);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.log.find("compile server killed by SIGSEGV"), std::string::npos) << r.log;
+    EXPECT_NE(r.log.find("while compiling"), std::string::npos) << r.log;
+  }
+  fs::remove(script);
+}
+
+TEST_F(CompileServer, AProgramThatIsNoServerLeavesTheCompileToThisProcess) {
+  tuner::ProcessCompiler servers("/bin/false", gpu::BackendKind::Host, *local_);
+  const gpu::CompileResult r = servers.compile(requests_[1]);
+  EXPECT_TRUE(r.ok) << r.log;
+  EXPECT_EQ(r.code.symbol, local_->compile(requests_[1]).code.symbol);
+}

@@ -4,6 +4,7 @@
 
 #include "gpu/backend.h"
 #include "tools/commands.h"
+#include "tuner/compile_process.h"
 #include "tuner/config.h"
 #include "common/error.h"
 #include "tuner/device_list.h"
@@ -22,7 +23,7 @@ Run add_tune(CLI::App& app) {
     long long budget = -1;
     double budget_seconds = -1;
     long long seed = -1;
-    bool no_vendor = false, list_pruned = false;
+    bool no_vendor = false, list_pruned = false, compile_in_process = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("tune", "run a tuning sweep: config -> solution database");
@@ -35,6 +36,9 @@ Run add_tune(CLI::App& app) {
                   "free: all, or indices such as 0,1 (host backend: logical workers on the CPU)")
       ->excludes(device);
   cmd->add_option("--jobs", a->jobs, "parallel compile jobs (0: one per core)")->capture_default_str();
+  cmd->add_flag("--compile-in-process", a->compile_in_process,
+                "GPU backends: compile on threads of this process instead of a compile server process per job "
+                "(NVRTC compiles one program at a time per process)");
   cmd->add_flag("--no-vendor", a->no_vendor, "do not time the vendor library (cuBLAS) for comparison");
   cmd->add_flag("--list-pruned", a->list_pruned, "print every pruned candidate with the constraint it breaks");
   cmd->add_option("--isolation", a->isolation,
@@ -78,18 +82,29 @@ Run add_tune(CLI::App& app) {
     o.list_pruned = a->list_pruned;
     if (a->timeout > 0) config.benchmark.timeout_s = a->timeout;
     if (a->prepare_timeout > 0) config.benchmark.prepare_timeout_s = a->prepare_timeout;
+    std::error_code ec;
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     if (a->isolation == "process") {
       o.isolation = tuner::Isolation::Process;
-      std::error_code ec;
-      o.worker_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+      o.worker_exe = self;
       if (ec) throw Error("cannot find this program's path for its worker processes (/proc/self/exe): " + ec.message() +
                           "; use --isolation none");
     }
+    if (!a->compile_in_process && !ec) o.compile_exe = self;
     tuner::SweepSummary s = tuner::run_sweep(config, o);
     tuner::print_summary(s, stdout);
     std::printf("\nwrote %s\n", a->db.c_str());
     return s.unprepared.empty() ? 0 : 3;  // incomplete: a script must not take it for a finished sweep
   };
+}
+
+// A compile server of a sweep (tuner/compile_process.h has the protocol); not for people.
+Run add_compile_server(CLI::App& app) {
+  auto backend = std::make_shared<std::string>("cuda");
+  CLI::App* cmd = app.add_subcommand("compile-server", "compile requests sent as JSON lines on stdin (used by tune)");
+  cmd->group("");  // hidden from --help
+  cmd->add_option("--backend", *backend, "cuda | hip | host")->capture_default_str();
+  return [backend] { return tuner::run_compile_server(gpu::backend_from_string(*backend)); };
 }
 
 // The worker process of an isolated sweep (tuner/worker.h has the protocol); not for people.

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "db/database.h"
 #include "tuner/compile_pool.h"
+#include "tuner/compile_process.h"
 #include "tuner/enumerator.h"
 #include "tuner/measure_slots.h"
 #include "tuner/progress.h"
@@ -222,7 +223,12 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   const std::size_t measure_stage = progress.add_stage("measure", planned);
   const unsigned threads = options.compile_jobs > 0 ? unsigned(options.compile_jobs)
                                                     : std::max(1u, std::thread::hardware_concurrency());
-  CompilePool compile(std::move(jobs), dev->compiler(), options.db_path, info.arch, compiler_version, threads,
+  // NVRTC and hipRTC compile one program at a time per process: their threads get processes.
+  std::unique_ptr<ProcessCompiler> servers;
+  if (!options.compile_exe.empty() && !host && threads > 1 && jobs.size() > 1)
+    servers = std::make_unique<ProcessCompiler>(options.compile_exe, info.backend, dev->compiler());
+  const gpu::Compiler& compiler = servers ? static_cast<const gpu::Compiler&>(*servers) : dev->compiler();
+  CompilePool compile(std::move(jobs), compiler, options.db_path, info.arch, compiler_version, threads,
                       [&](const CompileJob&, bool ok) {
                         {
                           std::lock_guard<std::mutex> lock(mu);

@@ -39,50 +39,6 @@ double number_or_nan(const json& j, const char* key) {
   return it == j.end() || it->is_null() ? NAN : it->get<double>();
 }
 
-std::string signal_name(int sig) {
-  static const std::pair<int, const char*> names[] = {
-      {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGILL, "SIGILL"},   {SIGFPE, "SIGFPE"},   {SIGABRT, "SIGABRT"},
-      {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGINT, "SIGINT"},   {SIGPIPE, "SIGPIPE"}, {SIGTRAP, "SIGTRAP"},
-      {SIGSYS, "SIGSYS"},   {SIGXCPU, "SIGXCPU"}, {SIGHUP, "SIGHUP"},   {SIGQUIT, "SIGQUIT"}};
-  std::string name = "signal " + std::to_string(sig);
-  for (const auto& [number, text] : names)
-    if (number == sig) name = text;
-  if (const char* text = ::strsignal(sig)) name += std::string(" (") + text + ")";
-  return name;
-}
-
-std::string describe_exit(int status) {
-  if (WIFSIGNALED(status)) return "worker killed by " + signal_name(WTERMSIG(status));
-  if (WIFEXITED(status)) return "worker exited with status " + std::to_string(WEXITSTATUS(status));
-  return "worker ended";
-}
-
-// Writes all of `text` to `fd`; false when the reader is gone. SIGPIPE is held back meanwhile so
-// that a dead worker never kills the sweep.
-bool write_all(int fd, const std::string& text) {
-  sigset_t pipe_set, old;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-  bool ok = true;
-  for (std::size_t done = 0; done < text.size();) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ok = false;
-      break;
-    }
-    done += std::size_t(n);
-  }
-  if (!ok && errno == EPIPE) {
-    struct timespec zero = {0, 0};
-    while (sigtimedwait(&pipe_set, nullptr, &zero) > 0) {
-    }
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return ok;
-}
-
 }  // namespace
 
 // ---- protocol ------------------------------------------------------------------------------------
@@ -399,59 +355,21 @@ int run_worker(gpu::BackendKind backend, int device, const std::string& db_path)
 
 WorkerProcess::WorkerProcess(std::string exe, gpu::BackendKind backend, int device, std::string db_path,
                              std::string arch)
-    : exe_(std::move(exe)), db_path_(std::move(db_path)), arch_(std::move(arch)), backend_(backend), device_(device) {}
+    : exe_(exe), arch_(std::move(arch)),
+      child_("worker", {std::move(exe), "worker", "--backend", gpu::to_string(backend), "--device", std::to_string(device),
+                        "--db", std::move(db_path)}) {}
 
-WorkerProcess::~WorkerProcess() { stop(false); }
+WorkerProcess::~WorkerProcess() = default;
 
 void WorkerProcess::start() {
-  // Everything the child needs is prepared before fork: between fork and exec only
-  // async-signal-safe calls are allowed (the parent has threads and, on GPUs, a driver).
-  std::vector<std::string> args = {exe_, "worker", "--backend", gpu::to_string(backend_),
-                                   "--device", std::to_string(device_), "--db", db_path_};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  int in[2], out[2];  // in: parent -> worker stdin; out: worker stdout -> parent
-  if (::pipe2(in, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
-  if (::pipe2(out, O_CLOEXEC) != 0) {
-    ::close(in[0]);
-    ::close(in[1]);
-    throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
-  }
-  const pid_t parent = ::getpid();
-  const int max_fd = int(std::min(::sysconf(_SC_OPEN_MAX), 65536L));
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
-    throw Error(std::string("cannot start a worker process: fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the sweep
-    if (::getppid() != parent) ::_exit(126);
-    if (::dup2(in[0], 0) < 0 || ::dup2(out[1], 1) < 0) ::_exit(126);
-    // The parent's database and driver handles stay in the parent.
-    if (::syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
-      for (int fd = 3; fd < max_fd; ++fd) ::close(fd);
-    ::execv(argv[0], argv.data());
-    const char msg[] = "tiletune: cannot exec the worker program\n";
-    [[maybe_unused]] ssize_t n = ::write(2, msg, sizeof msg - 1);
-    ::_exit(127);
-  }
-  ::close(in[0]);
-  ::close(out[1]);
-  pid_ = pid;
-  to_worker_ = in[1];
-  from_worker_ = out[0];
-  buffer_.clear();
+  child_.start();
   ++starts_;
-
   // The worker opens the device and the database, then says hello.
   std::string line;
-  Read got = read_line(line, Clock::now() + std::chrono::seconds(300));
-  if (got != Read::Line) {
-    std::string why = got == Read::Timeout ? "no hello within 300 s" : stop(false);
-    if (got == Read::Timeout) stop(true);
+  ChildProcess::Read got = child_.read_line(line, Clock::now() + std::chrono::seconds(300));
+  if (got != ChildProcess::Read::Line) {
+    std::string why = got == ChildProcess::Read::Timeout ? "no hello within 300 s" : child_.stop(false);
+    if (got == ChildProcess::Read::Timeout) child_.stop(true);
     throw Error("the worker process (" + exe_ + " worker) did not start: " + why);
   }
   json hello;
@@ -460,82 +378,27 @@ void WorkerProcess::start() {
   } catch (const json::exception&) {
   }
   if (!hello.is_object() || hello.value("hello", "") != "tiletune-worker") {
-    stop(true);
+    child_.stop(true);
     throw Error("the worker process (" + exe_ + ") answered '" + line + "' instead of a hello: is it tiletune?");
   }
   if (hello.value("arch", "") != arch_) {
     std::string arch = hello.value("arch", "");
-    stop(true);
+    child_.stop(true);
     throw Error("the worker process sees arch " + arch + ", the sweep " + arch_);
-  }
-}
-
-std::string WorkerProcess::stop(bool kill) {
-  if (pid_ < 0) return "no worker";
-  if (to_worker_ >= 0) ::close(to_worker_);  // a healthy worker exits on end of input
-  to_worker_ = -1;
-  if (kill) ::kill(pid_, SIGKILL);
-  int status = 0;
-  pid_t got = 0;
-  // Poll, never block: a process stuck in the GPU driver can outlive SIGKILL for a long time, and
-  // the sweep must go on (it is reaped later by init once this process exits).
-  auto reap = [&](int tries) {
-    for (int i = 0; i < tries; ++i) {
-      got = ::waitpid(pid_, &status, WNOHANG);
-      if (got != 0 && !(got < 0 && errno == EINTR)) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  };
-  reap(500);  // up to 5 s to exit on its own
-  if (got == 0) {
-    ::kill(pid_, SIGKILL);
-    reap(3000);  // up to 30 s to die
-    if (got == 0) {
-      std::fprintf(stderr, "tiletune: worker %d did not die after SIGKILL within 30 s; going on without it\n", int(pid_));
-    }
-  }
-  if (from_worker_ >= 0) ::close(from_worker_);
-  from_worker_ = -1;
-  pid_ = -1;
-  buffer_.clear();
-  return got > 0 ? describe_exit(status) : "worker lost";
-}
-
-bool WorkerProcess::send(const std::string& line) { return write_all(to_worker_, line + "\n"); }
-
-WorkerProcess::Read WorkerProcess::read_line(std::string& line, Clock::time_point deadline) {
-  for (;;) {
-    if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
-      line = buffer_.substr(0, nl);
-      buffer_.erase(0, nl + 1);
-      return Read::Line;
-    }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return Read::Timeout;
-    struct pollfd p = {from_worker_, POLLIN, 0};
-    int n = ::poll(&p, 1, int(std::min<long long>(left, 1000 * 1000)));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(std::string("poll on the worker's output: ") + std::strerror(errno));
-    if (n == 0) continue;  // the deadline is checked above
-    char buf[4096];
-    ssize_t got = ::read(from_worker_, buf, sizeof buf);
-    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (got <= 0) return Read::Eof;
-    buffer_.append(buf, std::size_t(got));
   }
 }
 
 MeasureResult WorkerProcess::measure(const MeasureRequest& r, double timeout_s, double prepare_timeout_s) {
   const std::string request = to_json(r).dump();
-  if (pid_ < 0) start();
-  if (!send(request)) {
+  if (!child_.running()) start();
+  if (!child_.send(request)) {
     // The worker was gone before this request (it died idle): not this candidate's doing.
-    stop(false);
+    child_.stop(false);
     start();
-    if (!send(request)) {
+    if (!child_.send(request)) {
       MeasureResult m;
       m.status = "crashed";
-      m.reason = stop(false) + " (before reading the request)";
+      m.reason = child_.stop(false) + " (before reading the request)";
       return m;
     }
   }
@@ -547,8 +410,8 @@ MeasureResult WorkerProcess::measure(const MeasureRequest& r, double timeout_s, 
   bool ready = false;
   for (;;) {
     std::string line;
-    Read got = read_line(line, deadline);
-    if (got == Read::Timeout) {
+    ChildProcess::Read got = child_.read_line(line, deadline);
+    if (got == ChildProcess::Read::Timeout) {
       MeasureResult m;
       m.status = ready ? "timeout" : kPrepareTimeout;
       char text[200];
@@ -559,13 +422,13 @@ MeasureResult WorkerProcess::measure(const MeasureRequest& r, double timeout_s, 
                       "kernel); worker killed",
                       prepare_timeout_s);
       m.reason = text;
-      stop(true);
+      child_.stop(true);
       return m;
     }
-    if (got == Read::Eof) {
+    if (got == ChildProcess::Read::Eof) {
       MeasureResult m;
       m.status = "crashed";
-      m.reason = stop(false);
+      m.reason = child_.stop(false);
       if (!ready) m.reason += " (before its first launch)";
       return m;
     }
@@ -573,7 +436,7 @@ MeasureResult WorkerProcess::measure(const MeasureRequest& r, double timeout_s, 
     try {
       j = json::parse(line);
     } catch (const json::exception&) {
-      stop(true);
+      child_.stop(true);
       throw Error("the worker process wrote a line that is not JSON: " + line);
     }
     if (j.contains("phase")) {
@@ -582,7 +445,7 @@ MeasureResult WorkerProcess::measure(const MeasureRequest& r, double timeout_s, 
       continue;
     }
     MeasureResult m = result_from_json(j);
-    if (m.status == "crashed") stop(false);  // it exits: its device is unusable
+    if (m.status == "crashed") child_.stop(false);  // it exits: its device is unusable
     return m;
   }
 }

@@ -27,8 +27,6 @@
 // The parent adds "crashed" (the worker died: "worker killed by SIGSEGV (Segmentation fault)")
 // and "timeout" (no result in time: the worker is killed with SIGKILL).
 #pragma once
-#include <sys/types.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -43,6 +41,7 @@
 #include "solutions/kernel_template.h"
 #include "solutions/problem.h"
 #include "solutions/solution.h"
+#include "tuner/child_process.h"
 #include "tuner/config.h"
 
 namespace tiletune::db {
@@ -140,19 +139,10 @@ class WorkerProcess {
   int starts() const { return starts_; }  // workers started so far
 
  private:
-  enum class Read { Line, Eof, Timeout };
   void start();
-  // Closes the pipes and reaps the worker (SIGKILL first when `kill`); returns why it ended.
-  std::string stop(bool kill);
-  bool send(const std::string& line);
-  Read read_line(std::string& line, std::chrono::steady_clock::time_point deadline);
 
-  std::string exe_, db_path_, arch_;
-  gpu::BackendKind backend_;
-  int device_;
-  pid_t pid_ = -1;
-  int to_worker_ = -1, from_worker_ = -1;
-  std::string buffer_;  // bytes read past the last line
+  std::string exe_, arch_;
+  ChildProcess child_;
   int starts_ = 0;
 };
 

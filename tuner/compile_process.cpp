@@ -1,0 +1,200 @@
+#include "tuner/compile_process.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "tuner/child_process.h"
+
+namespace tiletune::tuner {
+namespace {
+
+using json = nlohmann::json;
+using Clock = ChildProcess::Clock;
+
+std::string to_hex(const std::vector<std::uint8_t>& bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s(bytes.size() * 2, '0');
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    s[2 * i] = digits[bytes[i] >> 4];
+    s[2 * i + 1] = digits[bytes[i] & 15];
+  }
+  return s;
+}
+
+std::vector<std::uint8_t> from_hex(const std::string& s) {
+  auto value = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    throw Error("compile server: bad hex digit in a code object");
+  };
+  if (s.size() % 2) throw Error("compile server: odd-length hex code object");
+  std::vector<std::uint8_t> bytes(s.size() / 2);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = std::uint8_t(value(s[2 * i]) << 4 | value(s[2 * i + 1]));
+  return bytes;
+}
+
+// Names the header set of a request, so that each server receives it once.
+std::string headers_id(const std::map<std::string, std::string>& headers) {
+  std::size_t h = headers.size();
+  for (const auto& [name, text] : headers) {
+    h = h * 1000003u ^ std::hash<std::string>{}(name);
+    h = h * 1000003u ^ std::hash<std::string>{}(text);
+  }
+  char id[32];
+  std::snprintf(id, sizeof id, "%016zx", h);
+  return id;
+}
+
+gpu::CompileResult failed(std::string why) {
+  gpu::CompileResult r;
+  r.log = std::move(why);
+  return r;
+}
+
+}  // namespace
+
+struct ProcessCompiler::Server {
+  explicit Server(const std::string& exe, gpu::BackendKind backend)
+      : child("compile server", {exe, "compile-server", "--backend", gpu::to_string(backend)}) {}
+  ChildProcess child;
+  std::set<std::string> has;  // header ids this server process holds
+  bool broken = false;        // could not start: compile in this process instead
+};
+
+ProcessCompiler::ProcessCompiler(std::string exe, gpu::BackendKind backend, const gpu::Compiler& local,
+                                 double timeout_s)
+    : exe_(std::move(exe)), backend_(backend), local_(local), timeout_s_(timeout_s) {}
+
+ProcessCompiler::~ProcessCompiler() = default;
+
+std::unique_ptr<ProcessCompiler::Server> ProcessCompiler::take() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) {
+      auto s = std::move(idle_.back());
+      idle_.pop_back();
+      return s;
+    }
+  }
+  return std::make_unique<Server>(exe_, backend_);
+}
+
+void ProcessCompiler::give_back(std::unique_ptr<Server> s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_.push_back(std::move(s));
+}
+
+gpu::CompileResult ProcessCompiler::compile(const gpu::CompileRequest& r) const {
+  std::unique_ptr<Server> s = take();
+  struct Return {
+    const ProcessCompiler* self;
+    std::unique_ptr<Server>& s;
+    ~Return() { self->give_back(std::move(s)); }
+  } give{this, s};
+
+  if (!s->broken && !s->child.running()) {
+    s->has.clear();
+    std::string why;
+    try {
+      s->child.start();
+      std::string line;
+      if (s->child.read_line(line, Clock::now() + std::chrono::seconds(60)) != ChildProcess::Read::Line)
+        why = s->child.stop(true);
+      else if (json::parse(line, nullptr, false).value("hello", "") != "tiletune-compile-server")
+        why = "it answered '" + line.substr(0, 200) + "'", s->child.stop(true);
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    if (!why.empty()) {
+      std::fprintf(stderr, "tiletune: a compile server (%s compile-server) did not start (%s); compiling in this process\n",
+                   exe_.c_str(), why.c_str());
+      s->broken = true;
+    }
+  }
+  if (s->broken) return local_.compile(r);
+
+  const std::string id = headers_id(r.headers);
+  json j = {{"source", r.source}, {"name_expression", r.name_expression}, {"arch", r.arch}, {"options", r.options},
+            {"headers_id", id}};
+  if (!s->has.count(id)) j["headers"] = r.headers;
+  if (!s->child.send(j.dump(-1, ' ', false, json::error_handler_t::replace))) return failed(s->child.stop(false) + " before the compile");
+  s->has.insert(id);
+
+  std::string line;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+  switch (s->child.read_line(line, deadline)) {
+    case ChildProcess::Read::Timeout: {
+      s->child.stop(true);
+      char text[120];
+      std::snprintf(text, sizeof text, "the compile took longer than %g s; compile server killed", timeout_s_);
+      return failed(text);
+    }
+    case ChildProcess::Read::Eof: return failed(s->child.stop(false) + " while compiling");
+    case ChildProcess::Read::Line: break;
+  }
+  const json reply = json::parse(line, nullptr, false);
+  if (!reply.is_object()) {
+    s->child.stop(true);
+    return failed("the compile server wrote a line that is not JSON: " + line.substr(0, 200));
+  }
+  gpu::CompileResult out;
+  out.ok = reply.value("ok", false);
+  out.log = reply.value("log", "");
+  out.code.symbol = reply.value("symbol", "");
+  out.code.bytes = from_hex(reply.value("bytes", ""));
+  return out;
+}
+
+int run_compile_server(gpu::BackendKind backend) {
+  // As the measuring worker: the protocol owns the original stdout, anything else printed goes to stderr.
+  std::fflush(stdout);
+  int proto_fd = ::dup(1);
+  if (proto_fd < 0 || ::dup2(2, 1) < 0)
+    throw Error(std::string("compile server: cannot set up stdout: ") + std::strerror(errno));
+  ::fcntl(proto_fd, F_SETFD, FD_CLOEXEC);
+  auto reply = [&](const json& j) {
+    // Replace, not throw, on bytes that are not UTF-8 in a compiler's log.
+    if (!write_all(proto_fd, j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n")) std::exit(0);
+  };
+
+  std::unique_ptr<gpu::Compiler> compiler = gpu::make_compiler(backend);
+  reply({{"hello", "tiletune-compile-server"}, {"compiler", compiler->version()}});
+  std::map<std::string, std::map<std::string, std::string>> headers;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    gpu::CompileResult result;
+    try {
+      const json j = json::parse(line);
+      const std::string id = j.at("headers_id").get<std::string>();
+      if (j.contains("headers")) headers[id] = j.at("headers").get<std::map<std::string, std::string>>();
+      gpu::CompileRequest r;
+      r.source = j.at("source").get<std::string>();
+      r.name_expression = j.at("name_expression").get<std::string>();
+      r.arch = j.at("arch").get<std::string>();
+      r.options = j.at("options").get<std::vector<std::string>>();
+      auto it = headers.find(id);
+      if (it == headers.end()) throw Error("compile server: headers " + id + " were never sent");
+      r.headers = it->second;
+      result = compiler->compile(r);
+    } catch (const json::exception& e) {
+      result = failed(std::string("compile server: bad request: ") + e.what());
+    } catch (const Error& e) {
+      result = failed(e.what());
+    }
+    reply({{"ok", result.ok}, {"log", result.log}, {"symbol", result.code.symbol}, {"bytes", to_hex(result.code.bytes)}});
+  }
+  return 0;
+}
+
+}  // namespace tiletune::tuner
