@@ -141,11 +141,6 @@ int main(int argc, char** argv) {
         for (std::size_t i = 0; i < n; ++i) order[i] = i;
         std::stable_sort(order.begin(), order.end(),
                          [&](auto a, auto b) { return tuner::model_before(cands[a].model, cands[b].model); });
-        for (int r = 0; r < o.show_model && r < int(n); ++r) {
-          const Cand& c = cands[order[r]];
-          std::printf("    model #%-3d est %8.1f us  measured %9.4f ms %-4s %s\n", r + 1, c.model.seconds * 1e6, c.ms,
-                      good(c) ? "good" : "", c.kernel.c_str());
-        }
         double model_c = 0, model_s = 0;
         for (std::size_t i : order) {
           ++model_c;
@@ -184,6 +179,11 @@ int main(int argc, char** argv) {
         std::printf("%-58s %5zu %4zu | %7.1f %5.1f%% %5.1f%% | %5.0f %5.1f%% %5.1f%% | %5.0f %5.1f%% %5.1f%% %5.1f%%\n",
                     key.c_str(), n, g, rand_c, 100 * rand_c / n, 100 * rand_s / all_s, model_c, 100 * model_c / n,
                     100 * model_s / all_s, halv_c, 100 * halv_c / n, 100 * halv_s / all_s, 100 * hits / o.seeds);
+        for (int r = 0; r < o.show_model && r < int(n); ++r) {  // under the problem's row
+          const Cand& c = cands[order[r]];
+          std::printf("    model #%-3d est %8.1f us  measured %9.4f ms %-4s %s\n", r + 1, c.model.seconds * 1e6, c.ms,
+                      good(c) ? "good" : "", c.kernel.c_str());
+        }
         const std::string& full = keys[ak.second];
         const std::size_t a = full.find('|') + 1, b = full.find('|', full.find('|', a) + 1);
         for (Totals* x : {&t, &by_types[full.substr(a, b - a)]}) {

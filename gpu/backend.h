@@ -105,9 +105,12 @@ class Device {
 
   // Keeps the default stream busy for about `ms` milliseconds from when it starts there, so that
   // work the host enqueues meanwhile runs back to back: timed runs of kernels shorter than their
-  // host-side launch cost would otherwise include the gaps between launches. A no-op where the
-  // backend has no such kernel (host; HIP for now).
-  virtual void hold(double /*ms*/) {}
+  // host-side launch cost would otherwise include the gaps between launches. Returns false (and
+  // does nothing) where the backend has no such kernel (host; HIP for now) or it cannot be loaded.
+  virtual bool hold(double /*ms*/) { return false; }
+  // Whether everything before `event` on its stream has finished, without waiting. Backends
+  // without events to ask answer false.
+  virtual bool done(Event /*event*/) { return false; }
 };
 
 // Factories: one per vendor, each in its own folder. A backend that was not built, or finds no

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "gpu/cuda/cuda_backend.h"
 #include "gpu/cuda/tma_arguments.h"
 #include "runtime/tiletune.hpp"
+#include "tuner/compile_process.h"
 #include "tuner/config.h"
 #include "tuner/elements.h"
 #include "tuner/enumerator.h"
@@ -106,6 +108,31 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
     gpu::CompileResult r = compiler->compile(t.compile_request(s, p, dev));
     EXPECT_TRUE(r.ok) << s.kernel_name() << "\n" << r.log;
     EXPECT_NE(r.code.symbol.find("wgmma_gemm"), std::string::npos);
+  }
+}
+
+// NVRTC through compile servers (tuner/compile_process.h), two threads at once: the same code
+// objects, byte for byte, as this process's NVRTC makes.
+TEST(CudaCompile, CompileServersGiveTheCodeObjectsOfThisProcess) {
+  auto local = gpu::cuda::make_compiler();
+  tuner::ProcessCompiler servers(TILETUNE_EXE, gpu::BackendKind::Cuda, *local);
+  const KernelTemplate& t = find_template("simt_gemm");
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const GemmProblem p = gemm(DataType::F32, DataType::F32, false, false, 1000, 1000, 1000);
+  auto e = tuner::enumerate({t}, {p}, dev);
+  ASSERT_GE(e.candidates.size(), 4u);
+  std::vector<gpu::CompileRequest> requests;
+  for (std::size_t i = 0; i < 4; ++i) requests.push_back(t.compile_request(e.candidates[i * 7 % e.candidates.size()].solution, p, dev));
+  std::vector<gpu::CompileResult> there(requests.size());
+  std::thread other([&] { for (std::size_t i = 1; i < requests.size(); i += 2) there[i] = servers.compile(requests[i]); });
+  for (std::size_t i = 0; i < requests.size(); i += 2) there[i] = servers.compile(requests[i]);
+  other.join();
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const gpu::CompileResult here = local->compile(requests[i]);
+    ASSERT_TRUE(here.ok) << here.log;
+    EXPECT_TRUE(there[i].ok) << there[i].log;
+    EXPECT_EQ(there[i].code.symbol, here.code.symbol);
+    EXPECT_TRUE(there[i].code.bytes == here.code.bytes) << requests[i].name_expression;
   }
 }
 
@@ -400,12 +427,14 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
 
 // The wgmma arrangements outside the default space, for the sanitizers too: 2-CTA clusters
 // (B multicast, remote releases, the producer's tail wait instead of a closing cluster barrier)
-// and consumers splitting N, on both majors of B and an edge in every dimension.
+// and consumers splitting N, on both majors of B and an edge in every dimension, on a grid of two
+// clusters so that every CTA walks several tiles.
 TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
   if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
   const KernelTemplate& t = find_template("wgmma_gemm");
-  const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 200, 136, 72),
-                                             gemm(DataType::F16, DataType::F32, true, true, 264, 264, 200)};
+  // K of 13 and 14 K steps: the 4-stage ring wraps within a unit.
+  const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 200, 136, 832),
+                                             gemm(DataType::F16, DataType::F32, true, true, 264, 264, 840)};
   struct Shape { int bm, bn, consumers, pingpong, cluster, coopn; };
   const std::vector<Shape> shapes = {{64, 128, 2, 0, 2, 1}, {64, 128, 2, 0, 1, 1}, {128, 64, 2, 0, 2, 0}, {64, 128, 2, 1, 2, 0}};
   std::size_t checked = 0;
@@ -423,7 +452,10 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
       auto r = dev_->compiler().compile(t.compile_request(s, p, dev_->info()));
       ASSERT_TRUE(r.ok) << s.kernel_name() << "\n" << r.log;
       auto kernel = dev_->load(r.code);
-      const gpu::LaunchDims dims = t.launch_dims(vars);
+      // Two clusters (or CTAs) only: each walks several units, so the ring runs across units, the
+      // ping-pong consumers alternate, and the producer's tail waits after many phases.
+      gpu::LaunchDims dims = t.launch_dims(vars);
+      dims.grid[0] = 2 * unsigned(sh.cluster);
       tuner::ProblemData data(*dev_, p, false);
       for (int run = 0; run < 2; ++run) {  // twice: a rerun finds the barriers and buffers as a fresh launch would
         auto v = data.validate([&](TtGemmParams a) {
@@ -441,12 +473,16 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
 // after it: the timing loop relies on both to time short kernels without launch gaps.
 TEST_F(CudaDevice, HoldKeepsTheStreamBusyForTheTimeAsked) {
   gpu::Event a = dev_->create_event(), b = dev_->create_event(), c = dev_->create_event();
-  dev_->hold(0.01);  // the first call loads (JIT-compiles) the spin kernel: not part of the timing
+  ASSERT_TRUE(dev_->hold(0.01));  // the first call loads (JIT-compiles) the spin kernel: not part of the timing
   dev_->synchronize();
   dev_->record(a);
-  dev_->hold(5.0);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(dev_->hold(5.0));
+  const double host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   dev_->record(b);
-  dev_->hold(0.5);
+  EXPECT_FALSE(dev_->done(b));  // behind a 5 ms spin: the host did not wait for it
+  EXPECT_LT(host_ms, 2.0);
+  ASSERT_TRUE(dev_->hold(0.5));
   dev_->record(c);
   const float held = dev_->elapsed_ms(a, b), short_hold = dev_->elapsed_ms(b, c);
   dev_->destroy_event(a), dev_->destroy_event(b), dev_->destroy_event(c);

@@ -1,6 +1,7 @@
 #include "tuner/benchmark.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 namespace tiletune::tuner {
@@ -25,13 +26,18 @@ Timing time_runs(gpu::Device& dev, std::size_t sets, const BenchmarkOptions& opt
   } events{dev, {}};
   auto make = [&] { return events.list.emplace_back(dev.create_event()); };
 
-  // The first warm-up run also estimates how many runs fit in the time budget.
+  // The first warm-up run also estimates how many runs fit in the time budget; the others what
+  // one run costs the host to enqueue.
   gpu::Event w0 = make(), w1 = make();
   dev.record(w0);
   launch(next());
   dev.record(w1);
   double first_ms = dev.elapsed_ms(w0, w1);
+  const auto h0 = std::chrono::steady_clock::now();
   for (int i = 1; i < options.warmup; ++i) launch(next());
+  const double host_ms = options.warmup > 1 ? std::chrono::duration<double, std::milli>(
+                                                  std::chrono::steady_clock::now() - h0).count() / (options.warmup - 1)
+                                            : 0.03;
   dev.synchronize();
 
   int runs = options.max_iterations;
@@ -42,12 +48,18 @@ Timing time_runs(gpu::Device& dev, std::size_t sets, const BenchmarkOptions& opt
   // Short kernels: the stream waits behind a spin kernel while the host enqueues every run, so
   // that the runs follow each other without launch gaps (a vendor call can cost the host more than
   // its kernel takes: cublasGemmEx ~12 us a call on the H200 host, a 1000^3 kernel ~9 us). The
-  // spin lasts ~30 us per run, more than a launch and an event record cost the host.
-  if (first_ms < kHoldBelowMs) dev.hold(0.5 + 0.03 * runs);
-  dev.record(marks[0]);
-  for (int i = 0; i < runs; ++i) {
-    launch(next());
-    dev.record(marks[i + 1]);
+  // spin lasts three times the host's measured cost per run (plus an event record); if it still
+  // ran out before the last run was enqueued (a busy host), the runs are timed again with a longer one.
+  double per_run_ms = std::max(0.005, 3 * host_ms + 0.005);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const bool held = first_ms < kHoldBelowMs && dev.hold(std::min(100.0, 0.2 + per_run_ms * runs));
+    dev.record(marks[0]);
+    for (int i = 0; i < runs; ++i) {
+      launch(next());
+      dev.record(marks[i + 1]);
+    }
+    if (!held || !dev.done(marks[0])) break;
+    per_run_ms *= 4;
   }
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) ms.push_back(dev.elapsed_ms(marks[i], marks[i + 1]));

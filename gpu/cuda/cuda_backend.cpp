@@ -21,7 +21,7 @@ struct Driver {
   X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)   \
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuMemAlloc)           \
   X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuCtxSynchronize) X(cuEventCreate)        \
-  X(cuEventDestroy) X(cuEventRecord) X(cuEventElapsedTime) X(cuEventSynchronize) X(cuGetErrorString)     \
+  X(cuEventDestroy) X(cuEventRecord) X(cuEventElapsedTime) X(cuEventSynchronize) X(cuEventQuery) X(cuGetErrorString)     \
   X(cuFuncSetAttribute) X(cuLaunchKernelEx) X(cuCtxGetCurrent) X(cuTensorMapEncodeTiled)    \
   X(cuTensorMapEncodeIm2col)
   // Optional: without them the backend still works (see where each is used).
@@ -242,7 +242,11 @@ class CudaDevice final : public Device {
     ContextScope scope(ctx_);
   }
   ~CudaDevice() override {
-    if (hold_module_) driver().cuModuleUnload(hold_module_);
+    if (hold_module_) {
+      ContextScope scope(ctx_);
+      driver().cuCtxSynchronize();  // a spin kernel may still run
+      driver().cuModuleUnload(hold_module_);
+    }
     driver().cuDevicePrimaryCtxRelease(dev_);
   }
 
@@ -348,10 +352,11 @@ class CudaDevice final : public Device {
     check(driver().cuEventElapsedTime(&ms, static_cast<CUevent>(a), static_cast<CUevent>(b)), "cuEventElapsedTime");
     return ms;
   }
-  void hold(double ms) override {
+  bool hold(double ms) override {
     ContextScope scope(ctx_);
-    if (!hold_fn_) {
-      // PTX, JIT-compiled by the driver for this device: no NVRTC round trip per process.
+    std::call_once(hold_once_, [&] {
+      // PTX, JIT-compiled by the driver for this device: no NVRTC round trip per process. Where
+      // the driver cannot JIT (CUDA_DISABLE_PTX_JIT) timing goes on without it.
       static const char kHoldPtx[] =
           ".version 6.0\n.target sm_50\n.address_size 64\n"
           ".visible .entry tt_hold(.param .u64 ns) {\n"
@@ -359,15 +364,29 @@ class CudaDevice final : public Device {
           "  ld.param.u64 %ns, [ns];\n  mov.u64 %t0, %globaltimer;\n"
           "SPIN:\n  mov.u64 %t1, %globaltimer;\n  sub.u64 %d, %t1, %t0;\n"
           "  setp.lt.u64 %p, %d, %ns;\n  @%p bra SPIN;\n  ret;\n}\n";
-      check(driver().cuModuleLoadData(&hold_module_, kHoldPtx), "cuModuleLoadData(hold kernel)");
-      check(driver().cuModuleGetFunction(&hold_fn_, hold_module_, "tt_hold"), "cuModuleGetFunction(tt_hold)");
-    }
+      if (driver().cuModuleLoadData(&hold_module_, kHoldPtx) != CUDA_SUCCESS) {
+        hold_module_ = nullptr;
+        return;
+      }
+      if (driver().cuModuleGetFunction(&hold_fn_, hold_module_, "tt_hold") != CUDA_SUCCESS) {
+        driver().cuModuleUnload(hold_module_);
+        hold_module_ = nullptr;
+        hold_fn_ = nullptr;
+      }
+    });
+    if (!hold_fn_) return false;
     unsigned long long ns = static_cast<unsigned long long>(ms * 1e6);
     void* params[] = {&ns};
     check(driver().cuLaunchKernel(hold_fn_, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel(hold)");
+    return true;
+  }
+  bool done(Event e) override {
+    ContextScope scope(ctx_);
+    return driver().cuEventQuery(static_cast<CUevent>(e)) == CUDA_SUCCESS;
   }
 
  private:
+  std::once_flag hold_once_;
   CUmodule hold_module_ = nullptr;
   CUfunction hold_fn_ = nullptr;
 
