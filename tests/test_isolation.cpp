@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -281,6 +282,18 @@ TEST_F(CompileServer, CompilesWhatThisProcessCompiles) {
   }
   // Again on the same (now warm) server: its header set is not sent twice, and it still compiles.
   EXPECT_TRUE(servers.compile(requests_[0]).ok);
+}
+
+// A server dies with the thread that started it (PR_SET_PDEATHSIG): threads that come and go,
+// one after the other (a new one may reuse an old one's id), each still get their compile done.
+TEST_F(CompileServer, ThreadsThatComeAndGoEachGetAWorkingServer) {
+  tuner::ProcessCompiler servers(TILETUNE_EXE, gpu::BackendKind::Host, *local_);
+  for (int i = 0; i < 3; ++i) {
+    gpu::CompileResult r;
+    std::thread t([&] { r = servers.compile(requests_[std::size_t(i) % requests_.size()]); });
+    t.join();
+    EXPECT_TRUE(r.ok) << "thread " << i << ": " << r.log;
+  }
 }
 
 TEST_F(CompileServer, AServerThatDiesCostsOneCodeObject) {

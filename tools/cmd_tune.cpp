@@ -23,7 +23,7 @@ Run add_tune(CLI::App& app) {
     long long budget = -1;
     double budget_seconds = -1;
     long long seed = -1;
-    bool no_vendor = false, list_pruned = false, compile_in_process = false;
+    bool no_vendor = false, list_pruned = false, compile_servers = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("tune", "run a tuning sweep: config -> solution database");
@@ -36,9 +36,9 @@ Run add_tune(CLI::App& app) {
                   "free: all, or indices such as 0,1 (host backend: logical workers on the CPU)")
       ->excludes(device);
   cmd->add_option("--jobs", a->jobs, "parallel compile jobs (0: one per core)")->capture_default_str();
-  cmd->add_flag("--compile-in-process", a->compile_in_process,
-                "GPU backends: compile on threads of this process instead of a compile server process per job "
-                "(NVRTC compiles one program at a time per process)");
+  cmd->add_flag("--compile-servers", a->compile_servers,
+                "GPU backends: compile in a server process per compile job instead of on threads of this process "
+                "(NVRTC compiles one program at a time per process; a compiler crash then costs one code object)");
   cmd->add_flag("--no-vendor", a->no_vendor, "do not time the vendor library (cuBLAS) for comparison");
   cmd->add_flag("--list-pruned", a->list_pruned, "print every pruned candidate with the constraint it breaks");
   cmd->add_option("--isolation", a->isolation,
@@ -90,7 +90,10 @@ Run add_tune(CLI::App& app) {
       if (ec) throw Error("cannot find this program's path for its worker processes (/proc/self/exe): " + ec.message() +
                           "; use --isolation none");
     }
-    if (!a->compile_in_process && !ec) o.compile_exe = self;
+    if (a->compile_servers) {
+      if (ec) throw Error("cannot find this program's path for its compile servers (/proc/self/exe): " + ec.message());
+      o.compile_exe = self;
+    }
     tuner::SweepSummary s = tuner::run_sweep(config, o);
     tuner::print_summary(s, stdout);
     std::printf("\nwrote %s\n", a->db.c_str());

@@ -64,8 +64,8 @@ bool write_all(int fd, const std::string& text) {
   return ok;
 }
 
-ChildProcess::ChildProcess(std::string what, std::vector<std::string> argv)
-    : what_(std::move(what)), argv_(std::move(argv)) {}
+ChildProcess::ChildProcess(std::string what, std::vector<std::string> argv, bool with_thread)
+    : what_(std::move(what)), argv_(std::move(argv)), with_thread_(with_thread) {}
 
 void ChildProcess::start() {
   // Everything the child needs is prepared before fork: between fork and exec only
@@ -83,6 +83,7 @@ void ChildProcess::start() {
     throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
   }
   const pid_t parent = ::getpid();
+  const bool with_thread = with_thread_;
   const int max_fd = int(std::min(::sysconf(_SC_OPEN_MAX), 65536L));
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -90,8 +91,10 @@ void ChildProcess::start() {
     throw Error("cannot start a " + what_ + " process: fork: " + std::strerror(errno));
   }
   if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the sweep
-    if (::getppid() != parent) ::_exit(126);
+    if (with_thread) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(126);
+    }
     if (::dup2(in[0], 0) < 0 || ::dup2(out[1], 1) < 0) ::_exit(126);
     // The parent's database and driver handles stay in the parent.
     if (::syscall(SYS_close_range, 3u, ~0u, 0u) != 0)

@@ -1,7 +1,9 @@
 // A helper program behind two pipes, one message per line: the measuring workers (worker.h) and
-// the compile servers (compile_process.h) of a sweep. Started with fork + exec, it never outlives
-// the sweep (PR_SET_PDEATHSIG); stopping it closes its input (a healthy child exits on end of
-// input), with SIGKILL when asked or when it lingers.
+// the compile servers (compile_process.h) of a sweep. Started with fork + exec; it sees end of
+// input when the sweep ends, however it ends, and a child made `with_thread` is also killed when
+// the thread that started it exits (PR_SET_PDEATHSIG: a worker stuck in a driver call never reads
+// its input). Stopping it closes its input (a healthy child exits on end of input), with SIGKILL
+// when asked or when it lingers.
 #pragma once
 #include <sys/types.h>
 
@@ -24,7 +26,7 @@ class ChildProcess {
   enum class Read { Line, Eof, Timeout };
 
   // `what` names the child in messages ("worker", "compile server"); `argv[0]` is the program.
-  ChildProcess(std::string what, std::vector<std::string> argv);
+  ChildProcess(std::string what, std::vector<std::string> argv, bool with_thread = true);
   ~ChildProcess() { stop(false); }
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -41,6 +43,7 @@ class ChildProcess {
  private:
   std::string what_;
   std::vector<std::string> argv_;
+  bool with_thread_;
   pid_t pid_ = -1;
   int to_child_ = -1, from_child_ = -1;
   std::string buffer_;  // bytes read past the last line

@@ -65,7 +65,7 @@ gpu::CompileResult failed(std::string why) {
 
 struct ProcessCompiler::Server {
   explicit Server(const std::string& exe, gpu::BackendKind backend)
-      : child("compile server", {exe, "compile-server", "--backend", gpu::to_string(backend)}) {}
+      : child("compile server", {exe, "compile-server", "--backend", gpu::to_string(backend)}, /*with_thread=*/false) {}
   ChildProcess child;
   std::set<std::string> has;  // header ids this server process holds
   bool broken = false;        // could not start: compile in this process instead
@@ -77,74 +77,69 @@ ProcessCompiler::ProcessCompiler(std::string exe, gpu::BackendKind backend, cons
 
 ProcessCompiler::~ProcessCompiler() = default;
 
-std::unique_ptr<ProcessCompiler::Server> ProcessCompiler::take() const {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!idle_.empty()) {
-      auto s = std::move(idle_.back());
-      idle_.pop_back();
-      return s;
-    }
-  }
-  return std::make_unique<Server>(exe_, backend_);
+ProcessCompiler::Server& ProcessCompiler::mine() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& s = servers_[std::this_thread::get_id()];
+  if (!s) s = std::make_unique<Server>(exe_, backend_);
+  return *s;
 }
 
-void ProcessCompiler::give_back(std::unique_ptr<Server> s) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  idle_.push_back(std::move(s));
+bool ProcessCompiler::ready(Server& s) const {
+  if (s.broken) return false;
+  if (s.child.running()) return true;
+  s.has.clear();
+  std::string why;
+  try {
+    s.child.start();
+    std::string line;
+    if (s.child.read_line(line, Clock::now() + std::chrono::seconds(60)) != ChildProcess::Read::Line)
+      why = s.child.stop(true);
+    else if (json::parse(line, nullptr, false).value("hello", "") != "tiletune-compile-server")
+      why = "it answered '" + line.substr(0, 200) + "'", s.child.stop(true);
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  if (why.empty()) return true;
+  std::fprintf(stderr, "tiletune: a compile server (%s compile-server) did not start (%s); compiling in this process\n",
+               exe_.c_str(), why.c_str());
+  s.broken = true;
+  return false;
 }
 
 gpu::CompileResult ProcessCompiler::compile(const gpu::CompileRequest& r) const {
-  std::unique_ptr<Server> s = take();
-  struct Return {
-    const ProcessCompiler* self;
-    std::unique_ptr<Server>& s;
-    ~Return() { self->give_back(std::move(s)); }
-  } give{this, s};
-
-  if (!s->broken && !s->child.running()) {
-    s->has.clear();
-    std::string why;
-    try {
-      s->child.start();
-      std::string line;
-      if (s->child.read_line(line, Clock::now() + std::chrono::seconds(60)) != ChildProcess::Read::Line)
-        why = s->child.stop(true);
-      else if (json::parse(line, nullptr, false).value("hello", "") != "tiletune-compile-server")
-        why = "it answered '" + line.substr(0, 200) + "'", s->child.stop(true);
-    } catch (const Error& e) {
-      why = e.what();
-    }
-    if (!why.empty()) {
-      std::fprintf(stderr, "tiletune: a compile server (%s compile-server) did not start (%s); compiling in this process\n",
-                   exe_.c_str(), why.c_str());
-      s->broken = true;
-    }
-  }
-  if (s->broken) return local_.compile(r);
+  Server& s = mine();
+  if (!ready(s)) return local_.compile(r);
 
   const std::string id = headers_id(r.headers);
   json j = {{"source", r.source}, {"name_expression", r.name_expression}, {"arch", r.arch}, {"options", r.options},
             {"headers_id", id}};
-  if (!s->has.count(id)) j["headers"] = r.headers;
-  if (!s->child.send(j.dump(-1, ' ', false, json::error_handler_t::replace))) return failed(s->child.stop(false) + " before the compile");
-  s->has.insert(id);
+  auto request = [&] {
+    if (!s.has.count(id)) j["headers"] = r.headers;
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  };
+  if (!s.child.send(request())) {
+    // Gone while idle: not this request's doing; once more on a fresh server.
+    s.child.stop(false);
+    if (!ready(s)) return local_.compile(r);
+    if (!s.child.send(request())) return failed(s.child.stop(false) + " before the compile");
+  }
+  s.has.insert(id);
 
   std::string line;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
-  switch (s->child.read_line(line, deadline)) {
+  switch (s.child.read_line(line, deadline)) {
     case ChildProcess::Read::Timeout: {
-      s->child.stop(true);
+      s.child.stop(true);
       char text[120];
       std::snprintf(text, sizeof text, "the compile took longer than %g s; compile server killed", timeout_s_);
       return failed(text);
     }
-    case ChildProcess::Read::Eof: return failed(s->child.stop(false) + " while compiling");
+    case ChildProcess::Read::Eof: return failed(s.child.stop(false) + " while compiling");
     case ChildProcess::Read::Line: break;
   }
   const json reply = json::parse(line, nullptr, false);
   if (!reply.is_object()) {
-    s->child.stop(true);
+    s.child.stop(true);
     return failed("the compile server wrote a line that is not JSON: " + line.substr(0, 200));
   }
   gpu::CompileResult out;

@@ -1,9 +1,10 @@
-// Compiling in helper processes. NVRTC serialises compiles inside one process: measured on a
-// 2-core machine, two threads compile no faster than one (8 SIMT variants a second either way)
-// while two processes compile twice as fast. A sweep on a GPU backend therefore compiles in
-// `tiletune compile-server` processes, one per compile thread, each a gpu::Compiler behind a line
-// protocol; a compiler that crashes or hangs costs that one code object (failed, with the
-// reason) and a fresh server, not the sweep.
+// Compiling in helper processes (`tune --compile-servers`). NVRTC serialises compiles inside one
+// process: measured on a 2-core machine, two threads compile no faster than one (8 SIMT variants
+// a second either way) while two processes compile twice as fast. On the 32-core H200 host the
+// sweep's compile rate stayed at ~30 a second either way (18faf96), so something else bounds it
+// there and the servers are opt-in. Each compile thread gets a `tiletune compile-server` process
+// of its own, a gpu::Compiler behind a line protocol; a compiler that crashes or hangs costs
+// that one code object (failed, with the reason) and a fresh server, not the sweep.
 //
 // Protocol, one JSON object per line:
 //   server -> parent, once at start: {"hello": "tiletune-compile-server", "compiler": "nvrtc-13.0"}
@@ -11,10 +12,11 @@
 //                      "headers": {name: text}}  ("headers" only the first time this server sees the id)
 //   server -> parent: {"ok": bool, "log": "...", "symbol": "...", "bytes": "<hex>"}
 #pragma once
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
+#include <thread>
 
 #include "gpu/backend.h"
 
@@ -28,20 +30,21 @@ class ProcessCompiler final : public gpu::Compiler {
   ~ProcessCompiler() override;
 
   std::string version() const override { return local_.version(); }
-  // Thread-safe: each concurrent call gets a server of its own (started on first use).
+  // Thread-safe: each calling thread has a server of its own, started on its first call; it
+  // outlives that thread (a new thread with a reused id takes it over) and ends with this object.
   gpu::CompileResult compile(const gpu::CompileRequest& request) const override;
 
  private:
   struct Server;
-  std::unique_ptr<Server> take() const;
-  void give_back(std::unique_ptr<Server> s) const;
+  Server& mine() const;
+  bool ready(Server& s) const;  // started and said hello; false: compile in this process
 
   std::string exe_;
   gpu::BackendKind backend_;
   const gpu::Compiler& local_;
   double timeout_s_;
   mutable std::mutex mu_;
-  mutable std::vector<std::unique_ptr<Server>> idle_;
+  mutable std::map<std::thread::id, std::unique_ptr<Server>> servers_;
 };
 
 // `tiletune compile-server`: compiles requests from stdin until it closes. Returns the exit status.

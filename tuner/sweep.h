@@ -31,8 +31,9 @@ struct SweepOptions {
   bool list_pruned = false;    // print every pruned candidate with its reason
   Isolation isolation = Isolation::InProcess;
   std::string worker_exe;      // the tiletune program, for Isolation::Process (the CLI: /proc/self/exe)
-  // The tiletune program for compile servers (tuner/compile_process.h): GPU backends compile in
-  // helper processes when it is set and more than one compile job runs; empty: compile threads.
+  // The tiletune program for compile servers (tuner/compile_process.h; the CLI's --compile-servers):
+  // GPU backends compile in helper processes when it is set and more than one compile job runs;
+  // empty: on compile threads of this process.
   std::string compile_exe;
 };
 
