@@ -50,6 +50,7 @@ struct CompileResult {
   bool ok = false;
   std::string log;  // compiler output; the reason when !ok
   CodeObject code;
+  double cpu_s = -1;  // CPU seconds the compile took in another process (a compile server); -1: not known
 };
 
 class Compiler {

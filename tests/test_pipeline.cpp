@@ -88,6 +88,13 @@ TEST_F(Pipeline, SweepMeasuresEveryCandidateAndPicksAWinnerPerProblem) {
   db::Database d = db::Database::open(db_, db::Mode::ReadOnly);
   EXPECT_EQ(d.integrity_check(), "ok");
   EXPECT_EQ(d.winners("").size(), 3u);
+  // The compile side's account: time inside compile calls fits in its wall time on its threads.
+  EXPECT_GT(first_.compiled, 0u);
+  EXPECT_GE(first_.compile_threads, 1u);
+  EXPECT_GT(first_.compile_wall_s, 0);
+  EXPECT_GT(first_.compile_busy_s, 0);
+  EXPECT_LE(first_.compile_busy_s, first_.compile_wall_s * first_.compile_threads * 1.01 + 0.01);
+  EXPECT_FALSE(first_.compile_cpu_known);  // the host compiler runs in child processes
 }
 
 TEST_F(Pipeline, RerunResumesWithoutRedoingAnything) {

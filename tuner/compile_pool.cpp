@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 
 namespace tiletune::tuner {
 
@@ -48,7 +49,18 @@ void CompilePool::run() {
     }
     const CompileJob& job = jobs_[i];
     try {
+      const auto t0 = std::chrono::steady_clock::now();
+      const double c0 = thread_cpu_seconds();
       gpu::CompileResult r = compiler_.compile(job.request);
+      const double cpu = r.cpu_s >= 0 ? r.cpu_s : thread_cpu_seconds() - c0;
+      const auto t1 = std::chrono::steady_clock::now();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (busy_s_ == 0 || t0 < first_start_) first_start_ = t0;
+        if (t1 > last_end_) last_end_ = t1;
+        busy_s_ += std::chrono::duration<double>(t1 - t0).count();
+        cpu_s_ += cpu;
+      }
       db::CodeObjectRecord rec;
       rec.cache_key = job.cache_key;
       rec.solution_id = job.solution_id;
@@ -72,6 +84,23 @@ void CompilePool::run() {
     }
     cv_.notify_all();
   }
+}
+
+CompilePool::Stats CompilePool::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stats st;
+  st.jobs = finished_;
+  st.threads = unsigned(threads_.size());
+  st.wall_s = busy_s_ > 0 ? std::chrono::duration<double>(last_end_ - first_start_).count() : 0;
+  st.busy_s = busy_s_;
+  st.cpu_s = cpu_s_;
+  return st;
+}
+
+double thread_cpu_seconds() {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
 void CompilePool::wait(const std::string& cache_key) {

@@ -2,6 +2,7 @@
 // order the measuring side will ask for them, each committed to the database as soon as it is
 // built, so that measuring starts with the first one instead of after the last one.
 #pragma once
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -16,6 +17,9 @@
 #include "gpu/backend.h"
 
 namespace tiletune::tuner {
+
+// CPU seconds of the calling thread so far.
+double thread_cpu_seconds();
 
 struct CompileJob {
   std::string cache_key;
@@ -44,6 +48,17 @@ class CompilePool {
   // Blocks until every job is committed (or a thread failed: then rethrows).
   void wait_all();
 
+  // Where the compile side's time went, to see what bounds its rate: wall seconds from the first
+  // compile's start to the last one's end; seconds inside compile calls, summed over threads
+  // (busy / wall = compiles running at once on average); CPU seconds of the compiler (the
+  // calling thread's, or a compile server's), summed.
+  struct Stats {
+    std::size_t jobs = 0;
+    unsigned threads = 0;
+    double wall_s = 0, busy_s = 0, cpu_s = 0;
+  };
+  Stats stats() const;
+
  private:
   void run();
   void stop();
@@ -54,7 +69,9 @@ class CompilePool {
   std::size_t next_ = 0, finished_ = 0;
   bool stopping_ = false;
   std::exception_ptr failure_;
-  std::mutex mu_;
+  std::chrono::steady_clock::time_point first_start_{}, last_end_{};
+  double busy_s_ = 0, cpu_s_ = 0;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   const gpu::Compiler& compiler_;
   db::Database db_;

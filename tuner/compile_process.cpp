@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "tuner/child_process.h"
+#include "tuner/compile_pool.h"
 
 namespace tiletune::tuner {
 namespace {
@@ -147,6 +148,7 @@ gpu::CompileResult ProcessCompiler::compile(const gpu::CompileRequest& r) const 
   out.log = reply.value("log", "");
   out.code.symbol = reply.value("symbol", "");
   out.code.bytes = from_hex(reply.value("bytes", ""));
+  out.cpu_s = reply.value("cpu_s", -1.0);
   return out;
 }
 
@@ -181,13 +183,16 @@ int run_compile_server(gpu::BackendKind backend) {
       auto it = headers.find(id);
       if (it == headers.end()) throw Error("compile server: headers " + id + " were never sent");
       r.headers = it->second;
+      const double c0 = thread_cpu_seconds();
       result = compiler->compile(r);
+      result.cpu_s = thread_cpu_seconds() - c0;
     } catch (const json::exception& e) {
       result = failed(std::string("compile server: bad request: ") + e.what());
     } catch (const Error& e) {
       result = failed(e.what());
     }
-    reply({{"ok", result.ok}, {"log", result.log}, {"symbol", result.code.symbol}, {"bytes", to_hex(result.code.bytes)}});
+    reply({{"ok", result.ok}, {"log", result.log}, {"symbol", result.code.symbol}, {"bytes", to_hex(result.code.bytes)},
+           {"cpu_s", result.cpu_s}});
   }
   return 0;
 }

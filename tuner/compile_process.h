@@ -10,7 +10,7 @@
 //   server -> parent, once at start: {"hello": "tiletune-compile-server", "compiler": "nvrtc-13.0"}
 //   parent -> server: {"source", "name_expression", "arch", "options": [...], "headers_id": "...",
 //                      "headers": {name: text}}  ("headers" only the first time this server sees the id)
-//   server -> parent: {"ok": bool, "log": "...", "symbol": "...", "bytes": "<hex>"}
+//   server -> parent: {"ok": bool, "log": "...", "symbol": "...", "bytes": "<hex>", "cpu_s": seconds}
 #pragma once
 #include <map>
 #include <memory>

@@ -480,6 +480,10 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   }
   compile.wait_all();  // a compile that failed with an exception fails the sweep, as before
   sum.measure_wall_s = std::chrono::duration<double>(clock::now() - measure_start).count();
+  const CompilePool::Stats cs = compile.stats();
+  sum.compile_wall_s = cs.wall_s, sum.compile_busy_s = cs.busy_s, sum.compile_cpu_s = cs.cpu_s;
+  sum.compile_threads = cs.threads;
+  sum.compile_cpu_known = !host;
   int worker_starts = 0;
   for (const auto& s : slots) {
     worker_starts += s.worker_starts();
@@ -515,6 +519,14 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
     for (const auto& d : s.per_device)
       std::fprintf(out, "  %d: %zu measured%s", d.device, d.measured,
                    d.worker_starts > 1 ? (" (" + std::to_string(d.worker_starts) + " workers)").c_str() : "");
+    std::fprintf(out, "\n");
+  }
+  if (s.compile_wall_s > 0) {
+    const double n = double(std::max<std::size_t>(1, s.compiled + s.compile_failed));
+    std::fprintf(out, "compiling: %.1f s wall on %u threads; %.1f s in compile calls (%.2f s each, %.1f at once on average)",
+                 s.compile_wall_s, s.compile_threads, s.compile_busy_s, s.compile_busy_s / n,
+                 s.compile_busy_s / s.compile_wall_s);
+    if (s.compile_cpu_known) std::fprintf(out, ", %.1f s of compiler CPU (%.2f s each)", s.compile_cpu_s, s.compile_cpu_s / n);
     std::fprintf(out, "\n");
   }
   if (s.measure_wall_s > 0)

@@ -53,6 +53,10 @@ struct SweepSummary {
   // Measuring time inside the workers, summed over candidates (MeasureResult's split), and the
   // wall time of the measuring stage: what is left is protocol, database and scheduling.
   double prepare_s = 0, validate_s = 0, timing_s = 0, measure_wall_s = 0;
+  // The compile side (CompilePool::Stats): wall, time inside compile calls, compiler CPU; threads.
+  double compile_wall_s = 0, compile_busy_s = 0, compile_cpu_s = 0;
+  unsigned compile_threads = 0;
+  bool compile_cpu_known = false;  // false on the host backend: its compiler runs in child processes
   // Search (tuner/search.h): candidates the strategy did not pick; not measured because a
   // problem's budget_seconds ran out; halving: candidates left with only a short timing, those
   // fully timed as contenders after it (at most the budget), short-timed ones fully timed because
