@@ -46,8 +46,9 @@
 // one consumer, 5 for two cooperative ones), so the producer warpgroup never waits on them.
 // Two blocks per multiprocessor (OCC = 2, one consumer, no setmaxnreg, at most 128 registers per
 // thread): the persistent grid doubles, so that one block's prologue, pipeline fill and epilogue
-// overlap the other's main loop. For problems with about one tile per multiprocessor (1000^3),
-// where a lone block waits on its loads at every step.
+// can overlap the other's main loop; it only changes the grid where the work units outnumber the
+// multiprocessors. Measured on the H200 (occ_probe, 116f3f4): it wins no shape; out of the
+// default space.
 // TMA L2 promotion (L2PROMO in the JSON) is a property of the host-built tensor maps only.
 // Epilogue per consumer: accumulators (times alpha) go through a padded fp32 staging buffer in
 // shared memory, 32 columns at a time, and are written with coalesced stores down each column of C:

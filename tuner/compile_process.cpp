@@ -144,11 +144,16 @@ gpu::CompileResult ProcessCompiler::compile(const gpu::CompileRequest& r) const 
     return failed("the compile server wrote a line that is not JSON: " + line.substr(0, 200));
   }
   gpu::CompileResult out;
-  out.ok = reply.value("ok", false);
-  out.log = reply.value("log", "");
-  out.code.symbol = reply.value("symbol", "");
-  out.code.bytes = from_hex(reply.value("bytes", ""));
-  out.cpu_s = reply.value("cpu_s", -1.0);
+  try {
+    out.ok = reply.value("ok", false);
+    out.log = reply.value("log", "");
+    out.code.symbol = reply.value("symbol", "");
+    out.code.bytes = from_hex(reply.value("bytes", ""));
+    out.cpu_s = reply.value("cpu_s", -1.0);
+  } catch (const std::exception& e) {  // wrong field types, bad hex: this code object fails, not the sweep
+    s.child.stop(true);
+    return failed(std::string("the compile server's answer is malformed: ") + e.what());
+  }
   return out;
 }
 
