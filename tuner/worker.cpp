@@ -1,11 +1,6 @@
 #include "tuner/worker.h"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,7 +9,6 @@
 #include <cstring>
 #include <iostream>
 #include <utility>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
