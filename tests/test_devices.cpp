@@ -195,6 +195,32 @@ TEST(SlotRunner, SlotsSpreadOverGroupsAndEveryTaskRunsOnce) {
   EXPECT_EQ(order, (std::vector<std::size_t>{0, 1, 3, 4}));
 }
 
+// While the compiler is behind (`ready` false for a task whose code object is not built yet), a
+// slot takes a ready task of another group, up to `groups_per_slot` groups, instead of waiting:
+// one code object then feeds it one task per group it holds. Simulated: 3 groups of 4 tasks, task
+// t needs code object t % 4, and one more object is ready after every 3 tasks run.
+TEST(SlotRunner, WhileTheCompilerIsBehindASlotTakesReadyTasksOfOtherGroups) {
+  std::vector<tuner::MeasureSlot> one(1);
+  tuner::SlotRunner runner(one);
+  auto order_with = [&](std::size_t groups_per_slot) {
+    std::vector<std::size_t> order;
+    std::size_t built = 1;  // code objects ready
+    runner.run(
+        12, [](std::size_t) { return true; },
+        [&](tuner::MeasureSlot&, std::size_t t) {
+          order.push_back(t);
+          if (order.size() % 3 == 0) ++built;
+        },
+        [](std::size_t t) { return t / 4; }, [&](std::size_t t) { return t % 4 < built; }, groups_per_slot);
+    return order;
+  };
+  EXPECT_EQ(order_with(3), (std::vector<std::size_t>{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}));
+  // Two groups: with nothing ready it waits on its first group; a group it finished makes room.
+  EXPECT_EQ(order_with(2), (std::vector<std::size_t>{0, 4, 1, 5, 2, 3, 6, 8, 9, 7, 10, 11}));
+  // One group per slot: it waits on its group (the task blocks on its code object), as before.
+  EXPECT_EQ(order_with(1), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+}
+
 TEST(DeviceList, ParsesAllAndListsAndRefusesBadInput) {
   EXPECT_EQ(tuner::parse_device_list("all", gpu::BackendKind::Host), (std::vector<int>{0}));
   EXPECT_EQ(tuner::parse_device_list("0,1,3", gpu::BackendKind::Host), (std::vector<int>{0, 1, 3}));

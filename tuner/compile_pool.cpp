@@ -111,6 +111,13 @@ void CompilePool::wait(const std::string& cache_key) {
   if (failure_) std::rethrow_exception(failure_);
 }
 
+bool CompilePool::ready(const std::string& cache_key) const {
+  auto it = index_.find(cache_key);
+  if (it == index_.end()) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_[it->second] || failure_ || stopping_;
+}
+
 void CompilePool::wait_all() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return finished_ == jobs_.size() || failure_ || stopping_; });

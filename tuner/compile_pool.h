@@ -47,6 +47,8 @@ class CompilePool {
   void wait(const std::string& cache_key);
   // Blocks until every job is committed (or a thread failed: then rethrows).
   void wait_all();
+  // Whether wait(cache_key) would return at once (committed, not the pool's, or the pool stopped).
+  bool ready(const std::string& cache_key) const;
 
   // Where the compile side's time went, to see what bounds its rate: wall seconds from the first
   // compile's start to the last one's end; seconds inside compile calls, summed over threads

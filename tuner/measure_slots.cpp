@@ -1,5 +1,7 @@
 #include "tuner/measure_slots.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <utility>
 
 namespace tiletune::tuner {
@@ -27,7 +29,8 @@ void SlotRunner::stop() {
 
 void SlotRunner::run(std::size_t count, const std::function<bool(std::size_t)>& may_start,
                      const std::function<void(MeasureSlot&, std::size_t)>& task,
-                     const std::function<std::size_t(std::size_t)>& group_of) {
+                     const std::function<std::size_t(std::size_t)>& group_of,
+                     const std::function<bool(std::size_t)>& ready, std::size_t groups_per_slot) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     count_ = count;
@@ -37,7 +40,9 @@ void SlotRunner::run(std::size_t count, const std::function<bool(std::size_t)>& 
       if (g >= groups_.size()) groups_.resize(g + 1);
       groups_[g].tasks.push_back(i);
     }
-    slot_group_.assign(slots_.size(), groups_.size());
+    slot_groups_.assign(slots_.size(), {});
+    groups_per_slot_ = std::max<std::size_t>(1, groups_per_slot);
+    ready_ = ready ? &ready : nullptr;
     may_start_ = &may_start;
     task_ = &task;
     failure_ = nullptr;
@@ -50,6 +55,7 @@ void SlotRunner::run(std::size_t count, const std::function<bool(std::size_t)>& 
   cv_.wait(lock, [&] { return busy_ == 0; });
   may_start_ = nullptr;
   task_ = nullptr;
+  ready_ = nullptr;
   if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
 }
 
@@ -72,28 +78,51 @@ void SlotRunner::serve(std::size_t slot) {
 }
 
 bool SlotRunner::next_task(std::size_t slot, std::size_t& task) {
-  std::size_t g = slot_group_[slot];
-  if (g == groups_.size() || groups_[g].next == groups_[g].tasks.size()) {
-    // Move on: the first group nobody is on (the order the sweep compiles in), else help the one
-    // with the most left; not for its last task alone (a sweep's vendor comparison, best run
-    // where the data is, and one task does not pay for preparing the problem's data again).
-    std::size_t best = groups_.size();
-    for (std::size_t i = 0; i < groups_.size() && best == groups_.size(); ++i)
-      if (groups_[i].slots == 0 && groups_[i].next < groups_[i].tasks.size()) best = i;
-    if (best == groups_.size()) {
-      std::size_t most = groups_.size() == 1 ? 1 : 2;  // at least this many left
-      for (std::size_t i = 0; i < groups_.size(); ++i) {
-        const std::size_t left = groups_[i].tasks.size() - groups_[i].next;
-        if (left >= most) best = i, most = left + 1;
-      }
+  std::vector<std::size_t>& mine = slot_groups_[slot];
+  auto left = [&](std::size_t g) { return groups_[g].tasks.size() - groups_[g].next; };
+  auto take = [&](std::size_t g) {
+    task = groups_[g].tasks[groups_[g].next++];
+    return true;
+  };
+  auto join = [&](std::size_t g) {
+    ++groups_[g].slots;
+    mine.push_back(g);
+  };
+  for (std::size_t k = 0; k < mine.size();) {  // groups it finished are left to others
+    if (left(mine[k]) == 0) {
+      --groups_[mine[k]].slots;
+      mine.erase(mine.begin() + std::ptrdiff_t(k));
+    } else {
+      ++k;
     }
-    if (best == groups_.size()) return false;
-    if (g < groups_.size()) --groups_[g].slots;
-    ++groups_[best].slots;
-    slot_group_[slot] = g = best;
   }
-  task = groups_[g].tasks[groups_[g].next++];
-  return true;
+  if (ready_) {
+    // While the compiler is behind: a ready task of its groups, else the ready first task of a
+    // group nobody is on, while it has room for one more group.
+    for (std::size_t g : mine)
+      if ((*ready_)(groups_[g].tasks[groups_[g].next])) return take(g);
+    if (mine.size() < groups_per_slot_)
+      for (std::size_t g = 0; g < groups_.size(); ++g)
+        if (groups_[g].slots == 0 && left(g) && (*ready_)(groups_[g].tasks[groups_[g].next])) {
+          join(g);
+          return take(g);
+        }
+  }
+  if (!mine.empty()) return take(mine.front());
+  // Move on: the first group nobody is on (the order the sweep compiles in), else help the one
+  // with the most left; not for its last task alone (a sweep's vendor comparison, best run where
+  // the data is, and one task does not pay for preparing the problem's data again).
+  std::size_t best = groups_.size();
+  for (std::size_t g = 0; g < groups_.size() && best == groups_.size(); ++g)
+    if (groups_[g].slots == 0 && left(g)) best = g;
+  if (best == groups_.size()) {
+    std::size_t most = groups_.size() == 1 ? 1 : 2;  // at least this many left
+    for (std::size_t g = 0; g < groups_.size(); ++g)
+      if (left(g) >= most) best = g, most = left(g) + 1;
+  }
+  if (best == groups_.size()) return false;
+  join(best);
+  return take(best);
 }
 
 void SlotRunner::work(std::size_t slot) {

@@ -33,7 +33,11 @@ struct MeasureSlot {
 // stays on its group while it has tasks left, then takes the first group nobody is on (the order
 // the sweep compiles in), else helps the group with the most left (but not for its last task
 // alone): each worker prepares the data of as few problems (operands, fp64 reference) as it can,
-// and the last groups are shared. Slot 0 works on the calling thread (an in-process device stays
+// and the last groups are shared. With `ready` (is task i's code object compiled?) and room for
+// more than one group per slot, a slot first takes a ready task of one of its groups, then a
+// ready first task of a group nobody is on (up to `groups_per_slot` groups, whose data its worker
+// keeps), and only then waits on its first group: while the compiler is behind, one code object
+// feeds a slot one task per group it holds instead of one. Slot 0 works on the calling thread (an in-process device stays
 // on the thread that opened it); every other slot on a thread of its own that lives as long as
 // the runner, because a worker process is started with PR_SET_PDEATHSIG and would be killed with
 // the thread that started it if that thread ended after a batch.
@@ -50,7 +54,8 @@ class SlotRunner {
   // `group_of(i)` names task i's group (none: one group).
   void run(std::size_t count, const std::function<bool(std::size_t)>& may_start,
            const std::function<void(MeasureSlot&, std::size_t)>& task,
-           const std::function<std::size_t(std::size_t)>& group_of = nullptr);
+           const std::function<std::size_t(std::size_t)>& group_of = nullptr,
+           const std::function<bool(std::size_t)>& ready = nullptr, std::size_t groups_per_slot = 1);
 
  private:
   void serve(std::size_t slot);  // a slot's thread: one batch after another
@@ -71,7 +76,9 @@ class SlotRunner {
     std::size_t slots = 0;           // slots working on it
   };
   std::vector<Group> groups_;
-  std::vector<std::size_t> slot_group_;  // per slot: its group, or groups_.size() for none
+  std::vector<std::vector<std::size_t>> slot_groups_;  // per slot: the groups it is on, first first
+  std::size_t groups_per_slot_ = 1;
+  const std::function<bool(std::size_t)>* ready_ = nullptr;
   const std::function<bool(std::size_t)>* may_start_ = nullptr;
   const std::function<void(MeasureSlot&, std::size_t)>* task_ = nullptr;
   std::exception_ptr failure_;

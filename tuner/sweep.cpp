@@ -407,7 +407,11 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
           if (i == kVendor) compare_vendor(slot, pi);
           else measure_one(slot, pi, work[pi][i], config.benchmark, Timing::First, true);
         },
-        [&](std::size_t t) { return tasks[t].first; });
+        [&](std::size_t t) { return tasks[t].first; },
+        // While the compiler is behind, a slot takes up to kProblemsKept problems at once, so that
+        // each new code object gives it a candidate of each (its worker keeps their data).
+        [&](std::size_t t) { return tasks[t].second == kVendor || compile.ready(work[tasks[t].first][tasks[t].second].cache_key); },
+        kProblemsKept);
     sum.over_budget += skipped;
   }
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {

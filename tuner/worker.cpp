@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -168,29 +169,33 @@ MeasureResult validate_and_time(gpu::Device& dev, const MeasureRequest& r, const
 Measurer::Measurer(gpu::Device& dev, db::Database& db) : dev_(dev), db_(db) {}
 Measurer::~Measurer() = default;
 
-ProblemData& Measurer::data_for(const GemmProblem& p) {
-  std::string key = p.key();
-  if (!data_ || key != data_key_) {
-    data_.reset();  // one problem's buffers at a time
-    conv_data_.reset();
-    data_key_.clear();
-    data_ = std::make_unique<ProblemData>(dev_, p);
-    data_key_ = key;
+template <class D, class P>
+D& Measurer::cached(const P& p, std::unique_ptr<D> Cached::*slot) {
+  const std::string key = p.key();
+  for (std::size_t i = 0; i < cache_.size(); ++i)
+    if (cache_[i].key == key && cache_[i].*slot) {
+      std::rotate(cache_.begin() + std::ptrdiff_t(i), cache_.begin() + std::ptrdiff_t(i) + 1, cache_.end());
+      return *(cache_.back().*slot);
+    }
+  // Make room first: the oldest problem's buffers go before the new ones are allocated.
+  while (!cache_.empty() && cache_.size() >= keep_) cache_.erase(cache_.begin());
+  std::unique_ptr<D> data;
+  try {
+    data = std::make_unique<D>(dev_, p);
+  } catch (const std::exception&) {
+    if (cache_.empty()) throw;
+    cache_.clear();  // the others' buffers may be what it lacks room for
+    data = std::make_unique<D>(dev_, p);
   }
-  return *data_;
+  Cached c;
+  c.key = key;
+  c.*slot = std::move(data);
+  cache_.push_back(std::move(c));
+  return *(cache_.back().*slot);
 }
 
-ConvData& Measurer::conv_data_for(const ConvProblem& p) {
-  std::string key = p.key();
-  if (!conv_data_ || key != data_key_) {
-    data_.reset();
-    conv_data_.reset();
-    data_key_.clear();
-    conv_data_ = std::make_unique<ConvData>(dev_, p);
-    data_key_ = key;
-  }
-  return *conv_data_;
-}
+ProblemData& Measurer::data_for(const GemmProblem& p) { return cached(p, &Cached::gemm); }
+ConvData& Measurer::conv_data_for(const ConvProblem& p) { return cached(p, &Cached::conv); }
 
 std::shared_ptr<gpu::Kernel> Measurer::load_kernel(std::int64_t code_object_id) {
   auto& kernel = kernels_[code_object_id];
@@ -222,9 +227,7 @@ MeasureResult Measurer::measure(const MeasureRequest& r, const std::function<voi
   } catch (const Error& err) {
     result.status = "crashed";
     result.reason += std::string("; the device is unusable afterwards: ") + err.what();
-    data_.reset();
-    conv_data_.reset();
-    data_key_.clear();
+    cache_.clear();
   }
   return result;
 }
