@@ -219,6 +219,29 @@ TEST(SlotRunner, WhileTheCompilerIsBehindASlotTakesReadyTasksOfOtherGroups) {
   EXPECT_EQ(order_with(2), (std::vector<std::size_t>{0, 4, 1, 5, 2, 3, 6, 8, 9, 7, 10, 11}));
   // One group per slot: it waits on its group (the task blocks on its code object), as before.
   EXPECT_EQ(order_with(1), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+
+  // Two slots, some tasks refused by may_start, group 0's first task not ready at first: every
+  // accepted task runs once and the refused ones never.
+  std::vector<tuner::MeasureSlot> two(2);
+  tuner::SlotRunner pair(two);
+  std::mutex mu;
+  std::vector<int> runs(24, 0);
+  std::size_t built = 0;
+  pair.run(
+      runs.size(), [](std::size_t t) { return t % 7 != 3; },
+      [&](tuner::MeasureSlot&, std::size_t t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::lock_guard<std::mutex> lock(mu);
+        ++runs[t];
+        ++built;
+      },
+      [](std::size_t t) { return t / 6; },
+      [&](std::size_t t) {
+        std::lock_guard<std::mutex> lock(mu);
+        return t / 6 != 0 || t % 6 < built / 2;
+      },
+      3);
+  for (std::size_t t = 0; t < runs.size(); ++t) EXPECT_EQ(runs[t], t % 7 == 3 ? 0 : 1) << "task " << t;
 }
 
 TEST(DeviceList, ParsesAllAndListsAndRefusesBadInput) {

@@ -101,7 +101,7 @@ bool SlotRunner::next_task(std::size_t slot, std::size_t& task) {
     // group nobody is on, while it has room for one more group.
     for (std::size_t g : mine)
       if ((*ready_)(groups_[g].tasks[groups_[g].next])) return take(g);
-    if (mine.size() < groups_per_slot_)
+    if (groups_per_slot_ > 1 && mine.size() < groups_per_slot_)
       for (std::size_t g = 0; g < groups_.size(); ++g)
         if (groups_[g].slots == 0 && left(g) && (*ready_)(groups_[g].tasks[groups_[g].next])) {
           join(g);

@@ -408,10 +408,12 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
           else measure_one(slot, pi, work[pi][i], config.benchmark, Timing::First, true);
         },
         [&](std::size_t t) { return tasks[t].first; },
-        // While the compiler is behind, a slot takes up to kProblemsKept problems at once, so that
-        // each new code object gives it a candidate of each (its worker keeps their data).
+        // While the compiler is behind, a slot takes up to kProblemsKept - 1 problems at once, so
+        // that each new code object gives it a candidate of each (its worker keeps their data).
+        // Not with a seconds budget: a problem's seconds run from its first candidate on, also
+        // while its slot is busy with the others.
         [&](std::size_t t) { return tasks[t].second == kVendor || compile.ready(work[tasks[t].first][tasks[t].second].cache_key); },
-        kProblemsKept);
+        config.search.budget_seconds > 0 ? 1 : kProblemsKept - 1);
     sum.over_budget += skipped;
   }
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {

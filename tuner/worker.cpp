@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -180,11 +181,15 @@ D& Measurer::cached(const P& p, std::unique_ptr<D> Cached::*slot) {
   // Make room first: the oldest problem's buffers go before the new ones are allocated.
   while (!cache_.empty() && cache_.size() >= keep_) cache_.erase(cache_.begin());
   std::unique_ptr<D> data;
+  // Out of memory with other problems' buffers held: free them and try once more.
+  auto out_of_memory = [](const std::exception& e) {
+    return dynamic_cast<const std::bad_alloc*>(&e) || std::string(e.what()).find("out of memory") != std::string::npos;
+  };
   try {
     data = std::make_unique<D>(dev_, p);
-  } catch (const std::exception&) {
-    if (cache_.empty()) throw;
-    cache_.clear();  // the others' buffers may be what it lacks room for
+  } catch (const std::exception& e) {
+    if (cache_.empty() || !out_of_memory(e)) throw;
+    cache_.clear();
     data = std::make_unique<D>(dev_, p);
   }
   Cached c;

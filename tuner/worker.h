@@ -58,8 +58,9 @@ namespace tiletune::tuner {
 class ProblemData;
 class ConvData;
 
-// How many problems' data a measuring worker keeps at once (see SlotRunner's groups per slot).
-inline constexpr std::size_t kProblemsKept = 3;
+// How many problems' data a measuring worker keeps at once: the problems a slot works on while
+// the compiler is behind (SlotRunner's groups per slot: one fewer) and the one it just finished.
+inline constexpr std::size_t kProblemsKept = 4;
 
 struct MeasureRequest {
   Problem problem;
