@@ -223,7 +223,8 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   const std::size_t measure_stage = progress.add_stage("measure", planned);
   const unsigned threads = options.compile_jobs > 0 ? unsigned(options.compile_jobs)
                                                     : std::max(1u, std::thread::hardware_concurrency());
-  // NVRTC and hipRTC compile one program at a time per process: their threads get processes.
+  // --compile-servers (compile_exe set): a compile server process per compile thread, since NVRTC
+  // compiles one program at a time per process (tuner/compile_process.h).
   std::unique_ptr<ProcessCompiler> servers;
   if (!options.compile_exe.empty() && !host && threads > 1 && jobs.size() > 1)
     servers = std::make_unique<ProcessCompiler>(options.compile_exe, info.backend, dev->compiler());
