@@ -179,7 +179,7 @@ D& Measurer::cached(const P& p, std::unique_ptr<D> Cached::*slot) {
       return *(cache_.back().*slot);
     }
   // Make room first: the oldest problem's buffers go before the new ones are allocated.
-  while (!cache_.empty() && cache_.size() >= keep_) cache_.erase(cache_.begin());
+  while (!cache_.empty() && cache_.size() >= kProblemsKept) cache_.erase(cache_.begin());
   std::unique_ptr<D> data;
   // Out of memory with other problems' buffers held: free them and try once more.
   auto out_of_memory = [](const std::exception& e) {

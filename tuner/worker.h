@@ -98,8 +98,6 @@ class Measurer {
   // `db` is only read (code objects).
   Measurer(gpu::Device& dev, db::Database& db);
   ~Measurer();
-  // Problems whose data are kept at once (at least 1; kProblemsKept by default).
-  void keep_problems(std::size_t n) { keep_ = n ? n : 1; }
   // A kernel's failure is a result, never an exception. `on_ready` runs once the problem data
   // exist and the kernel is loaded, just before its first launch.
   MeasureResult measure(const MeasureRequest& r, const std::function<void()>& on_ready = {});
@@ -114,8 +112,8 @@ class Measurer {
 
   gpu::Device& dev_;
   db::Database& db_;
-  // The data (inputs, reference) of the last few problems measured, most recent last: a slot
-  // may work on several problems at once while the compiler is behind (SlotRunner).
+  // The data (inputs, reference) of the last kProblemsKept problems measured, most recent last:
+  // a slot may work on several problems at once while the compiler is behind (SlotRunner).
   struct Cached {
     std::string key;
     std::unique_ptr<ProblemData> gemm;
@@ -125,7 +123,6 @@ class Measurer {
   D& cached(const P& p, std::unique_ptr<D> Cached::*slot);
   std::vector<Cached> cache_;
   std::unordered_map<std::int64_t, std::shared_ptr<gpu::Kernel>> kernels_;
-  std::size_t keep_ = kProblemsKept;
   std::unique_ptr<gpu::VendorGemm> vendor_;
   std::unique_ptr<gpu::VendorConv> vendor_conv_;
   std::string vendor_conv_missing_;  // why vendor_conv_ is null
