@@ -200,6 +200,7 @@ TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, in
 // CTA of the cluster (TMA multicast) and released to all of them.
 template <int STAGES, u32 A_STAGE, u32 B_STAGE, int CLUSTER = 1>
 struct Ring {
+  static constexpr u32 A_BYTES = A_STAGE, B_BYTES = B_STAGE;
   u32 sA, sB, bars;
   float* staging;
 
@@ -263,21 +264,29 @@ struct Ring {
 template <class Mma, bool A_K, bool B_K, int BK, int MI, int NACC, class R>
 TT_DEVICE int mma_k_tiles(const R& ring, float (&acc)[MI][NACC], u32 a_off, int kb, int ke, int& s, u32& ph,
                           int lane, u32 b_off = 0) {
+  // Descriptors are built once and advanced by adding address / 16 to their start field (all
+  // shared addresses lie below 2^18, so the 14-bit field never carries): per wgmma only uniform
+  // adds remain, where rebuilding each descriptor cost ~20 instructions per wgmma and, with
+  // a per-consumer offset, a move from vector to uniform registers in front of every wgmma. The
+  // offsets come from lane 0 so that the compiler knows them uniform (taking the warpgroup index
+  // itself from lane 0 made every later use uniform and split-K variants spill).
+  a_off = __shfl_sync(0xffffffffu, a_off, 0);
+  b_off = __shfl_sync(0xffffffffu, b_off, 0);
+  constexpr u32 KSTEP = A_K ? 32 : 2048, KSTEP_B = B_K ? 32 : 2048;
+  const u64 da0 = A_K ? desc(ring.a(0) + a_off, 16, 1024) : desc(ring.a(0) + a_off, BK * 128, 1024);
+  const u64 db0 = B_K ? desc(ring.b(0) + b_off, 16, 1024) : desc(ring.b(0) + b_off, BK * 128, 1024);
   int prev = -1;
   for (int kt = kb; kt < ke; ++kt) {
     mbar_wait(ring.full(s), ph);
-    const u32 a = ring.a(s) + a_off;
-    const u32 bb = ring.b(s) + b_off;
+    const u64 da = da0 + (u64)((u32)s * (R::A_BYTES >> 4));
+    const u64 db = db0 + (u64)((u32)s * (R::B_BYTES >> 4));
     wg_fence();
     TT_UNROLL
     for (int kk = 0; kk < 4; ++kk) {
-      const u64 db = B_K ? desc(bb + kk * 32, 16, 1024) : desc(bb + kk * 2048, BK * 128, 1024);
       TT_UNROLL
-      for (int mi = 0; mi < MI; ++mi) {
-        const u32 am = a + mi * 64 * 128;
-        const u64 da = A_K ? desc(am + kk * 32, 16, 1024) : desc(am + kk * 2048, BK * 128, 1024);
-        Mma::mma(acc[mi], da, db, (kt > kb || kk > 0) ? 1 : 0);
-      }
+      for (int mi = 0; mi < MI; ++mi)
+        Mma::mma(acc[mi], da + (mi * 64 * 128 + kk * KSTEP) / 16, db + kk * KSTEP_B / 16,
+                 (kt > kb || kk > 0) ? 1 : 0);
     }
     wg_commit();
     if (prev >= 0) {

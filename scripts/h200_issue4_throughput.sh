@@ -7,6 +7,7 @@
 # BACKEND=host runs the same on the CPU (logical workers), to try the script without a GPU.
 # WARM=1: first one sweep to compile everything (seed database), then each run starts from a copy
 # of it without measurements, so that it times the measuring side alone (needs python3).
+# TUNE_ARGS: more options for the timed runs' tune command, e.g. TUNE_ARGS=--compile-servers.
 set -uo pipefail
 B=$1 OUT=$2 CONFIG=$3
 shift 3
@@ -35,7 +36,7 @@ dst.commit()
 PY
   fi
   start=$(date +%s.%N)
-  timeout "${LIMIT:-280}" "$B/tiletune" tune "$CONFIG" --backend "${BACKEND:-cuda}" --devices "$devices" --db "$OUT/$tag.db" \
+  timeout "${LIMIT:-280}" "$B/tiletune" tune "$CONFIG" --backend "${BACKEND:-cuda}" --devices "$devices" --db "$OUT/$tag.db" ${TUNE_ARGS:-} \
     > "$OUT/$tag.log" 2>&1
   rc=$?
   end=$(date +%s.%N)
