@@ -17,9 +17,12 @@ struct alignas(64) TtTensorMap {
 // map_a / map_b: 3-D tiled maps (contiguous dimension, other dimension, batch) over A and B as
 // stored, 128-byte swizzle, box {64, rows} for a K-major operand and {64, BK} for an MN-major one
 // (the kernel issues BM/64 or BN/64 copies of the latter per stage).
+// map_c: the same over C, box {128 / sizeof(C element), 32} (a 128-byte line per column, 32
+// columns: one epilogue chunk); encoded only for the TMA-store epilogue (EPI 1), else zero.
 struct TtGemmTmaParams {
   TtTensorMap map_a;
   TtTensorMap map_b;
+  TtTensorMap map_c;
   TtGemmParams g;
 };
 

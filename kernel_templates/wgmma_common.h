@@ -65,6 +65,25 @@ TT_DEVICE void tma_load_3d_multicast(u32 dst, const TtTensorMap* map, u32 bar, i
       : "memory");
 }
 
+// TMA store of one box of shared memory (written through the generic proxy, then fenced with
+// fence_async_smem by every writer and synchronised) to the tensor map's box at the coordinates;
+// one bulk group per commit; wait_read<N>: at most N of this thread's groups still read shared memory.
+TT_DEVICE void tma_store_3d(const TtTensorMap* map, u32 src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(map),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+TT_DEVICE void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+template <int N> TT_DEVICE void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory"); }
+
+// Four 8x8 tiles of 16-bit elements from mma fragments (register q: tile q, a thread's two
+// elements of its row), stored transposed: lane 8 q + i gives the address of tile q's column i.
+TT_DEVICE void stmatrix_x4_trans(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1),
+               "r"(r2), "r"(r3)
+               : "memory");
+}
+
 TT_DEVICE u32 cluster_rank() {
   u32 r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));

@@ -50,7 +50,14 @@
 // multiprocessors. Measured on the H200 (occ_probe, 116f3f4): it wins no shape; out of the
 // default space.
 // TMA L2 promotion (L2PROMO in the JSON) is a property of the host-built tensor maps only.
-// Epilogue per consumer: accumulators (times alpha) go through a padded fp32 staging buffer in
+// Epilogue, TMA store (EPI = 1, when beta == 0): per 32-column chunk, each consumer writes alpha *
+// accumulators, converted to C's type, into a staging buffer laid out as the TMA boxes of C
+// (128-byte lines down each column, 128-byte swizzle; stmatrix.trans for 16-bit C) and one
+// thread issues a bulk tensor store per box, which clips at M and N; two buffers alternate for
+// 16-bit C, so that writing a chunk overlaps the store of the one before. Needs C, ldc and the
+// batch stride 16-byte aligned (the constraint reads ALIGN_C, which the runtime lowers to the
+// pointer's alignment); beta != 0 takes the path below.
+// Epilogue, stores from the threads (EPI = 0, and EPI = 1 with beta != 0): accumulators (times alpha) go through a padded fp32 staging buffer in
 // shared memory, 32 columns at a time, and are written with coalesced stores down each column of C:
 // 16-byte vectors where C's pointer / ldc / batch stride allow, else scalars with consecutive lanes
 // on consecutive rows (e.g. ldc odd); beta * C is read the same way only when beta != 0.
@@ -102,7 +109,7 @@ TT_DEVICE void cp_async_stage(u32 dst, const T* src, long long ld, int rows, int
 
 template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
           int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER, int CLUSTER, int SPLITK = 1, int OCC = 1,
-          int COOPN = 0>
+          int COOPN = 0, int EPI = 0>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
@@ -118,6 +125,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   static_assert(OCC == 1 || (OCC == 2 && CONSUMERS == 1 && CLUSTER == 1), "two blocks per SM: one consumer, no cluster");
   static_assert(COOPN == 0 || (CONSUMERS == 2 && PINGPONG == 0 && SPLITK == 1 && BN >= 128),
                 "consumers split N: two cooperative consumers, no split-K, BN >= 128");
+  static_assert(EPI == 0 || EPI == 1, "EPI: 0 stores from the threads, 1 TMA store");
   constexpr bool PP = PINGPONG != 0;
   constexpr bool CN = COOPN != 0;
   constexpr int WM = (PP || CN) ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
@@ -133,12 +141,20 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
   constexpr int EN = 32;      // epilogue chunk (columns)
   constexpr int EP = WM + 4;  // staging pitch (floats): conflict-free fragment writes
+  // Staging per consumer; with the TMA store 512 bytes more, so that every consumer's share
+  // starts on a 1024-byte boundary (the 128-byte swizzle's period, which the boxes assume).
+  constexpr u32 STG_BYTES = EN * EP * 4 + (EPI ? 512 : 0);
+  constexpr int CB = (int)sizeof(TC);
+  constexpr int RB = 128 / CB;                      // TMA store: rows of C per 128-byte box line
+  constexpr int NB = CB == 2 ? 2 : 1;               // TMA store: chunk buffers (two fit for 16-bit C)
+  constexpr u32 CHUNK_BYTES = (u32)(WM * EN * CB);  // TMA store: one chunk, WM / RB boxes of EN lines
+  static_assert(!EPI || (NB * CHUNK_BYTES <= STG_BYTES && STG_BYTES % 1024 == 0), "TMA store staging");
   constexpr bool BF = IsBf16<TA>::value;
   typedef typename Pick<EB == 4, TtWgmmaTf32<WN>, TtWgmma<WN, BF, A_K ? 0 : 1, B_K ? 0 : 1>>::type Mma;
 
   typedef Ring<STAGES, A_STAGE, B_STAGE, CLUSTER> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const RingT ring(smem_raw, CONSUMERS * EN * EP * 4);  // staging: CONSUMERS x EN x EP floats
+  const RingT ring(smem_raw, CONSUMERS * STG_BYTES);
   const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
 
   const int M = p.g.m, N = p.g.n, K = p.g.k;
@@ -265,7 +281,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     const int tid = threadIdx.x - 128 * wg;
     const int warp = tid / 32, lane = tid % 32;
     const float alpha = p.g.alpha, beta = p.g.beta;
-    float* stg = ring.staging + cw * EN * EP;
+    float* stg = ring.staging + cw * (STG_BYTES / 4);
+    int chunks_stored = 0;  // TMA store: chunks issued so far, whose parity picks the buffer
 
     constexpr int V = 16 / (int)sizeof(TC);  // elements per 16-byte vector of C
     constexpr int TPC = WM / V;              // threads per column in the store pass
@@ -327,6 +344,62 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       // ---------------------------------------------------------------- epilogue
       const int m_base = mb * BM + ((PP || CN) ? 0 : cw * WM);
       const int n_tile = nb * BN + (CN ? cw * WN : 0);
+      if (EPI && beta == 0.0f) {
+        // TMA store: the chunk (alpha * accumulators, converted to C's type) goes into a staging
+        // buffer in the layout of WM / RB boxes of RB rows x EN columns with the 128-byte swizzle,
+        // one bulk store per box; the TMA clips rows and columns outside C. 16-bit C: stmatrix,
+        // transposed, puts 8 consecutive rows of one column (16 bytes) per address.
+        const u32 buf0 = smem_addr(stg);
+        TT_UNROLL
+        for (int ch = 0; ch < WN / EN; ++ch) {
+          const u32 buf = buf0 + (u32)(chunks_stored % NB) * CHUNK_BYTES;
+          if (tid == 0) bulk_wait_read<NB - 1>();  // the buffer's previous store has read it
+          named_sync(1 + cw, 128);
+          TT_UNROLL
+          for (int mi = 0; mi < MI; ++mi) {
+            if constexpr (CB == 2) {
+              TT_UNROLL
+              for (int jj = 0; jj < EN / 16; ++jj) {
+                u32 r[4];
+                TT_UNROLL
+                for (int q = 0; q < 4; ++q) {
+                  const float* f = &acc[mi][(ch * EN / 8 + 2 * jj + (q >> 1)) * 4 + 2 * (q & 1)];
+                  r[q] = (u32)tt_from_float<TC>(alpha * f[0]).bits | ((u32)tt_from_float<TC>(alpha * f[1]).bits << 16);
+                }
+                const int q = lane >> 3, line = (2 * jj + (q >> 1)) * 8 + (lane & 7);
+                const int row = mi * 64 + warp * 16 + (q & 1) * 8;
+                const u32 addr = buf + (u32)((row / RB) * EN * 128 + line * 128 + ((((row % RB) / 8) ^ (line & 7)) << 4));
+                stmatrix_x4_trans(addr, r[0], r[1], r[2], r[3]);
+              }
+            } else {
+              TT_UNROLL
+              for (int j = 0; j < EN / 8; ++j) {
+                const float* f = &acc[mi][(ch * EN / 8 + j) * 4];
+                TT_UNROLL
+                for (int e = 0; e < 4; ++e) {
+                  const int line = j * 8 + 2 * (lane & 3) + (e & 1);
+                  const int row = mi * 64 + warp * 16 + (lane >> 2) + 8 * (e >> 1);
+                  const int rr = row % RB;
+                  float* dst = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(stg) +
+                                                        (chunks_stored % NB) * CHUNK_BYTES + (row / RB) * EN * 128 +
+                                                        line * 128 + (((rr * CB / 16) ^ (line & 7)) << 4) + rr * CB % 16);
+                  *dst = alpha * f[e];
+                }
+              }
+            }
+          }
+          fence_async_smem();
+          named_sync(1 + cw, 128);
+          if (tid == 0) {
+            TT_UNROLL
+            for (int bx = 0; bx < WM / RB; ++bx)
+              tma_store_3d(&p.map_c, buf + (u32)(bx * EN * 128), m_base + bx * RB, n_tile + ch * EN, b);
+            bulk_commit();
+          }
+          ++chunks_stored;
+        }
+        continue;
+      }
       TC* C = reinterpret_cast<TC*>(p.g.c) + (long long)b * p.g.stride_c;
       TT_UNROLL
       for (int ch = 0; ch < WN / EN; ++ch) {
@@ -397,5 +470,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         }
       }
     }
+    // The CTA's shared memory must outlive the TMA stores' reads of it.
+    if (EPI && tid == 0) bulk_wait_read<0>();
   }
 }

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "gpu/arguments.h"
@@ -93,7 +95,7 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
         ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
         jobs.emplace_back(s, p);
       }
-  // Consumers splitting N (COOPN): a 64 x 128 tile, alone and in a cluster.
+  // Consumers splitting N (COOPN): a 64 x 128 tile, alone and in a cluster, each epilogue.
   for (const auto& p : problems)
     for (int cluster : {1, 2}) {
       Solution s = t.default_solution();
@@ -102,6 +104,8 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
       s.params["BK"] = 128 / size_of(p.a_type);
       const auto broken = t.violation(t.variables(s, p, dev));
       ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
+      jobs.emplace_back(s, p);
+      s.params["EPI"] = 1;  // and with the TMA-store epilogue (16-bit and fp32 C)
       jobs.emplace_back(s, p);
     }
   for (const auto& [s, p] : jobs) {
@@ -216,8 +220,9 @@ TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
   EXPECT_EQ(t.workspace_bytes(v), 0);
   EXPECT_EQ(v.at("OCC"), 1);
   EXPECT_EQ(v.at("COOPN"), 0);
-  // ..., CLUSTER 1, SPLITK 1, OCC 1, COOPN 0>
-  EXPECT_NE(t.name_expression(old, odd).find(", 1, 1, 1, 0>"), std::string::npos) << t.name_expression(old, odd);
+  EXPECT_EQ(v.at("EPI"), 0);
+  // ..., CLUSTER 1, SPLITK 1, OCC 1, COOPN 0, EPI 0>
+  EXPECT_NE(t.name_expression(old, odd).find(", 1, 1, 1, 0, 0>"), std::string::npos) << t.name_expression(old, odd);
   EXPECT_TRUE(t.launch_dims(v).persistent);
 
   Solution split = t.default_solution();
@@ -252,6 +257,57 @@ TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B}));
   EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 4), Error);
+}
+
+// The TMA-store epilogue's map over C (type and box of C's element size, 32 columns) and what
+// refuses it: C, ldc or the batch stride off 16 bytes (the constraint, and the encoder itself).
+TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
+  static std::vector<std::pair<CUtensorMapDataType, std::vector<cuuint64_t>>> seen;
+  struct Fake {
+    static CUresult encode(CUtensorMap*, CUtensorMapDataType dt, cuuint32_t, void*, const cuuint64_t* dims,
+                           const cuuint64_t*, const cuuint32_t* box, const cuuint32_t*, CUtensorMapInterleave,
+                           CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+      seen.push_back({dt, {dims[0], dims[1], dims[2], box[0], box[1]}});
+      return CUDA_SUCCESS;
+    }
+  };
+  TtGemmParams p{};
+  p.a = p.b = reinterpret_cast<const void*>(std::uintptr_t(1) << 20);
+  p.c = reinterpret_cast<void*>(std::uintptr_t(1) << 21);
+  p.m = 1000, p.n = 600, p.k = 512, p.lda = 1000, p.ldb = 512, p.ldc = 1000, p.batch = 1;
+  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 3, 0);
+  EXPECT_EQ(seen.size(), 2u);  // A and B only
+  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 3, 1,
+                                       DataType::BF16);
+  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::F16, false, false, 128, 128, 64, 1, 3, 1,
+                                       DataType::F32);
+  ASSERT_EQ(seen.size(), 8u);
+  EXPECT_EQ(seen[4].first, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+  EXPECT_EQ(seen[4].second, (std::vector<cuuint64_t>{1000, 600, 1, 64, 32}));
+  EXPECT_EQ(seen[7].first, CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+  EXPECT_EQ(seen[7].second, (std::vector<cuuint64_t>{1000, 600, 1, 32, 32}));
+  p.c = reinterpret_cast<void*>((std::uintptr_t(1) << 21) + 2);
+  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1,
+                                                    3, 1, DataType::BF16),
+               Error);
+  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1,
+                                                    3, 2, DataType::BF16),
+               Error);
+
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  Solution s = t.default_solution();
+  GemmProblem odd_ldc = gemm(DataType::BF16, DataType::BF16, true, false, 1001, 1000, 1000);  // lda = ldb = K
+  EXPECT_FALSE(t.violation(t.variables(s, odd_ldc, dev)));
+  const std::int64_t smem0 = t.variables(s, odd_ldc, dev).at("SMEM_BYTES");
+  s.params["EPI"] = 1;
+  const auto broken = t.violation(t.variables(s, odd_ldc, dev));
+  ASSERT_TRUE(broken);
+  EXPECT_NE(broken->find("tma_store_needs_16_byte_c"), std::string::npos) << *broken;
+  const GemmProblem even = gemm(DataType::BF16, DataType::BF16, false, false, 1000, 1000, 1000);
+  const Variables v = t.variables(s, even, dev);
+  EXPECT_FALSE(t.violation(v));
+  EXPECT_EQ(v.at("SMEM_BYTES"), smem0 + 512 * v.at("CONSUMERS"));  // every consumer's staging on 1024 bytes
 }
 
 // configs/h200_odd_splitk.json stays a short probe: split-K only on odd1000 (3000^3 has 576
@@ -364,6 +420,34 @@ TEST_F(CudaDevice, SanitizerSampleOfEveryTemplate) {
   EXPECT_GE(checked, 8u);
 }
 
+// A wgmma_gemm variant for the GPU tests below: the default solution with these parameters,
+// admitted by the template's constraints for `p` (else a test failure and no kernel), compiled
+// and loaded, with its split-K workspace allocated and zeroed.
+struct WgmmaVariant {
+  Solution solution;
+  Variables vars;
+  std::shared_ptr<gpu::Kernel> kernel;
+  gpu::DeviceBuffer ws;
+};
+WgmmaVariant wgmma_variant(gpu::Device& dev, const GemmProblem& p, const std::map<std::string, std::int64_t>& params) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  WgmmaVariant v{t.default_solution(), {}, nullptr, {}};
+  for (const auto& [k, x] : params) v.solution.params[k] = x;
+  v.vars = t.variables(v.solution, p, dev.info());
+  if (const auto broken = t.violation(v.vars)) {
+    ADD_FAILURE() << v.solution.kernel_name() << " refused on " << p.key() << ": " << *broken;
+    return v;
+  }
+  auto r = dev.compiler().compile(t.compile_request(v.solution, p, dev.info()));
+  EXPECT_TRUE(r.ok) << v.solution.kernel_name() << "\n" << r.log;
+  if (r.ok) v.kernel = dev.load(r.code);
+  if (const auto bytes = std::size_t(t.workspace_bytes(v.vars))) {
+    v.ws = gpu::DeviceBuffer(dev, bytes);
+    dev.fill_bytes(v.ws.get(), 0, bytes);
+  }
+  return v;
+}
+
 // wgmma_gemm split-K on the odd shape it is meant for (1000^3 NN, rows not 128-byte aligned) and
 // on a batched one with beta != 0, every consumer arrangement, with clusters and each L2
 // promotion: valid, bit-identical on a second run (the reduction order is fixed), and the
@@ -383,23 +467,16 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
       {1, 128, 128, 2, 0, 2, 2, 3}, {2, 128, 128, 2, 0, 2, 1, 3}, {2, 128, 256, 2, 0, 1, 1, 2}};
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];
-    Solution s = t.default_solution();
-    s.params["BM"] = c.bm, s.params["BN"] = c.bn, s.params["CONSUMERS"] = c.consumers;
-    s.params["PINGPONG"] = c.pingpong, s.params["CLUSTER"] = c.cluster, s.params["SPLITK"] = c.splitk;
-    s.params["L2PROMO"] = c.l2promo;
-    const Variables vars = t.variables(s, p, dev_->info());
-    const auto broken = t.violation(vars);
-    ASSERT_FALSE(broken) << s.kernel_name() << " on " << p.key() << ": " << *broken;
-    auto r = dev_->compiler().compile(t.compile_request(s, p, dev_->info()));
-    ASSERT_TRUE(r.ok) << s.kernel_name() << "\n" << r.log;
-    auto kernel = dev_->load(r.code);
+    const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers},
+                                                    {"PINGPONG", c.pingpong}, {"CLUSTER", c.cluster},
+                                                    {"SPLITK", c.splitk}, {"L2PROMO", c.l2promo}});
+    ASSERT_TRUE(w.kernel);
+    const Solution& s = w.solution;
+    const Variables& vars = w.vars;
+    const auto& kernel = w.kernel;
+    const auto& ws = w.ws;
+    const std::size_t ws_bytes = ws.size();
     const gpu::LaunchDims dims = t.launch_dims(vars);
-    const std::size_t ws_bytes = std::size_t(t.workspace_bytes(vars));
-    gpu::DeviceBuffer ws;
-    if (ws_bytes) {
-      ws = gpu::DeviceBuffer(*dev_, ws_bytes);
-      dev_->fill_bytes(ws.get(), 0, ws_bytes);
-    }
     tuner::ProblemData data(*dev_, p, false);
     const std::int64_t stride_c = p.stride_c ? p.stride_c : p.ldc * p.n;
     const std::size_t c_bytes = std::size_t((p.batch - 1) * stride_c + p.ldc * p.n) * size_of(p.c_type);
@@ -440,18 +517,13 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
   std::size_t checked = 0;
   for (const auto& p : problems)
     for (const auto& sh : shapes) {
-      Solution s = t.default_solution();
-      s.params["BM"] = sh.bm, s.params["BN"] = sh.bn, s.params["CONSUMERS"] = sh.consumers;
-      s.params["PINGPONG"] = sh.pingpong, s.params["CLUSTER"] = sh.cluster, s.params["COOPN"] = sh.coopn;
-      s.params["STAGES"] = 4;
-      const Variables vars = t.variables(s, p, dev_->info());
-      if (const auto broken = t.violation(vars)) {
-        ADD_FAILURE() << s.kernel_name() << " refused on " << p.key() << ": " << *broken;
-        continue;
-      }
-      auto r = dev_->compiler().compile(t.compile_request(s, p, dev_->info()));
-      ASSERT_TRUE(r.ok) << s.kernel_name() << "\n" << r.log;
-      auto kernel = dev_->load(r.code);
+      const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", sh.bm}, {"BN", sh.bn}, {"CONSUMERS", sh.consumers},
+                                                      {"PINGPONG", sh.pingpong}, {"CLUSTER", sh.cluster},
+                                                      {"COOPN", sh.coopn}, {"STAGES", 4}});
+      if (!w.kernel) continue;
+      const Solution& s = w.solution;
+      const Variables& vars = w.vars;
+      const auto& kernel = w.kernel;
       // Two clusters (or CTAs) only: each walks several units, so the ring runs across units, the
       // ping-pong consumers alternate, and the producer's tail waits after many phases.
       gpu::LaunchDims dims = t.launch_dims(vars);
@@ -467,6 +539,56 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
       ++checked;
     }
   EXPECT_EQ(checked, problems.size() * shapes.size());
+}
+
+// The TMA-store epilogue (EPI 1) on every output type, edges in M and N (the TMA clips), batches,
+// split-K, ping-pong and split-N consumers, and beta != 0 (which takes the threads' stores): each
+// validated on the full grid and on a grid of two clusters (or CTAs), where every CTA walks
+// several tiles and the two staging buffers of 16-bit C alternate across them; cheap enough for
+// compute-sanitizer.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaTmaStore) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  GemmProblem tf32 = gemm(DataType::F32, DataType::F32, true, false, 200, 104, 96, 2);
+  tf32.compute_tf32 = true;
+  const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 1000, 1000, 1000),
+                                             gemm(DataType::F16, DataType::F32, true, false, 600, 400, 1000, 2),
+                                             gemm(DataType::F16, DataType::F16, true, true, 264, 136, 840, 3),
+                                             gemm(DataType::BF16, DataType::BF16, false, true, 600, 400, 512, 2, false),
+                                             tf32};
+  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, cluster, coopn, splitk; };
+  const std::vector<Case> cases = {
+      {0, 64, 128, 2, 0, 2, 1, 1}, {0, 128, 128, 2, 1, 1, 0, 1}, {0, 128, 128, 2, 0, 1, 0, 2},
+      {1, 128, 128, 2, 1, 1, 0, 1}, {1, 128, 192, 2, 0, 2, 0, 1}, {1, 64, 128, 1, 0, 1, 0, 3},
+      {2, 64, 128, 2, 0, 1, 1, 1}, {2, 128, 64, 2, 1, 2, 0, 1}, {3, 128, 128, 2, 1, 1, 0, 1},
+      {3, 64, 128, 2, 0, 2, 1, 1}, {4, 128, 128, 2, 1, 1, 0, 1}, {4, 64, 64, 1, 0, 1, 0, 1}};
+  std::size_t checked = 0;
+  for (const Case& c : cases) {
+    const GemmProblem& p = problems[c.problem];
+    const WgmmaVariant w = wgmma_variant(
+        *dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers}, {"PINGPONG", c.pingpong},
+                   {"CLUSTER", c.cluster}, {"COOPN", c.coopn}, {"SPLITK", c.splitk}, {"EPI", 1}, {"STAGES", 4},
+                   {"BK", 128 / size_of(p.a_type)}});
+    if (!w.kernel) continue;
+    const Solution& s = w.solution;
+    const Variables& vars = w.vars;
+    const auto& kernel = w.kernel;
+    const auto& ws = w.ws;
+    tuner::ProblemData data(*dev_, p, false);
+    for (bool small_grid : {false, true}) {
+      gpu::LaunchDims dims = t.launch_dims(vars);
+      if (small_grid) dims.grid[0] = 2 * unsigned(c.cluster);
+      auto v = data.validate([&](TtGemmParams a) {
+        a.workspace = ws.get();
+        auto bytes = gpu::kernel_arguments(t, a, p, vars);
+        dev_->launch(*kernel, dims, bytes.data(), bytes.size());
+      });
+      EXPECT_TRUE(v.ok) << s.kernel_name() << " on " << p.key() << (small_grid ? " (two clusters)" : "") << ": "
+                        << v.reason;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, cases.size());
 }
 
 // Device::hold keeps the stream busy for the time asked, and what is enqueued behind it runs
@@ -623,6 +745,57 @@ TEST_F(CudaDevice, SweepThenRuntimeDispatchOnTheGpu) {
   EXPECT_TRUE(v.ok) << v.reason;
   EXPECT_EQ(h.stats().tuned, 1u);
   EXPECT_EQ(h.stats().jit_compiles, 0u);
+  fs::remove_all(dir);
+}
+
+// The runtime runs a TMA-store winner (its map over C encoded for the caller's C), and a C
+// pointer off 16 bytes, which the TMA store cannot take, goes to another kernel instead of
+// failing: the same numbers either way.
+TEST_F(CudaDevice, RuntimeRunsTheTmaStoreWinnerAndRoutesAMisalignedCElsewhere) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  fs::path dir = fs::temp_directory_path() / ("tiletune-cuda-tma-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string db = (dir / "tma.db").string();
+  const std::string json = R"({
+    "problems": [{"dtype": "bf16", "transA": "N", "transB": "N", "m": 1000, "n": 1000, "k": 1000}],
+    "templates": {"wgmma_gemm": {"parameters": {"BM": [64], "BN": [128], "STAGES": [6], "CONSUMERS": [2],
+      "PINGPONG": [0], "COOPN": [1], "CLUSTER": [2], "GROUP": [16], "RASTER": [0], "SPLITK": [1], "EPI": [1]}}},
+    "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 10, "target_ms": 5}
+  })";
+  const auto config = tuner::parse_config(json, dir.string());
+  const auto s = cuda_sweep_one_winner(json, dir.string(), db);
+  ASSERT_EQ(s.winners.size(), 1u);
+  EXPECT_NE(s.winners[0].kernel_name.find("EPI-1"), std::string::npos) << s.winners[0].kernel_name;
+
+  Handle h(db, "cuda");
+  tuner::ProblemData data(*dev_, config.problems[0].gemm(), false);
+  const GemmProblem& p = data.problem();
+  const std::size_t c_elems = std::size_t(p.ldc * p.n);
+  std::vector<std::uint16_t> tuned_out(c_elems), other_out(c_elems);
+  auto v = data.validate([&](const TtGemmParams& a) {
+    h.gemm(TILETUNE_OP_N, TILETUNE_OP_N, p.m, p.n, p.k, a.alpha, a.a, TILETUNE_R_16BF, p.lda, a.b, p.ldb, a.beta, a.c,
+           TILETUNE_R_16BF, p.ldc);
+    h.synchronize();
+    dev_->copy_to_host(tuned_out.data(), a.c, c_elems * 2);
+    // The same product into C one element (2 bytes) past a 16-byte boundary.
+    gpu::DeviceBuffer shifted(*dev_, (c_elems + 1) * 2);
+    auto* c1 = static_cast<std::uint8_t*>(shifted.get()) + 2;
+    h.gemm(TILETUNE_OP_N, TILETUNE_OP_N, p.m, p.n, p.k, a.alpha, a.a, TILETUNE_R_16BF, p.lda, a.b, p.ldb, 0.0f, c1,
+           TILETUNE_R_16BF, p.ldc);
+    h.synchronize();
+    dev_->copy_to_host(other_out.data(), c1, c_elems * 2);
+  });
+  EXPECT_TRUE(v.ok) << v.reason;
+  EXPECT_EQ(h.stats().calls, 2u);
+  EXPECT_EQ(h.stats().tuned, 1u);  // the misaligned call did not run the TMA-store winner
+  auto bf16 = [](std::uint16_t b) { std::uint32_t u = std::uint32_t(b) << 16; float f; std::memcpy(&f, &u, 4); return f; };
+  double worst = 0;
+  for (std::int64_t j = 0; j < p.n; ++j)
+    for (std::int64_t i = 0; i < p.m; ++i) {
+      const float x = bf16(tuned_out[j * p.ldc + i]), y = bf16(other_out[j * p.ldc + i]);
+      worst = std::max(worst, double(std::fabs(x - y)) / (1.0 + std::fabs(x)));
+    }
+  EXPECT_LT(worst, 2e-2) << "the misaligned call's kernel disagrees with the TMA-store winner";
   fs::remove_all(dir);
 }
 

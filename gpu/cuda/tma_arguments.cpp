@@ -52,7 +52,8 @@ void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what,
 
 std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, const TtGemmParams& p,
                                                     DataType a_type, bool trans_a, bool trans_b, int bm,
-                                                    int bn, int bk, int cluster, int l2promo) {
+                                                    int bn, int bk, int cluster, int l2promo, int epi,
+                                                    DataType c_type) {
   if (!encode) throw Error("wgmma_gemm: cuTensorMapEncodeTiled is not available (no CUDA driver)");
   CUtensorMapL2promotion l2;
   switch (l2promo) {
@@ -62,14 +63,16 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
     case 3: l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B; break;
     default: throw Error("wgmma_gemm: L2PROMO " + std::to_string(l2promo) + " (0 none, 1 64B, 2 128B, 3 256B)");
   }
-  CUtensorMapDataType dt;
-  switch (a_type) {
-    case DataType::BF16: dt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
-    case DataType::F16: dt = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
-    // fp32 for tf32 wgmma, which reads the top 19 bits of each element.
-    case DataType::F32: dt = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
-    default: throw Error("wgmma_gemm: unsupported input type");
-  }
+  auto map_type = [](DataType t, const char* what) {
+    switch (t) {
+      case DataType::BF16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+      case DataType::F16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+      // fp32 inputs for tf32 wgmma, which reads the top 19 bits of each element.
+      case DataType::F32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+      default: throw Error(std::string("wgmma_gemm: unsupported ") + what + " type");
+    }
+  };
+  const CUtensorMapDataType dt = map_type(a_type, "input");
   const int eb = size_of(a_type);
   const int line = 128 / eb;  // elements per 128-byte swizzle atom
   // The kernel's shared layouts assume BK and MN-major boxes of one 128-byte swizzle atom.
@@ -95,6 +98,15 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   else
     encode_operand(encode, &args.map_b, "wgmma_gemm operand B", dt, eb, p.b, p.n, p.k, p.ldb, p.stride_b, p.batch,
                    line, bk, l2);
+  // C for the TMA-store epilogue: boxes of one 128-byte line down each of 32 columns (the
+  // kernel's epilogue chunk), in the 128-byte swizzle its staging is written in.
+  if (epi == 1) {
+    const int cb = size_of(c_type);
+    encode_operand(encode, &args.map_c, "wgmma_gemm output C (TMA store)", map_type(c_type, "output"), cb, p.c, p.m,
+                   p.n, p.ldc, p.stride_c, p.batch, 128 / cb, 32, l2);
+  } else if (epi != 0) {
+    throw Error("wgmma_gemm: EPI " + std::to_string(epi) + " (0 stores from the threads, 1 TMA store)");
+  }
   std::vector<std::uint8_t> bytes(sizeof args);
   std::memcpy(bytes.data(), &args, sizeof args);
   return bytes;
@@ -175,7 +187,8 @@ std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const G
     return it == vars.end() ? fallback : static_cast<int>(it->second);
   };
   return encode_tma_gemm_arguments(tensor_map_encoder(), p, problem.a_type, problem.trans_a, problem.trans_b,
-                                   get("BM"), get("BN"), get("BK"), get_or("CLUSTER", 1), get_or("L2PROMO", 3));
+                                   get("BM"), get("BN"), get("BK"), get_or("CLUSTER", 1), get_or("L2PROMO", 3),
+                                   get_or("EPI", 0), problem.c_type);
 }
 
 }  // namespace tiletune::gpu::cuda

@@ -19,7 +19,7 @@ using TensorMapEncoder = decltype(&::cuTensorMapEncodeTiled);
 using Im2colMapEncoder = decltype(&::cuTensorMapEncodeIm2col);
 
 // Encodes with tensor_map_encoder() (cuda_backend.h). vars must hold BM, BN and BK, may hold
-// CLUSTER (else 1) and L2PROMO (else 3); p.a / p.b are
+// CLUSTER (else 1), L2PROMO (else 3) and EPI (else 0); p.a / p.b (and p.c with EPI 1) are
 // the device pointers the maps describe, so the result is valid for these buffers only.
 // Throws tiletune::Error when no driver is loaded or the driver rejects a map (e.g. a leading
 // dimension or batch stride that is not a multiple of 16 bytes, or a base not 16-byte aligned).
@@ -27,11 +27,13 @@ std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const G
                                                   const Variables& vars);
 
 // The same with an explicit encoder, tile shape, cluster size (CLUSTER: with 2, B's K-major box
-// is half the tile's rows, each CTA of the pair loading and multicasting its half) and L2
-// promotion of both maps (L2PROMO: 0 none, 1 64 B, 2 128 B, 3 256 B).
+// is half the tile's rows, each CTA of the pair loading and multicasting its half), L2
+// promotion of the maps (L2PROMO: 0 none, 1 64 B, 2 128 B, 3 256 B) and, for the TMA-store
+// epilogue (EPI 1), a map over C of type c_type.
 std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, const TtGemmParams& p,
                                                     DataType a_type, bool trans_a, bool trans_b, int bm,
-                                                    int bn, int bk, int cluster = 1, int l2promo = 3);
+                                                    int bn, int bk, int cluster = 1, int l2promo = 3, int epi = 0,
+                                                    DataType c_type = DataType::BF16);
 
 // Launch arguments of the "conv_tma" templates (kernel_templates/wgmma_conv.cuh): the bytes of a
 // TtConvTmaParams (kernel_templates/conv_tma_params.h), i.e. `p` plus an im2col tensor map over x
