@@ -17,10 +17,10 @@
 // its copies landed (cp.async.wait_group) and were fenced for the async proxy that wgmma reads
 // through; it keeps STAGES - 2 stages in flight, so that the consumers can always free the stage
 // it waits for next.
-// Clusters (CLUSTER = 2, TMA loader only): two CTAs on adjacent tile rows of the same tile column
-// share B. Each loads its own A and half of B, multicast into both CTAs' shared memory; a stage
-// may be refilled only when the consumers of both CTAs released it, so every release arrives on
-// both CTAs' "empty" barriers. The CTAs walk the same pair sequence in lockstep; a CTA whose tile
+// Clusters (CLUSTER = 2 or 4, TMA loader only): CLUSTER CTAs on adjacent tile rows of the same tile
+// column share B. Each loads its own A and 1 / CLUSTER of B, multicast into every CTA's shared
+// memory; a stage may be refilled only when the consumers of every CTA released it, so every
+// release arrives on all the CTAs' "empty" barriers. The CTAs walk the same pair sequence in lockstep; a CTA whose tile
 // row lies past M loads zeros (TMA fills out-of-bounds boxes) and stores nothing. Meant to halve
 // B's traffic where operand loads limit the tile rate; measured on the H200 (d77f36f) it is valid
 // but 35-40% slower than single CTAs on every shape tried, so the default space leaves it out.
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "1 or 2 consumer warpgroups");
   static_assert(PINGPONG == 0 || CONSUMERS == 2, "ping-pong needs two consumers");
   static_assert(LOADER == 0 || LOADER == 1, "LOADER: 0 TMA, 1 cp.async");
-  static_assert(CLUSTER == 1 || (CLUSTER == 2 && LOADER == 0), "clusters of 2 share B by TMA multicast");
+  static_assert(CLUSTER == 1 || ((CLUSTER == 2 || CLUSTER == 4) && LOADER == 0), "clusters of 2 or 4 share B by TMA multicast");
   static_assert(SPLITK >= 1, "SPLITK: K splits per tile");
   static_assert(OCC == 1 || (OCC == 2 && CONSUMERS == 1 && CLUSTER == 1), "two blocks per SM: one consumer, no cluster");
   static_assert(COOPN == 0 || (CONSUMERS == 2 && PINGPONG == 0 && SPLITK == 1 && BN >= 128),
@@ -167,6 +167,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   const int total = tile_units * SPLITK;
   const int first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
   const u32 rank = CLUSTER > 1 ? cluster_rank() : 0u;
+  constexpr unsigned short ALL_CTAS = (unsigned short)((1u << CLUSTER) - 1u);  // multicast mask
   const int KT = (K + BK - 1) / BK;
   // Work unit u -> tile unit, K split and its K tiles [kb, ke).
   auto unit = [&](int u, int& t, int& split, int& kb, int& ke) {
@@ -253,21 +254,21 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
               for (int i = 0; i < BN / RPB; ++i) tma_load_3d(bb + i * BK * 128, &p.map_b, full, n0 + RPB * i, k0, b);
             }
           } else if (B_K) {
-            // The host encoded B's box as BN / 2 rows: this CTA's half, for both CTAs.
-            const int half = BN / 2;
-            tma_load_3d_multicast(bb + rank * half * 128, &p.map_b, full, k0, n0 + (int)rank * half, b, 0x3);
+            // The host encoded B's box as BN / CLUSTER rows: this CTA's share, for every CTA.
+            constexpr int SHARE = BN / CLUSTER;
+            tma_load_3d_multicast(bb + rank * SHARE * 128, &p.map_b, full, k0, n0 + (int)rank * SHARE, b, ALL_CTAS);
           } else {
             TT_UNROLL
             for (int i = 0; i < BN / RPB; ++i)
-              if (i % 2 == (int)rank)
-                tma_load_3d_multicast(bb + i * BK * 128, &p.map_b, full, n0 + RPB * i, k0, b, 0x3);
+              if (i % CLUSTER == (int)rank)
+                tma_load_3d_multicast(bb + i * BK * 128, &p.map_b, full, n0 + RPB * i, k0, b, ALL_CTAS);
           }
           if (++s == STAGES) { s = 0; ph ^= 1; }
         }
       }
-      // Neither CTA of a cluster leaves while the other may still multicast into it or arrive on
-      // it: the producer waits until the consumers of both CTAs released every stage it filled
-      // (the peer walks the same units, so its multicasts into this CTA were all consumed here).
+      // No CTA of a cluster leaves while another may still multicast into it or arrive on it:
+      // the producer waits until the consumers of every CTA released every stage it filled (the
+      // peers walk the same units, so their multicasts into this CTA were all consumed here).
       if (CLUSTER > 1)
         for (int i = 0; i < STAGES; ++i) {
           mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);

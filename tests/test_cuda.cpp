@@ -95,9 +95,9 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
         ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
         jobs.emplace_back(s, p);
       }
-  // Consumers splitting N (COOPN): a 64 x 128 tile, alone and in a cluster, each epilogue.
+  // Consumers splitting N (COOPN): a 64 x 128 tile, alone and in clusters of 2 and 4, each epilogue.
   for (const auto& p : problems)
-    for (int cluster : {1, 2}) {
+    for (int cluster : {1, 2, 4}) {
       Solution s = t.default_solution();
       s.params["COOPN"] = 1, s.params["BM"] = 64, s.params["BN"] = 128, s.params["CONSUMERS"] = 2;
       s.params["PINGPONG"] = 0, s.params["CLUSTER"] = cluster, s.params["STAGES"] = 8;
@@ -292,6 +292,14 @@ TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
                Error);
   EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1,
                                                     3, 2, DataType::BF16),
+               Error);
+  // Clusters: each CTA loads 1 / CLUSTER of a K-major B tile's rows (and multicasts them).
+  p.c = reinterpret_cast<void*>(std::uintptr_t(1) << 21);
+  seen.clear();
+  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 64, 128, 64, 4);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].second, (std::vector<cuuint64_t>{512, 600, 1, 64, 32}));  // B: K x N, box 64 k x 128 / 4 rows
+  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 64, 128, 64, 3),
                Error);
 
   const KernelTemplate& t = find_template("wgmma_gemm");
@@ -513,7 +521,8 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
   const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 200, 136, 832),
                                              gemm(DataType::F16, DataType::F32, true, true, 264, 264, 840)};
   struct Shape { int bm, bn, consumers, pingpong, cluster, coopn; };
-  const std::vector<Shape> shapes = {{64, 128, 2, 0, 2, 1}, {64, 128, 2, 0, 1, 1}, {128, 64, 2, 0, 2, 0}, {64, 128, 2, 1, 2, 0}};
+  const std::vector<Shape> shapes = {{64, 128, 2, 0, 2, 1}, {64, 128, 2, 0, 1, 1}, {128, 64, 2, 0, 2, 0},
+                                     {64, 128, 2, 1, 2, 0}, {64, 128, 2, 0, 4, 1}, {64, 64, 2, 1, 4, 0}};
   std::size_t checked = 0;
   for (const auto& p : problems)
     for (const auto& sh : shapes) {
@@ -561,7 +570,8 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTmaStore) {
       {0, 64, 128, 2, 0, 2, 1, 1}, {0, 128, 128, 2, 1, 1, 0, 1}, {0, 128, 128, 2, 0, 1, 0, 2},
       {1, 128, 128, 2, 1, 1, 0, 1}, {1, 128, 192, 2, 0, 2, 0, 1}, {1, 64, 128, 1, 0, 1, 0, 3},
       {2, 64, 128, 2, 0, 1, 1, 1}, {2, 128, 64, 2, 1, 2, 0, 1}, {3, 128, 128, 2, 1, 1, 0, 1},
-      {3, 64, 128, 2, 0, 2, 1, 1}, {4, 128, 128, 2, 1, 1, 0, 1}, {4, 64, 64, 1, 0, 1, 0, 1}};
+      {3, 64, 128, 2, 0, 2, 1, 1}, {4, 128, 128, 2, 1, 1, 0, 1}, {4, 64, 64, 1, 0, 1, 0, 1},
+      {0, 64, 128, 2, 0, 4, 1, 1}, {3, 64, 128, 2, 0, 4, 1, 1}};
   std::size_t checked = 0;
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];

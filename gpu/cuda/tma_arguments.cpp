@@ -90,8 +90,8 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
     encode_operand(encode, &args.map_a, "wgmma_gemm operand A", dt, eb, p.a, p.m, p.k, p.lda, p.stride_a, p.batch,
                    line, bk, l2);
   // B: op(B) is K x N. Stored K x N (K-major, !trans_b) or N x K (MN-major).
-  // In a cluster each CTA loads (and multicasts) its share of B: half the rows of a K-major tile.
-  if (cluster != 1 && cluster != 2) throw Error("wgmma_gemm: clusters of 1 or 2 CTAs only");
+  // In a cluster each CTA loads (and multicasts) its share of B: 1 / cluster of a K-major tile's rows.
+  if (cluster != 1 && cluster != 2 && cluster != 4) throw Error("wgmma_gemm: clusters of 1, 2 or 4 CTAs only");
   if (!trans_b)
     encode_operand(encode, &args.map_b, "wgmma_gemm operand B", dt, eb, p.b, p.k, p.n, p.ldb, p.stride_b, p.batch, bk,
                    bn / cluster, l2);

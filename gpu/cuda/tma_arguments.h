@@ -26,8 +26,8 @@ using Im2colMapEncoder = decltype(&::cuTensorMapEncodeIm2col);
 std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const GemmProblem& problem,
                                                   const Variables& vars);
 
-// The same with an explicit encoder, tile shape, cluster size (CLUSTER: with 2, B's K-major box
-// is half the tile's rows, each CTA of the pair loading and multicasting its half), L2
+// The same with an explicit encoder, tile shape, cluster size (CLUSTER: with 2 or 4, B's K-major box
+// is 1 / CLUSTER of the tile's rows, each CTA of the cluster loading and multicasting its share), L2
 // promotion of the maps (L2PROMO: 0 none, 1 64 B, 2 128 B, 3 256 B) and, for the TMA-store
 // epilogue (EPI 1), a map over C of type c_type.
 std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, const TtGemmParams& p,
