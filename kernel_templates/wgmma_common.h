@@ -279,10 +279,12 @@ struct Ring {
 // operand layouts (descriptors): K-major [rows][128 B], SBO = 1024 (8-row groups), a k step 32 B
 // into the atom; MN-major [rows/64][BK][128 B], LBO = BK * 128 (next 64 rows), SBO = 1024 (next
 // 8 k), a k step 2048 B. b_off: this consumer's first column of B in the stage (consumers that
-// split N). Returns the stage of the last group (-1 for none), for finish_k_tiles.
+// split N). kstep 2: every other K tile from kb on (consumers splitting K), the ring position
+// moving on past the other consumer's tiles. Returns the stage of the last group (-1 for none),
+// for finish_k_tiles.
 template <class Mma, bool A_K, bool B_K, int BK, int MI, int NACC, class R>
 TT_DEVICE int mma_k_tiles(const R& ring, float (&acc)[MI][NACC], u32 a_off, int kb, int ke, int& s, u32& ph,
-                          int lane, u32 b_off = 0) {
+                          int lane, u32 b_off = 0, int kstep = 1) {
   // Descriptors are built once and advanced by adding address / 16 to their start field (all
   // shared addresses lie below 2^18, so the 14-bit field never carries): per wgmma only uniform
   // adds remain, where rebuilding each descriptor cost ~20 instructions per wgmma and, with
@@ -295,7 +297,7 @@ TT_DEVICE int mma_k_tiles(const R& ring, float (&acc)[MI][NACC], u32 a_off, int 
   const u64 da0 = A_K ? desc(ring.a(0) + a_off, 16, 1024) : desc(ring.a(0) + a_off, BK * 128, 1024);
   const u64 db0 = B_K ? desc(ring.b(0) + b_off, 16, 1024) : desc(ring.b(0) + b_off, BK * 128, 1024);
   int prev = -1;
-  for (int kt = kb; kt < ke; ++kt) {
+  for (int kt = kb; kt < ke; kt += kstep) {
     mbar_wait(ring.full(s), ph);
     const u64 da = da0 + (u64)((u32)s * (R::A_BYTES >> 4));
     const u64 db = db0 + (u64)((u32)s * (R::B_BYTES >> 4));
@@ -313,7 +315,7 @@ TT_DEVICE int mma_k_tiles(const R& ring, float (&acc)[MI][NACC], u32 a_off, int 
       if (lane == 0) ring.release(prev);
     }
     prev = s;
-    R::advance(s, ph);
+    for (int i = 0; i < kstep; ++i) R::advance(s, ph);
   }
   return prev;
 }

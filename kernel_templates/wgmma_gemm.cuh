@@ -32,6 +32,10 @@
 // Consumers splitting N (COOPN = 1, CONSUMERS = 2, cooperative): each owns all BM rows and half
 // of the BN columns (WN = BN / 2), so that a 64-row tile still has two warpgroups issuing wgmma;
 // the arrangement cuBLAS picks for 1000^3 (64 x 128 tiles, 2-CTA clusters).
+// Consumers splitting K (COOPK = 1, CONSUMERS = 2, cooperative, BM = 64): each computes the whole
+// 64 x BN tile over every other K tile (the stages alternate between them, each released by the
+// four warps of one consumer), then they exchange halves of their sums through shared memory and
+// each stores BN / 2 columns; the arrangement of cuBLAS's nvjet 64x128 2x1 kernel for 1000^3.
 // Consumers, ping-pong (PINGPONG = 1, CONSUMERS = 2): each consumer owns whole tiles (WM = BM),
 // the two take alternate tiles; a pair of named barriers makes them run their main loops in turn,
 // so one consumer's epilogue overlaps the other's main loop (and no mbarrier parity wait can run
@@ -109,7 +113,7 @@ TT_DEVICE void cp_async_stage(u32 dst, const T* src, long long ld, int rows, int
 
 template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
           int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER, int CLUSTER, int SPLITK = 1, int OCC = 1,
-          int COOPN = 0, int EPI = 0>
+          int COOPN = 0, int EPI = 0, int COOPK = 0>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
@@ -126,10 +130,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   static_assert(COOPN == 0 || (CONSUMERS == 2 && PINGPONG == 0 && SPLITK == 1 && BN >= 128),
                 "consumers split N: two cooperative consumers, no split-K, BN >= 128");
   static_assert(EPI == 0 || EPI == 1, "EPI: 0 stores from the threads, 1 TMA store");
+  static_assert(COOPK == 0 || (CONSUMERS == 2 && PINGPONG == 0 && COOPN == 0 && SPLITK == 1 && BM == 64 && BN >= 128),
+                "consumers split K: two cooperative consumers on a 64-row tile, no split-N or split-K, BN >= 128");
   constexpr bool PP = PINGPONG != 0;
   constexpr bool CN = COOPN != 0;
-  constexpr int WM = (PP || CN) ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
-  constexpr int WN = CN ? BN / 2 : BN;                  // columns per consumer warpgroup
+  constexpr bool CK = COOPK != 0;
+  constexpr int WM = (PP || CN || CK) ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
+  constexpr int WNM = CN ? BN / 2 : BN;                       // columns per consumer in the main loop
+  constexpr int WN = (CN || CK) ? BN / 2 : BN;                // columns per consumer in the epilogue
   constexpr int MI = WM / 64;         // m64 sub-tiles per consumer
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "BM / CONSUMERS must be 64 or 128");
   static_assert(BN % 64 == 0 && BN <= 256, "BN is 64, 128, 192 or 256");
@@ -150,11 +158,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr u32 CHUNK_BYTES = (u32)(WM * EN * CB);  // TMA store: one chunk, WM / RB boxes of EN lines
   static_assert(!EPI || (NB * CHUNK_BYTES <= STG_BYTES && STG_BYTES % 1024 == 0), "TMA store staging");
   constexpr bool BF = IsBf16<TA>::value;
-  typedef typename Pick<EB == 4, TtWgmmaTf32<WN>, TtWgmma<WN, BF, A_K ? 0 : 1, B_K ? 0 : 1>>::type Mma;
+  typedef typename Pick<EB == 4, TtWgmmaTf32<WNM>, TtWgmma<WNM, BF, A_K ? 0 : 1, B_K ? 0 : 1>>::type Mma;
 
   typedef Ring<STAGES, A_STAGE, B_STAGE, CLUSTER> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const RingT ring(smem_raw, CONSUMERS * STG_BYTES);
+  // Consumers splitting K: after the main loop each hands the other the half of its sums that
+  // the other stores, through XCH_BYTES (per consumer: 128 threads x BN / 4 floats).
+  constexpr u32 XCH_BYTES = CK ? (u32)BN * 256u : 0u;
+  const RingT ring(smem_raw, CONSUMERS * STG_BYTES + XCH_BYTES);
   const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
 
   const int M = p.g.m, N = p.g.n, K = p.g.k;
@@ -180,8 +191,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     }
   };
 
+  // The tensor maps' prefetch first: it overlaps the barrier set-up and the cluster's handshake.
+  if (LOADER == 0 && threadIdx.x == 0) {
+    prefetch_map(&p.map_a);
+    prefetch_map(&p.map_b);
+  }
   // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
-  if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, (PP ? 4 : CONSUMERS * 4) * CLUSTER);
+  if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CLUSTER);
   if (CLUSTER > 1) cluster_sync_after_init();  // the peer's barriers exist before any multicast or remote arrive
   else __syncthreads();
 
@@ -224,8 +240,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       fence_async_smem();
       for (int j = issued > LAG ? issued - LAG : 0; j < issued; ++j) mbar_arrive(bars + 8 * (j % STAGES));
     } else if (threadIdx.x == 0) {
-      prefetch_map(&p.map_a);
-      prefetch_map(&p.map_b);
       int s = 0;
       u32 ph = 0;
       for (int u = first; u < total; u += step) {
@@ -293,7 +307,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     const bool vec_ok = ((unsigned long long)p.g.c % 16 == 0) && (ldc % V == 0) &&
                         (p.g.batch == 1 || p.g.stride_c % V == 0);
 
-    float acc[MI][WN / 2];
+    float acc[MI][WNM / 2];
     int s = 0;
     u32 ph = 0;
     // Ping-pong: the consumers take turns, unit by unit; each skips the K steps of the other's
@@ -316,16 +330,66 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         TT_UNROLL
         for (int mi = 0; mi < MI; ++mi)
           TT_UNROLL
-          for (int i = 0; i < WN / 2; ++i) acc[mi][i] = 0.0f;
+          for (int i = 0; i < WNM / 2; ++i) acc[mi][i] = 0.0f;
       }
       // This consumer's rows of A: 64 rows or one 64-row box, the same bytes.
       // This consumer's columns of B: WN rows of a K-major stage, WN / 64 boxes of an MN-major one.
       const u32 b_off = CN ? (u32)cw * (B_K ? WN * 128 : WN / 64 * BK * 128) : 0u;
-      const int prev = mma_k_tiles<Mma, A_K, B_K, BK>(ring, acc, (PP || CN) ? 0 : cw * MI * 64 * 128, kb, ke, s, ph,
-                                                      lane, b_off);
+      int prev;
+      if (CK) {
+        // Consumers splitting K: consumer cw takes K tiles kb + cw, kb + cw + 2, ...; both then
+        // stand at the ring position after the tile's last K tile.
+        int s_end = s;
+        u32 ph_end = ph;
+        RingT::skip(s_end, ph_end, ke - kb);
+        if (kb + cw >= ke) {  // a single K tile: the second consumer sums nothing
+          TT_UNROLL
+          for (int i = 0; i < WNM / 2; ++i) acc[0][i] = 0.0f;
+        }
+        RingT::skip(s, ph, cw);
+        prev = mma_k_tiles<Mma, A_K, B_K, BK>(ring, acc, 0, kb + cw, ke, s, ph, lane, 0, 2);
+        s = s_end, ph = ph_end;
+      } else {
+        prev = mma_k_tiles<Mma, A_K, B_K, BK>(ring, acc, (PP || CN) ? 0 : cw * MI * 64 * 128, kb, ke, s, ph, lane,
+                                              b_off);
+      }
       if (PP && u + step < total) pingpong_pass(cw);
-      finish_k_tiles<(SPLITK > 1)>(ring, acc, prev, lane);
+      finish_k_tiles<(SPLITK > 1 || CK)>(ring, acc, prev, lane);
       if (PP) skip_unit(u + step);
+      if (CK) {
+        // Each consumer stores columns [cw BN / 2, (cw + 1) BN / 2): it gives the other the sums of
+        // the other's half (thread t's fragment matches thread t's of the other consumer) and adds
+        // the other's sums of its own half, which then moves to the front of acc for the epilogue.
+        constexpr int H = WNM / 4;  // floats of one half per thread
+        float* xch = ring.staging + CONSUMERS * (STG_BYTES / 4);
+        float4* mine = reinterpret_cast<float4*>(xch + cw * H * 128);
+        const float4* theirs = reinterpret_cast<const float4*>(xch + (cw ^ 1) * H * 128);
+        if (cw == 0) {
+          TT_UNROLL
+          for (int i = 0; i < H / 4; ++i)
+            mine[i * 128 + tid] = make_float4(acc[0][H + 4 * i], acc[0][H + 4 * i + 1], acc[0][H + 4 * i + 2], acc[0][H + 4 * i + 3]);
+        } else {
+          TT_UNROLL
+          for (int i = 0; i < H / 4; ++i)
+            mine[i * 128 + tid] = make_float4(acc[0][4 * i], acc[0][4 * i + 1], acc[0][4 * i + 2], acc[0][4 * i + 3]);
+        }
+        named_sync(5, 256);
+        if (cw == 0) {
+          TT_UNROLL
+          for (int i = 0; i < H / 4; ++i) {
+            const float4 x = theirs[i * 128 + tid];
+            acc[0][4 * i] += x.x, acc[0][4 * i + 1] += x.y, acc[0][4 * i + 2] += x.z, acc[0][4 * i + 3] += x.w;
+          }
+        } else {
+          TT_UNROLL
+          for (int i = 0; i < H / 4; ++i) {
+            const float4 x = theirs[i * 128 + tid];
+            acc[0][4 * i] = acc[0][H + 4 * i] + x.x, acc[0][4 * i + 1] = acc[0][H + 4 * i + 1] + x.y;
+            acc[0][4 * i + 2] = acc[0][H + 4 * i + 2] + x.z, acc[0][4 * i + 3] = acc[0][H + 4 * i + 3] + x.w;
+          }
+        }
+        named_sync(5, 256);  // both read before either writes the next tile's sums
+      }
 
       // ---------------------------------------------------------------- split-K
       // The threads that hold this tile's accumulators (one consumer with ping-pong, all of them
@@ -343,8 +407,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       }
 
       // ---------------------------------------------------------------- epilogue
-      const int m_base = mb * BM + ((PP || CN) ? 0 : cw * WM);
-      const int n_tile = nb * BN + (CN ? cw * WN : 0);
+      const int m_base = mb * BM + ((PP || CN || CK) ? 0 : cw * WM);
+      const int n_tile = nb * BN + ((CN || CK) ? cw * WN : 0);
       if (EPI && beta == 0.0f) {
         // TMA store: the chunk (alpha * accumulators, converted to C's type) goes into a staging
         // buffer in the layout of WM / RB boxes of RB rows x EN columns with the 128-byte swizzle,

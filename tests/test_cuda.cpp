@@ -107,6 +107,10 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
       jobs.emplace_back(s, p);
       s.params["EPI"] = 1;  // and with the TMA-store epilogue (16-bit and fp32 C)
       jobs.emplace_back(s, p);
+      s.params["COOPN"] = 0, s.params["COOPK"] = 1, s.params["STAGES"] = 6;  // consumers splitting K instead
+      const auto refused = t.violation(t.variables(s, p, dev));
+      ASSERT_FALSE(refused) << s.kernel_name() << ": " << *refused;
+      jobs.emplace_back(s, p);
     }
   for (const auto& [s, p] : jobs) {
     gpu::CompileResult r = compiler->compile(t.compile_request(s, p, dev));
@@ -221,8 +225,9 @@ TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
   EXPECT_EQ(v.at("OCC"), 1);
   EXPECT_EQ(v.at("COOPN"), 0);
   EXPECT_EQ(v.at("EPI"), 0);
-  // ..., CLUSTER 1, SPLITK 1, OCC 1, COOPN 0, EPI 0>
-  EXPECT_NE(t.name_expression(old, odd).find(", 1, 1, 1, 0, 0>"), std::string::npos) << t.name_expression(old, odd);
+  EXPECT_EQ(v.at("COOPK"), 0);
+  // ..., CLUSTER 1, SPLITK 1, OCC 1, COOPN 0, EPI 0, COOPK 0>
+  EXPECT_NE(t.name_expression(old, odd).find(", 1, 1, 1, 0, 0, 0>"), std::string::npos) << t.name_expression(old, odd);
   EXPECT_TRUE(t.launch_dims(v).persistent);
 
   Solution split = t.default_solution();
@@ -510,25 +515,28 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
   }
 }
 
-// The wgmma arrangements outside the default space, for the sanitizers too: 2-CTA clusters
+// The wgmma arrangements outside the default space, for the sanitizers too: clusters of 2 and 4
 // (B multicast, remote releases, the producer's tail wait instead of a closing cluster barrier)
-// and consumers splitting N, on both majors of B and an edge in every dimension, on a grid of two
+// and consumers splitting N or K, on both majors of B and an edge in every dimension, on a grid of two
 // clusters so that every CTA walks several tiles.
 TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
   if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
   const KernelTemplate& t = find_template("wgmma_gemm");
   // K of 13 and 14 K steps: the 4-stage ring wraps within a unit.
+  // K of one tile: the second of two consumers splitting K sums nothing.
   const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 200, 136, 832),
-                                             gemm(DataType::F16, DataType::F32, true, true, 264, 264, 840)};
-  struct Shape { int bm, bn, consumers, pingpong, cluster, coopn; };
-  const std::vector<Shape> shapes = {{64, 128, 2, 0, 2, 1}, {64, 128, 2, 0, 1, 1}, {128, 64, 2, 0, 2, 0},
-                                     {64, 128, 2, 1, 2, 0}, {64, 128, 2, 0, 4, 1}, {64, 64, 2, 1, 4, 0}};
+                                             gemm(DataType::F16, DataType::F32, true, true, 264, 264, 840),
+                                             gemm(DataType::BF16, DataType::F32, true, false, 264, 136, 64)};
+  struct Shape { int bm, bn, consumers, pingpong, cluster, coopn, coopk; };
+  const std::vector<Shape> shapes = {{64, 128, 2, 0, 2, 1, 0}, {64, 128, 2, 0, 1, 1, 0}, {128, 64, 2, 0, 2, 0, 0},
+                                     {64, 128, 2, 1, 2, 0, 0}, {64, 128, 2, 0, 4, 1, 0}, {64, 64, 2, 1, 4, 0, 0},
+                                     {64, 128, 2, 0, 2, 0, 1}, {64, 128, 2, 0, 1, 0, 1}};
   std::size_t checked = 0;
   for (const auto& p : problems)
     for (const auto& sh : shapes) {
       const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", sh.bm}, {"BN", sh.bn}, {"CONSUMERS", sh.consumers},
                                                       {"PINGPONG", sh.pingpong}, {"CLUSTER", sh.cluster},
-                                                      {"COOPN", sh.coopn}, {"STAGES", 4}});
+                                                      {"COOPN", sh.coopn}, {"COOPK", sh.coopk}, {"STAGES", 4}});
       if (!w.kernel) continue;
       const Solution& s = w.solution;
       const Variables& vars = w.vars;
@@ -565,19 +573,21 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTmaStore) {
                                              gemm(DataType::F16, DataType::F16, true, true, 264, 136, 840, 3),
                                              gemm(DataType::BF16, DataType::BF16, false, true, 600, 400, 512, 2, false),
                                              tf32};
-  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, cluster, coopn, splitk; };
+  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, cluster, coopn, splitk, coopk = 0; };
   const std::vector<Case> cases = {
       {0, 64, 128, 2, 0, 2, 1, 1}, {0, 128, 128, 2, 1, 1, 0, 1}, {0, 128, 128, 2, 0, 1, 0, 2},
       {1, 128, 128, 2, 1, 1, 0, 1}, {1, 128, 192, 2, 0, 2, 0, 1}, {1, 64, 128, 1, 0, 1, 0, 3},
       {2, 64, 128, 2, 0, 1, 1, 1}, {2, 128, 64, 2, 1, 2, 0, 1}, {3, 128, 128, 2, 1, 1, 0, 1},
       {3, 64, 128, 2, 0, 2, 1, 1}, {4, 128, 128, 2, 1, 1, 0, 1}, {4, 64, 64, 1, 0, 1, 0, 1},
-      {0, 64, 128, 2, 0, 4, 1, 1}, {3, 64, 128, 2, 0, 4, 1, 1}};
+      {0, 64, 128, 2, 0, 4, 1, 1}, {3, 64, 128, 2, 0, 4, 1, 1}, {0, 64, 128, 2, 0, 2, 0, 1, 1},
+      {2, 64, 128, 2, 0, 2, 0, 1, 1}, {4, 64, 128, 2, 0, 1, 0, 1, 1}};
   std::size_t checked = 0;
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];
     const WgmmaVariant w = wgmma_variant(
         *dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers}, {"PINGPONG", c.pingpong},
-                   {"CLUSTER", c.cluster}, {"COOPN", c.coopn}, {"SPLITK", c.splitk}, {"EPI", 1}, {"STAGES", 4},
+                   {"CLUSTER", c.cluster}, {"COOPN", c.coopn}, {"COOPK", c.coopk}, {"SPLITK", c.splitk}, {"EPI", 1},
+                   {"STAGES", 4},
                    {"BK", 128 / size_of(p.a_type)}});
     if (!w.kernel) continue;
     const Solution& s = w.solution;
