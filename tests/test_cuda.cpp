@@ -112,6 +112,18 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
       ASSERT_FALSE(refused) << s.kernel_name() << ": " << *refused;
       jobs.emplace_back(s, p);
     }
+  // 96-column tiles, where B is K-major: pairs and quads of CTAs, ping-pong, the TMA store.
+  for (const auto& p : problems) {
+    if (p.trans_b) continue;
+    for (int cluster : {2, 4}) {
+      Solution s = t.default_solution();
+      s.params["BN"] = 96, s.params["CLUSTER"] = cluster, s.params["PINGPONG"] = cluster == 2, s.params["EPI"] = 1;
+      s.params["BK"] = 128 / size_of(p.a_type);
+      const auto broken = t.violation(t.variables(s, p, dev));
+      ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
+      jobs.emplace_back(s, p);
+    }
+  }
   for (const auto& [s, p] : jobs) {
     gpu::CompileResult r = compiler->compile(t.compile_request(s, p, dev));
     EXPECT_TRUE(r.ok) << s.kernel_name() << "\n" << r.log;
@@ -477,7 +489,8 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
       {0, 128, 64, 2, 1, 1, 2, 1},  {0, 128, 64, 1, 0, 1, 3, 3},  {0, 64, 128, 2, 1, 1, 4, 3},
       {0, 128, 192, 2, 0, 1, 2, 3}, {0, 128, 128, 2, 0, 2, 2, 3}, {0, 128, 128, 2, 1, 1, 1, 0},
       {1, 128, 128, 2, 1, 1, 2, 3}, {1, 128, 64, 2, 0, 1, 3, 3},  {1, 64, 128, 1, 0, 1, 4, 2},
-      {1, 128, 128, 2, 0, 2, 2, 3}, {2, 128, 128, 2, 0, 2, 1, 3}, {2, 128, 256, 2, 0, 1, 1, 2}};
+      {1, 128, 128, 2, 0, 2, 2, 3}, {2, 128, 128, 2, 0, 2, 1, 3}, {2, 128, 256, 2, 0, 1, 1, 2},
+      {0, 128, 96, 2, 0, 2, 1, 2},  {0, 128, 96, 2, 1, 1, 2, 2}};
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];
     const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers},
@@ -580,7 +593,10 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTmaStore) {
       {2, 64, 128, 2, 0, 1, 1, 1}, {2, 128, 64, 2, 1, 2, 0, 1}, {3, 128, 128, 2, 1, 1, 0, 1},
       {3, 64, 128, 2, 0, 2, 1, 1}, {4, 128, 128, 2, 1, 1, 0, 1}, {4, 64, 64, 1, 0, 1, 0, 1},
       {0, 64, 128, 2, 0, 4, 1, 1}, {3, 64, 128, 2, 0, 4, 1, 1}, {0, 64, 128, 2, 0, 2, 0, 1, 1},
-      {2, 64, 128, 2, 0, 2, 0, 1, 1}, {4, 64, 128, 2, 0, 1, 0, 1, 1}};
+      {2, 64, 128, 2, 0, 2, 0, 1, 1}, {4, 64, 128, 2, 0, 1, 0, 1, 1},
+      // 96-column tiles (K-major B): pairs (48 rows of B each), ping-pong, quads with fp32 C, tf32.
+      {0, 128, 96, 2, 0, 2, 0, 1}, {0, 128, 96, 2, 1, 1, 0, 1}, {1, 128, 96, 2, 0, 4, 0, 1},
+      {4, 128, 96, 2, 1, 1, 0, 1}};
   std::size_t checked = 0;
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];
