@@ -20,10 +20,11 @@
 // Clusters (CLUSTER = 2 or 4, TMA loader only): CLUSTER CTAs on adjacent tile rows of the same tile
 // column share B. Each loads its own A and 1 / CLUSTER of B, multicast into every CTA's shared
 // memory; a stage may be refilled only when the consumers of every CTA released it, so every
-// release arrives on all the CTAs' "empty" barriers. The CTAs walk the same pair sequence in lockstep; a CTA whose tile
-// row lies past M loads zeros (TMA fills out-of-bounds boxes) and stores nothing. Meant to halve
-// B's traffic where operand loads limit the tile rate; measured on the H200 (d77f36f) it is valid
-// but 35-40% slower than single CTAs on every shape tried, so the default space leaves it out.
+// release arrives on all the CTAs' "empty" barriers. The CTAs walk the same unit sequence in
+// lockstep; a CTA whose tile row lies past M loads zeros (TMA fills out-of-bounds boxes) and
+// stores nothing. Cuts B's traffic where operand loads limit the tile rate: on the H200 pairs
+// win odd1000 and most large shapes, quads odd3000 (benchmarks/results, 2026-11-30); the
+// template's default space keeps single CTAs, the H200 configs sweep 1, 2 and 4.
 // Consumers, cooperative (PINGPONG = 0): each owns WM = BM / CONSUMERS rows of the tile (WM/64
 // wgmma m64 sub-tiles) and all BN columns; per K step, 4 wgmma.mma_async per sub-tile (one per 32
 // bytes of K: k16 for 16-bit inputs, k8 for tf32), one
