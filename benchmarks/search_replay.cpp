@@ -164,11 +164,11 @@ int main(int argc, char** argv) {
             cost_s += cost(cands[i], o.iterations);
           }
           std::sort(full.begin(), full.end());
-          for (std::size_t k = 0; k < full.size() && k < tuner::kHalvingFinal && full.size() > 1; ++k) {
+          for (std::size_t k = 0; k < full.size() && k < tuner::kFinalists && full.size() > 1; ++k) {
             full[k].first = cands[full[k].second].ms * (1 + o.noise * z(rng));
             cost_s += cost(cands[full[k].second], o.iterations);
           }
-          std::sort(full.begin(), full.begin() + std::min(full.size(), tuner::kHalvingFinal));
+          std::sort(full.begin(), full.begin() + std::min(full.size(), tuner::kFinalists));
           if (!full.empty() && good(cands[full[0].second])) ++hits;
           halv_s += cost_s;
           if (s == 0) halv_c = double(keep.size());

@@ -18,6 +18,7 @@
 #include "tuner/config.h"
 #include "tuner/device_list.h"
 #include "tuner/measure_slots.h"
+#include "tuner/search.h"
 #include "tuner/sweep.h"
 
 namespace fs = std::filesystem;
@@ -72,11 +73,23 @@ TEST_F(Devices, TwoWorkersMeasureEveryCandidateOnceAndARerunNothing) {
   tuner::SweepSummary s = sweep("exhaustive");
   ASSERT_EQ(s.candidates, 16u);
   EXPECT_EQ(s.benchmarked, 16u) << "each candidate measured exactly once";
-  EXPECT_EQ(s.remeasured, 0u);
+  EXPECT_EQ(s.remeasured, 2 * tuner::kFinalists) << "then each problem's finalists once more";
   ASSERT_EQ(s.per_device.size(), 2u);
   EXPECT_EQ(s.per_device[0].device, 0);
   EXPECT_EQ(s.per_device[1].device, 1);
-  EXPECT_EQ(s.per_device[0].measured + s.per_device[1].measured, 16u);
+  EXPECT_EQ(s.per_device[0].measured + s.per_device[1].measured, 16u + s.remeasured);
+  {
+    // The finalists of a problem were compared on one device.
+    db::Database d = db::Database::open((dir_ / "tuned.db").string(), db::Mode::ReadOnly);
+    for (const auto& p : d.problems()) {
+      std::set<std::int64_t> devices;
+      std::size_t finals = 0;
+      for (const auto& m : d.measurements(p.id))
+        if (m.reason == tuner::kFinalTimingReason) ++finals, devices.insert(m.device_id);
+      EXPECT_EQ(finals, tuner::kFinalists) << p.key;
+      EXPECT_EQ(devices.size(), 1u) << p.key;
+    }
+  }
   EXPECT_GT(s.per_device[0].measured, 0u) << "a shared queue: both workers take candidates";
   EXPECT_GT(s.per_device[1].measured, 0u) << "a shared queue: both workers take candidates";
   EXPECT_EQ(rows(), 16u);

@@ -383,21 +383,21 @@ TEST(HalvingRounds, PlannedFromWhatIsRecorded) {
   EXPECT_EQ(tuner::halving_round2(rows, 0), (std::vector<std::size_t>{2}));
   rows[2] = row(NAN, 2);
   EXPECT_TRUE(tuner::halving_round2(rows, 0).empty()) << "round two is done";
-  // Round three: the best few fully timed, minus those already re-timed.
-  EXPECT_EQ(tuner::halving_round3(rows), (std::vector<std::size_t>{1, 2}));
+  // The finals: the best few fully timed, minus those already re-timed.
+  EXPECT_EQ(tuner::finalists(rows), (std::vector<std::size_t>{1, 2}));
   rows[1].final = true;
-  EXPECT_EQ(tuner::halving_round3(rows), (std::vector<std::size_t>{2}));
+  EXPECT_EQ(tuner::finalists(rows), (std::vector<std::size_t>{2}));
   rows[2].final = true;
-  EXPECT_TRUE(tuner::halving_round3(rows).empty()) << "round three is done";
-  EXPECT_TRUE(tuner::halving_round3({row(NAN, 1)}).empty()) << "one contender is not re-timed";
+  EXPECT_TRUE(tuner::finalists(rows).empty()) << "the finals are done";
+  EXPECT_TRUE(tuner::finalists({row(NAN, 1)}).empty()) << "one contender is not re-timed";
   // A short-timed winner fully timed after the rounds: they were finished.
   std::vector<tuner::HalvingRow> promoted = {row(NAN, 2), row(NAN, 1)};
   promoted[1].promoted = true;
-  EXPECT_TRUE(tuner::halving_round3(promoted).empty());
+  EXPECT_TRUE(tuner::finalists(promoted).empty());
 }
 
 // A sweep stopped between halving's rounds: on the rerun, the short timings are not taken for
-// finished work; round two (and three) run for that problem, and nothing else is measured.
+// finished work; round two and the finals run for that problem, and nothing else is measured.
 TEST_F(Search, HalvingStoppedAfterTheShortRoundFinishesItsRoundsOnRerun) {
   const std::size_t space = space_per_problem();
   tuner::SearchOptions s;
@@ -423,8 +423,8 @@ TEST_F(Search, HalvingStoppedAfterTheShortRoundFinishesItsRoundsOnRerun) {
   SweepRun again = sweep(s, "stopped");
   EXPECT_EQ(again.summary.benchmarked, 0u) << "round one is not redone";
   EXPECT_EQ(again.summary.fully_timed, keep) << "round two runs for the stopped problem only";
-  EXPECT_EQ(again.summary.remeasured, keep + std::min(keep, tuner::kHalvingFinal) + again.summary.promoted)
-      << "rounds two and three";
+  EXPECT_EQ(again.summary.remeasured, keep + std::min(keep, tuner::kFinalists) + again.summary.promoted)
+      << "round two and the finals";
   for (const auto& [key, ms] : rows(again.db)) {
     std::size_t full = 0;
     for (const auto& [k, m] : ms) full += m.status == "ok" && m.reason != tuner::kShortTimingReason;

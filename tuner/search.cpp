@@ -101,11 +101,11 @@ std::vector<std::size_t> halving_round2(const std::vector<HalvingRow>& rows, std
   return out;
 }
 
-std::vector<std::size_t> halving_round3(const std::vector<HalvingRow>& rows) {
+std::vector<std::size_t> finalists(const std::vector<HalvingRow>& rows) {
   std::vector<std::size_t> full = fastest(
       rows, [](const HalvingRow& r) { return timed(r.full_ms); }, [](const HalvingRow& r) { return r.full_ms; });
   if (full.size() < 2 || std::any_of(rows.begin(), rows.end(), [](const HalvingRow& r) { return r.promoted; })) return {};
-  std::size_t want = std::min(kHalvingFinal, full.size()), done = 0;
+  std::size_t want = std::min(kFinalists, full.size()), done = 0;
   for (std::size_t i : full) done += rows[i].final;
   std::vector<std::size_t> out;
   for (std::size_t i : full)

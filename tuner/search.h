@@ -7,9 +7,12 @@
 //   model       every candidate ranked by an analytical estimate of its time (tuner/model.h), the
 //               best `budget` benchmarked, best first. Templates without a "model" section rank
 //               last (in enumeration order).
-//   halving     successive halving: every candidate gets a short timing (short_benchmark), the
-//               best third of them (at most `budget`) a full timing, and the best few of those
-//               (kHalvingFinal) are timed fully once more; see sweep.cpp for what is recorded.
+//   halving     successive halving: every candidate gets a short timing (short_benchmark) and
+//               the best third of them (at most `budget`) a full timing.
+//
+// Whatever the strategy, the problem's fastest fully timed candidates (kFinalists) are then timed
+// once more, one after another on one device, and the later timing is recorded: the winner is not
+// the luck of one timing, and the finalists are compared on the same GPU (see sweep.cpp).
 //
 // `budget_seconds` (> 0) stops a problem's measuring once that much wall time has gone into it
 // (checked before each candidate; at least one candidate of each problem is always measured).
@@ -52,8 +55,9 @@ struct SearchCandidate {
 std::vector<std::size_t> select_candidates(const SearchOptions& o, const std::vector<SearchCandidate>& cands,
                                            const Problem& p, const gpu::DeviceInfo& dev);
 
+// Finalists of every strategy: timed fully twice, at the end of the problem's measuring.
+inline constexpr std::size_t kFinalists = 3;
 // Successive halving.
-inline constexpr std::size_t kHalvingFinal = 3;  // contenders timed fully twice at the end
 // The short first round: warmup 1, 2 iterations, target_ms / 8 (at most max_iterations / 4 + 2).
 BenchmarkOptions short_benchmark(const BenchmarkOptions& full);
 // The contenders after the short round: positions in `short_ms` (NaN = failed, never kept) of the
@@ -61,9 +65,11 @@ BenchmarkOptions short_benchmark(const BenchmarkOptions& full);
 std::vector<std::size_t> halving_contenders(const std::vector<double>& short_ms, std::size_t budget);
 // The `reason` of an 'ok' measurement that had only the short round (a loser of round one).
 inline constexpr const char* kShortTimingReason = "halving: short timing only";
-// The `reason` of an 'ok' measurement re-timed in round three: a resumed sweep can tell that
-// round three is done without timing anything again.
-inline constexpr const char* kFinalTimingReason = "halving: timed fully twice";
+// The `reason` of an 'ok' measurement re-timed as a finalist: a resumed sweep can tell that the
+// finals are done without timing anything again. kFinalTimingReasonV1: the same, as databases
+// written before every strategy had finals (halving's round three) say it.
+inline constexpr const char* kFinalTimingReason = "finalist: timed fully twice";
+inline constexpr const char* kFinalTimingReasonV1 = "halving: timed fully twice";
 // The `reason` of an 'ok' measurement fully timed after the rounds because its short timing had
 // become the winner: promotions come last, so one says the rounds are done.
 inline constexpr const char* kPromotedReason = "halving: fully timed as the winner";
@@ -74,15 +80,15 @@ struct HalvingRow {
   bool measured = false;  // it has a row (round one done, whatever its status)
   double short_ms = NAN;  // 'ok' with a short timing only
   double full_ms = NAN;   // 'ok' with a full timing
-  bool final = false;     // re-timed in round three
+  bool final = false;     // re-timed as a finalist
   bool promoted = false;  // fully timed after the rounds (kPromotedReason)
 };
 // Round two: the short-timed candidates to time fully, best first, so that ceil(n_ok / 3) (at
 // most `budget`, at least one) are fully timed, counting those already fully timed.
 std::vector<std::size_t> halving_round2(const std::vector<HalvingRow>& rows, std::size_t budget);
-// Round three: the fully timed candidates to time once more, best first, so that the best
-// kHalvingFinal of them (when there are two or more) have been, counting those already re-timed;
+// The finals: the fully timed candidates to time once more, best first, so that the best
+// kFinalists of them (when there are two or more) have been, counting those already re-timed;
 // none once a promotion is recorded.
-std::vector<std::size_t> halving_round3(const std::vector<HalvingRow>& rows);
+std::vector<std::size_t> finalists(const std::vector<HalvingRow>& rows);
 
 }  // namespace tiletune::tuner

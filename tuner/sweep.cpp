@@ -64,7 +64,8 @@ HalvingRow halving_row(const db::MeasurementRecord& m) {
   r.measured = true;
   if (m.status == "ok") {
     if (m.reason == kShortTimingReason) r.short_ms = m.median_ms;
-    else r.full_ms = m.median_ms, r.final = m.reason == kFinalTimingReason, r.promoted = m.reason == kPromotedReason;
+    else r.full_ms = m.median_ms, r.promoted = m.reason == kPromotedReason,
+      r.final = m.reason == kFinalTimingReason || m.reason == kFinalTimingReasonV1;
   }
   return r;
 }
@@ -211,7 +212,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     if (halving) {
       std::size_t keep = (ws.size() + 2) / 3;
       if (config.search.budget) keep = std::min(keep, config.search.budget);
-      if (keep > full) planned += keep - full + std::min(keep, kHalvingFinal);
+      if (keep > full) planned += keep - full;
     }
   }
 
@@ -379,6 +380,37 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     }
     return ok;
   };
+  // The finals of problem `pi`, every strategy: its fastest fully timed candidates of this config
+  // (kFinalists, from what the database holds, so that a resumed sweep counts those measured
+  // before) timed once more one after another on the first slot's device, the later timing
+  // recorded; a winner is then not the luck of one timing, and the finalists were compared on
+  // the same GPU. Not past a seconds budget; a finalist whose code object is gone is left as is.
+  auto final_round = [&](std::size_t pi) {
+    std::vector<HalvingRow> rows;
+    std::vector<std::size_t> at;  // position in selected[pi]
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (std::size_t i = 0; i < selected[pi].size(); ++i)
+        if (auto m = db.find_measurement(problem_ids[pi], selected[pi][i].first, info.arch)) {
+          rows.push_back(halving_row(*m));
+          at.push_back(i);
+        }
+    }
+    std::size_t started_in_round = 0;
+    for (std::size_t k : finalists(rows)) {
+      if (!in_budget(pi, started_in_round, false) || problem_unprepared(pi)) break;
+      const auto& [sid, c] = selected[pi][at[k]];
+      gpu::CompileRequest req = c->tmpl->compile_request(c->solution, config.problems[pi], info);
+      Work w{c, sid, compile_cache_key(c->tmpl->source_hash(), req, compiler_version), rows[k]};
+      compile.wait(w.cache_key);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        auto code = db.find_code_object(w.cache_key);
+        if (!code || !code->ok) continue;
+      }
+      measure_one(slots[0], pi, w, config.benchmark, Timing::Final, false);
+    }
+  };
   if (!halving) {
     // One batch over every problem's fresh candidates: the slots spread over the problems (see
     // SlotRunner) instead of all waiting for the slowest one at the end of each problem, and a
@@ -405,8 +437,12 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         },
         [&](MeasureSlot& slot, std::size_t t) {
           const auto [pi, i] = tasks[t];
-          if (i == kVendor) compare_vendor(slot, pi);
-          else measure_one(slot, pi, work[pi][i], config.benchmark, Timing::First, true);
+          if (i == kVendor) {
+            compare_vendor(slot, pi);
+          } else if (auto m = measure_one(slot, pi, work[pi][i], config.benchmark, Timing::First, true)) {
+            std::lock_guard<std::mutex> lock(mu);
+            work[pi][i].row = halving_row(*m);
+          }
         },
         [&](std::size_t t) { return tasks[t].first; },
         // While the compiler is behind, a slot takes up to kProblemsKept - 1 problems at once, so
@@ -452,9 +488,8 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     if (halving) {
       // Round 1: a short timing for every candidate not yet measured, recorded as 'ok' with
       // kShortTimingReason. Round 2: the best third (at most the budget) fully timed, counting
-      // those a stopped sweep already timed fully; the row is replaced. Round 3: the best few
-      // timed fully once more, the later measurement recorded. Each round waits for the one
-      // before it: which candidates go on depends on all of its timings.
+      // those a stopped sweep already timed fully; the row is replaced. Each round waits for the
+      // one before it: which candidates go on depends on all of its timings.
       sum.over_budget += round(fresh, short_benchmark(config.benchmark), Timing::Short, false);
       auto rows = [&] {
         std::vector<HalvingRow> r;
@@ -462,8 +497,8 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         return r;
       };
       if (!problem_unprepared(pi)) round(halving_round2(rows(), config.search.budget), config.benchmark, Timing::Again, true);
-      if (!problem_unprepared(pi)) round(halving_round3(rows()), config.benchmark, Timing::Final, false);
     }
+    if (!problem_unprepared(pi)) final_round(pi);
     if (problem_unprepared(pi)) {
       sum.unprepared.push_back(problem.key() + ": " + unprepared[pi]);
       progress.message("skipping " + problem.key() + ": " + unprepared[pi] +
