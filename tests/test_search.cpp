@@ -319,7 +319,41 @@ TEST_F(Search, EveryStrategyFindsAWinner) {
     for (const auto& [key, ms] : all) {
       if (strategy == "random") EXPECT_EQ(ms.size(), 3u) << key;
       else EXPECT_EQ(ms.size(), space) << key;
+      // Every strategy ends with the finals: the fastest few fully timed once more.
+      std::size_t finals = 0;
+      for (const auto& [k, m] : ms) finals += m.reason == tuner::kFinalTimingReason;
+      EXPECT_EQ(finals, tuner::kFinalists) << key;
     }
+    EXPECT_GE(r.summary.remeasured, 2 * tuner::kFinalists);
+    SweepRun again = sweep(s, strategy);
+    EXPECT_EQ(again.summary.benchmarked + again.summary.remeasured, 0u) << "a rerun finds the finals done";
+  }
+}
+
+// A sweep stopped before a problem's finals (here: their rows as plain first timings again) does
+// them on the rerun, from every timing the database holds, and measures nothing else.
+TEST_F(Search, FinalsMissedByAStoppedSweepRunOnRerun) {
+  tuner::SearchOptions s;
+  s.strategy = "exhaustive";
+  SweepRun r = sweep(s, "finals");
+  ASSERT_EQ(r.summary.remeasured, 2 * tuner::kFinalists);
+  {
+    db::Database d = db::Database::open(r.db, db::Mode::ReadWrite);
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(d.native_handle(), "UPDATE measurements SET reason = '' WHERE reason = ?1", -1, &st,
+                                 nullptr),
+              SQLITE_OK);
+    sqlite3_bind_text(st, 1, tuner::kFinalTimingReason, -1, SQLITE_STATIC);
+    EXPECT_EQ(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+  }
+  SweepRun again = sweep(s, "finals");
+  EXPECT_EQ(again.summary.benchmarked, 0u);
+  EXPECT_EQ(again.summary.remeasured, 2 * tuner::kFinalists);
+  for (const auto& [key, ms] : rows(again.db)) {
+    std::size_t finals = 0;
+    for (const auto& [k, m] : ms) finals += m.reason == tuner::kFinalTimingReason;
+    EXPECT_EQ(finals, tuner::kFinalists) << key;
   }
 }
 

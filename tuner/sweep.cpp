@@ -382,10 +382,10 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   };
   // The finals of problem `pi`, every strategy: its fastest fully timed candidates of this config
   // (kFinalists, from what the database holds, so that a resumed sweep counts those measured
-  // before) timed once more one after another on the first slot's device, the later timing
-  // recorded; a winner is then not the luck of one timing, and the finalists were compared on
-  // the same GPU. Not past a seconds budget; a finalist whose code object is gone is left as is.
-  auto final_round = [&](std::size_t pi) {
+  // before) timed once more one after another on `slot`'s device, the later timing recorded; a
+  // winner is then not the luck of one timing, and the finalists were compared on the same GPU.
+  // Not past a seconds budget; a finalist whose code object is gone is left as is.
+  auto final_round = [&](MeasureSlot& slot, std::size_t pi) {
     std::vector<HalvingRow> rows;
     std::vector<std::size_t> at;  // position in selected[pi]
     {
@@ -408,20 +408,22 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         auto code = db.find_code_object(w.cache_key);
         if (!code || !code->ok) continue;
       }
-      measure_one(slots[0], pi, w, config.benchmark, Timing::Final, false);
+      measure_one(slot, pi, w, config.benchmark, Timing::Final, false);
     }
   };
   if (!halving) {
     // One batch over every problem's fresh candidates: the slots spread over the problems (see
     // SlotRunner) instead of all waiting for the slowest one at the end of each problem, and a
     // worker prepares the data of only the problems it measures.
-    // The vendor comparison is its problem's last task, so that it runs where the data is.
-    constexpr std::size_t kVendor = std::size_t(-1);
-    std::vector<std::pair<std::size_t, std::size_t>> tasks;  // (problem, work item or kVendor)
+    // Each problem's last task is its finals and the vendor comparison, so that they run where
+    // the data is while other devices go on with other problems (a candidate of the problem still
+    // being measured elsewhere competes with its first timing).
+    constexpr std::size_t kFinish = std::size_t(-1);
+    std::vector<std::pair<std::size_t, std::size_t>> tasks;  // (problem, work item or kFinish)
     for (std::size_t pi = 0; pi < work.size(); ++pi) {
       for (std::size_t i = 0; i < work[pi].size(); ++i)
         if (!work[pi][i].row.measured) tasks.emplace_back(pi, i);
-      if (options.compare_vendor) tasks.emplace_back(pi, kVendor);
+      tasks.emplace_back(pi, kFinish);
     }
     std::vector<std::size_t> started(config.problems.size(), 0);
     std::size_t skipped = 0;
@@ -430,15 +432,16 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         [&](std::size_t t) {
           const std::size_t pi = tasks[t].first;
           if (problem_unprepared(pi)) return false;  // not over budget: skipped as a whole
-          if (tasks[t].second == kVendor) return true;
+          if (tasks[t].second == kFinish) return true;
           const bool ok = in_budget(pi, started[pi], false);
           skipped += !ok;
           return ok;
         },
         [&](MeasureSlot& slot, std::size_t t) {
           const auto [pi, i] = tasks[t];
-          if (i == kVendor) {
-            compare_vendor(slot, pi);
+          if (i == kFinish) {
+            final_round(slot, pi);
+            if (options.compare_vendor) compare_vendor(slot, pi);
           } else if (auto m = measure_one(slot, pi, work[pi][i], config.benchmark, Timing::First, true)) {
             std::lock_guard<std::mutex> lock(mu);
             work[pi][i].row = halving_row(*m);
@@ -449,7 +452,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         // that each new code object gives it a candidate of each (its worker keeps their data).
         // Not with a seconds budget: a problem's seconds run from its first candidate on, also
         // while its slot is busy with the others.
-        [&](std::size_t t) { return tasks[t].second == kVendor || compile.ready(work[tasks[t].first][tasks[t].second].cache_key); },
+        [&](std::size_t t) { return tasks[t].second == kFinish || compile.ready(work[tasks[t].first][tasks[t].second].cache_key); },
         config.search.budget_seconds > 0 ? 1 : kProblemsKept - 1);
     sum.over_budget += skipped;
   }
@@ -498,7 +501,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       };
       if (!problem_unprepared(pi)) round(halving_round2(rows(), config.search.budget), config.benchmark, Timing::Again, true);
     }
-    if (!problem_unprepared(pi)) final_round(pi);
+    if (halving && !problem_unprepared(pi)) final_round(slots[0], pi);
     if (problem_unprepared(pi)) {
       sum.unprepared.push_back(problem.key() + ": " + unprepared[pi]);
       progress.message("skipping " + problem.key() + ": " + unprepared[pi] +
