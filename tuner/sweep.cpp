@@ -553,9 +553,9 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
                     "%zu benchmarked, %zu failed\n",
                s.total, s.pruned, s.already_done, s.compiled, s.compile_cached, s.compile_failed, s.benchmarked,
                s.invalid + s.launch_failed + s.crashed + s.timed_out);
-  if (s.not_selected || s.over_budget || s.short_timed || s.fully_timed)
+  if (s.not_selected || s.over_budget || s.short_timed || s.fully_timed || s.remeasured)
     std::fprintf(out, "search: %zu not selected, %zu left over the seconds budget, %zu with a short timing only, "
-                      "%zu fully timed as contenders (+%zu short-timed winners promoted), %zu full re-measurements\n",
+                      "%zu fully timed as contenders (+%zu short-timed winners promoted), %zu full re-measurements (finals, promotions)\n",
                  s.not_selected, s.over_budget, s.short_timed, s.fully_timed, s.promoted, s.remeasured);
   std::fprintf(out, "failed by reason: %zu invalid, %zu failed to launch, %zu crashed, %zu timed out\n", s.invalid,
                s.launch_failed, s.crashed, s.timed_out);
