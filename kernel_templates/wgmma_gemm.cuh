@@ -131,8 +131,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   static_assert(COOPN == 0 || (CONSUMERS == 2 && PINGPONG == 0 && SPLITK == 1 && BN >= 128),
                 "consumers split N: two cooperative consumers, no split-K, BN >= 128");
   static_assert(EPI == 0 || EPI == 1, "EPI: 0 stores from the threads, 1 TMA store");
-  static_assert(COOPK == 0 || (CONSUMERS == 2 && PINGPONG == 0 && COOPN == 0 && SPLITK == 1 && BM == 64 && BN >= 128),
-                "consumers split K: two cooperative consumers on a 64-row tile, no split-N or split-K, BN >= 128");
+  // Consumers splitting K: with an even ring, the position a consumer waits on and the one
+  // STAGES before it are its own (an odd ring gives the latter to the other consumer, whose fill
+  // may land later: the parity wait would pass a phase early); the cp.async loader signals a
+  // stage only after it refilled STAGES - 2 ahead, which a consumer that skips every other stage
+  // never releases (deadlock).
+  static_assert(COOPK == 0 || (CONSUMERS == 2 && PINGPONG == 0 && COOPN == 0 && SPLITK == 1 && BM == 64 && BN >= 128 &&
+                               STAGES % 2 == 0 && LOADER == 0),
+                "consumers split K: two cooperative TMA-fed consumers on a 64-row tile, an even ring, no split-N or "
+                "split-K, BN >= 128");
   constexpr bool PP = PINGPONG != 0;
   constexpr bool CN = COOPN != 0;
   constexpr bool CK = COOPK != 0;
@@ -200,6 +207,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     prefetch_map(&p.map_a);
     prefetch_map(&p.map_b);
   }
+  if (EPI && threadIdx.x == 128) prefetch_map(&p.map_c);  // the first consumer's thread that stores
   // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
   if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CLUSTER);
   if (CLUSTER > 1) cluster_sync_after_init();  // the peer's barriers exist before any multicast or remote arrive

@@ -2,17 +2,22 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "gpu/backend.h"
 #include "solutions/conv_problem.h"
 #include "solutions/problem.h"
 #include "tuner/config.h"
+#include "db/records.h"
 #include "tuner/output_check.h"
+#include "tuner/search.h"
 #include "tuner/sweep.h"
 
 namespace tiletune::testing {
@@ -110,6 +115,20 @@ inline gpu::DeviceInfo fake_device(gpu::BackendKind backend) {
       break;
   }
   return d;
+}
+
+// The finals' invariant for one problem's measurements (any key): its fastest fully timed
+// candidates (kFinalists of them) were all timed twice, the later timing recorded.
+template <class Rows>
+void expect_finals(const Rows& ms, const std::string& key) {
+  std::vector<const db::MeasurementRow*> full;
+  for (const auto& entry : ms) {
+    const db::MeasurementRow& m = entry.second;
+    if (m.status == "ok" && m.reason != tuner::kShortTimingReason) full.push_back(&m);
+  }
+  std::sort(full.begin(), full.end(), [](auto* a, auto* b) { return a->median_ms < b->median_ms; });
+  for (std::size_t n = 0; n < std::min(tuner::kFinalists, full.size()); ++n)
+    EXPECT_EQ(full[n]->reason, tuner::kFinalTimingReason) << key << ": #" << n + 1 << " " << full[n]->kernel_name;
 }
 
 // A sweep of `config_json` on the first CUDA device into `db`, for the GPU tests that then

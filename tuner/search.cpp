@@ -105,11 +105,11 @@ std::vector<std::size_t> finalists(const std::vector<HalvingRow>& rows) {
   std::vector<std::size_t> full = fastest(
       rows, [](const HalvingRow& r) { return timed(r.full_ms); }, [](const HalvingRow& r) { return r.full_ms; });
   if (full.size() < 2 || std::any_of(rows.begin(), rows.end(), [](const HalvingRow& r) { return r.promoted; })) return {};
-  std::size_t want = std::min(kFinalists, full.size()), done = 0;
-  for (std::size_t i : full) done += rows[i].final;
+  // The current top few, whatever was re-timed before: a candidate that a resumed sweep (or a
+  // longer config) added ahead of earlier finalists gets its second timing too.
   std::vector<std::size_t> out;
-  for (std::size_t i : full)
-    if (!rows[i].final && done + out.size() < want) out.push_back(i);
+  for (std::size_t n = 0; n < std::min(kFinalists, full.size()); ++n)
+    if (!rows[full[n]].final) out.push_back(full[n]);
   return out;
 }
 

@@ -86,9 +86,8 @@ struct HalvingRow {
 // Round two: the short-timed candidates to time fully, best first, so that ceil(n_ok / 3) (at
 // most `budget`, at least one) are fully timed, counting those already fully timed.
 std::vector<std::size_t> halving_round2(const std::vector<HalvingRow>& rows, std::size_t budget);
-// The finals: the fully timed candidates to time once more, best first, so that the best
-// kFinalists of them (when there are two or more) have been, counting those already re-timed;
-// none once a promotion is recorded.
+// The finals: those of the kFinalists fastest fully timed candidates (when there are two or
+// more) not yet re-timed, best first; none once a promotion is recorded.
 std::vector<std::size_t> finalists(const std::vector<HalvingRow>& rows);
 
 }  // namespace tiletune::tuner

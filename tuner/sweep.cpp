@@ -1,14 +1,16 @@
 #include "tuner/sweep.h"
 
 #include <algorithm>
-#include <tuple>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 #include <unordered_set>
 
 #include "common/error.h"
@@ -368,7 +370,8 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   SlotRunner runner(slots);
   // Per problem: how many candidates were handed out. Whether its seconds budget (counted from
   // first_start) allows another one (always while nothing measures yet; with `first_of_round`,
-  // the first of each round too). Asked under the runner's lock.
+  // the first of each round too). Asked under the runner's lock, or by a problem's finals when
+  // none of its tasks can be admitted any more.
   std::vector<std::size_t> started_here(config.problems.size(), 0);
   auto in_budget = [&](std::size_t pi, std::size_t& started_in_round, bool first_of_round) {
     const long long t0 = first_start[pi].load();
@@ -384,31 +387,54 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   // (kFinalists, from what the database holds, so that a resumed sweep counts those measured
   // before) timed once more one after another on `slot`'s device, the later timing recorded; a
   // winner is then not the luck of one timing, and the finalists were compared on the same GPU.
-  // Not past a seconds budget; a finalist whose code object is gone is left as is.
+  // The batch's finish task first waits for the problem's candidates still timed on other slots
+  // (handed out before it, they finish on their own). Not past a seconds budget; a finalist whose
+  // code object is gone is left as is.
+  std::vector<std::size_t> batch_left(config.problems.size(), 0);  // a problem's candidate tasks not yet finished
+  std::mutex batch_mu;
+  std::condition_variable batch_cv;
+  auto candidate_done = [&](std::size_t pi) {
+    std::lock_guard<std::mutex> lock(batch_mu);
+    --batch_left[pi];
+    batch_cv.notify_all();
+  };
   auto final_round = [&](MeasureSlot& slot, std::size_t pi) {
-    std::vector<HalvingRow> rows;
-    std::vector<std::size_t> at;  // position in selected[pi]
     {
-      std::lock_guard<std::mutex> lock(mu);
-      for (std::size_t i = 0; i < selected[pi].size(); ++i)
-        if (auto m = db.find_measurement(problem_ids[pi], selected[pi][i].first, info.arch)) {
-          rows.push_back(halving_row(*m));
-          at.push_back(i);
-        }
+      std::unique_lock<std::mutex> lock(batch_mu);
+      batch_cv.wait(lock, [&] { return batch_left[pi] == 0; });
     }
+    // Until the fastest few are all re-timed: a re-timing may drop a finalist behind the next
+    // candidate, which then gets its second timing too (each candidate at most once), so that a
+    // rerun finds the finals done.
     std::size_t started_in_round = 0;
-    for (std::size_t k : finalists(rows)) {
-      if (!in_budget(pi, started_in_round, false) || problem_unprepared(pi)) break;
-      const auto& [sid, c] = selected[pi][at[k]];
-      gpu::CompileRequest req = c->tmpl->compile_request(c->solution, config.problems[pi], info);
-      Work w{c, sid, compile_cache_key(c->tmpl->source_hash(), req, compiler_version), rows[k]};
-      compile.wait(w.cache_key);
+    for (bool more = true; more;) {
+      more = false;
+      std::vector<HalvingRow> rows;
+      std::vector<std::size_t> at;  // position in selected[pi]
       {
         std::lock_guard<std::mutex> lock(mu);
-        auto code = db.find_code_object(w.cache_key);
-        if (!code || !code->ok) continue;
+        for (std::size_t i = 0; i < selected[pi].size(); ++i)
+          if (auto m = db.find_measurement(problem_ids[pi], selected[pi][i].first, info.arch)) {
+            rows.push_back(halving_row(*m));
+            at.push_back(i);
+          }
       }
-      measure_one(slot, pi, w, config.benchmark, Timing::Final, false);
+      for (std::size_t k : finalists(rows)) {
+        const auto& [sid, c] = selected[pi][at[k]];
+        gpu::CompileRequest req = c->tmpl->compile_request(c->solution, config.problems[pi], info);
+        Work w{c, sid, compile_cache_key(c->tmpl->source_hash(), req, compiler_version), rows[k]};
+        compile.wait(w.cache_key);
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          auto code = db.find_code_object(w.cache_key);
+          if (!code || !code->ok) continue;
+        }
+        // No task of this problem is admitted any more (this one came last), so in_budget's
+        // counters for it are this thread's alone.
+        if (problem_unprepared(pi) || !in_budget(pi, started_in_round, false)) return;
+        auto m = measure_one(slot, pi, w, config.benchmark, Timing::Final, false);
+        more = more || (m && m->status == "ok");
+      }
     }
   };
   if (!halving) {
@@ -422,7 +448,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     std::vector<std::pair<std::size_t, std::size_t>> tasks;  // (problem, work item or kFinish)
     for (std::size_t pi = 0; pi < work.size(); ++pi) {
       for (std::size_t i = 0; i < work[pi].size(); ++i)
-        if (!work[pi][i].row.measured) tasks.emplace_back(pi, i);
+        if (!work[pi][i].row.measured) tasks.emplace_back(pi, i), ++batch_left[pi];
       tasks.emplace_back(pi, kFinish);
     }
     std::vector<std::size_t> started(config.problems.size(), 0);
@@ -430,11 +456,14 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     runner.run(
         tasks.size(),
         [&](std::size_t t) {
-          const std::size_t pi = tasks[t].first;
-          if (problem_unprepared(pi)) return false;  // not over budget: skipped as a whole
-          if (tasks[t].second == kFinish) return true;
-          const bool ok = in_budget(pi, started[pi], false);
-          skipped += !ok;
+          const auto [pi, i] = tasks[t];
+          if (i == kFinish) return !problem_unprepared(pi);
+          bool ok = !problem_unprepared(pi);  // not over budget: skipped as a whole
+          if (ok) {
+            ok = in_budget(pi, started[pi], false);
+            skipped += !ok;
+          }
+          if (!ok) candidate_done(pi);  // a task not run is one the finals need not wait for
           return ok;
         },
         [&](MeasureSlot& slot, std::size_t t) {
@@ -442,7 +471,13 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
           if (i == kFinish) {
             final_round(slot, pi);
             if (options.compare_vendor) compare_vendor(slot, pi);
-          } else if (auto m = measure_one(slot, pi, work[pi][i], config.benchmark, Timing::First, true)) {
+            return;
+          }
+          struct Done {  // also when the measurement throws: the finals must not wait forever
+            std::function<void()> f;
+            ~Done() { f(); }
+          } done{[&, pi = pi] { candidate_done(pi); }};
+          if (auto m = measure_one(slot, pi, work[pi][i], config.benchmark, Timing::First, true)) {
             std::lock_guard<std::mutex> lock(mu);
             work[pi][i].row = halving_row(*m);
           }

@@ -76,9 +76,10 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   const int eb = size_of(a_type);
   const int line = 128 / eb;  // elements per 128-byte swizzle atom
   // The kernel's shared layouts assume BK and MN-major boxes of one 128-byte swizzle atom.
+  if (cluster != 1 && cluster != 2 && cluster != 4) throw Error("wgmma_gemm: clusters of 1, 2 or 4 CTAs only");
   // B's tile rows: whole 64-column boxes when it is MN-major; K-major, whole 8-row swizzle
   // atoms for each CTA's share (BN 96 in pairs: 48 rows each).
-  const bool bn_ok = trans_b ? bn % 64 == 0 : bn % 8 == 0 && cluster > 0 && (bn / cluster) % 8 == 0;
+  const bool bn_ok = trans_b ? bn % 64 == 0 : bn % 8 == 0 && (bn / cluster) % 8 == 0;
   if (bk != line || bm % 64 != 0 || !bn_ok || bm > 256 || bn > 256)
     throw Error("wgmma_gemm: unsupported tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
                 std::to_string(bk));
@@ -94,7 +95,6 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
                    line, bk, l2);
   // B: op(B) is K x N. Stored K x N (K-major, !trans_b) or N x K (MN-major).
   // In a cluster each CTA loads (and multicasts) its share of B: 1 / cluster of a K-major tile's rows.
-  if (cluster != 1 && cluster != 2 && cluster != 4) throw Error("wgmma_gemm: clusters of 1, 2 or 4 CTAs only");
   if (!trans_b)
     encode_operand(encode, &args.map_b, "wgmma_gemm operand B", dt, eb, p.b, p.k, p.n, p.ldb, p.stride_b, p.batch, bk,
                    bn / cluster, l2);
