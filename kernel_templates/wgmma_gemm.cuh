@@ -207,7 +207,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     prefetch_map(&p.map_a);
     prefetch_map(&p.map_b);
   }
-  if (EPI && threadIdx.x == 128) prefetch_map(&p.map_c);  // the first consumer's thread that stores
   // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
   if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CLUSTER);
   if (CLUSTER > 1) cluster_sync_after_init();  // the peer's barriers exist before any multicast or remote arrive
