@@ -432,8 +432,8 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         // No task of this problem is admitted any more (this one came last), so in_budget's
         // counters for it are this thread's alone.
         if (problem_unprepared(pi) || !in_budget(pi, started_in_round, false)) return;
-        auto m = measure_one(slot, pi, w, config.benchmark, Timing::Final, false);
-        more = more || (m && m->status == "ok");
+        // Anything recorded changes the order (a failed re-timing drops the candidate): look again.
+        if (measure_one(slot, pi, w, config.benchmark, Timing::Final, false)) more = true;
       }
     }
   };
