@@ -442,8 +442,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     // SlotRunner) instead of all waiting for the slowest one at the end of each problem, and a
     // worker prepares the data of only the problems it measures.
     // Each problem's last task is its finals and the vendor comparison, so that they run where
-    // the data is while other devices go on with other problems (a candidate of the problem still
-    // being measured elsewhere competes with its first timing).
+    // the data is while other devices go on with other problems.
     constexpr std::size_t kFinish = std::size_t(-1);
     std::vector<std::pair<std::size_t, std::size_t>> tasks;  // (problem, work item or kFinish)
     for (std::size_t pi = 0; pi < work.size(); ++pi) {
@@ -477,10 +476,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
             std::function<void()> f;
             ~Done() { f(); }
           } done{[&, pi = pi] { candidate_done(pi); }};
-          if (auto m = measure_one(slot, pi, work[pi][i], config.benchmark, Timing::First, true)) {
-            std::lock_guard<std::mutex> lock(mu);
-            work[pi][i].row = halving_row(*m);
-          }
+          measure_one(slot, pi, work[pi][i], config.benchmark, Timing::First, true);
         },
         [&](std::size_t t) { return tasks[t].first; },
         // While the compiler is behind, a slot takes up to kProblemsKept - 1 problems at once, so
