@@ -215,8 +215,8 @@ TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, in
 // Shared memory of a wgmma kernel, from the dynamic allocation aligned up to 1024 bytes (the
 // 128-byte swizzle's period): STAGES A stages of A_STAGE bytes, STAGES B stages of B_STAGE bytes,
 // `staging_bytes` of fp32 epilogue staging, then the ring's mbarriers: full[s] at bars + 8 s,
-// empty[s] at bars + 8 (STAGES + s). With CLUSTER > 1 a stage is filled by the producers of every
-// CTA of the cluster (TMA multicast) and released to all of them.
+// empty[s] at bars + 8 (STAGES + s). With CLUSTER > 1 (the CTAs of a cluster) a stage is filled by
+// the producers of several CTAs of the cluster (TMA multicast) and released to all of them.
 template <int STAGES, u32 A_STAGE, u32 B_STAGE, int CLUSTER = 1>
 struct Ring {
   static constexpr u32 A_BYTES = A_STAGE, B_BYTES = B_STAGE;
@@ -249,14 +249,14 @@ struct Ring {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   }
 
-  // A consuming warp (its lane 0) is done with `stage`: arrive on its empty barrier in every CTA
-  // that wrote into it.
-  TT_DEVICE void release(int stage) const {
+  // A consuming warp (every lane calls) is done with `stage`: lane 0 arrives on its empty barrier;
+  // in a cluster lane r arrives on CTA r's, every CTA's (each may have multicast into it), one
+  // instruction for the warp where a loop on lane 0 issued CLUSTER remote arrives one by one.
+  TT_DEVICE void release(int stage, int lane) const {
     if (CLUSTER == 1) {
-      mbar_arrive(empty(stage));
-    } else {
-      TT_UNROLL
-      for (int r = 0; r < CLUSTER; ++r) mbar_arrive_in(empty(stage), (u32)r);
+      if (lane == 0) mbar_arrive(empty(stage));
+    } else if (lane < CLUSTER) {
+      mbar_arrive_in(empty(stage), (u32)lane);
     }
   }
 
@@ -312,7 +312,7 @@ TT_DEVICE int mma_k_tiles(const R& ring, float (&acc)[MI][NACC], u32 a_off, int 
     wg_commit();
     if (prev >= 0) {
       wg_wait<1>();
-      if (lane == 0) ring.release(prev);
+      ring.release(prev, lane);
     }
     prev = s;
     for (int i = 0; i < kstep; ++i) R::advance(s, ph);
@@ -327,7 +327,7 @@ TT_DEVICE void finish_k_tiles(const R& ring, float (&acc)[MI][NACC], int prev, i
   wg_wait<0>();
   TT_UNROLL
   for (int mi = 0; mi < MI; ++mi) fence_regs<NACC>(acc[mi]);
-  if (lane == 0 && (!MAY_BE_EMPTY || prev >= 0)) ring.release(prev);
+  if (!MAY_BE_EMPTY || prev >= 0) ring.release(prev, lane);
 }
 
 // Ping-pong consumers (cw 0 and 1) run their main loops in turn, on named barriers 3 and 4 of the

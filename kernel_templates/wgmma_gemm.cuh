@@ -18,13 +18,19 @@
 // through; it keeps STAGES - 2 stages in flight, so that the consumers can always free the stage
 // it waits for next.
 // Clusters (CLUSTER = 2 or 4, TMA loader only): CLUSTER CTAs on adjacent tile rows of the same tile
-// column share B. Each loads its own A and 1 / CLUSTER of B, multicast into every CTA's shared
-// memory; a stage may be refilled only when the consumers of every CTA released it, so every
-// release arrives on all the CTAs' "empty" barriers. The CTAs walk the same unit sequence in
-// lockstep; a CTA whose tile row lies past M loads zeros (TMA fills out-of-bounds boxes) and
-// stores nothing. Cuts B's traffic where operand loads limit the tile rate: on the H200 pairs
-// win odd1000 and most large shapes, quads odd3000 (benchmarks/results, 2026-11-30); the
-// template's default space keeps single CTAs, the H200 configs sweep 1, 2 and 4.
+// column share B. Each loads its own A and 1 / CLUSTER of B, multicast into the shared memory of
+// the CTAs of its tile column; a stage may be refilled only when the consumers of every CTA
+// released it, so every release arrives on all the CTAs' "empty" barriers. The CTAs walk the same
+// unit sequence in lockstep; a CTA whose tile lies past M (or N) loads zeros (TMA fills
+// out-of-bounds boxes) and stores nothing. Cuts B's traffic where operand loads limit the tile
+// rate: on the H200 pairs win odd1000 and most large shapes, quads odd3000 (benchmarks/results,
+// 2026-11-30); the template's default space keeps single CTAs, the H200 configs sweep 1, 2 and 4.
+// Two-dimensional clusters (CLUSTERN = 2 or 4, up to 8 CTAs): CLUSTER x CLUSTERN tiles, the
+// CTAs of one tile row sharing A as those of one tile column share B (each loads 1 / CLUSTERN of
+// the rows of a K-major A, or of the K lines of each 64-row box of an MN-major one). For the
+// small grids where L2-to-SM traffic bounds the tile rate: 1000^3 in 64 x 128 tiles moves 33 MB
+// of operands from L2 in pairs, 17 MB as 128 x 96 tiles in 4 x 2 clusters (cuBLAS's fp16 kernel
+// for 1000^3 runs 4 x 2 clusters).
 // Consumers, cooperative (PINGPONG = 0): each owns WM = BM / CONSUMERS rows of the tile (WM/64
 // wgmma m64 sub-tiles) and all BN columns; per K step, 4 wgmma.mma_async per sub-tile (one per 32
 // bytes of K: k16 for 16-bit inputs, k8 for tf32), one
@@ -110,11 +116,33 @@ TT_DEVICE void cp_async_stage(u32 dst, const T* src, long long ld, int rows, int
   }
 }
 
+// One operand's tile of a stage (ROWS rows x BK of K, rows from r0, K from k0) by TMA, or, in a
+// cluster of SHARES CTAs that need the same tile, this CTA's share (number `share`) multicast to
+// the CTAs of `mask`: 1 / SHARES of a K-major tile's rows, of the K lines of every 64-row box of an
+// MN-major one (the host encodes the boxes that size; every share is whole 8-line swizzle atoms).
+template <int ROWS, int BK, int RPB, bool KMAJOR, int SHARES>
+TT_DEVICE void tma_load_tile(u32 dst, const TtTensorMap* map, u32 bar, int k0, int r0, int b, int share,
+                             unsigned short mask) {
+  if (KMAJOR) {
+    constexpr int R = ROWS / SHARES;
+    if (SHARES == 1) tma_load_3d(dst, map, bar, k0, r0, b);
+    else tma_load_3d_multicast(dst + share * R * 128, map, bar, k0, r0 + share * R, b, mask);
+  } else {
+    constexpr int KS = BK / SHARES;
+    TT_UNROLL
+    for (int i = 0; i < ROWS / RPB; ++i) {
+      const u32 d = dst + i * BK * 128 + share * KS * 128;
+      if (SHARES == 1) tma_load_3d(d, map, bar, r0 + RPB * i, k0, b);
+      else tma_load_3d_multicast(d, map, bar, r0 + RPB * i, k0 + share * KS, b, mask);
+    }
+  }
+}
+
 }  // namespace tt_wg
 
 template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
           int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER, int CLUSTER, int SPLITK = 1, int OCC = 1,
-          int COOPN = 0, int EPI = 0, int COOPK = 0>
+          int COOPN = 0, int EPI = 0, int COOPK = 0, int CLUSTERN = 1>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
@@ -126,8 +154,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   static_assert(PINGPONG == 0 || CONSUMERS == 2, "ping-pong needs two consumers");
   static_assert(LOADER == 0 || LOADER == 1, "LOADER: 0 TMA, 1 cp.async");
   static_assert(CLUSTER == 1 || ((CLUSTER == 2 || CLUSTER == 4) && LOADER == 0), "clusters of 2 or 4 share B by TMA multicast");
+  static_assert(CLUSTERN == 1 || ((CLUSTERN == 2 || CLUSTERN == 4) && LOADER == 0 && CLUSTER * CLUSTERN <= 8),
+                "clusters of 2 or 4 tile columns share A by TMA multicast, at most 8 CTAs a cluster");
   static_assert(SPLITK >= 1, "SPLITK: K splits per tile");
-  static_assert(OCC == 1 || (OCC == 2 && CONSUMERS == 1 && CLUSTER == 1), "two blocks per SM: one consumer, no cluster");
+  static_assert(OCC == 1 || (OCC == 2 && CONSUMERS == 1 && CLUSTER == 1 && CLUSTERN == 1),
+                "two blocks per SM: one consumer, no cluster");
   static_assert(COOPN == 0 || (CONSUMERS == 2 && PINGPONG == 0 && SPLITK == 1 && BN >= 128),
                 "consumers split N: two cooperative consumers, no split-K, BN >= 128");
   static_assert(EPI == 0 || EPI == 1, "EPI: 0 stores from the threads, 1 TMA store");
@@ -171,7 +202,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr bool BF = IsBf16<TA>::value;
   typedef typename Pick<EB == 4, TtWgmmaTf32<WNM>, TtWgmma<WNM, BF, A_K ? 0 : 1, B_K ? 0 : 1>>::type Mma;
 
-  typedef Ring<STAGES, A_STAGE, B_STAGE, CLUSTER> RingT;
+  constexpr int CS = CLUSTER * CLUSTERN;  // CTAs per cluster
+  typedef Ring<STAGES, A_STAGE, B_STAGE, CS> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // Consumers splitting K: after the main loop each hands the other the half of its sums that
   // the other stores, through XCH_BYTES (per consumer: 128 threads x BN / 4 floats).
@@ -181,15 +213,21 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
 
   const int M = p.g.m, N = p.g.n, K = p.g.k;
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  // Work units: groups of CLUSTER tile rows (one per CTA of a cluster) of one tile column.
-  const int units_m = (tiles_m + CLUSTER - 1) / CLUSTER;
-  const int tile_units = units_m * tiles_n * p.g.batch;
+  // Work units: CLUSTER tile rows x CLUSTERN tile columns (one tile per CTA of a cluster).
+  const int units_m = (tiles_m + CLUSTER - 1) / CLUSTER, units_n = (tiles_n + CLUSTERN - 1) / CLUSTERN;
+  const int tile_units = units_m * units_n * p.g.batch;
   // With split-K, a work unit is one K split of one tile unit, split-major: concurrently running
   // units share the same K range of neighbouring tiles' operands in L2.
   const int total = tile_units * SPLITK;
-  const int first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
-  const u32 rank = CLUSTER > 1 ? cluster_rank() : 0u;
-  constexpr unsigned short ALL_CTAS = (unsigned short)((1u << CLUSTER) - 1u);  // multicast mask
+  const int first = blockIdx.x / CS, step = gridDim.x / CS;
+  // Rank r of a cluster: tile row r % CLUSTER, tile column r / CLUSTER of the unit. The CTAs of
+  // one tile column share B, those of one tile row share A (multicast masks).
+  const u32 rank = CS > 1 ? cluster_rank() : 0u;
+  const int rm = (int)rank % CLUSTER, rn = (int)rank / CLUSTER;
+  const unsigned short b_mask = (unsigned short)(((1u << CLUSTER) - 1u) << (rn * CLUSTER));
+  unsigned short a_mask = 0;
+  TT_UNROLL
+  for (int j = 0; j < CLUSTERN; ++j) a_mask |= (unsigned short)(1u << (rm + j * CLUSTER));
   const int KT = (K + BK - 1) / BK;
   // Work unit u -> tile unit, K split and its K tiles [kb, ke).
   auto unit = [&](int u, int& t, int& split, int& kb, int& ke) {
@@ -208,8 +246,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     prefetch_map(&p.map_b);
   }
   // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
-  if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CLUSTER);
-  if (CLUSTER > 1) cluster_sync_after_init();  // the peer's barriers exist before any multicast or remote arrive
+  if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CS);
+  if (CS > 1) cluster_sync_after_init();  // the peer's barriers exist before any multicast or remote arrive
   else __syncthreads();
 
   const int wg = threadIdx.x / 128;
@@ -228,8 +266,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       for (int u = first; u < total; u += step) {
         int t, split, kb, ke, mb, nb, b;
         unit(u, t, split, kb, ke);
-        tile_coords<RASTER, GROUP>(t, units_m, tiles_n, mb, nb, b);
-        mb = mb * CLUSTER + (int)rank;
+        tile_coords<RASTER, GROUP>(t, units_m, units_n, mb, nb, b);
+        mb = mb * CLUSTER + rm, nb = nb * CLUSTERN + rn;
         const TA* Ab = A + (long long)b * p.g.stride_a;
         const TA* Bb = Bm + (long long)b * p.g.stride_b;
 #pragma unroll 1
@@ -256,8 +294,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       for (int u = first; u < total; u += step) {
         int t, split, kb, ke, mb, nb, b;
         unit(u, t, split, kb, ke);
-        tile_coords<RASTER, GROUP>(t, units_m, tiles_n, mb, nb, b);
-        mb = mb * CLUSTER + (int)rank;
+        tile_coords<RASTER, GROUP>(t, units_m, units_n, mb, nb, b);
+        mb = mb * CLUSTER + rm, nb = nb * CLUSTERN + rn;
         const int m0 = mb * BM, n0 = nb * BN;
         for (int kt = kb; kt < ke; ++kt) {
           const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
@@ -265,36 +303,17 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
           mbar_arrive_expect_tx(full, STAGE_BYTES);
           const u32 a = sA + s * A_STAGE, bb = sB + s * B_STAGE;
           const int k0 = kt * BK;
-          if (A_K) {
-            tma_load_3d(a, &p.map_a, full, k0, m0, b);
-          } else {
-            TT_UNROLL
-            for (int i = 0; i < BM / RPB; ++i) tma_load_3d(a + i * BK * 128, &p.map_a, full, m0 + RPB * i, k0, b);
-          }
-          if (CLUSTER == 1) {
-            if (B_K) {
-              tma_load_3d(bb, &p.map_b, full, k0, n0, b);
-            } else {
-              TT_UNROLL
-              for (int i = 0; i < BN / RPB; ++i) tma_load_3d(bb + i * BK * 128, &p.map_b, full, n0 + RPB * i, k0, b);
-            }
-          } else if (B_K) {
-            // The host encoded B's box as BN / CLUSTER rows: this CTA's share, for every CTA.
-            constexpr int SHARE = BN / CLUSTER;
-            tma_load_3d_multicast(bb + rank * SHARE * 128, &p.map_b, full, k0, n0 + (int)rank * SHARE, b, ALL_CTAS);
-          } else {
-            TT_UNROLL
-            for (int i = 0; i < BN / RPB; ++i)
-              if (i % CLUSTER == (int)rank)
-                tma_load_3d_multicast(bb + i * BK * 128, &p.map_b, full, n0 + RPB * i, k0, b, ALL_CTAS);
-          }
+          // In a cluster each CTA loads its share of A (B) and multicasts it to the CTAs of its
+          // tile row (column).
+          tma_load_tile<BM, BK, RPB, A_K, CLUSTERN>(a, &p.map_a, full, k0, m0, b, rn, a_mask);
+          tma_load_tile<BN, BK, RPB, B_K, CLUSTER>(bb, &p.map_b, full, k0, n0, b, rm, b_mask);
           if (++s == STAGES) { s = 0; ph ^= 1; }
         }
       }
       // No CTA of a cluster leaves while another may still multicast into it or arrive on it:
       // the producer waits until the consumers of every CTA released every stage it filled (the
       // peers walk the same units, so their multicasts into this CTA were all consumed here).
-      if (CLUSTER > 1)
+      if (CS > 1)
         for (int i = 0; i < STAGES; ++i) {
           mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
           if (++s == STAGES) { s = 0; ph ^= 1; }
@@ -334,8 +353,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     for (int u = first + (PP ? cw * step : 0); u < total; u += t_step) {
       int t, split, kb, ke, mb, nb, b;
       unit(u, t, split, kb, ke);
-      tile_coords<RASTER, GROUP>(t, units_m, tiles_n, mb, nb, b);
-      mb = mb * CLUSTER + (int)rank;
+      tile_coords<RASTER, GROUP>(t, units_m, units_n, mb, nb, b);
+      mb = mb * CLUSTER + rm, nb = nb * CLUSTERN + rn;
       if (PP && u != first) pingpong_wait(cw);
       if (SPLITK > 1 && kb == ke) {  // K < SPLITK tiles (the constraints keep sweeps from it): a zero partial
         TT_UNROLL
@@ -407,7 +426,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       // otherwise) meet the other splits in the workspace; the last to arrive goes on with the sum.
       // In a cluster, the CTA whose tile row lies past M has no tile and skips it.
       if (SPLITK > 1) {
-        if (mb >= tiles_m) continue;
+        if (mb >= tiles_m || nb >= tiles_n) continue;
         constexpr int GT = PP ? 128 : 128 * CONSUMERS;  // threads of the group
         const NamedGroup group{(PP || CONSUMERS == 1) ? 1 + cw : 5, GT};
         const long long tile_id = ((long long)b * tiles_m + mb) * tiles_n + nb;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -124,6 +125,21 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
       jobs.emplace_back(s, p);
     }
   }
+  // Two-dimensional clusters (A multicast too): 128 x 96 tiles in 4 x 2, 64 x 128 split-N tiles in
+  // 2 x 2 (an MN-major A's box split along K), 128 x 128 in 2 x 4 with a K-major A.
+  for (const auto& p : problems)
+    for (const auto& [bm, bn, cl, cln, coopn] : std::vector<std::array<int, 5>>{
+             {128, 96, 4, 2, 0}, {64, 128, 2, 2, 1}, {128, 128, 2, 4, 0}}) {
+      if (bn == 96 && p.trans_b) continue;
+      Solution s = t.default_solution();
+      s.params["BM"] = bm, s.params["BN"] = bn, s.params["CLUSTER"] = cl, s.params["CLUSTERN"] = cln;
+      s.params["COOPN"] = coopn, s.params["PINGPONG"] = 0, s.params["EPI"] = 1, s.params["STAGES"] = 6;
+      s.params["BK"] = 128 / size_of(p.a_type);
+      const auto broken = t.violation(t.variables(s, p, dev));
+      ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
+      EXPECT_EQ(t.launch_dims(t.variables(s, p, dev)).cluster[0], unsigned(cl * cln));
+      jobs.emplace_back(s, p);
+    }
   for (const auto& [s, p] : jobs) {
     gpu::CompileResult r = compiler->compile(t.compile_request(s, p, dev));
     EXPECT_TRUE(r.ok) << s.kernel_name() << "\n" << r.log;
@@ -238,8 +254,9 @@ TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
   EXPECT_EQ(v.at("COOPN"), 0);
   EXPECT_EQ(v.at("EPI"), 0);
   EXPECT_EQ(v.at("COOPK"), 0);
-  // ..., CLUSTER 1, SPLITK 1, OCC 1, COOPN 0, EPI 0, COOPK 0>
-  EXPECT_NE(t.name_expression(old, odd).find(", 1, 1, 1, 0, 0, 0>"), std::string::npos) << t.name_expression(old, odd);
+  EXPECT_EQ(v.at("CLUSTERN"), 1);
+  // ..., CLUSTER 1, SPLITK 1, OCC 1, COOPN 0, EPI 0, COOPK 0, CLUSTERN 1>
+  EXPECT_NE(t.name_expression(old, odd).find(", 1, 1, 1, 0, 0, 0, 1>"), std::string::npos) << t.name_expression(old, odd);
   EXPECT_TRUE(t.launch_dims(v).persistent);
 
   Solution split = t.default_solution();
@@ -318,6 +335,22 @@ TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
   EXPECT_EQ(seen[1].second, (std::vector<cuuint64_t>{512, 600, 1, 64, 32}));  // B: K x N, box 64 k x 128 / 4 rows
   EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 64, 128, 64, 3),
                Error);
+  // Two-dimensional clusters: the CTAs of a tile row share A, each loading 1 / CLUSTERN of an
+  // MN-major box's K lines or of a K-major tile's rows.
+  seen.clear();
+  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 96, 64, 4, 3, 0,
+                                       DataType::BF16, 2);
+  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, true, false, 128, 128, 64, 2, 3, 0,
+                                       DataType::BF16, 4);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].second, (std::vector<cuuint64_t>{1000, 512, 1, 64, 32}));  // A: M x K, box 64 rows x 64 / 2 k
+  EXPECT_EQ(seen[1].second, (std::vector<cuuint64_t>{512, 600, 1, 64, 24}));   // B: box 64 k x 96 / 4 rows
+  EXPECT_EQ(seen[2].second, (std::vector<cuuint64_t>{512, 1000, 1, 64, 32}));  // A: K x M, box 64 k x 128 / 4 rows
+  EXPECT_EQ(seen[3].second, (std::vector<cuuint64_t>{512, 600, 1, 64, 64}));
+  for (int bad : {3, 8})
+    EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 2,
+                                                      3, 0, DataType::BF16, bad),
+                 Error);
 
   const KernelTemplate& t = find_template("wgmma_gemm");
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
@@ -476,26 +509,29 @@ WgmmaVariant wgmma_variant(gpu::Device& dev, const GemmProblem& p, const std::ma
 // wgmma_gemm split-K on the odd shape it is meant for (1000^3 NN, rows not 128-byte aligned) and
 // on a batched one with beta != 0, every consumer arrangement, with clusters and each L2
 // promotion: valid, bit-identical on a second run (the reduction order is fixed), and the
-// workspace left zeroed. CLUSTER = 2 also runs the co-resident-cluster grid of the backend.
+// workspace left zeroed. Clusters also run the co-resident-cluster grid of the backend.
 TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
   if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
   const KernelTemplate& t = find_template("wgmma_gemm");
   const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 1000, 1000, 1000),
                                              gemm(DataType::BF16, DataType::F32, true, false, 600, 400, 1000, 2, false),
                                              gemm(DataType::BF16, DataType::BF16, false, false, 3000, 3000, 3000)};
-  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, cluster, splitk, l2promo; };
+  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, cluster, splitk, l2promo, clustern = 1; };
   const std::vector<Case> cases = {
       {0, 128, 128, 2, 1, 1, 2, 3}, {0, 128, 128, 2, 0, 1, 3, 2}, {0, 128, 128, 1, 0, 1, 4, 0},
       {0, 128, 64, 2, 1, 1, 2, 1},  {0, 128, 64, 1, 0, 1, 3, 3},  {0, 64, 128, 2, 1, 1, 4, 3},
       {0, 128, 192, 2, 0, 1, 2, 3}, {0, 128, 128, 2, 0, 2, 2, 3}, {0, 128, 128, 2, 1, 1, 1, 0},
       {1, 128, 128, 2, 1, 1, 2, 3}, {1, 128, 64, 2, 0, 1, 3, 3},  {1, 64, 128, 1, 0, 1, 4, 2},
       {1, 128, 128, 2, 0, 2, 2, 3}, {2, 128, 128, 2, 0, 2, 1, 3}, {2, 128, 256, 2, 0, 1, 1, 2},
-      {0, 128, 96, 2, 0, 2, 1, 2},  {0, 128, 96, 2, 1, 1, 2, 2}};
+      {0, 128, 96, 2, 0, 2, 1, 2},  {0, 128, 96, 2, 1, 1, 2, 2},
+      // Two-dimensional clusters: A shared along tile rows too, with split-K and beta != 0.
+      {0, 128, 128, 2, 0, 2, 2, 2, 2}, {1, 128, 128, 2, 0, 2, 2, 3, 2}, {0, 128, 96, 2, 0, 4, 1, 2, 2}};
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];
     const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers},
                                                     {"PINGPONG", c.pingpong}, {"CLUSTER", c.cluster},
-                                                    {"SPLITK", c.splitk}, {"L2PROMO", c.l2promo}});
+                                                    {"SPLITK", c.splitk}, {"L2PROMO", c.l2promo},
+                                                    {"CLUSTERN", c.clustern}});
     ASSERT_TRUE(w.kernel);
     const Solution& s = w.solution;
     const Variables& vars = w.vars;
@@ -529,7 +565,7 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
 }
 
 // The wgmma arrangements outside the default space, for the sanitizers too: clusters of 2 and 4
-// (B multicast, remote releases, the producer's tail wait instead of a closing cluster barrier)
+// and 2-D ones (B and A multicast, remote releases, the producer's tail wait instead of a closing cluster barrier)
 // and consumers splitting N or K, on both majors of B and an edge in every dimension, on a grid of two
 // clusters so that every CTA walks several tiles.
 TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
@@ -540,16 +576,19 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
   const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 200, 136, 832),
                                              gemm(DataType::F16, DataType::F32, true, true, 264, 264, 840),
                                              gemm(DataType::BF16, DataType::F32, true, false, 264, 136, 64)};
-  struct Shape { int bm, bn, consumers, pingpong, cluster, coopn, coopk; };
+  struct Shape { int bm, bn, consumers, pingpong, cluster, coopn, coopk, clustern = 1; };
   const std::vector<Shape> shapes = {{64, 128, 2, 0, 2, 1, 0}, {64, 128, 2, 0, 1, 1, 0}, {128, 64, 2, 0, 2, 0, 0},
                                      {64, 128, 2, 1, 2, 0, 0}, {64, 128, 2, 0, 4, 1, 0}, {64, 64, 2, 1, 4, 0, 0},
-                                     {64, 128, 2, 0, 2, 0, 1}, {64, 128, 2, 0, 1, 0, 1}};
+                                     {64, 128, 2, 0, 2, 0, 1}, {64, 128, 2, 0, 1, 0, 1},
+                                     // 2-D clusters (a column of CTAs past N where N = 264), 8 CTAs
+                                     {64, 128, 2, 0, 2, 1, 0, 2}, {64, 64, 2, 1, 2, 0, 0, 2}, {64, 64, 2, 0, 4, 0, 0, 2}};
   std::size_t checked = 0;
   for (const auto& p : problems)
     for (const auto& sh : shapes) {
       const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", sh.bm}, {"BN", sh.bn}, {"CONSUMERS", sh.consumers},
                                                       {"PINGPONG", sh.pingpong}, {"CLUSTER", sh.cluster},
-                                                      {"COOPN", sh.coopn}, {"COOPK", sh.coopk}, {"STAGES", 4}});
+                                                      {"COOPN", sh.coopn}, {"COOPK", sh.coopk}, {"STAGES", 4},
+                                                      {"CLUSTERN", sh.clustern}});
       if (!w.kernel) continue;
       const Solution& s = w.solution;
       const Variables& vars = w.vars;
@@ -557,7 +596,7 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
       // Two clusters (or CTAs) only: each walks several units, so the ring runs across units, the
       // ping-pong consumers alternate, and the producer's tail waits after many phases.
       gpu::LaunchDims dims = t.launch_dims(vars);
-      dims.grid[0] = 2 * unsigned(sh.cluster);
+      dims.grid[0] = 2 * unsigned(sh.cluster * sh.clustern);
       tuner::ProblemData data(*dev_, p, false);
       for (int run = 0; run < 2; ++run) {  // twice: a rerun finds the barriers and buffers as a fresh launch would
         auto v = data.validate([&](TtGemmParams a) {
@@ -586,7 +625,7 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTmaStore) {
                                              gemm(DataType::F16, DataType::F16, true, true, 264, 136, 840, 3),
                                              gemm(DataType::BF16, DataType::BF16, false, true, 600, 400, 512, 2, false),
                                              tf32};
-  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, cluster, coopn, splitk, coopk = 0; };
+  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, cluster, coopn, splitk, coopk = 0, clustern = 1; };
   const std::vector<Case> cases = {
       {0, 64, 128, 2, 0, 2, 1, 1}, {0, 128, 128, 2, 1, 1, 0, 1}, {0, 128, 128, 2, 0, 1, 0, 2},
       {1, 128, 128, 2, 1, 1, 0, 1}, {1, 128, 192, 2, 0, 2, 0, 1}, {1, 64, 128, 1, 0, 1, 0, 3},
@@ -596,13 +635,16 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTmaStore) {
       {2, 64, 128, 2, 0, 2, 0, 1, 1}, {4, 64, 128, 2, 0, 1, 0, 1, 1},
       // 96-column tiles (K-major B): pairs (48 rows of B each), ping-pong, quads with fp32 C, tf32.
       {0, 128, 96, 2, 0, 2, 0, 1}, {0, 128, 96, 2, 1, 1, 0, 1}, {1, 128, 96, 2, 0, 4, 0, 1},
-      {4, 128, 96, 2, 1, 1, 0, 1}};
+      {4, 128, 96, 2, 1, 1, 0, 1},
+      // 2-D clusters: 128 x 96 in 4 x 2 (cuBLAS's fp16 arrangement for 1000^3), split-N in 2 x 2 on a K-major A.
+      {0, 128, 96, 2, 0, 4, 0, 1, 0, 2}, {1, 64, 128, 2, 0, 2, 1, 1, 0, 2}};
   std::size_t checked = 0;
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];
     const WgmmaVariant w = wgmma_variant(
         *dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers}, {"PINGPONG", c.pingpong},
                    {"CLUSTER", c.cluster}, {"COOPN", c.coopn}, {"COOPK", c.coopk}, {"SPLITK", c.splitk}, {"EPI", 1},
+                   {"CLUSTERN", c.clustern},
                    {"STAGES", 4},
                    {"BK", 128 / size_of(p.a_type)}});
     if (!w.kernel) continue;
@@ -613,7 +655,7 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTmaStore) {
     tuner::ProblemData data(*dev_, p, false);
     for (bool small_grid : {false, true}) {
       gpu::LaunchDims dims = t.launch_dims(vars);
-      if (small_grid) dims.grid[0] = 2 * unsigned(c.cluster);
+      if (small_grid) dims.grid[0] = 2 * unsigned(c.cluster * c.clustern);
       auto v = data.validate([&](TtGemmParams a) {
         a.workspace = ws.get();
         auto bytes = gpu::kernel_arguments(t, a, p, vars);

@@ -53,7 +53,7 @@ void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what,
 std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, const TtGemmParams& p,
                                                     DataType a_type, bool trans_a, bool trans_b, int bm,
                                                     int bn, int bk, int cluster, int l2promo, int epi,
-                                                    DataType c_type) {
+                                                    DataType c_type, int cluster_n) {
   if (!encode) throw Error("wgmma_gemm: cuTensorMapEncodeTiled is not available (no CUDA driver)");
   CUtensorMapL2promotion l2;
   switch (l2promo) {
@@ -77,6 +77,8 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   const int line = 128 / eb;  // elements per 128-byte swizzle atom
   // The kernel's shared layouts assume BK and MN-major boxes of one 128-byte swizzle atom.
   if (cluster != 1 && cluster != 2 && cluster != 4) throw Error("wgmma_gemm: clusters of 1, 2 or 4 CTAs only");
+  if ((cluster_n != 1 && cluster_n != 2 && cluster_n != 4) || cluster * cluster_n > 8)
+    throw Error("wgmma_gemm: CLUSTERN " + std::to_string(cluster_n) + " (1, 2 or 4 tile columns, 8 CTAs a cluster at most)");
   // B's tile rows: whole 64-column boxes when it is MN-major; K-major, whole 8-row swizzle
   // atoms for each CTA's share (BN 96 in pairs: 48 rows each).
   const bool bn_ok = trans_b ? bn % 64 == 0 : bn % 8 == 0 && (bn / cluster) % 8 == 0;
@@ -86,21 +88,24 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   TtGemmTmaParams args;
   std::memset(&args, 0, sizeof args);
   args.g = p;
-  // A: op(A) is M x K. Stored K x M (K-major, trans_a) or M x K (MN-major).
+  // A: op(A) is M x K. Stored K x M (K-major, trans_a) or M x K (MN-major). In a cluster of
+  // cluster_n tile columns each CTA loads (and multicasts) its share: 1 / cluster_n of a K-major
+  // tile's rows, of the K lines of each MN-major box.
   if (trans_a)
     encode_operand(encode, &args.map_a, "wgmma_gemm operand A", dt, eb, p.a, p.k, p.m, p.lda, p.stride_a, p.batch, bk,
-                   bm, l2);
+                   bm / cluster_n, l2);
   else
     encode_operand(encode, &args.map_a, "wgmma_gemm operand A", dt, eb, p.a, p.m, p.k, p.lda, p.stride_a, p.batch,
-                   line, bk, l2);
+                   line, bk / cluster_n, l2);
   // B: op(B) is K x N. Stored K x N (K-major, !trans_b) or N x K (MN-major).
-  // In a cluster each CTA loads (and multicasts) its share of B: 1 / cluster of a K-major tile's rows.
+  // In a cluster each CTA loads (and multicasts) its share of B: 1 / cluster of a K-major tile's
+  // rows, of the K lines of each MN-major box.
   if (!trans_b)
     encode_operand(encode, &args.map_b, "wgmma_gemm operand B", dt, eb, p.b, p.k, p.n, p.ldb, p.stride_b, p.batch, bk,
                    bn / cluster, l2);
   else
     encode_operand(encode, &args.map_b, "wgmma_gemm operand B", dt, eb, p.b, p.n, p.k, p.ldb, p.stride_b, p.batch,
-                   line, bk, l2);
+                   line, bk / cluster, l2);
   // C for the TMA-store epilogue: boxes of one 128-byte line down each of 32 columns (the
   // kernel's epilogue chunk), in the 128-byte swizzle its staging is written in.
   if (epi == 1) {
@@ -191,7 +196,7 @@ std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const G
   };
   return encode_tma_gemm_arguments(tensor_map_encoder(), p, problem.a_type, problem.trans_a, problem.trans_b,
                                    get("BM"), get("BN"), get("BK"), get_or("CLUSTER", 1), get_or("L2PROMO", 3),
-                                   get_or("EPI", 0), problem.c_type);
+                                   get_or("EPI", 0), problem.c_type, get_or("CLUSTERN", 1));
 }
 
 }  // namespace tiletune::gpu::cuda

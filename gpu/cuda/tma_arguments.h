@@ -19,7 +19,7 @@ using TensorMapEncoder = decltype(&::cuTensorMapEncodeTiled);
 using Im2colMapEncoder = decltype(&::cuTensorMapEncodeIm2col);
 
 // Encodes with tensor_map_encoder() (cuda_backend.h). vars must hold BM, BN and BK, may hold
-// CLUSTER (else 1), L2PROMO (else 3) and EPI (else 0); p.a / p.b (and p.c with EPI 1) are
+// CLUSTER and CLUSTERN (else 1), L2PROMO (else 3) and EPI (else 0); p.a / p.b (and p.c with EPI 1) are
 // the device pointers the maps describe, so the result is valid for these buffers only.
 // Throws tiletune::Error when no driver is loaded or the driver rejects a map (e.g. a leading
 // dimension or batch stride that is not a multiple of 16 bytes, or a base not 16-byte aligned).
@@ -29,11 +29,12 @@ std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const G
 // The same with an explicit encoder, tile shape, cluster size (CLUSTER: with 2 or 4, B's K-major box
 // is 1 / CLUSTER of the tile's rows, each CTA of the cluster loading and multicasting its share), L2
 // promotion of the maps (L2PROMO: 0 none, 1 64 B, 2 128 B, 3 256 B) and, for the TMA-store
-// epilogue (EPI 1), a map over C of type c_type.
+// epilogue (EPI 1), a map over C of type c_type, and the cluster's tile columns (CLUSTERN: with 2 or
+// 4, A's box is 1 / cluster_n of a K-major tile's rows or of an MN-major box's K lines).
 std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, const TtGemmParams& p,
                                                     DataType a_type, bool trans_a, bool trans_b, int bm,
                                                     int bn, int bk, int cluster = 1, int l2promo = 3, int epi = 0,
-                                                    DataType c_type = DataType::BF16);
+                                                    DataType c_type = DataType::BF16, int cluster_n = 1);
 
 // Launch arguments of the "conv_tma" templates (kernel_templates/wgmma_conv.cuh): the bytes of a
 // TtConvTmaParams (kernel_templates/conv_tma_params.h), i.e. `p` plus an im2col tensor map over x
