@@ -179,21 +179,26 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr int WN = (CN || CK) ? BN / 2 : BN;                // columns per consumer in the epilogue
   constexpr int MI = WM / 64;         // m64 sub-tiles per consumer
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "BM / CONSUMERS must be 64 or 128");
-  // BN 96 (a K-major B only: an MN-major one comes in 64-column boxes): between the 64 x 128 and
-  // 128 x 128 tiles, 88 CTAs of 128 x 96 cover 1000^3 with a fifth less operand traffic than 128
-  // of 64 x 128.
-  static_assert((BN % 64 == 0 || (BN == 96 && !TRANSB && !CN && !CK)) && BN <= 256, "BN is 64, 96, 128, 192 or 256");
+  // BN 72, 80, 96 (a K-major B only: an MN-major one comes in 64-column boxes): between the
+  // 64 x 128 and 128 x 128 tiles, e.g. 88 CTAs of 128 x 96 cover 1000^3 with a fifth less operand
+  // traffic than 128 of 64 x 128; 112 of 128 x 72 waste under 1% of N (cuBLAS's fp16 tile).
+  static_assert((BN % 64 == 0 || ((BN == 72 || BN == 80 || BN == 96) && !TRANSB && !CN && !CK)) && BN <= 256,
+                "BN is 64, 72, 80, 96, 128, 192 or 256");
   static_assert(!CN || TRANSB == 0 || WN % 64 == 0, "an MN-major B splits into whole 64-column boxes");
   constexpr bool A_K = TRANSA;   // A K-major in memory
   constexpr bool B_K = !TRANSB;  // B K-major in memory
   constexpr u32 A_STAGE = BM * 128, B_STAGE = BN * 128;  // 128-byte lines
   constexpr int RPB = 128 / EB;  // MN-major: rows per box (one 128-byte line per k)
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
-  constexpr int EN = 32;      // epilogue chunk (columns)
+  // Epilogue chunk (columns): 32, or 24 / 16 where the tile is 72 / 80 columns wide (the host's
+  // TMA-store box of C has the same width).
+  constexpr int EN = WN % 32 == 0 ? 32 : WN % 24 == 0 ? 24 : 16;
+  static_assert(WN % EN == 0, "epilogue chunks tile the consumer's columns");
   constexpr int EP = WM + 4;  // staging pitch (floats): conflict-free fragment writes
-  // Staging per consumer; with the TMA store 512 bytes more, so that every consumer's share
-  // starts on a 1024-byte boundary (the 128-byte swizzle's period, which the boxes assume).
-  constexpr u32 STG_BYTES = EN * EP * 4 + (EPI ? 512 : 0);
+  // Staging per consumer, for 32 columns whatever the chunk; with the TMA store 512 bytes more, so
+  // that every consumer's share starts on a 1024-byte boundary (the 128-byte swizzle's period,
+  // which the boxes assume).
+  constexpr u32 STG_BYTES = 32 * EP * 4 + (EPI ? 512 : 0);
   constexpr int CB = (int)sizeof(TC);
   constexpr int RB = 128 / CB;                      // TMA store: rows of C per 128-byte box line
   constexpr int NB = CB == 2 ? 2 : 1;               // TMA store: chunk buffers (two fit for 16-bit C)
@@ -247,6 +252,33 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   }
   // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
   if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CS);
+  // TMA producer (thread 0): the stage's loads of the unit's K tile kt into ring slot s. In a
+  // cluster each CTA loads its share of A (B) and multicasts it to the CTAs of its tile row
+  // (column); with `early`, only the operands it does not multicast, else only those it does.
+  auto load_stage = [&](int s, int u, int kt, int which) {
+    int t, split, kb, ke, mb, nb, b;
+    unit(u, t, split, kb, ke);
+    tile_coords<RASTER, GROUP>(t, units_m, units_n, mb, nb, b);
+    mb = mb * CLUSTER + rm, nb = nb * CLUSTERN + rn;
+    const u32 full = bars + 8 * s;
+    const int k0 = kt * BK;
+    if (which & 1) tma_load_tile<BM, BK, RPB, A_K, CLUSTERN>(sA + s * A_STAGE, &p.map_a, full, k0, mb * BM, b, rn, a_mask);
+    if (which & 2) tma_load_tile<BN, BK, RPB, B_K, CLUSTER>(sB + s * B_STAGE, &p.map_b, full, k0, nb * BN, b, rm, b_mask);
+  };
+  // The first stages' loads of the operands this CTA does not multicast go out before the
+  // cluster's handshake (thread 0 initialised the barriers they complete on, and nothing else
+  // writes them yet), so that their latency overlaps it; the rest of those stages follows it.
+  constexpr int LOCAL = (CLUSTERN == 1 ? 1 : 0) | (CLUSTER == 1 ? 2 : 0);  // operands loaded without multicast
+  int early = 0;  // stages armed before the handshake
+  if (LOADER == 0 && threadIdx.x == 0 && first < total) {
+    int t, split, kb, ke;
+    unit(first, t, split, kb, ke);
+    early = min(STAGES, ke - kb);
+    for (int i = 0; i < early; ++i) {
+      mbar_arrive_expect_tx(bars + 8 * i, STAGE_BYTES);
+      if (LOCAL) load_stage(i, first, kb + i, LOCAL);
+    }
+  }
   if (CS > 1) cluster_sync_after_init();  // the peer's barriers exist before any multicast or remote arrive
   else __syncthreads();
 
@@ -289,24 +321,19 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       fence_async_smem();
       for (int j = issued > LAG ? issued - LAG : 0; j < issued; ++j) mbar_arrive(bars + 8 * (j % STAGES));
     } else if (threadIdx.x == 0) {
-      int s = 0;
+      int s = 0, issued = 0;
       u32 ph = 0;
       for (int u = first; u < total; u += step) {
-        int t, split, kb, ke, mb, nb, b;
+        int t, split, kb, ke;
         unit(u, t, split, kb, ke);
-        tile_coords<RASTER, GROUP>(t, units_m, units_n, mb, nb, b);
-        mb = mb * CLUSTER + rm, nb = nb * CLUSTERN + rn;
-        const int m0 = mb * BM, n0 = nb * BN;
-        for (int kt = kb; kt < ke; ++kt) {
-          const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
-          mbar_wait(empty, ph ^ 1);
-          mbar_arrive_expect_tx(full, STAGE_BYTES);
-          const u32 a = sA + s * A_STAGE, bb = sB + s * B_STAGE;
-          const int k0 = kt * BK;
-          // In a cluster each CTA loads its share of A (B) and multicasts it to the CTAs of its
-          // tile row (column).
-          tma_load_tile<BM, BK, RPB, A_K, CLUSTERN>(a, &p.map_a, full, k0, m0, b, rn, a_mask);
-          tma_load_tile<BN, BK, RPB, B_K, CLUSTER>(bb, &p.map_b, full, k0, n0, b, rm, b_mask);
+        for (int kt = kb; kt < ke; ++kt, ++issued) {
+          if (issued < early) {
+            if (LOCAL != 3) load_stage(s, u, kt, 3 & ~LOCAL);  // armed and partly loaded before the handshake
+          } else {
+            mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
+            mbar_arrive_expect_tx(bars + 8 * s, STAGE_BYTES);
+            load_stage(s, u, kt, 3);
+          }
           if (++s == STAGES) { s = 0; ph ^= 1; }
         }
       }
@@ -332,7 +359,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     constexpr int V = 16 / (int)sizeof(TC);  // elements per 16-byte vector of C
     constexpr int TPC = WM / V;              // threads per column in the store pass
     constexpr int CPP = 128 / TPC;           // columns per pass
-    static_assert(EN % CPP == 0, "store pass must tile the chunk");
+    // A pass covers CPP columns; the last pass of a 24-column chunk leaves some threads idle.
     const long long ldc = p.g.ldc;
     const bool vec_ok = ((unsigned long long)p.g.c % 16 == 0) && (ldc % V == 0) &&
                         (p.g.batch == 1 || p.g.stride_c % V == 0);
@@ -453,18 +480,23 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
           TT_UNROLL
           for (int mi = 0; mi < MI; ++mi) {
             if constexpr (CB == 2) {
+              // Two 8-column groups per stmatrix.x4; a last odd group (EN 24) by .x2.
               TT_UNROLL
-              for (int jj = 0; jj < EN / 16; ++jj) {
+              for (int jj = 0; jj < (EN + 8) / 16; ++jj) {
+                constexpr int GROUPS = EN / 8;
+                const bool pair = 2 * jj + 1 < GROUPS;
                 u32 r[4];
                 TT_UNROLL
                 for (int q = 0; q < 4; ++q) {
-                  const float* f = &acc[mi][(ch * EN / 8 + 2 * jj + (q >> 1)) * 4 + 2 * (q & 1)];
+                  const int g = 2 * jj + (pair ? (q >> 1) : 0);
+                  const float* f = &acc[mi][(ch * EN / 8 + g) * 4 + 2 * (q & 1)];
                   r[q] = (u32)tt_from_float<TC>(alpha * f[0]).bits | ((u32)tt_from_float<TC>(alpha * f[1]).bits << 16);
                 }
                 const int q = lane >> 3, line = (2 * jj + (q >> 1)) * 8 + (lane & 7);
                 const int row = mi * 64 + warp * 16 + (q & 1) * 8;
                 const u32 addr = buf + (u32)((row / RB) * EN * 128 + line * 128 + ((((row % RB) / 8) ^ (line & 7)) << 4));
-                stmatrix_x4_trans(addr, r[0], r[1], r[2], r[3]);
+                if (pair) stmatrix_x4_trans(addr, r[0], r[1], r[2], r[3]);
+                else stmatrix_x2_trans(addr, r[0], r[1]);
               }
             } else {
               TT_UNROLL

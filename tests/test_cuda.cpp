@@ -140,6 +140,26 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
       EXPECT_EQ(t.launch_dims(t.variables(s, p, dev)).cluster[0], unsigned(cl * cln));
       jobs.emplace_back(s, p);
     }
+  // 72- and 80-column tiles (K-major B; epilogue chunks of 24 and 16 columns), each epilogue,
+  // alone, in pairs sharing B where the share is whole 8-row atoms, and in 1 x 2 clusters.
+  for (const auto& p : problems) {
+    if (p.trans_b) continue;
+    for (const auto& [bn, cl, cln, epi] : std::vector<std::array<int, 4>>{
+             {72, 1, 1, 0}, {72, 1, 2, 1}, {80, 2, 1, 1}, {80, 1, 1, 0}}) {
+      Solution s = t.default_solution();
+      s.params["BN"] = bn, s.params["CLUSTER"] = cl, s.params["CLUSTERN"] = cln, s.params["EPI"] = epi;
+      s.params["PINGPONG"] = 0, s.params["STAGES"] = 6, s.params["BK"] = 128 / size_of(p.a_type);
+      const auto broken = t.violation(t.variables(s, p, dev));
+      ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
+      jobs.emplace_back(s, p);
+    }
+    Solution s = t.default_solution();
+    s.params["BN"] = 72, s.params["CLUSTER"] = 2, s.params["PINGPONG"] = 0;  // 36 rows of B each: refused
+    s.params["BK"] = 128 / size_of(p.a_type);
+    const auto refused = t.violation(t.variables(s, p, dev));
+    ASSERT_TRUE(refused);
+    EXPECT_NE(refused->find("b_shares_whole_swizzle_atoms"), std::string::npos) << *refused;
+  }
   for (const auto& [s, p] : jobs) {
     gpu::CompileResult r = compiler->compile(t.compile_request(s, p, dev));
     EXPECT_TRUE(r.ok) << s.kernel_name() << "\n" << r.log;
@@ -315,11 +335,18 @@ TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
                                        DataType::BF16);
   gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::F16, false, false, 128, 128, 64, 1, 3, 1,
                                        DataType::F32);
-  ASSERT_EQ(seen.size(), 8u);
+  // 72- and 80-column tiles store chunks of 24 and 16 columns.
+  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 72, 64, 1, 3, 1,
+                                       DataType::BF16);
+  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 80, 64, 1, 3, 1,
+                                       DataType::F32);
+  ASSERT_EQ(seen.size(), 14u);
   EXPECT_EQ(seen[4].first, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
   EXPECT_EQ(seen[4].second, (std::vector<cuuint64_t>{1000, 600, 1, 64, 32}));
   EXPECT_EQ(seen[7].first, CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
   EXPECT_EQ(seen[7].second, (std::vector<cuuint64_t>{1000, 600, 1, 32, 32}));
+  EXPECT_EQ(seen[10].second, (std::vector<cuuint64_t>{1000, 600, 1, 64, 24}));
+  EXPECT_EQ(seen[13].second, (std::vector<cuuint64_t>{1000, 600, 1, 32, 16}));
   p.c = reinterpret_cast<void*>((std::uintptr_t(1) << 21) + 2);
   EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1,
                                                     3, 1, DataType::BF16),
@@ -525,7 +552,9 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
       {1, 128, 128, 2, 0, 2, 2, 3}, {2, 128, 128, 2, 0, 2, 1, 3}, {2, 128, 256, 2, 0, 1, 1, 2},
       {0, 128, 96, 2, 0, 2, 1, 2},  {0, 128, 96, 2, 1, 1, 2, 2},
       // Two-dimensional clusters: A shared along tile rows too, with split-K and beta != 0.
-      {0, 128, 128, 2, 0, 2, 2, 2, 2}, {1, 128, 128, 2, 0, 2, 2, 3, 2}, {0, 128, 96, 2, 0, 4, 1, 2, 2}};
+      {0, 128, 128, 2, 0, 2, 2, 2, 2}, {1, 128, 128, 2, 0, 2, 2, 3, 2}, {0, 128, 96, 2, 0, 4, 1, 2, 2},
+      // 72- and 80-column tiles through the threads' stores (24- and 16-column chunks).
+      {0, 128, 72, 2, 0, 1, 1, 2}, {1, 128, 80, 2, 1, 1, 2, 3}, {0, 128, 80, 2, 0, 2, 2, 2}};
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];
     const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers},
@@ -581,7 +610,7 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
                                      {64, 128, 2, 1, 2, 0, 0}, {64, 128, 2, 0, 4, 1, 0}, {64, 64, 2, 1, 4, 0, 0},
                                      {64, 128, 2, 0, 2, 0, 1}, {64, 128, 2, 0, 1, 0, 1},
                                      // 2-D clusters (a column of CTAs past N where N = 264), 8 CTAs
-                                     {64, 128, 2, 0, 2, 1, 0, 2}, {64, 64, 2, 1, 2, 0, 0, 2}, {64, 64, 2, 0, 4, 0, 0, 2}};
+                                     {64, 128, 2, 0, 2, 1, 0, 2}, {64, 64, 2, 1, 2, 0, 0, 2}, {64, 64, 2, 1, 4, 0, 0, 2}};
   std::size_t checked = 0;
   for (const auto& p : problems)
     for (const auto& sh : shapes) {
@@ -637,7 +666,10 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTmaStore) {
       {0, 128, 96, 2, 0, 2, 0, 1}, {0, 128, 96, 2, 1, 1, 0, 1}, {1, 128, 96, 2, 0, 4, 0, 1},
       {4, 128, 96, 2, 1, 1, 0, 1},
       // 2-D clusters: 128 x 96 in 4 x 2 (cuBLAS's fp16 arrangement for 1000^3), split-N in 2 x 2 on a K-major A.
-      {0, 128, 96, 2, 0, 4, 0, 1, 0, 2}, {1, 64, 128, 2, 0, 2, 1, 1, 0, 2}};
+      {0, 128, 96, 2, 0, 4, 0, 1, 0, 2}, {1, 64, 128, 2, 0, 2, 1, 1, 0, 2},
+      // 72 columns (chunks of 24: a last stmatrix.x2), 80 in pairs with fp32 C (chunks of 16), tf32 ping-pong.
+      {0, 128, 72, 2, 0, 1, 0, 1}, {0, 128, 72, 2, 0, 1, 0, 1, 0, 2}, {1, 128, 80, 2, 0, 2, 0, 1},
+      {4, 128, 72, 2, 1, 1, 0, 1}};
   std::size_t checked = 0;
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];

@@ -106,12 +106,14 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   else
     encode_operand(encode, &args.map_b, "wgmma_gemm operand B", dt, eb, p.b, p.n, p.k, p.ldb, p.stride_b, p.batch,
                    line, bk / cluster, l2);
-  // C for the TMA-store epilogue: boxes of one 128-byte line down each of 32 columns (the
-  // kernel's epilogue chunk), in the 128-byte swizzle its staging is written in.
+  // C for the TMA-store epilogue: boxes of one 128-byte line down each of the kernel's epilogue
+  // chunk of columns (32; 24 or 16 for 72- or 80-column tiles), in the 128-byte swizzle its
+  // staging is written in.
   if (epi == 1) {
     const int cb = size_of(c_type);
+    const int chunk = bn % 32 == 0 ? 32 : bn % 24 == 0 ? 24 : 16;
     encode_operand(encode, &args.map_c, "wgmma_gemm output C (TMA store)", map_type(c_type, "output"), cb, p.c, p.m,
-                   p.n, p.ldc, p.stride_c, p.batch, 128 / cb, 32, l2);
+                   p.n, p.ldc, p.stride_c, p.batch, 128 / cb, chunk, l2);
   } else if (epi != 0) {
     throw Error("wgmma_gemm: EPI " + std::to_string(epi) + " (0 stores from the threads, 1 TMA store)");
   }
