@@ -252,35 +252,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   }
   // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
   if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CS);
-  // TMA producer (thread 0): this CTA's tile (tile row mb, column nb, batch b) of work unit u.
+  // TMA producer (thread 0): this CTA's tile (tile row mb, column nb, batch b) and K tiles of work unit u.
   auto unit_tile = [&](int u, int& mb, int& nb, int& b, int& kb, int& ke) {
     int t, split;
     unit(u, t, split, kb, ke);
     tile_coords<RASTER, GROUP>(t, units_m, units_n, mb, nb, b);
     mb = mb * CLUSTER + rm, nb = nb * CLUSTERN + rn;
   };
-  // The loads of K tile kt of that tile into ring slot s: `which` 1 A, 2 B, 3 both. In a cluster
-  // each CTA loads its share of A (B) and multicasts it to the CTAs of its tile row (column).
-  auto load_stage = [&](int s, int mb, int nb, int b, int kt, int which) {
-    const u32 full = bars + 8 * s;
-    const int k0 = kt * BK;
-    if (which & 1) tma_load_tile<BM, BK, RPB, A_K, CLUSTERN>(sA + s * A_STAGE, &p.map_a, full, k0, mb * BM, b, rn, a_mask);
-    if (which & 2) tma_load_tile<BN, BK, RPB, B_K, CLUSTER>(sB + s * B_STAGE, &p.map_b, full, k0, nb * BN, b, rm, b_mask);
-  };
-  // The first stages' loads of the operands this CTA does not multicast go out before the
-  // cluster's handshake (thread 0 initialised the barriers they complete on, and nothing else
-  // writes them yet), so that their latency overlaps it; the rest of those stages follows it.
-  constexpr int LOCAL = (CLUSTERN == 1 ? 1 : 0) | (CLUSTER == 1 ? 2 : 0);  // operands loaded without multicast
-  int early = 0;  // stages armed before the handshake
-  if (LOADER == 0 && threadIdx.x == 0 && first < total) {
-    int mb, nb, b, kb, ke;
-    unit_tile(first, mb, nb, b, kb, ke);
-    early = min(STAGES, ke - kb);
-    for (int i = 0; i < early; ++i) {
-      mbar_arrive_expect_tx(bars + 8 * i, STAGE_BYTES);
-      if (LOCAL) load_stage(i, mb, nb, b, kb + i, LOCAL);
-    }
-  }
+  // Measured on the H200 (8cb1c21, 2026-11-30): issuing the first stages' non-multicast loads
+  // before the cluster handshake made clusters 3-7% slower (1000^3), so every load follows it.
   if (CS > 1) cluster_sync_after_init();  // the peer's barriers exist before any multicast or remote arrive
   else __syncthreads();
 
@@ -323,19 +303,20 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       fence_async_smem();
       for (int j = issued > LAG ? issued - LAG : 0; j < issued; ++j) mbar_arrive(bars + 8 * (j % STAGES));
     } else if (threadIdx.x == 0) {
-      int s = 0, issued = 0;
+      int s = 0;
       u32 ph = 0;
       for (int u = first; u < total; u += step) {
         int mb, nb, b, kb, ke;
         unit_tile(u, mb, nb, b, kb, ke);
-        for (int kt = kb; kt < ke; ++kt, ++issued) {
-          if (issued < early) {
-            if (LOCAL != 3) load_stage(s, mb, nb, b, kt, 3 & ~LOCAL);  // armed and partly loaded before the handshake
-          } else {
-            mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
-            mbar_arrive_expect_tx(bars + 8 * s, STAGE_BYTES);
-            load_stage(s, mb, nb, b, kt, 3);
-          }
+        for (int kt = kb; kt < ke; ++kt) {
+          const u32 full = bars + 8 * s;
+          mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
+          mbar_arrive_expect_tx(full, STAGE_BYTES);
+          // In a cluster each CTA loads its share of A (B) and multicasts it to the CTAs of its
+          // tile row (column).
+          const int k0 = kt * BK;
+          tma_load_tile<BM, BK, RPB, A_K, CLUSTERN>(sA + s * A_STAGE, &p.map_a, full, k0, mb * BM, b, rn, a_mask);
+          tma_load_tile<BN, BK, RPB, B_K, CLUSTER>(sB + s * B_STAGE, &p.map_b, full, k0, nb * BN, b, rm, b_mask);
           if (++s == STAGES) { s = 0; ph ^= 1; }
         }
       }
