@@ -220,8 +220,9 @@ TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, in
 // Shared memory of a wgmma kernel, from the dynamic allocation aligned up to 1024 bytes (the
 // 128-byte swizzle's period): STAGES A stages of A_STAGE bytes, STAGES B stages of B_STAGE bytes,
 // `staging_bytes` of fp32 epilogue staging, then the ring's mbarriers: full[s] at bars + 8 s,
-// empty[s] at bars + 8 (STAGES + s). With CLUSTER > 1 (the CTAs of a cluster) a stage is filled by
-// the producers of several CTAs of the cluster (TMA multicast) and released to all of them.
+// empty[s] at bars + 8 (STAGES + s). CLUSTER here counts the CTAs of a cluster (wgmma_gemm passes
+// CLUSTER x CLUSTERN); with more than one a stage is filled by the producers of several CTAs of the
+// cluster (TMA multicast) and released to all of them.
 template <int STAGES, u32 A_STAGE, u32 B_STAGE, int CLUSTER = 1>
 struct Ring {
   static constexpr u32 A_BYTES = A_STAGE, B_BYTES = B_STAGE;
@@ -255,7 +256,9 @@ struct Ring {
   }
 
   // A consuming warp (every lane calls) is done with `stage`: lane 0 arrives on its empty barrier;
-  // in a cluster lane r arrives on CTA r's, every CTA's (each may have multicast into it), one
+  // in a cluster lane r arrives on CTA r's, every CTA's (a superset of those of its tile row and
+  // column, which multicast into it: simpler; arriving on those alone would save 3 of 8 remote
+  // arrives per warp and stage in a 4 x 2 cluster, not tried), one
   // instruction for the warp where a loop on lane 0 issued CLUSTER remote arrives one by one.
   TT_DEVICE void release(int stage, int lane) const {
     if (CLUSTER == 1) {

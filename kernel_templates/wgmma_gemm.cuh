@@ -18,7 +18,7 @@
 // through; it keeps STAGES - 2 stages in flight, so that the consumers can always free the stage
 // it waits for next.
 // Clusters (CLUSTER = 2 or 4, TMA loader only): CLUSTER CTAs on adjacent tile rows of the same tile
-// column share B. Each loads its own A and 1 / CLUSTER of B, multicast into the shared memory of
+// column share B. Each loads 1 / CLUSTER of B (and its A, or its share of A, see CLUSTERN), multicast into the shared memory of
 // the CTAs of its tile column; a stage may be refilled only when the consumers of every CTA
 // released it, so every release arrives on all the CTAs' "empty" barriers. The CTAs walk the same
 // unit sequence in lockstep; a CTA whose tile lies past M (or N) loads zeros (TMA fills
@@ -61,7 +61,8 @@
 // multiprocessors. Measured on the H200 (occ_probe, 116f3f4): it wins no shape; out of the
 // default space.
 // TMA L2 promotion (L2PROMO in the JSON) is a property of the host-built tensor maps only.
-// Epilogue, TMA store (EPI = 1, when beta == 0): per 32-column chunk, each consumer writes alpha *
+// Epilogue, TMA store (EPI = 1, when beta == 0): per chunk of EN columns (32; 24 / 16 for 72- / 80-
+// column tiles), each consumer writes alpha *
 // accumulators, converted to C's type, into a staging buffer laid out as the TMA boxes of C
 // (128-byte lines down each column, 128-byte swizzle; stmatrix.trans for 16-bit C) and one
 // thread issues a bulk tensor store per box, which clips at M and N; two buffers alternate for
@@ -69,7 +70,7 @@
 // batch stride 16-byte aligned (the constraint reads ALIGN_C, which the runtime lowers to the
 // pointer's alignment); beta != 0 takes the path below.
 // Epilogue, stores from the threads (EPI = 0, and EPI = 1 with beta != 0): accumulators (times alpha) go through a padded fp32 staging buffer in
-// shared memory, 32 columns at a time, and are written with coalesced stores down each column of C:
+// shared memory, a chunk of EN columns at a time, and are written with coalesced stores down each column of C:
 // 16-byte vectors where C's pointer / ldc / batch stride allow, else scalars with consecutive lanes
 // on consecutive rows (e.g. ldc odd); beta * C is read the same way only when beta != 0.
 //
@@ -123,6 +124,9 @@ TT_DEVICE void cp_async_stage(u32 dst, const T* src, long long ld, int rows, int
 template <int ROWS, int BK, int RPB, bool KMAJOR, int SHARES>
 TT_DEVICE void tma_load_tile(u32 dst, const TtTensorMap* map, u32 bar, int k0, int r0, int b, int share,
                              unsigned short mask) {
+  // A share that is not whole 8-line atoms would land off the 1024-byte swizzle period: wrong data, no error.
+  static_assert(KMAJOR ? ROWS % SHARES == 0 && ROWS / SHARES % 8 == 0 : BK % SHARES == 0 && BK / SHARES % 8 == 0,
+                "every CTA's share of a tile is whole 8-line swizzle atoms");
   if (KMAJOR) {
     constexpr int R = ROWS / SHARES;
     if (SHARES == 1) tma_load_3d(dst, map, bar, k0, r0, b);
@@ -434,7 +438,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       // ---------------------------------------------------------------- split-K
       // The threads that hold this tile's accumulators (one consumer with ping-pong, all of them
       // otherwise) meet the other splits in the workspace; the last to arrive goes on with the sum.
-      // In a cluster, the CTA whose tile row lies past M has no tile and skips it.
+      // In a cluster, a CTA whose tile lies past M or N has no tile and skips it.
       if (SPLITK > 1) {
         if (mb >= tiles_m || nb >= tiles_n) continue;
         constexpr int GT = PP ? 128 : 128 * CONSUMERS;  // threads of the group

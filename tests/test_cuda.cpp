@@ -71,7 +71,7 @@ TEST(CudaCompile, NvrtcCompilesSimtVariantsForSm90aWithoutAGpu) {
   }
 }
 
-// The Hopper template's loaders (TMA, cp.async), clusters (1, 2: B multicast) and consumers
+// The Hopper template's loaders (TMA, cp.async), clusters (1-D: B multicast; 2-D: A too), 72/80/96-column tiles and consumers
 // splitting N on both operand majors and on tf32; kernels built for sm_90a hold wgmma, which NVRTC checks without a GPU.
 TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
   auto compiler = gpu::cuda::make_compiler();
@@ -313,7 +313,8 @@ TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
   EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 4), Error);
 }
 
-// The TMA-store epilogue's map over C (type and box of C's element size, 32 columns) and what
+// The TMA-store epilogue's map over C (type and box of C's element size, the kernel's chunk of
+// columns) and what
 // refuses it: C, ldc or the batch stride off 16 bytes (the constraint, and the encoder itself).
 TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
   static std::vector<std::pair<CUtensorMapDataType, std::vector<cuuint64_t>>> seen;
@@ -374,10 +375,22 @@ TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
   EXPECT_EQ(seen[1].second, (std::vector<cuuint64_t>{512, 600, 1, 64, 24}));   // B: box 64 k x 96 / 4 rows
   EXPECT_EQ(seen[2].second, (std::vector<cuuint64_t>{512, 1000, 1, 64, 32}));  // A: K x M, box 64 k x 128 / 4 rows
   EXPECT_EQ(seen[3].second, (std::vector<cuuint64_t>{512, 600, 1, 64, 64}));
-  for (int bad : {3, 8})
-    EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 2,
+  for (const auto& [cl, bad] : std::vector<std::pair<int, int>>{{2, 3}, {2, 8}, {4, 4}})
+    EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, cl,
                                                       3, 0, DataType::BF16, bad),
                  Error);
+  // An MN-major B (trans_b) in a cluster: each CTA loads the K lines of its share of every box.
+  seen.clear();
+  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, true, 128, 128, 64, 4);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].second, (std::vector<cuuint64_t>{600, 512, 1, 64, 16}));  // B: N x K, box 64 rows x 64 / 4 k
+  // 36 rows of B per CTA (BN 72 in pairs) is not whole 8-row atoms: refused, naming the cluster.
+  try {
+    gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 72, 64, 2);
+    ADD_FAILURE() << "BN 72 in pairs was encoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CLUSTER 2"), std::string::npos) << e.what();
+  }
 
   const KernelTemplate& t = find_template("wgmma_gemm");
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
@@ -554,7 +567,9 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
       // Two-dimensional clusters: A shared along tile rows too, with split-K and beta != 0.
       {0, 128, 128, 2, 0, 2, 2, 2, 2}, {1, 128, 128, 2, 0, 2, 2, 3, 2}, {0, 128, 96, 2, 0, 4, 1, 2, 2},
       // 72- and 80-column tiles through the threads' stores (24- and 16-column chunks).
-      {0, 128, 72, 2, 0, 1, 1, 2}, {1, 128, 80, 2, 1, 1, 2, 3}, {0, 128, 80, 2, 0, 2, 2, 2}};
+      {0, 128, 72, 2, 0, 1, 1, 2}, {1, 128, 80, 2, 1, 1, 2, 3}, {0, 128, 80, 2, 0, 2, 2, 2},
+      // 2-D clusters with a column of CTAs past N (400 / 80 = 5 tile columns in pairs): those skip the reduction.
+      {1, 128, 80, 2, 0, 1, 2, 3, 2}};
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];
     const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers},
@@ -669,7 +684,10 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTmaStore) {
       {0, 128, 96, 2, 0, 4, 0, 1, 0, 2}, {1, 64, 128, 2, 0, 2, 1, 1, 0, 2},
       // 72 columns (chunks of 24: a last stmatrix.x2), 80 in pairs with fp32 C (chunks of 16), tf32 ping-pong.
       {0, 128, 72, 2, 0, 1, 0, 1}, {0, 128, 72, 2, 0, 1, 0, 1, 0, 2}, {1, 128, 80, 2, 0, 2, 0, 1},
-      {4, 128, 72, 2, 1, 1, 0, 1}};
+      {4, 128, 72, 2, 1, 1, 0, 1},
+      // A shared by 4 tile columns: K-major A (32 rows each) in 2 x 4, MN-major A (16 K lines each)
+      // in 1 x 4; 80 columns with 16-bit C (one stmatrix.x4 per 16-column chunk, two buffers).
+      {1, 128, 128, 2, 0, 2, 0, 1, 0, 4}, {0, 128, 64, 2, 0, 1, 0, 1, 0, 4}, {0, 128, 80, 2, 0, 2, 0, 1, 0, 2}};
   std::size_t checked = 0;
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];

@@ -76,7 +76,8 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   const int eb = size_of(a_type);
   const int line = 128 / eb;  // elements per 128-byte swizzle atom
   // The kernel's shared layouts assume BK and MN-major boxes of one 128-byte swizzle atom.
-  if (cluster != 1 && cluster != 2 && cluster != 4) throw Error("wgmma_gemm: clusters of 1, 2 or 4 CTAs only");
+  if (cluster != 1 && cluster != 2 && cluster != 4)
+    throw Error("wgmma_gemm: CLUSTER " + std::to_string(cluster) + " (1, 2 or 4 tile rows sharing B)");
   if ((cluster_n != 1 && cluster_n != 2 && cluster_n != 4) || cluster * cluster_n > 8)
     throw Error("wgmma_gemm: CLUSTERN " + std::to_string(cluster_n) + " (1, 2 or 4 tile columns, 8 CTAs a cluster at most)");
   // B's tile rows: whole 64-column boxes when it is MN-major; K-major, whole 8-row swizzle
@@ -84,7 +85,8 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   const bool bn_ok = trans_b ? bn % 64 == 0 : bn % 8 == 0 && (bn / cluster) % 8 == 0;
   if (bk != line || bm % 64 != 0 || !bn_ok || bm > 256 || bn > 256)
     throw Error("wgmma_gemm: unsupported tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
-                std::to_string(bk));
+                std::to_string(bk) + " with CLUSTER " + std::to_string(cluster) +
+                " (a K-major B's share per CTA must be whole 8-row atoms)");
   TtGemmTmaParams args;
   std::memset(&args, 0, sizeof args);
   args.g = p;

@@ -26,8 +26,9 @@ using Im2colMapEncoder = decltype(&::cuTensorMapEncodeIm2col);
 std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const GemmProblem& problem,
                                                   const Variables& vars);
 
-// The same with an explicit encoder, tile shape, cluster size (CLUSTER: with 2 or 4, B's K-major box
-// is 1 / CLUSTER of the tile's rows, each CTA of the cluster loading and multicasting its share), L2
+// The same with an explicit encoder, tile shape, the cluster's tile rows (CLUSTER: with 2 or 4, B's
+// box is 1 / CLUSTER of a K-major tile's rows or of an MN-major box's K lines, each CTA of a tile
+// column loading and multicasting its share), L2
 // promotion of the maps (L2PROMO: 0 none, 1 64 B, 2 128 B, 3 256 B) and, for the TMA-store
 // epilogue (EPI 1), a map over C of type c_type, and the cluster's tile columns (CLUSTERN: with 2 or
 // 4, A's box is 1 / cluster_n of a K-major tile's rows or of an MN-major box's K lines).
