@@ -50,10 +50,14 @@ int main(int argc, char** argv) {
     std::string md = "# tiletune winners vs " + std::string(vendor ? vendor->name() : "no vendor") + "\n\n" +
                      bench::provenance_lines(date, o.commit, dev->info()) + "- database: " + db_path + (o.label.empty() ? "" : "\n- " + o.label) +
                      "\n- method: same process, same buffers, operands rotated past 2x L2, CUDA events, median of "
-                     "runs; " + std::to_string(o.rounds) + " interleaved rounds, median round reported\n\n" +
+                     "runs; " + std::to_string(o.rounds) + " interleaved rounds, median round reported; ratio of means: "
+                     "the same from each round's mean (first event to last over its runs), finer than a run's "
+                     "timing where a run lasts a few timer ticks\n\n" +
                      "| problem | tiletune TFLOP/s | " + (vendor ? vendor->name() : "vendor") +
-                     " TFLOP/s | ratio | tiletune rel err | vendor rel err | kernel |\n|---|---|---|---|---|---|---|\n";
-    std::printf("%-36s %12s %12s %7s  %s\n", "problem", "tiletune", vendor ? vendor->name().c_str() : "vendor", "ratio", "kernel");
+                     " TFLOP/s | ratio | ratio of means | tiletune rel err | vendor rel err | kernel |\n"
+                     "|---|---|---|---|---|---|---|---|\n";
+    std::printf("%-36s %12s %12s %7s %7s  %s\n", "problem", "tiletune", vendor ? vendor->name().c_str() : "vendor", "ratio",
+                "means", "kernel");
     for (const auto& w : winners) {
       if (w.problem.is_conv()) continue;  // GEMMs only; convolutions get their own comparison
       const GemmProblem p = w.problem.gemm().canonical();
@@ -70,25 +74,33 @@ int main(int argc, char** argv) {
       // A row only counts if the runtime ran the tuned winner, not its fallback.
       const bool ran_winner = rt.stats().fallbacks == fallbacks_before;
       if (vendor) v_theirs = data.validate(theirs);
-      std::vector<double> t_ours, t_theirs;
+      std::vector<double> t_ours, t_theirs, m_ours, m_theirs;
       for (int r = 0; r < o.rounds; ++r) {
-        t_ours.push_back(tuner::time_runs(*dev, data, o.timing, ours).median_ms);
-        if (vendor) t_theirs.push_back(tuner::time_runs(*dev, data, o.timing, theirs).median_ms);
+        const tuner::Timing a = tuner::time_runs(*dev, data, o.timing, ours);
+        t_ours.push_back(a.median_ms), m_ours.push_back(a.mean_ms);
+        if (vendor) {
+          const tuner::Timing b = tuner::time_runs(*dev, data, o.timing, theirs);
+          t_theirs.push_back(b.median_ms), m_theirs.push_back(b.mean_ms);
+        }
       }
       double ours_tf = p.flops() / (bench::median(t_ours) * 1e-3) / 1e12;
       double theirs_tf = vendor ? p.flops() / (bench::median(t_theirs) * 1e-3) / 1e12 : 0;
       double ratio = theirs_tf > 0 ? ours_tf / theirs_tf : 0;
+      const double ratio_means = vendor ? bench::median(m_theirs) / bench::median(m_ours) : 0;
       std::string kernel = w.solution.kernel_name();
-      std::printf("%-36s %12.2f %12.2f %7.3f  %s%s%s\n", shape_text(p).c_str(), ours_tf, theirs_tf, ratio, kernel.c_str(),
+      std::printf("%-36s %12.2f %12.2f %7.3f %7.3f  %s%s%s\n", shape_text(p).c_str(), ours_tf, theirs_tf, ratio, ratio_means,
+                  kernel.c_str(),
                   v_ours.ok ? "" : "  INVALID", ran_winner ? "" : "  FALLBACK (not the winner)");
       if (!ran_winner) kernel += " (FALLBACK ran instead)";
       char line[512];
-      std::snprintf(line, sizeof line, "| %s | %.2f | %.2f | %.3f | %.1e | %.1e | `%s` |\n", shape_text(p).c_str(), ours_tf,
-                    theirs_tf, ratio, v_ours.rel_error, v_theirs.rel_error, kernel.c_str());
+      std::snprintf(line, sizeof line, "| %s | %.2f | %.2f | %.3f | %.3f | %.1e | %.1e | `%s` |\n", shape_text(p).c_str(),
+                    ours_tf, theirs_tf, ratio, ratio_means, v_ours.rel_error, v_theirs.rel_error, kernel.c_str());
       md += line;
       rows.push_back({{"problem", p}, {"key", p.key()}, {"kernel", kernel}, {"tiletune_tflops", ours_tf},
                       {"vendor_tflops", theirs_tf}, {"ratio", ratio}, {"tiletune_ms", bench::median(t_ours)},
-                      {"vendor_ms", bench::median(t_theirs)}, {"tiletune_valid", v_ours.ok}, {"ran_winner", ran_winner},
+                      {"vendor_ms", bench::median(t_theirs)}, {"tiletune_mean_ms", bench::median(m_ours)},
+                      {"vendor_mean_ms", bench::median(m_theirs)}, {"ratio_of_means", ratio_means},
+                      {"tiletune_valid", v_ours.ok}, {"ran_winner", ran_winner},
                       {"tiletune_rel_error", v_ours.rel_error}, {"vendor_rel_error", v_theirs.rel_error}});
       if (!v_ours.ok) std::fprintf(stderr, "winner %s is INVALID on %s: %s\n", kernel.c_str(), p.key().c_str(), v_ours.reason.c_str());
     }

@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
+#include "tuner/benchmark.h"
 #include "tuner/elements.h"
 #include "tuner/output_check.h"
 #include "tuner/problem_data.h"
@@ -423,6 +424,22 @@ TEST_F(HostBackend, LoadErrors) {
   // a second load of a good object gives an independent, working kernel
   auto again = dev_->load(code_->at("bad0"));
   EXPECT_VALID(run_bad(0, make(9, 7, 5)));
+}
+
+// time_runs: the mean (first event to last, over the runs) lies within the runs' min and max and
+// matches what each run costs.
+TEST_F(HostBackend, TimeRunsGivesTheMeanOfTheRuns) {
+  tuner::BenchmarkOptions o;
+  o.warmup = 1, o.min_iterations = 6, o.max_iterations = 6, o.target_ms = 1;
+  int calls = 0;
+  const tuner::Timing t = tuner::time_runs(*dev_, 2, o, [&](std::size_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 + 2 * (calls++ % 2)));  // 2 and 4 ms
+  });
+  EXPECT_EQ(t.iterations, 6);
+  EXPECT_GE(t.mean_ms, t.min_ms);
+  EXPECT_LE(t.mean_ms, t.max_ms);
+  EXPECT_GE(t.mean_ms, 2.9);
+  EXPECT_LT(t.mean_ms, 1000.0);
 }
 
 TEST_F(HostBackend, EventsTime) {

@@ -69,6 +69,7 @@ Timing time_runs(gpu::Device& dev, std::size_t sets, const BenchmarkOptions& opt
   t.min_ms = ms.front();
   t.max_ms = ms.back();
   t.median_ms = runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);
+  t.mean_ms = dev.elapsed_ms(marks[0], marks[runs]) / runs;
   return t;
 }
 
