@@ -23,14 +23,15 @@
 // released it, so every release arrives on all the CTAs' "empty" barriers. The CTAs walk the same
 // unit sequence in lockstep; a CTA whose tile lies past M (or N) loads zeros (TMA fills
 // out-of-bounds boxes) and stores nothing. Cuts B's traffic where operand loads limit the tile
-// rate: on the H200 pairs win odd1000 and most large shapes, quads odd3000 (benchmarks/results,
-// 2026-11-30); the template's default space keeps single CTAs, the H200 configs sweep 1, 2 and 4.
+// rate: on the H200 pairs win most large shapes, quads odd3000 (benchmarks/results, 2026-11-30);
+// the template's default space keeps single CTAs, the H200 configs sweep 1, 2 and 4.
 // Two-dimensional clusters (CLUSTERN = 2 or 4, up to 8 CTAs): CLUSTER x CLUSTERN tiles, the
 // CTAs of one tile row sharing A as those of one tile column share B (each loads 1 / CLUSTERN of
-// the rows of a K-major A, or of the K lines of each 64-row box of an MN-major one). For the
-// small grids where L2-to-SM traffic bounds the tile rate: 1000^3 in 64 x 128 tiles moves 33 MB
-// of operands from L2 in pairs, 17 MB as 128 x 96 tiles in 4 x 2 clusters (cuBLAS's fp16 kernel
-// for 1000^3 runs 4 x 2 clusters).
+// the rows of a K-major A, or of the K lines of each 64-row box of an MN-major one). Measured on
+// the H200 (2026-11-30): with 96- or 128-column tiles they won nothing (1000^3: 128 x 96 in 4 x 2
+// 160 TFLOP/s against 166 for 64 x 128 pairs), with 72-column tiles pairs of tile columns win
+// 1000^3 (128 x 72 in 1 x 2, ~181 at tune time); the H200 configs sweep CLUSTERN 2 where the grid
+// fits the machine.
 // Consumers, cooperative (PINGPONG = 0): each owns WM = BM / CONSUMERS rows of the tile (WM/64
 // wgmma m64 sub-tiles) and all BN columns; per K step, 4 wgmma.mma_async per sub-tile (one per 32
 // bytes of K: k16 for 16-bit inputs, k8 for tf32), one
@@ -256,7 +257,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   }
   // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
   if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CS);
-  // TMA producer (thread 0): this CTA's tile (tile row mb, column nb, batch b) and K tiles of work unit u.
+  // Producer: this CTA's tile (tile row mb, column nb, batch b) and K tiles of work unit u.
   auto unit_tile = [&](int u, int& mb, int& nb, int& b, int& kb, int& ke) {
     int t, split;
     unit(u, t, split, kb, ke);
@@ -282,10 +283,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       int s = 0, issued = 0;
       u32 ph = 0;
       for (int u = first; u < total; u += step) {
-        int t, split, kb, ke, mb, nb, b;
-        unit(u, t, split, kb, ke);
-        tile_coords<RASTER, GROUP>(t, units_m, units_n, mb, nb, b);
-        mb = mb * CLUSTER + rm, nb = nb * CLUSTERN + rn;
+        int mb, nb, b, kb, ke;
+        unit_tile(u, mb, nb, b, kb, ke);
         const TA* Ab = A + (long long)b * p.g.stride_a;
         const TA* Bb = Bm + (long long)b * p.g.stride_b;
 #pragma unroll 1
