@@ -120,15 +120,14 @@ int main(int argc, char** argv) {
           agreement = relative_difference(out_ours, data.read_output(), p.out_type);
         }
         const bool timed_vendor = vendor && vendor->unsupported(p).empty();
-        std::vector<double> t_ours, t_theirs;
+        bench::RoundTimes t_ours, t_theirs;
         for (int r = 0; r < o.rounds; ++r) {
-          t_ours.push_back(tuner::time_runs(*dev, data.sets(), o.timing, [&](std::size_t s) { ours(data.params(s)); }).median_ms);
+          t_ours.add(tuner::time_runs(*dev, data.sets(), o.timing, [&](std::size_t s) { ours(data.params(s)); }));
           if (timed_vendor)
-            t_theirs.push_back(
-                tuner::time_runs(*dev, data.sets(), o.timing, [&](std::size_t s) { theirs(data.params(s)); }).median_ms);
+            t_theirs.add(tuner::time_runs(*dev, data.sets(), o.timing, [&](std::size_t s) { theirs(data.params(s)); }));
         }
-        const double ours_tf = p.flops() / (bench::median(t_ours) * 1e-3) / 1e12;
-        const double theirs_tf = timed_vendor ? p.flops() / (bench::median(t_theirs) * 1e-3) / 1e12 : 0;
+        const double ours_tf = p.flops() / (t_ours.median_ms() * 1e-3) / 1e12;
+        const double theirs_tf = timed_vendor ? p.flops() / (t_theirs.median_ms() * 1e-3) / 1e12 : 0;
         const double ratio = theirs_tf > 0 ? ours_tf / theirs_tf : 0;
         const std::string algo = timed_vendor ? vendor->algorithm(p) : vendor ? vendor->unsupported(p) : "";
         if (ratio > 0 && v_ours.ok) log_ratios[to_string(p.direction)].push_back(std::log(ratio));
@@ -144,8 +143,10 @@ int main(int argc, char** argv) {
                       v_theirs.rel_error, agreement, algo.c_str());
         md += line;
         rows.push_back({{"problem", Problem(p)}, {"key", p.key()}, {"rule", rule}, {"tiletune_tflops", ours_tf},
-                        {"vendor_tflops", theirs_tf}, {"ratio", ratio}, {"tiletune_ms", bench::median(t_ours)},
-                        {"vendor_ms", bench::median(t_theirs)}, {"tiletune_valid", v_ours.ok},
+                        {"vendor_tflops", theirs_tf}, {"ratio", ratio}, {"tiletune_ms", t_ours.median_ms()},
+                        {"vendor_ms", t_theirs.median_ms()}, {"tiletune_mean_ms", t_ours.mean_ms()},
+                        {"vendor_mean_ms", t_theirs.mean_ms()},
+                        {"ratio_of_means", timed_vendor ? t_theirs.mean_ms() / t_ours.mean_ms() : 0.0}, {"tiletune_valid", v_ours.ok},
                         {"tiletune_rel_error", v_ours.rel_error}, {"vendor_rel_error", v_theirs.rel_error},
                         {"tiletune_vs_vendor", std::isnan(agreement) ? nlohmann::json() : nlohmann::json(agreement)},
                         {"vendor_algorithm", algo}});

@@ -74,19 +74,15 @@ int main(int argc, char** argv) {
       // A row only counts if the runtime ran the tuned winner, not its fallback.
       const bool ran_winner = rt.stats().fallbacks == fallbacks_before;
       if (vendor) v_theirs = data.validate(theirs);
-      std::vector<double> t_ours, t_theirs, m_ours, m_theirs;
+      bench::RoundTimes t_ours, t_theirs;
       for (int r = 0; r < o.rounds; ++r) {
-        const tuner::Timing a = tuner::time_runs(*dev, data, o.timing, ours);
-        t_ours.push_back(a.median_ms), m_ours.push_back(a.mean_ms);
-        if (vendor) {
-          const tuner::Timing b = tuner::time_runs(*dev, data, o.timing, theirs);
-          t_theirs.push_back(b.median_ms), m_theirs.push_back(b.mean_ms);
-        }
+        t_ours.add(tuner::time_runs(*dev, data, o.timing, ours));
+        if (vendor) t_theirs.add(tuner::time_runs(*dev, data, o.timing, theirs));
       }
-      double ours_tf = p.flops() / (bench::median(t_ours) * 1e-3) / 1e12;
-      double theirs_tf = vendor ? p.flops() / (bench::median(t_theirs) * 1e-3) / 1e12 : 0;
+      double ours_tf = p.flops() / (t_ours.median_ms() * 1e-3) / 1e12;
+      double theirs_tf = vendor ? p.flops() / (t_theirs.median_ms() * 1e-3) / 1e12 : 0;
       double ratio = theirs_tf > 0 ? ours_tf / theirs_tf : 0;
-      const double ratio_means = vendor ? bench::median(m_theirs) / bench::median(m_ours) : 0;
+      const double ratio_means = vendor ? t_theirs.mean_ms() / t_ours.mean_ms() : 0;
       std::string kernel = w.solution.kernel_name();
       std::printf("%-36s %12.2f %12.2f %7.3f %7.3f  %s%s%s\n", shape_text(p).c_str(), ours_tf, theirs_tf, ratio, ratio_means,
                   kernel.c_str(),
@@ -97,9 +93,9 @@ int main(int argc, char** argv) {
                     ours_tf, theirs_tf, ratio, ratio_means, v_ours.rel_error, v_theirs.rel_error, kernel.c_str());
       md += line;
       rows.push_back({{"problem", p}, {"key", p.key()}, {"kernel", kernel}, {"tiletune_tflops", ours_tf},
-                      {"vendor_tflops", theirs_tf}, {"ratio", ratio}, {"tiletune_ms", bench::median(t_ours)},
-                      {"vendor_ms", bench::median(t_theirs)}, {"tiletune_mean_ms", bench::median(m_ours)},
-                      {"vendor_mean_ms", bench::median(m_theirs)}, {"ratio_of_means", ratio_means},
+                      {"vendor_tflops", theirs_tf}, {"ratio", ratio}, {"tiletune_ms", t_ours.median_ms()},
+                      {"vendor_ms", t_theirs.median_ms()}, {"tiletune_mean_ms", t_ours.mean_ms()},
+                      {"vendor_mean_ms", t_theirs.mean_ms()}, {"ratio_of_means", ratio_means},
                       {"tiletune_valid", v_ours.ok}, {"ran_winner", ran_winner},
                       {"tiletune_rel_error", v_ours.rel_error}, {"vendor_rel_error", v_theirs.rel_error}});
       if (!v_ours.ok) std::fprintf(stderr, "winner %s is INVALID on %s: %s\n", kernel.c_str(), p.key().c_str(), v_ours.reason.c_str());

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpu/backend.h"
+#include "tuner/benchmark.h"
 #include "tuner/config.h"
 
 namespace tiletune::bench {
@@ -48,6 +49,15 @@ inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
+
+// Interleaved rounds of timings of one side of a comparison: each round's median run and mean run
+// (tuner::Timing); a row reports the median round of each.
+struct RoundTimes {
+  std::vector<double> medians, means;
+  void add(const tuner::Timing& t) { medians.push_back(t.median_ms), means.push_back(t.mean_ms); }
+  double median_ms() const { return median(medians); }
+  double mean_ms() const { return median(means); }
+};
 
 // "- date: ...\n- commit: ...\n- machine: ...\n" for the Markdown header.
 inline std::string provenance_lines(const std::string& date, const std::string& commit, const gpu::DeviceInfo& dev) {
