@@ -13,9 +13,9 @@ export TILETUNE_SHAPES_DIR=${TILETUNE_SHAPES_DIR:-$PWD/.shapes}
 DB="$OUT/h200_gemm.db"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
 if [ -n "$TESTS" ]; then
-  timeout 150 "$B/tests/test_cuda" --gtest_filter=-*SanitizerSample* > "$OUT/test_cuda.log" 2>&1
+  timeout 400 "$B/tests/test_cuda" --gtest_filter=-*SanitizerSample* > "$OUT/test_cuda.log" 2>&1
   echo "test_cuda exit $?"; grep -E "^\[  (PASSED|FAILED) |^\[  FAILED" "$OUT/test_cuda.log"
-  timeout 150 compute-sanitizer --tool memcheck "$B/tests/test_cuda" --gtest_filter=*SanitizerSample* > "$OUT/memcheck.log" 2>&1
+  timeout 300 compute-sanitizer --tool memcheck "$B/tests/test_cuda" --gtest_filter=*SanitizerSample* > "$OUT/memcheck.log" 2>&1
   echo "memcheck exit $?"; grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/memcheck.log"
 fi
 for dt in $DTYPES; do
@@ -24,6 +24,6 @@ for dt in $DTYPES; do
     > "$OUT/tune_$dt.log" 2>&1
   echo "tune $dt exit $?"; grep -E "^summary|took" "$OUT/tune_$dt.log"
 done
-timeout 150 "$B/benchmarks/gemm_vs_vendor" --db "$DB" --commit "$COMMIT" --rounds 3 --out "$OUT/gemm_h200" \
+timeout 150 "$B/benchmarks/gemm_vs_vendor" --db "$DB" --commit "$COMMIT" --rounds 5 --out "$OUT/gemm_h200" \
   --label "tensor-core templates (wgmma_gemm, mma_gemm) tuned by configs/h200_gemm_{$(echo $DTYPES | tr ' ' ,)}.json"
 echo "gemm_vs_vendor exit $?"
