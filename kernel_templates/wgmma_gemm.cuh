@@ -17,6 +17,15 @@
 // its copies landed (cp.async.wait_group) and were fenced for the async proxy that wgmma reads
 // through; it keeps STAGES - 2 stages in flight, so that the consumers can always free the stage
 // it waits for next.
+// Producer, LOADER 2 (tf32 with an MN-major operand; the whole warpgroup): tf32 wgmma reads both
+// operands K-major only, so the MN-major ones land by cp.async in landing slots (the MN-major
+// layout above) and, once every producer thread's copies of a stage landed (a named barrier), the
+// producers rewrite them into the K-major stage in blocks of 4 rows x 4 k (wgmma_transpose.h, the
+// index math a host test replays), fence and signal the stage; a K-major operand goes straight
+// into its stage as with LOADER 1. STAGES - 2 stages in flight and STAGES landing slots: a slot
+// is refilled only after every thread passed the next stage's barrier, i.e. finished reading it.
+// Written for the tf32 NN / NT / TT shapes that otherwise run mma_gemm (0.31-0.45x cuBLAS on the
+// H200); compile-verified (HGMMA TF32, no spills up to 64 accumulators a thread), not yet measured.
 // Clusters (CLUSTER = 2 or 4, TMA loader only): CLUSTER CTAs on adjacent tile rows of the same tile
 // column share B. Each loads 1 / CLUSTER of B (and its A, or its share of A, see CLUSTERN), multicast into the shared memory of
 // the CTAs of its tile column; a stage may be refilled only when the consumers of every CTA
@@ -87,6 +96,7 @@
 #include "gemm_tma_params.h"
 #include "splitk_reduce.h"
 #include "wgmma_common.h"
+#include "wgmma_transpose.h"
 
 namespace tt_wg {
 
@@ -115,6 +125,36 @@ TT_DEVICE void cp_async_stage(u32 dst, const T* src, long long ld, int rows, int
     const u32 off = (u32)line * 128u + (u32)((c ^ (line & 7)) << 4);
     const T* g = KMAJOR ? src + (long long)r * ld + k : src + (long long)k * ld + r;
     cp_async16(dst + off, valid ? (const void*)g : (const void*)src, valid * (int)sizeof(T));
+  }
+}
+
+// LOADER 2: one MN-major fp32 operand tile (ROWS rows x BK = 32 k) from its landing slot `src`
+// into its K-major ring stage `dst`, blocks of 4 rows x 4 k per thread (wgmma_transpose.h; the
+// host test replays it). The column of a block a thread writes is picked with selects, not a
+// runtime index, so that the block stays in registers.
+template <int ROWS, int BK>
+TT_DEVICE void transpose_stage(u32 src, u32 dst, int tid) {
+  static_assert(BK == 32 && ROWS * BK % 2048 == 0, "blocks of 4 x 4 fp32, a whole number per thread");
+  TT_UNROLL
+  for (int i = 0; i < ROWS * BK / 2048; ++i) {
+    int r0, c;
+    tt_xpose::block_of(tid, i, ROWS, r0, c);
+    u32 v[4][4];  // v[kk][j]: row r0 + j, k 4 c + kk
+    TT_UNROLL
+    for (int kk = 0; kk < 4; ++kk)
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(v[kk][0]), "=r"(v[kk][1]), "=r"(v[kk][2]), "=r"(v[kk][3])
+                   : "r"(src + tt_xpose::landing_offset(r0, 4 * c + kk, BK)));
+    TT_UNROLL
+    for (int q = 0; q < 4; ++q) {
+      const int j = tt_xpose::write_row(r0, q);
+      u32 o[4];
+      TT_UNROLL
+      for (int kk = 0; kk < 4; ++kk) o[kk] = j == 0 ? v[kk][0] : j == 1 ? v[kk][1] : j == 2 ? v[kk][2] : v[kk][3];
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(dst + tt_xpose::kmajor_offset(r0 + j, c)), "r"(o[0]),
+                   "r"(o[1]), "r"(o[2]), "r"(o[3])
+                   : "memory");
+    }
   }
 }
 
@@ -154,10 +194,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr int EB = (int)sizeof(TA);  // 2: bf16 / fp16; 4: fp32 read as tf32
   static_assert(EB == 2 || EB == 4, "wgmma_gemm: 16-bit or tf32 inputs");
   static_assert(BK * EB == 128, "BK is one 128-byte swizzle atom");
-  static_assert(EB == 2 || (TRANSA && !TRANSB), "tf32 wgmma reads both operands K-major only");
+  static_assert(EB == 2 || (TRANSA && !TRANSB) || LOADER == 2,
+                "tf32 wgmma reads both operands K-major only: an MN-major one needs the transposing loader");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "1 or 2 consumer warpgroups");
   static_assert(PINGPONG == 0 || CONSUMERS == 2, "ping-pong needs two consumers");
-  static_assert(LOADER == 0 || LOADER == 1, "LOADER: 0 TMA, 1 cp.async");
+  static_assert(LOADER == 0 || LOADER == 1 || (LOADER == 2 && EB == 4 && (!TRANSA || TRANSB)),
+                "LOADER: 0 TMA, 1 cp.async, 2 cp.async and a transpose of the MN-major tf32 operands");
   static_assert(CLUSTER == 1 || ((CLUSTER == 2 || CLUSTER == 4) && LOADER == 0), "clusters of 2 or 4 share B by TMA multicast");
   static_assert(CLUSTERN == 1 || ((CLUSTERN == 2 || CLUSTERN == 4) && LOADER == 0 && CLUSTER * CLUSTERN <= 8),
                 "clusters of 2 or 4 tile columns share A by TMA multicast, at most 8 CTAs a cluster");
@@ -192,6 +234,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   static_assert(!CN || TRANSB == 0 || WN % 64 == 0, "an MN-major B splits into whole 64-column boxes");
   constexpr bool A_K = TRANSA;   // A K-major in memory
   constexpr bool B_K = !TRANSB;  // B K-major in memory
+  // In shared memory: as in memory, except that LOADER 2 makes every operand K-major.
+  constexpr bool A_SK = A_K || LOADER == 2, B_SK = B_K || LOADER == 2;
   constexpr u32 A_STAGE = BM * 128, B_STAGE = BN * 128;  // 128-byte lines
   constexpr int RPB = 128 / EB;  // MN-major: rows per box (one 128-byte line per k)
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
@@ -210,7 +254,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr u32 CHUNK_BYTES = (u32)(WM * EN * CB);  // TMA store: one chunk, WM / RB boxes of EN lines
   static_assert(!EPI || (NB * CHUNK_BYTES <= STG_BYTES && STG_BYTES % 1024 == 0), "TMA store staging");
   constexpr bool BF = IsBf16<TA>::value;
-  typedef typename Pick<EB == 4, TtWgmmaTf32<WNM>, TtWgmma<WNM, BF, A_K ? 0 : 1, B_K ? 0 : 1>>::type Mma;
+  typedef typename Pick<EB == 4, TtWgmmaTf32<WNM>, TtWgmma<WNM, BF, A_SK ? 0 : 1, B_SK ? 0 : 1>>::type Mma;
 
   constexpr int CS = CLUSTER * CLUSTERN;  // CTAs per cluster
   typedef Ring<STAGES, A_STAGE, B_STAGE, CS> RingT;
@@ -218,7 +262,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   // Consumers splitting K: after the main loop each hands the other the half of its sums that
   // the other stores, through XCH_BYTES (per consumer: 128 threads x BN / 4 floats).
   constexpr u32 XCH_BYTES = CK ? (u32)BN * 256u : 0u;
-  const RingT ring(smem_raw, CONSUMERS * STG_BYTES + XCH_BYTES);
+  // LOADER 2: landing slots for the MN-major operands, LAND_SLOTS of them (see the producer).
+  constexpr int LAG = STAGES > 2 ? STAGES - 2 : 0;  // cp.async loaders: stages in flight before a signal
+  constexpr int LAND_SLOTS = LAG + 2;
+  constexpr u32 LAND_A = (LOADER == 2 && !A_K) ? A_STAGE : 0u, LAND_B = (LOADER == 2 && !B_K) ? B_STAGE : 0u;
+  constexpr u32 LAND_BYTES = LAND_SLOTS * (LAND_A + LAND_B);
+  const RingT ring(smem_raw, CONSUMERS * STG_BYTES + XCH_BYTES + LAND_BYTES);
+  const u32 land = smem_addr(ring.staging) + CONSUMERS * STG_BYTES + XCH_BYTES;  // landing slot 0 (A, then B)
   const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
 
   const int M = p.g.m, N = p.g.n, K = p.g.k;
@@ -275,13 +325,29 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     // The cp.async producer computes addresses for 128 threads: it keeps the registers it was
     // compiled with (no spills at 168 per thread for every variant), the TMA one gives them away.
     if (CONSUMERS == 2 && LOADER == 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (LOADER == 1) {
+    if (LOADER >= 1) {
       const int tid = threadIdx.x;
       const TA* A = reinterpret_cast<const TA*>(p.g.a);
       const TA* Bm = reinterpret_cast<const TA*>(p.g.b);
-      constexpr int LAG = STAGES > 2 ? STAGES - 2 : 0;
       int s = 0, issued = 0;
       u32 ph = 0;
+      // Stage j (in issue order) is complete: with LOADER 2 its MN-major operands move from their
+      // landing slot into the ring stage once every producer thread's copies landed (the named
+      // barrier; it also keeps a slot from being refilled while a thread still reads it, hence
+      // LAG + 2 slots); then the stage goes to the consumers (each thread's arrive, after fencing
+      // its writes for the async proxy that wgmma reads through).
+      auto signal = [&](int j) {
+        const int rs = j % STAGES;
+        if (LOADER == 2) {
+          named_sync(6, 128);
+          const int slot = j % LAND_SLOTS;
+          if constexpr (LAND_A != 0) transpose_stage<BM, BK>(land + slot * LAND_A, sA + rs * A_STAGE, tid);
+          if constexpr (LAND_B != 0)
+            transpose_stage<BN, BK>(land + LAND_SLOTS * LAND_A + slot * LAND_B, sB + rs * B_STAGE, tid);
+        }
+        fence_async_smem();
+        mbar_arrive(bars + 8 * rs);
+      };
       for (int u = first; u < total; u += step) {
         int mb, nb, b, kb, ke;
         unit_tile(u, mb, nb, b, kb, ke);
@@ -290,21 +356,22 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
 #pragma unroll 1
         for (int kt = kb; kt < ke; ++kt) {
           mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
-          cp_async_stage<BM, BK, A_K>(sA + s * A_STAGE, Ab, p.g.lda, M, K, mb * BM, kt * BK, tid);
-          cp_async_stage<BN, BK, B_K>(sB + s * B_STAGE, Bb, p.g.ldb, N, K, nb * BN, kt * BK, tid);
+          const u32 slot = (u32)(issued % LAND_SLOTS);
+          const u32 dst_a = LAND_A ? land + slot * LAND_A : sA + s * A_STAGE;
+          const u32 dst_b = LAND_B ? land + LAND_SLOTS * LAND_A + slot * LAND_B : sB + s * B_STAGE;
+          cp_async_stage<BM, BK, A_K>(dst_a, Ab, p.g.lda, M, K, mb * BM, kt * BK, tid);
+          cp_async_stage<BN, BK, B_K>(dst_b, Bb, p.g.ldb, N, K, nb * BN, kt * BK, tid);
           cp_async_commit();
           if (issued >= LAG) {
             cp_async_wait<LAG>();
-            fence_async_smem();
-            mbar_arrive(bars + 8 * ((s + STAGES - LAG) % STAGES));
+            signal(issued - LAG);
           }
           ++issued;
           if (++s == STAGES) { s = 0; ph ^= 1; }
         }
       }
       cp_async_wait<0>();
-      fence_async_smem();
-      for (int j = issued > LAG ? issued - LAG : 0; j < issued; ++j) mbar_arrive(bars + 8 * (j % STAGES));
+      for (int j = issued > LAG ? issued - LAG : 0; j < issued; ++j) signal(j);
     } else if (threadIdx.x == 0) {
       int s = 0;
       u32 ph = 0;
@@ -377,7 +444,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       }
       // This consumer's rows of A: 64 rows or one 64-row box, the same bytes.
       // This consumer's columns of B: WN rows of a K-major stage, WN / 64 boxes of an MN-major one.
-      const u32 b_off = CN ? (u32)cw * (B_K ? WN * 128 : WN / 64 * BK * 128) : 0u;
+      const u32 b_off = CN ? (u32)cw * (B_SK ? WN * 128 : WN / 64 * BK * 128) : 0u;
       int prev;
       if (CK) {
         // Consumers splitting K: consumer cw takes K tiles kb + cw, kb + cw + 2, ...; both then
@@ -390,10 +457,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
           for (int i = 0; i < WNM / 2; ++i) acc[0][i] = 0.0f;
         }
         RingT::skip(s, ph, cw);
-        prev = mma_k_tiles<Mma, A_K, B_K, BK>(ring, acc, 0, kb + cw, ke, s, ph, lane, 0, 2);
+        prev = mma_k_tiles<Mma, A_SK, B_SK, BK>(ring, acc, 0, kb + cw, ke, s, ph, lane, 0, 2);
         s = s_end, ph = ph_end;
       } else {
-        prev = mma_k_tiles<Mma, A_K, B_K, BK>(ring, acc, (PP || CN) ? 0 : cw * MI * 64 * 128, kb, ke, s, ph, lane,
+        prev = mma_k_tiles<Mma, A_SK, B_SK, BK>(ring, acc, (PP || CN) ? 0 : cw * MI * 64 * 128, kb, ke, s, ph, lane,
                                               b_off);
       }
       if (PP && u + step < total) pingpong_pass(cw);

@@ -213,8 +213,34 @@ TEST(CudaCompile, NvrtcCompilesTheOutputCheckForEveryType) {
 // (Known: a few variants at 168 registers spill 4-12 bytes of loop bookkeeping outside the main
 // loop: 128 x 128 ping-pong at SPLITK 3, 128 x 192 at 3 and 4, the cluster at 4.)
 // Also two blocks per multiprocessor (OCC 2: at most 128 registers per thread) with split-K.
-TEST(CudaCompile, NvrtcCompilesWgmmaSplitKWithoutSpillsForSm90a) {
+// Compiles each (solution, problem) with NVRTC for the fake H200, two at a time, and expects ptxas
+// to report no spills.
+void expect_compiles_without_spills(const KernelTemplate& t, const std::vector<std::pair<Solution, GemmProblem>>& jobs) {
   auto compiler = gpu::cuda::make_compiler();
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  std::vector<gpu::CompileResult> results(jobs.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next++) < jobs.size();) {
+      gpu::CompileRequest req = t.compile_request(jobs[i].first, jobs[i].second, dev);
+      req.options.push_back("--ptxas-options=-v");
+      results[i] = compiler->compile(req);
+    }
+  };
+  std::thread other(work);
+  work();
+  other.join();
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const gpu::CompileResult& r = results[i];
+    ASSERT_TRUE(r.ok) << jobs[i].first.kernel_name() << "\n" << r.log;
+    const std::size_t at = r.log.find(" bytes spill stores");
+    ASSERT_NE(at, std::string::npos) << r.log;
+    const std::size_t from = r.log.find_last_of(' ', at - 1) + 1;
+    EXPECT_EQ(r.log.substr(from, at - from), "0") << jobs[i].first.kernel_name() << "\n" << r.log;
+  }
+}
+
+TEST(CudaCompile, NvrtcCompilesWgmmaSplitKWithoutSpillsForSm90a) {
   const KernelTemplate& t = find_template("wgmma_gemm");
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const GemmProblem nn = gemm(DataType::BF16, DataType::BF16, false, false, 1000, 1000, 1000);
@@ -222,7 +248,7 @@ TEST(CudaCompile, NvrtcCompilesWgmmaSplitKWithoutSpillsForSm90a) {
   const std::vector<Shape> shapes = {{128, 128, 1, 0, 1}, {128, 128, 2, 0, 1}, {128, 128, 2, 1, 1}, {128, 64, 1, 0, 1},
                                      {128, 64, 2, 0, 1},  {128, 64, 2, 1, 1},  {64, 128, 1, 0, 1},  {64, 128, 2, 1, 1},
                                      {128, 128, 2, 0, 2}, {64, 128, 1, 0, 1, 2}};
-  std::vector<Solution> jobs;
+  std::vector<std::pair<Solution, GemmProblem>> jobs;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     Solution s = t.default_solution();
     s.params["BM"] = shapes[i].bm, s.params["BN"] = shapes[i].bn;
@@ -234,28 +260,35 @@ TEST(CudaCompile, NvrtcCompilesWgmmaSplitKWithoutSpillsForSm90a) {
     const auto broken = t.violation(vars);
     ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
     EXPECT_GT(t.workspace_bytes(vars), 0) << s.kernel_name();
-    jobs.push_back(s);
+    jobs.emplace_back(s, nn);
   }
-  std::vector<gpu::CompileResult> results(jobs.size());
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i; (i = next++) < jobs.size();) {
-      gpu::CompileRequest req = t.compile_request(jobs[i], nn, dev);
-      req.options.push_back("--ptxas-options=-v");
-      results[i] = compiler->compile(req);
+  expect_compiles_without_spills(t, jobs);
+}
+
+// The transposing loader (LOADER 2) for tf32 with an MN-major operand (NN: A, TT: B, NT: both):
+// cooperative, ping-pong and split-N consumers up to 64 accumulators a thread (beyond, the
+// producer's transposes and the accumulators spill: the constraint keeps those out).
+TEST(CudaCompile, NvrtcCompilesTheTransposingTf32LoaderWithoutSpills) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  std::vector<std::pair<Solution, GemmProblem>> jobs;
+  struct Shape { int bm, bn, pingpong, coopn, stages; };
+  for (const auto& [ta, tb] : std::vector<std::pair<bool, bool>>{{false, false}, {false, true}, {true, true}}) {
+    GemmProblem p = gemm(DataType::F32, DataType::F32, ta, tb, 1000, 1000, 1000);
+    p.compute_tf32 = true;
+    for (const Shape& sh : std::vector<Shape>{{128, 128, 0, 0, 3}, {128, 64, 1, 0, 4}, {64, 128, 0, 1, 3}}) {
+      Solution s = t.default_solution();
+      s.params["LOADER"] = 2, s.params["BK"] = 32, s.params["BM"] = sh.bm, s.params["BN"] = sh.bn;
+      s.params["PINGPONG"] = sh.pingpong, s.params["COOPN"] = sh.coopn, s.params["STAGES"] = sh.stages;
+      const auto broken = t.violation(t.variables(s, p, dev));
+      ASSERT_FALSE(broken) << s.kernel_name() << " on " << p.key() << ": " << *broken;
+      jobs.emplace_back(s, p);
     }
-  };
-  std::thread other(work);
-  work();
-  other.join();
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    const gpu::CompileResult& r = results[i];
-    ASSERT_TRUE(r.ok) << jobs[i].kernel_name() << "\n" << r.log;
-    const std::size_t at = r.log.find(" bytes spill stores");
-    ASSERT_NE(at, std::string::npos) << r.log;
-    const std::size_t from = r.log.find_last_of(' ', at - 1) + 1;
-    EXPECT_EQ(r.log.substr(from, at - from), "0") << jobs[i].kernel_name() << "\n" << r.log;
+    Solution big = t.default_solution();  // ping-pong 128 x 128: 128 accumulators a thread
+    big.params["LOADER"] = 2, big.params["BK"] = 32, big.params["PINGPONG"] = 1;
+    EXPECT_TRUE(t.violation(t.variables(big, p, dev))) << p.key();
   }
+  expect_compiles_without_spills(t, jobs);
 }
 
 // SPLITK and L2PROMO reach the kernel and the tensor maps; a solution from a database written
@@ -652,6 +685,44 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
       ++checked;
     }
   EXPECT_EQ(checked, problems.size() * shapes.size());
+}
+
+// The transposing loader (LOADER 2): tf32 with an MN-major A (NN), B (TT) or both (NT), edges in
+// every dimension, a batch with beta != 0, cooperative, ping-pong and split-N consumers, both
+// epilogues; on the full grid and on two CTAs, where each walks several tiles so that the ring and
+// the landing slots wrap many times. Cheap enough for compute-sanitizer.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaTransposingLoader) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  std::vector<GemmProblem> problems = {gemm(DataType::F32, DataType::F32, false, false, 200, 136, 840),
+                                       gemm(DataType::F32, DataType::F32, false, true, 264, 264, 832),
+                                       gemm(DataType::F32, DataType::F32, true, true, 136, 200, 100, 2, false)};
+  for (auto& p : problems) p.compute_tf32 = true;
+  struct Case { std::size_t problem; int bm, bn, pingpong, coopn, stages, epi; };
+  const std::vector<Case> cases = {{0, 128, 128, 0, 0, 3, 0}, {0, 128, 64, 1, 0, 4, 1}, {0, 64, 128, 0, 1, 3, 1},
+                                   {1, 128, 128, 0, 0, 3, 1}, {1, 128, 64, 1, 0, 3, 0}, {2, 128, 64, 1, 0, 4, 0},
+                                   {2, 64, 128, 0, 1, 3, 1}};
+  std::size_t checked = 0;
+  for (const Case& c : cases) {
+    const GemmProblem& p = problems[c.problem];
+    const WgmmaVariant w = wgmma_variant(*dev_, p, {{"LOADER", 2}, {"BK", 32}, {"BM", c.bm}, {"BN", c.bn},
+                                                    {"PINGPONG", c.pingpong}, {"COOPN", c.coopn},
+                                                    {"STAGES", c.stages}, {"EPI", c.epi}});
+    if (!w.kernel) continue;
+    tuner::ProblemData data(*dev_, p, false);
+    for (bool small_grid : {false, true}) {
+      gpu::LaunchDims dims = t.launch_dims(w.vars);
+      if (small_grid) dims.grid[0] = 2;
+      auto v = data.validate([&](TtGemmParams a) {
+        auto bytes = gpu::kernel_arguments(t, a, p, w.vars);
+        dev_->launch(*w.kernel, dims, bytes.data(), bytes.size());
+      });
+      EXPECT_TRUE(v.ok) << w.solution.kernel_name() << " on " << p.key() << (small_grid ? " (two CTAs)" : "") << ": "
+                        << v.reason;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, cases.size());
 }
 
 // The TMA-store epilogue (EPI 1) on every output type, edges in M and N (the TMA clips), batches,
