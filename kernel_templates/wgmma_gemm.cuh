@@ -90,8 +90,9 @@
 //             a k16 step advances the start address by 32 B inside the swizzle atom.
 //   MN-major: [rows/64][BK][64 elements = 128 B]; descriptor LBO = BK * 128 (next 64 rows),
 //             SBO = 1024 (next 8 k), a k16 step advances the start address by 2048 B.
-// bf16 / fp16 in any layout; fp32 inputs as tf32 only with both operands K-major (TN): tf32 wgmma
-// has no transpose. BK is one 128-byte atom: 64 16-bit or 32 fp32 elements.
+// bf16 / fp16 in any layout; fp32 inputs as tf32 with both operands K-major (TN) by TMA or
+// cp.async, any other layout through LOADER 2's transpose: tf32 wgmma has no transpose. BK is one
+// 128-byte atom: 64 16-bit or 32 fp32 elements.
 #include "gemm_params.h"
 #include "gemm_tma_params.h"
 #include "splitk_reduce.h"
@@ -110,19 +111,19 @@ TT_DEVICE void cp_async_stage(u32 dst, const T* src, long long ld, int rows, int
   constexpr int LINES = KMAJOR ? ROWS : ROWS / (8 * E) * BK;
   TT_UNROLL
   for (int q = tid; q < LINES * 8; q += 128) {
-    const int c = q & 7;
-    const int line = q >> 3;
-    int r, k, valid;
+    int line, c, r, k, valid;
     if (KMAJOR) {  // a line: one row of the tile, BK elements of K
+      c = q & 7;
+      line = q >> 3;
       r = r0 + line;
       k = k0 + E * c;
       valid = r < rows ? min(max(K - k, 0), E) : 0;
     } else {  // a line: 8 E rows of one k, in blocks of BK lines
-      r = r0 + 8 * E * (line / BK) + E * c;
-      k = k0 + line % BK;
+      tt_xpose::mn_major_chunk(q, E, BK, line, c, r, k);
+      r += r0, k += k0;
       valid = k < K ? min(max(rows - r, 0), E) : 0;
     }
-    const u32 off = (u32)line * 128u + (u32)((c ^ (line & 7)) << 4);
+    const u32 off = tt_xpose::chunk_offset(line, c);
     const T* g = KMAJOR ? src + (long long)r * ld + k : src + (long long)k * ld + r;
     cp_async16(dst + off, valid ? (const void*)g : (const void*)src, valid * (int)sizeof(T));
   }
@@ -144,7 +145,8 @@ TT_DEVICE void transpose_stage(u32 src, u32 dst, int tid) {
     for (int kk = 0; kk < 4; ++kk)
       asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
                    : "=r"(v[kk][0]), "=r"(v[kk][1]), "=r"(v[kk][2]), "=r"(v[kk][3])
-                   : "r"(src + tt_xpose::landing_offset(r0, 4 * c + kk, BK)));
+                   : "r"(src + tt_xpose::landing_offset(r0, 4 * c + kk, BK))
+                   : "memory");
     TT_UNROLL
     for (int q = 0; q < 4; ++q) {
       const int j = tt_xpose::write_row(r0, q);

@@ -18,12 +18,22 @@
 
 namespace tt_xpose {
 
-// Landing layout (MN-major, as cp_async_stage writes it for fp32): byte offset of the 16-byte
-// chunk holding rows r .. r + 3 (r % 4 == 0) of k; BK k per 32-row line group.
-TT_XPOSE_FN unsigned landing_offset(int r, int k, int bk) {
-  const unsigned line = (unsigned)((r >> 5) * bk + k);
-  return (line << 7) + ((((unsigned)(r & 31) >> 2) ^ (line & 7u)) << 4);
+// Both cp.async layouts (wgmma_gemm.cuh's cp_async_stage) put 16-byte chunk c of 128-byte line
+// `line` here: the 128-byte swizzle, as TMA would.
+TT_XPOSE_FN unsigned chunk_offset(int line, int c) { return ((unsigned)line << 7) + ((unsigned)(c ^ (line & 7)) << 4); }
+
+// An MN-major tile's 16-byte chunk q (of ROWS / (8 e) * bk lines of 8 chunks, e elements a chunk):
+// its line and chunk, and the first of its e rows and its k, relative to the tile.
+TT_XPOSE_FN void mn_major_chunk(int q, int e, int bk, int& line, int& c, int& r, int& k) {
+  c = q & 7;
+  line = q >> 3;
+  r = 8 * e * (line / bk) + e * c;
+  k = line % bk;
 }
+
+// Landing layout (MN-major fp32, as cp_async_stage writes it): byte offset of the chunk holding
+// rows r .. r + 3 (r % 4 == 0) of k; bk k per 32-row line group.
+TT_XPOSE_FN unsigned landing_offset(int r, int k, int bk) { return chunk_offset((r >> 5) * bk + k, (r & 31) >> 2); }
 
 // K-major stage layout (128-byte swizzle, 32 fp32 of K per row): byte offset of row r's 16-byte
 // chunk c (k = 4 c .. 4 c + 3).

@@ -266,27 +266,33 @@ TEST(CudaCompile, NvrtcCompilesWgmmaSplitKWithoutSpillsForSm90a) {
 }
 
 // The transposing loader (LOADER 2) for tf32 with an MN-major operand (NN: A, TT: B, NT: both):
-// cooperative, ping-pong and split-N consumers up to 64 accumulators a thread (beyond, the
-// producer's transposes and the accumulators spill: the constraint keeps those out).
+// cooperative, ping-pong and split-N consumers up to 64 accumulators a thread. Beyond, NVRTC's
+// build spills (ping-pong 128 x 128: 176 bytes, cooperative 128 x 256: 40), which the constraint
+// keeps out.
 TEST(CudaCompile, NvrtcCompilesTheTransposingTf32LoaderWithoutSpills) {
   const KernelTemplate& t = find_template("wgmma_gemm");
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   std::vector<std::pair<Solution, GemmProblem>> jobs;
-  struct Shape { int bm, bn, pingpong, coopn, stages; };
+  struct Shape { int bm, bn, pingpong, coopn, stages, epi; };
+  auto variant = [&](const Shape& sh) {
+    Solution s = t.default_solution();
+    s.params["LOADER"] = 2, s.params["BK"] = 32, s.params["BM"] = sh.bm, s.params["BN"] = sh.bn;
+    s.params["PINGPONG"] = sh.pingpong, s.params["COOPN"] = sh.coopn, s.params["STAGES"] = sh.stages;
+    s.params["EPI"] = sh.epi;
+    return s;
+  };
   for (const auto& [ta, tb] : std::vector<std::pair<bool, bool>>{{false, false}, {false, true}, {true, true}}) {
     GemmProblem p = gemm(DataType::F32, DataType::F32, ta, tb, 1000, 1000, 1000);
     p.compute_tf32 = true;
-    for (const Shape& sh : std::vector<Shape>{{128, 128, 0, 0, 3}, {128, 64, 1, 0, 4}, {64, 128, 0, 1, 3}}) {
-      Solution s = t.default_solution();
-      s.params["LOADER"] = 2, s.params["BK"] = 32, s.params["BM"] = sh.bm, s.params["BN"] = sh.bn;
-      s.params["PINGPONG"] = sh.pingpong, s.params["COOPN"] = sh.coopn, s.params["STAGES"] = sh.stages;
+    for (const Shape& sh : std::vector<Shape>{{128, 128, 0, 0, 3, 1}, {128, 64, 1, 0, 3, 1}, {64, 128, 0, 1, 3, 1},
+                                              {128, 64, 1, 0, 3, 0}}) {
+      const Solution s = variant(sh);
       const auto broken = t.violation(t.variables(s, p, dev));
       ASSERT_FALSE(broken) << s.kernel_name() << " on " << p.key() << ": " << *broken;
       jobs.emplace_back(s, p);
     }
-    Solution big = t.default_solution();  // ping-pong 128 x 128: 128 accumulators a thread
-    big.params["LOADER"] = 2, big.params["BK"] = 32, big.params["PINGPONG"] = 1;
-    EXPECT_TRUE(t.violation(t.variables(big, p, dev))) << p.key();
+    for (const Shape& big : std::vector<Shape>{{128, 128, 1, 0, 3, 0}, {128, 256, 0, 0, 3, 0}})
+      EXPECT_TRUE(t.violation(t.variables(variant(big), p, dev))) << p.key();
   }
   expect_compiles_without_spills(t, jobs);
 }
@@ -688,9 +694,10 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
 }
 
 // The transposing loader (LOADER 2): tf32 with an MN-major A (NN), B (TT) or both (NT), edges in
-// every dimension, a batch with beta != 0, cooperative, ping-pong and split-N consumers, both
-// epilogues; on the full grid and on two CTAs, where each walks several tiles so that the ring and
-// the landing slots wrap many times. Cheap enough for compute-sanitizer.
+// every dimension, a batch with beta != 0 (which takes the threads' stores whatever EPI says),
+// one consumer, cooperative, ping-pong and split-N consumers, both epilogues, split-K, 96-column
+// tiles, 3 to 5 stages; on the full grid and on two CTAs, where each walks several tiles so that
+// the ring and the landing slots wrap many times. Cheap enough for compute-sanitizer.
 TEST_F(CudaDevice, SanitizerSampleOfWgmmaTransposingLoader) {
   if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
   const KernelTemplate& t = find_template("wgmma_gemm");
@@ -698,22 +705,25 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTransposingLoader) {
                                        gemm(DataType::F32, DataType::F32, false, true, 264, 264, 832),
                                        gemm(DataType::F32, DataType::F32, true, true, 136, 200, 100, 2, false)};
   for (auto& p : problems) p.compute_tf32 = true;
-  struct Case { std::size_t problem; int bm, bn, pingpong, coopn, stages, epi; };
+  struct Case { std::size_t problem; int bm, bn, pingpong, coopn, stages, epi, splitk = 1, consumers = 2; };
   const std::vector<Case> cases = {{0, 128, 128, 0, 0, 3, 0}, {0, 128, 64, 1, 0, 4, 1}, {0, 64, 128, 0, 1, 3, 1},
                                    {1, 128, 128, 0, 0, 3, 1}, {1, 128, 64, 1, 0, 3, 0}, {2, 128, 64, 1, 0, 4, 0},
-                                   {2, 64, 128, 0, 1, 3, 1}};
+                                   {2, 64, 128, 0, 1, 3, 1},  {0, 128, 64, 0, 0, 5, 1, 2}, {0, 128, 96, 0, 0, 3, 1},
+                                   {1, 64, 128, 0, 0, 4, 0, 1, 1}};
   std::size_t checked = 0;
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];
     const WgmmaVariant w = wgmma_variant(*dev_, p, {{"LOADER", 2}, {"BK", 32}, {"BM", c.bm}, {"BN", c.bn},
                                                     {"PINGPONG", c.pingpong}, {"COOPN", c.coopn},
-                                                    {"STAGES", c.stages}, {"EPI", c.epi}});
+                                                    {"STAGES", c.stages}, {"EPI", c.epi}, {"SPLITK", c.splitk},
+                                                    {"CONSUMERS", c.consumers}});
     if (!w.kernel) continue;
     tuner::ProblemData data(*dev_, p, false);
     for (bool small_grid : {false, true}) {
       gpu::LaunchDims dims = t.launch_dims(w.vars);
       if (small_grid) dims.grid[0] = 2;
       auto v = data.validate([&](TtGemmParams a) {
+        a.workspace = w.ws.get();
         auto bytes = gpu::kernel_arguments(t, a, p, w.vars);
         dev_->launch(*w.kernel, dims, bytes.data(), bytes.size());
       });

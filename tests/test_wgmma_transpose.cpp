@@ -1,6 +1,8 @@
 // wgmma_gemm's transposing loader (kernel_templates/wgmma_transpose.h) on the host: an MN-major
-// fp32 tile is laid out as cp.async lands it, every thread's blocks are moved as the kernel moves
-// them, and the result must be the K-major 128-byte-swizzled stage that tf32 wgmma reads, every
+// fp32 tile is laid out chunk by chunk as the kernel's cp_async_stage lands it, every thread's
+// blocks are moved as the kernel moves them, and the result must be the K-major tile as the
+// hardware's 128-byte swizzle places it (byte a of a 1024-aligned row-major tile of 128-byte
+// rows at a ^ ((a >> 7 & 7) << 4), which TMA writes and the wgmma descriptors read), every
 // byte written once; the 8 threads of each 16-byte access phase must hit 8 different 16-byte
 // columns of shared memory (no bank conflicts), reading and writing. Also which tf32 variants the
 // template's constraints admit with LOADER 2. No GPU needed.
@@ -27,13 +29,19 @@ void check_tile(int rows) {
   const int bytes = rows * BK * 4;
   std::vector<unsigned char> landing(bytes, 0), stage(bytes, 0);
   std::vector<int> written(bytes / 16, 0);
-  for (int r = 0; r < rows; r += 4)
-    for (int k = 0; k < BK; ++k) {
-      float chunk[4] = {x(r, k), x(r + 1, k), x(r + 2, k), x(r + 3, k)};
-      const unsigned off = tt_xpose::landing_offset(r, k, BK);
-      ASSERT_LT(off + 16, unsigned(bytes) + 1);
-      std::memcpy(&landing[off], chunk, 16);
-    }
+  // cp_async_stage's chunks of an MN-major tile: 4 rows of one k each.
+  std::vector<int> landed(bytes / 16, 0);
+  for (int q = 0; q < rows / 32 * BK * 8; ++q) {
+    int line, c, r, k;
+    tt_xpose::mn_major_chunk(q, 4, BK, line, c, r, k);
+    const float chunk[4] = {x(r, k), x(r + 1, k), x(r + 2, k), x(r + 3, k)};
+    const unsigned off = tt_xpose::chunk_offset(line, c);
+    ASSERT_LE(off + 16, unsigned(bytes));
+    ASSERT_EQ(off, tt_xpose::landing_offset(r, k, BK));
+    std::memcpy(&landing[off], chunk, 16);
+    ++landed[off / 16];
+  }
+  for (int l : landed) ASSERT_EQ(l, 1);
   const int blocks = rows / 4 * BK / 4;
   ASSERT_EQ(blocks % 128, 0);
   for (int i = 0; i < blocks / 128; ++i) {
@@ -73,11 +81,12 @@ void check_tile(int rows) {
     }
   }
   for (int w : written) EXPECT_EQ(w, 1);
-  // The K-major stage as the descriptors read it: row r's chunk c at kmajor_offset(r, c).
+  // The K-major tile through the hardware's 128-byte swizzle.
+  auto swizzle = [](unsigned a) { return a ^ (((a >> 7) & 7u) << 4); };
   for (int r = 0; r < rows; ++r)
     for (int k = 0; k < BK; ++k) {
       float got;
-      std::memcpy(&got, &stage[tt_xpose::kmajor_offset(r, k / 4) + 4 * (k % 4)], 4);
+      std::memcpy(&got, &stage[swizzle(unsigned(r * 128 + 4 * k))], 4);
       ASSERT_EQ(got, x(r, k)) << "rows " << rows << " r " << r << " k " << k;
     }
 }
