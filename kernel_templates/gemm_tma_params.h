@@ -15,10 +15,21 @@ struct alignas(64) TtTensorMap {
 };
 
 // map_a / map_b: 3-D tiled maps (contiguous dimension, other dimension, batch) over A and B as
-// stored, 128-byte swizzle, box {64, rows} for a K-major operand and {64, BK} for an MN-major one
-// (the kernel issues BM/64 or BN/64 copies of the latter per stage).
-// map_c: the same over C, box {128 / sizeof(C element), 32} (a 128-byte line per column, 32
-// columns: one epilogue chunk); encoded only for the TMA-store epilogue (EPI 1), else zero.
+// stored, 128-byte swizzle, box {one 128-byte line, rows} for a K-major operand and {one line, BK}
+// for an MN-major one (the kernel issues one copy per 64-row box of the latter per stage); in a
+// cluster each box is one CTA's share of that (tma_arguments.cpp says which).
+// map_c: the same over C, box {128 / sizeof(C element), tt_wgmma_epilogue_chunk} (a 128-byte
+// line per column, one epilogue chunk of columns); encoded only for the TMA-store epilogue (EPI
+// 1), else zero.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define TT_TMA_FN __host__ __device__ constexpr
+#else
+#define TT_TMA_FN constexpr
+#endif
+// The epilogue's chunk of a consumer's `wn` columns: 32, or 24 / 16 where a tile is 72 / 80
+// columns wide; the kernel stages that many columns at a time and the host sizes map_c's box by it.
+TT_TMA_FN int tt_wgmma_epilogue_chunk(int wn) { return wn % 32 == 0 ? 32 : wn % 24 == 0 ? 24 : 16; }
+
 struct TtGemmTmaParams {
   TtTensorMap map_a;
   TtTensorMap map_b;

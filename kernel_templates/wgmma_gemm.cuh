@@ -241,9 +241,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr u32 A_STAGE = BM * 128, B_STAGE = BN * 128;  // 128-byte lines
   constexpr int RPB = 128 / EB;  // MN-major: rows per box (one 128-byte line per k)
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
-  // Epilogue chunk (columns): 32, or 24 / 16 where the tile is 72 / 80 columns wide (the host's
-  // TMA-store box of C has the same width).
-  constexpr int EN = WN % 32 == 0 ? 32 : WN % 24 == 0 ? 24 : 16;
+  constexpr int EN = tt_wgmma_epilogue_chunk(WN);  // epilogue chunk (columns), map_c's box width
   static_assert(WN % EN == 0, "epilogue chunks tile the consumer's columns");
   constexpr int EP = WM + 4;  // staging pitch (floats): conflict-free fragment writes
   // Staging per consumer, for 32 columns whatever the chunk; with the TMA store 512 bytes more, so
@@ -309,9 +307,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   }
   // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
   if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CS);
-  // Producer: this CTA's tile (tile row mb, column nb, batch b) and K tiles of work unit u.
-  auto unit_tile = [&](int u, int& mb, int& nb, int& b, int& kb, int& ke) {
-    int t, split;
+  // This CTA's tile (tile row mb, column nb, batch b), K split and K tiles of work unit u.
+  auto unit_tile = [&](int u, int& mb, int& nb, int& b, int& split, int& kb, int& ke) {
+    int t;
     unit(u, t, split, kb, ke);
     tile_coords<RASTER, GROUP>(t, units_m, units_n, mb, nb, b);
     mb = mb * CLUSTER + rm, nb = nb * CLUSTERN + rn;
@@ -351,8 +349,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         mbar_arrive(bars + 8 * rs);
       };
       for (int u = first; u < total; u += step) {
-        int mb, nb, b, kb, ke;
-        unit_tile(u, mb, nb, b, kb, ke);
+        int mb, nb, b, split, kb, ke;
+        unit_tile(u, mb, nb, b, split, kb, ke);
         const TA* Ab = A + (long long)b * p.g.stride_a;
         const TA* Bb = Bm + (long long)b * p.g.stride_b;
 #pragma unroll 1
@@ -378,8 +376,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       int s = 0;
       u32 ph = 0;
       for (int u = first; u < total; u += step) {
-        int mb, nb, b, kb, ke;
-        unit_tile(u, mb, nb, b, kb, ke);
+        int mb, nb, b, split, kb, ke;
+        unit_tile(u, mb, nb, b, split, kb, ke);
         for (int kt = kb; kt < ke; ++kt) {
           const u32 full = bars + 8 * s;
           mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
@@ -433,10 +431,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     if (PP && cw == 1) skip_unit(first);
     const int t_step = PP ? 2 * step : step;
     for (int u = first + (PP ? cw * step : 0); u < total; u += t_step) {
-      int t, split, kb, ke, mb, nb, b;
-      unit(u, t, split, kb, ke);
-      tile_coords<RASTER, GROUP>(t, units_m, units_n, mb, nb, b);
-      mb = mb * CLUSTER + rm, nb = nb * CLUSTERN + rn;
+      int mb, nb, b, split, kb, ke;
+      unit_tile(u, mb, nb, b, split, kb, ke);
       if (PP && u != first) pingpong_wait(cw);
       if (SPLITK > 1 && kb == ke) {  // K < SPLITK tiles (the constraints keep sweeps from it): a zero partial
         TT_UNROLL

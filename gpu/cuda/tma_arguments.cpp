@@ -113,7 +113,8 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   // staging is written in.
   if (epi == 1) {
     const int cb = size_of(c_type);
-    const int chunk = bn % 32 == 0 ? 32 : bn % 24 == 0 ? 24 : 16;
+    // The tiles whose consumers split N (WN = BN / 2) are 128 columns or more: their chunk is 32 too.
+    const int chunk = tt_wgmma_epilogue_chunk(bn);
     encode_operand(encode, &args.map_c, "wgmma_gemm output C (TMA store)", map_type(c_type, "output"), cb, p.c, p.m,
                    p.n, p.ldc, p.stride_c, p.batch, 128 / cb, chunk, l2);
   } else if (epi != 0) {
