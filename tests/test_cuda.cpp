@@ -968,7 +968,7 @@ TEST_F(CudaDevice, RuntimeRunsTheTmaStoreWinnerAndRoutesAMisalignedCElsewhere) {
   const std::string json = R"({
     "problems": [{"dtype": "bf16", "transA": "N", "transB": "N", "m": 1000, "n": 1000, "k": 1000}],
     "templates": {"wgmma_gemm": {"parameters": {"BM": [64], "BN": [128], "STAGES": [6], "CONSUMERS": [2],
-      "PINGPONG": [0], "COOPN": [1], "CLUSTER": [2], "GROUP": [16], "RASTER": [0], "SPLITK": [1], "EPI": [1]}}},
+      "PINGPONG": [0], "COOPN": [1], "CLUSTER": [2], "GROUP": [8], "RASTER": [0], "SPLITK": [1], "EPI": [1]}}},
     "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 10, "target_ms": 5}
   })";
   const auto config = tuner::parse_config(json, dir.string());
