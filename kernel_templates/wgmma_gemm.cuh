@@ -162,18 +162,29 @@ TT_DEVICE void transpose_stage(u32 src, u32 dst, int tid) {
 
 // One operand's tile of a stage (ROWS rows x BK of K, rows from r0, K from k0) by TMA, or, in a
 // cluster of SHARES CTAs that need the same tile, this CTA's share (number `share`) multicast to
-// the CTAs of `mask`: 1 / SHARES of a K-major tile's rows, of the K lines of every 64-row box of an
-// MN-major one (the host encodes the boxes that size; every share is whole 8-line swizzle atoms).
+// the CTAs of `mask`: of a K-major tile, 1 / SHARES of its rows, or where that is not whole 8-row
+// atoms, every SHARES-th atom from atom `share` (tt_kmajor_share_rows; e.g. 72 rows in 4 shares of
+// 3, 2, 2, 2 atoms); of an MN-major tile, 1 / SHARES of the K lines of every 64-row box (the host
+// encodes the boxes that size; every share is whole 8-line swizzle atoms).
 template <int ROWS, int BK, int RPB, bool KMAJOR, int SHARES>
 TT_DEVICE void tma_load_tile(u32 dst, const TtTensorMap* map, u32 bar, int k0, int r0, int b, int share,
                              unsigned short mask) {
   // A share that is not whole 8-line atoms would land off the 1024-byte swizzle period: wrong data, no error.
-  static_assert(KMAJOR ? ROWS % SHARES == 0 && ROWS / SHARES % 8 == 0 : BK % SHARES == 0 && BK / SHARES % 8 == 0,
+  static_assert(KMAJOR ? ROWS % 8 == 0 : BK % SHARES == 0 && BK / SHARES % 8 == 0,
                 "every CTA's share of a tile is whole 8-line swizzle atoms");
   if (KMAJOR) {
-    constexpr int R = ROWS / SHARES;
-    if (SHARES == 1) tma_load_3d(dst, map, bar, k0, r0, b);
-    else tma_load_3d_multicast(dst + share * R * 128, map, bar, k0, r0 + share * R, b, mask);
+    constexpr int R = tt_kmajor_share_rows(ROWS, SHARES);
+    if (SHARES == 1) {
+      tma_load_3d(dst, map, bar, k0, r0, b);
+    } else if (R * SHARES == ROWS) {
+      tma_load_3d_multicast(dst + share * R * 128, map, bar, k0, r0 + share * R, b, mask);
+    } else {
+      TT_UNROLL
+      for (int i = 0; i < (ROWS / 8 + SHARES - 1) / SHARES; ++i) {
+        const int atom = share + i * SHARES;
+        if (atom < ROWS / 8) tma_load_3d_multicast(dst + atom * 1024, map, bar, k0, r0 + atom * 8, b, mask);
+      }
+    }
   } else {
     constexpr int KS = BK / SHARES;
     TT_UNROLL

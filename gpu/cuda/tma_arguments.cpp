@@ -80,13 +80,12 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
     throw Error("wgmma_gemm: CLUSTER " + std::to_string(cluster) + " (1, 2 or 4 tile rows sharing B)");
   if ((cluster_n != 1 && cluster_n != 2 && cluster_n != 4) || cluster * cluster_n > 8)
     throw Error("wgmma_gemm: CLUSTERN " + std::to_string(cluster_n) + " (1, 2 or 4 tile columns, 8 CTAs a cluster at most)");
-  // B's tile rows: whole 64-column boxes when it is MN-major; K-major, whole 8-row swizzle
-  // atoms for each CTA's share (BN 96 in pairs: 48 rows each).
-  const bool bn_ok = trans_b ? bn % 64 == 0 : bn % 8 == 0 && (bn / cluster) % 8 == 0;
+  // B's tile rows: whole 64-column boxes when it is MN-major; K-major, whole 8-row swizzle atoms
+  // (a CTA of a cluster loads its share in one box or atom by atom, tt_kmajor_share_rows).
+  const bool bn_ok = trans_b ? bn % 64 == 0 : bn % 8 == 0;
   if (bk != line || bm % 64 != 0 || !bn_ok || bm > 256 || bn > 256)
     throw Error("wgmma_gemm: unsupported tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
-                std::to_string(bk) + " with CLUSTER " + std::to_string(cluster) +
-                " (a K-major B's share per CTA must be whole 8-row atoms)");
+                std::to_string(bk) + " (BM a multiple of 64, BN of 8, or of 64 for an MN-major B, BK one 128-byte line)");
   TtGemmTmaParams args;
   std::memset(&args, 0, sizeof args);
   args.g = p;
@@ -95,16 +94,16 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   // tile's rows, of the K lines of each MN-major box.
   if (trans_a)
     encode_operand(encode, &args.map_a, "wgmma_gemm operand A", dt, eb, p.a, p.k, p.m, p.lda, p.stride_a, p.batch, bk,
-                   bm / cluster_n, l2);
+                   tt_kmajor_share_rows(bm, cluster_n), l2);
   else
     encode_operand(encode, &args.map_a, "wgmma_gemm operand A", dt, eb, p.a, p.m, p.k, p.lda, p.stride_a, p.batch,
                    line, bk / cluster_n, l2);
   // B: op(B) is K x N. Stored K x N (K-major, !trans_b) or N x K (MN-major).
   // In a cluster each CTA loads (and multicasts) its share of B: 1 / cluster of a K-major tile's
-  // rows, of the K lines of each MN-major box.
+  // rows (or 8-row atoms of it), of the K lines of each MN-major box.
   if (!trans_b)
     encode_operand(encode, &args.map_b, "wgmma_gemm operand B", dt, eb, p.b, p.k, p.n, p.ldb, p.stride_b, p.batch, bk,
-                   bn / cluster, l2);
+                   tt_kmajor_share_rows(bn, cluster), l2);
   else
     encode_operand(encode, &args.map_b, "wgmma_gemm operand B", dt, eb, p.b, p.n, p.k, p.ldb, p.stride_b, p.batch,
                    line, bk / cluster, l2);
