@@ -4,7 +4,7 @@
 // the nearest one or the fallback), the runtime's kernel and cuDNN's fastest algorithm (chosen by
 // cuDNN's own find on these buffers) both run; both are checked against the fp64 reference and
 // against each other, then timed interleaved (warm-up, events, median, operands rotated past
-// twice the L2). Writes a Markdown and a JSON table with geometric means per direction.
+// twice the L2). Writes a Markdown and a JSON table with geometric means and minima per direction.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -89,11 +89,12 @@ int main(int argc, char** argv) {
                      (o.label.empty() ? "" : "\n- " + o.label) + (vendor ? "" : "\n- no cuDNN: " + vendor_missing) +
                      "\n- method: same process, same buffers, operands rotated past 2x L2, CUDA events, median of runs; " +
                      std::to_string(o.rounds) + " interleaved rounds, median round reported; cuDNN's algorithm from its "
-                     "own find (cudnnFind*AlgorithmEx, 1 GiB workspace) on these buffers\n\n"
-                     "| problem | TFLOP/s tiletune | TFLOP/s " + vendor_name + " | ratio | rule | rel err tiletune | rel err " +
-                     vendor_name + " | tiletune vs " + vendor_name + " | cuDNN algorithm |\n|---|---|---|---|---|---|---|---|---|\n";
+                     "own find (cudnnFind*AlgorithmEx, 1 GiB workspace) on these buffers; ratio of means: the same from "
+                     "each round's mean, finer than a run's timing where a run lasts a few timer ticks\n\n"
+                     "| problem | TFLOP/s tiletune | TFLOP/s " + vendor_name + " | ratio | ratio of means | rule | rel err tiletune | rel err " +
+                     vendor_name + " | tiletune vs " + vendor_name + " | cuDNN algorithm |\n|---|---|---|---|---|---|---|---|---|---|\n";
     std::printf("%-72s %9s %9s %7s %-8s\n", "problem", "tiletune", "cuDNN", "ratio", "rule");
-    std::map<std::string, std::vector<double>> log_ratios;  // per direction
+    bench::RatioSummary summary;  // per direction
     int failures = 0;
     for (const ConvProblem& p : problems) {
       const std::string what = Problem(p).describe();
@@ -129,8 +130,9 @@ int main(int argc, char** argv) {
         const double ours_tf = p.flops() / (t_ours.median_ms() * 1e-3) / 1e12;
         const double theirs_tf = timed_vendor ? p.flops() / (t_theirs.median_ms() * 1e-3) / 1e12 : 0;
         const double ratio = theirs_tf > 0 ? ours_tf / theirs_tf : 0;
+        const double ratio_means = timed_vendor ? t_theirs.mean_ms() / t_ours.mean_ms() : 0.0;
         const std::string algo = timed_vendor ? vendor->algorithm(p) : vendor ? vendor->unsupported(p) : "";
-        if (ratio > 0 && v_ours.ok) log_ratios[to_string(p.direction)].push_back(std::log(ratio));
+        if (v_ours.ok) summary.add(to_string(p.direction), what, ratio, ratio_means);
         std::printf("%-72s %9.2f %9.2f %7.3f %-8s%s\n", what.c_str(), ours_tf, theirs_tf, ratio, rule.c_str(),
                     v_ours.ok ? "" : "  INVALID");
         if (!v_ours.ok) std::fprintf(stderr, "tiletune is INVALID on %s: %s\n", p.key().c_str(), v_ours.reason.c_str());
@@ -138,35 +140,27 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "%s disagrees with the reference on %s: %s\n", vendor_name.c_str(), p.key().c_str(),
                        v_theirs.reason.c_str());
         char line[768];
-        std::snprintf(line, sizeof line, "| %s | %.2f | %.2f | %.3f | %s | %.1e%s | %.1e | %.1e | %s |\n", what.c_str(),
-                      ours_tf, theirs_tf, ratio, rule.c_str(), v_ours.rel_error, v_ours.ok ? "" : " INVALID",
+        std::snprintf(line, sizeof line, "| %s | %.2f | %.2f | %.3f | %.3f | %s | %.1e%s | %.1e | %.1e | %s |\n",
+                      what.c_str(), ours_tf, theirs_tf, ratio, ratio_means, rule.c_str(), v_ours.rel_error, v_ours.ok ? "" : " INVALID",
                       v_theirs.rel_error, agreement, algo.c_str());
         md += line;
         rows.push_back({{"problem", Problem(p)}, {"key", p.key()}, {"rule", rule}, {"tiletune_tflops", ours_tf},
                         {"vendor_tflops", theirs_tf}, {"ratio", ratio}, {"tiletune_ms", t_ours.median_ms()},
                         {"vendor_ms", t_theirs.median_ms()}, {"tiletune_mean_ms", t_ours.mean_ms()},
                         {"vendor_mean_ms", t_theirs.mean_ms()},
-                        {"ratio_of_means", timed_vendor ? t_theirs.mean_ms() / t_ours.mean_ms() : 0.0}, {"tiletune_valid", v_ours.ok},
+                        {"ratio_of_means", ratio_means}, {"tiletune_valid", v_ours.ok},
                         {"tiletune_rel_error", v_ours.rel_error}, {"vendor_rel_error", v_theirs.rel_error},
                         {"tiletune_vs_vendor", std::isnan(agreement) ? nlohmann::json() : nlohmann::json(agreement)},
                         {"vendor_algorithm", algo}});
       } catch (const Error& e) {
         ++failures;
         std::fprintf(stderr, "conv_vs_cudnn: %s: %s\n", p.key().c_str(), e.what());
-        md += "| " + what + " | failed: " + e.what() + " | | | | | | | |\n";
+        md += "| " + what + " | failed: " + e.what() + " | | | | | | | | |\n";
         rows.push_back({{"problem", Problem(p)}, {"key", p.key()}, {"error", e.what()}});
       }
     }
-    md += "\n| direction | geometric mean of tiletune / " + vendor_name + " | rows |\n|---|---|---|\n";
-    nlohmann::json geomeans = nlohmann::json::object();
-    for (const auto& [dir, logs] : log_ratios) {
-      double sum = 0;
-      for (double l : logs) sum += l;
-      const double g = std::exp(sum / double(logs.size()));
-      geomeans[dir] = g;
-      md += "| " + dir + " | " + std::to_string(g) + " | " + std::to_string(logs.size()) + " |\n";
-      std::printf("geomean %s: %.3f over %zu problems\n", dir.c_str(), g, logs.size());
-    }
+    md += summary.markdown(vendor_name);
+    summary.print();
     const auto stats = rt.stats();
     std::printf("runtime: %llu calls, %llu tuned, %llu nearest, %llu fallbacks, %llu jit compiles\n",
                 (unsigned long long)stats.calls, (unsigned long long)stats.tuned, (unsigned long long)stats.nearest,
@@ -175,7 +169,7 @@ int main(int argc, char** argv) {
     doc["vendor"] = vendor ? vendor->name() : "";
     if (!vendor) doc["vendor_missing"] = vendor_missing;
     doc["label"] = o.label;
-    doc["geomean_ratio"] = geomeans;
+    doc["summary"] = summary.json();
     doc["rows"] = rows;
     bench::write_tables(o.out_prefix, md, doc);
     return failures ? 1 : 0;

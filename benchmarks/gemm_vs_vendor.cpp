@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
                      "|---|---|---|---|---|---|---|---|\n";
     std::printf("%-36s %12s %12s %7s %7s  %s\n", "problem", "tiletune", vendor ? vendor->name().c_str() : "vendor", "ratio",
                 "means", "kernel");
+    bench::RatioSummary summary;
     for (const auto& w : winners) {
       if (w.problem.is_conv()) continue;  // GEMMs only; convolutions get their own comparison
       const GemmProblem p = w.problem.gemm().canonical();
@@ -98,7 +99,14 @@ int main(int argc, char** argv) {
                       {"vendor_mean_ms", t_theirs.mean_ms()}, {"ratio_of_means", ratio_means},
                       {"tiletune_valid", v_ours.ok}, {"ran_winner", ran_winner},
                       {"tiletune_rel_error", v_ours.rel_error}, {"vendor_rel_error", v_theirs.rel_error}});
+      if (v_ours.ok && ran_winner)
+        summary.add(std::string(to_string(p.a_type)) + (p.compute_tf32 ? " (tf32)" : ""), shape_text(p), ratio,
+                    ratio_means);
       if (!v_ours.ok) std::fprintf(stderr, "winner %s is INVALID on %s: %s\n", kernel.c_str(), p.key().c_str(), v_ours.reason.c_str());
+    }
+    if (vendor) {
+      md += summary.markdown(vendor->name());
+      summary.print();
     }
     auto stats = rt.stats();
     std::printf("runtime: %llu calls, %llu tuned, %llu fallbacks, %llu jit compiles\n", (unsigned long long)stats.calls,
@@ -106,6 +114,7 @@ int main(int argc, char** argv) {
     nlohmann::json doc = bench::provenance_json(date, o.commit, dev->info());
     doc["vendor"] = vendor ? vendor->name() : "";
     doc["label"] = o.label;
+    doc["summary"] = summary.json();
     doc["rows"] = rows;
     bench::write_tables(o.out_prefix, md, doc);
   } catch (const Error& e) {

@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <ctime>
 #include <fstream>
 #include <string>
@@ -57,6 +59,53 @@ struct RoundTimes {
   void add(const tuner::Timing& t) { medians.push_back(t.median_ms), means.push_back(t.mean_ms); }
   double median_ms() const { return median(medians); }
   double mean_ms() const { return median(means); }
+};
+
+// Per group of rows (a data type, a convolution direction): the geometric mean and the minimum of
+// the tiletune / vendor ratios, of the median round and of the ratio of means, which is what an
+// acceptance bar such as "geomean >= 0.9, no shape under 0.6" reads. Only valid rows that ran the
+// tuned winner with a vendor time count.
+class RatioSummary {
+ public:
+  void add(const std::string& group, const std::string& row, double ratio, double ratio_of_means) {
+    if (!(ratio > 0) || !(ratio_of_means > 0)) return;
+    Group& g = groups_[group];
+    g.log_ratio += std::log(ratio), g.log_means += std::log(ratio_of_means), ++g.rows;
+    if (g.rows == 1 || ratio < g.min) g.min = ratio, g.min_row = row;
+  }
+  std::string markdown(const std::string& vendor) const {
+    std::string md = "\n| rows of | geometric mean of tiletune / " + vendor +
+                     " | of the ratios of means | minimum | its problem | rows |\n|---|---|---|---|---|---|\n";
+    char line[512];
+    for (const auto& [name, g] : groups_) {
+      std::snprintf(line, sizeof line, "| %s | %.3f | %.3f | %.3f | %s | %d |\n", name.c_str(), g.geomean(),
+                    g.geomean_of_means(), g.min, g.min_row.c_str(), g.rows);
+      md += line;
+    }
+    return md;
+  }
+  nlohmann::json json() const {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [name, g] : groups_)
+      j[name] = {{"geomean", g.geomean()}, {"geomean_of_means", g.geomean_of_means()}, {"min", g.min},
+                 {"min_problem", g.min_row}, {"rows", g.rows}};
+    return j;
+  }
+  void print() const {
+    for (const auto& [name, g] : groups_)
+      std::printf("%s: geomean %.3f (ratio of means %.3f), min %.3f (%s) over %d rows\n", name.c_str(), g.geomean(),
+                  g.geomean_of_means(), g.min, g.min_row.c_str(), g.rows);
+  }
+
+ private:
+  struct Group {
+    double log_ratio = 0, log_means = 0, min = 0;
+    std::string min_row;
+    int rows = 0;
+    double geomean() const { return std::exp(log_ratio / rows); }
+    double geomean_of_means() const { return std::exp(log_means / rows); }
+  };
+  std::map<std::string, Group> groups_;
 };
 
 // "- date: ...\n- commit: ...\n- machine: ...\n" for the Markdown header.
