@@ -25,7 +25,9 @@
 // into its stage as with LOADER 1. STAGES - 2 stages in flight and STAGES landing slots: a slot
 // is refilled only after every thread passed the next stage's barrier, i.e. finished reading it.
 // Written for the tf32 NN / NT / TT shapes that otherwise run mma_gemm (0.31-0.45x cuBLAS on the
-// H200); compile-verified (HGMMA TF32, no spills up to 64 accumulators a thread), not yet measured.
+// H200). Measured there (9ca1155): it wins NN 1000^3, 1024^3 and 8192 x 8192 x 128 (48-92 TFLOP/s
+// against 37-63 for mma_gemm), and loses the larger shapes by 10-13%: the transpose's shared-memory
+// traffic and a ring of 3-4 stages with STAGES - 2 of them in flight.
 // Clusters (CLUSTER = 2 or 4, TMA loader only): CLUSTER CTAs on adjacent tile rows of the same tile
 // column share B. Each loads 1 / CLUSTER of B (and its A, or its share of A, see CLUSTERN), multicast into the shared memory of
 // the CTAs of its tile column; a stage may be refilled only when the consumers of every CTA
@@ -38,9 +40,9 @@
 // CTAs of one tile row sharing A as those of one tile column share B (each loads 1 / CLUSTERN of
 // the rows of a K-major A, or of the K lines of each 64-row box of an MN-major one). Measured on
 // the H200 (2026-11-30): with 96- or 128-column tiles they won nothing (1000^3: 128 x 96 in 4 x 2
-// 160 TFLOP/s against 166 for 64 x 128 pairs), with 72-column tiles pairs of tile columns win
-// 1000^3 (128 x 72 in 1 x 2, ~181 at tune time); the H200 configs sweep CLUSTERN 2 where the grid
-// fits the machine.
+// 160 TFLOP/s against 166 for 64 x 128 pairs), with 72-column tiles they win 1000^3: 128 x 72 in
+// 1 x 2 ~181 at tune time, in 4 x 2 (B shared atom by atom, see tma_load_tile) 188, ~2% ahead of
+// cuBLAS in six tables; the H200 configs sweep CLUSTERN 2 where the grid fits the machine.
 // Consumers, cooperative (PINGPONG = 0): each owns WM = BM / CONSUMERS rows of the tile (WM/64
 // wgmma m64 sub-tiles) and all BN columns; per K step, 4 wgmma.mma_async per sub-tile (one per 32
 // bytes of K: k16 for 16-bit inputs, k8 for tf32), one
