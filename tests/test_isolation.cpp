@@ -145,6 +145,42 @@ TEST_F(Isolation, AWorkerThatCannotStartStopsTheSweepWithoutRecordingAnything) {
   EXPECT_TRUE(d.measurements(*pid).empty());
 }
 
+// On several devices, one whose worker does not start (here the first of two logical workers: a
+// wrapper that fails its first launch) is left out with its reason and the other measures
+// everything; when no worker starts, the error names every device.
+TEST_F(Isolation, ADeviceWhoseWorkerCannotStartIsLeftOutAndTheOthersMeasureEverything) {
+  tuner::TuningConfig c = tuner::parse_config(kConfig, dir_.string());
+  c.templates[0].set_values("MODE", {0, 3});
+  const fs::path wrapper = dir_ / "fails_first.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\nif mkdir '" << (dir_ / "first_launch").string()
+                         << "' 2>/dev/null; then echo 'no device here' >&2; exit 3; fi\nexec '" TILETUNE_EXE "' \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  tuner::SweepOptions o = options();
+  o.db_path = (dir_ / "one_left_out.db").string();
+  o.worker_exe = wrapper.string();
+  o.devices = {0, 1};
+  const tuner::SweepSummary s = tuner::run_sweep(c, o, stderr);
+  ASSERT_EQ(s.devices_left_out.size(), 1u);
+  EXPECT_EQ(s.devices_left_out[0].rfind("device 0: ", 0), 0u) << s.devices_left_out[0];
+  EXPECT_NE(s.devices_left_out[0].find("status 3"), std::string::npos) << s.devices_left_out[0];
+  EXPECT_EQ(s.benchmarked + s.invalid, 2u);
+  ASSERT_EQ(s.per_device.size(), 1u);
+  EXPECT_EQ(s.per_device[0].device, 1);
+  ASSERT_EQ(s.winners.size(), 1u);
+  EXPECT_EQ(s.winners[0].kernel_name, kernel(0));
+
+  o.db_path = (dir_ / "none_started.db").string();
+  o.worker_exe = "/bin/false";
+  try {
+    tuner::run_sweep(c, o, stderr);
+    ADD_FAILURE() << "a sweep whose workers all fail to start ran";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("device 0: "), std::string::npos) << what;
+    EXPECT_NE(what.find("device 1: "), std::string::npos) << what;
+  }
+}
+
 // A worker slow to get ready (here: a problem whose fp64 reference takes seconds to make, and a
 // prepare time-out far below that) is the tuner's failure, not a candidate's: nothing is recorded
 // for that problem, the next problem is tuned, and a rerun tries the slow one again.

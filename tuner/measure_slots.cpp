@@ -4,7 +4,37 @@
 #include <cstddef>
 #include <utility>
 
+#include "common/error.h"
+
 namespace tiletune::tuner {
+
+std::vector<std::string> start_workers(std::vector<MeasureSlot>& slots) {
+  std::vector<std::string> why(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i) try {
+      slots[i].worker->launch();
+    } catch (const Error& e) {
+      why[i] = e.what();
+    }
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    if (why[i].empty()) try {
+        slots[i].worker->await_hello();
+      } catch (const Error& e) {
+        why[i] = e.what();
+      }
+  std::vector<std::string> left_out;
+  std::vector<MeasureSlot> kept;
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (why[i].empty()) kept.push_back(std::move(slots[i]));
+    else left_out.push_back("device " + std::to_string(slots[i].device) + ": " + why[i]);
+  }
+  if (kept.empty()) {
+    std::string all;
+    for (const auto& l : left_out) all += (all.empty() ? "" : "; ") + l;
+    throw Error("no device's worker process started: " + all);
+  }
+  slots = std::move(kept);
+  return left_out;
+}
 
 SlotRunner::SlotRunner(std::vector<MeasureSlot>& slots) : slots_(slots) {
   try {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct MeasureSlot {
   }
   int worker_starts() const { return worker ? worker->starts() : 0; }
 };
+
+// Starts every slot's worker process at once and leaves out the slots whose worker does not start
+// (a device that cannot be opened, a broken driver): the sweep goes on with the others. Returns one
+// line per slot left out ("device N: why"); throws, naming every device's reason, when none starts.
+std::vector<std::string> start_workers(std::vector<MeasureSlot>& slots);
 
 // Runs batches of tasks over the slots, each slot taking its next task as soon as it is free.
 // Without groups that is the lowest task not yet taken. With groups (a sweep's problems) a slot

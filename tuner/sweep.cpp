@@ -196,6 +196,9 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     for (auto& s : slots)
       s.worker = std::make_unique<WorkerProcess>(options.worker_exe, info.backend, host ? 0 : s.device, options.db_path,
                                                  info.arch);
+    // A device whose worker cannot start is left out, not the sweep stopped (unless none starts).
+    sum.devices_left_out = start_workers(slots);
+    for (const auto& l : sum.devices_left_out) std::fprintf(log, "left out %s\n", l.c_str());
     std::string names;
     for (const auto& s : slots) names += (names.empty() ? "" : ",") + std::to_string(s.device);
     std::fprintf(log, "measuring in %zu worker process%s (%s %s: %s), time-out %g s per candidate, %g s to prepare a problem\n",
@@ -590,6 +593,8 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
                  s.not_selected, s.over_budget, s.short_timed, s.fully_timed, s.promoted, s.remeasured);
   std::fprintf(out, "failed by reason: %zu invalid, %zu failed to launch, %zu crashed, %zu timed out\n", s.invalid,
                s.launch_failed, s.crashed, s.timed_out);
+  for (const auto& l : s.devices_left_out)
+    std::fprintf(out, "left out (its worker did not start; the others measured its share): %s\n", l.c_str());
   if (s.per_device.size() > 1) {
     std::fprintf(out, "per device:");
     for (const auto& d : s.per_device)

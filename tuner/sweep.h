@@ -73,6 +73,9 @@ struct SweepSummary {
   // Problems skipped because a worker could not prepare their data (inputs, reference) within
   // benchmark.prepare_timeout_s: "key: why". Nothing is recorded for them; a rerun tries again.
   std::vector<std::string> unprepared;
+  // Devices left out because their worker process did not start ("device N: why"); the others
+  // measured everything (tuner/measure_slots.h, start_workers).
+  std::vector<std::string> devices_left_out;
   std::vector<WinnerRow> winners;
 };
 

@@ -363,9 +363,12 @@ WorkerProcess::WorkerProcess(std::string exe, gpu::BackendKind backend, int devi
 
 WorkerProcess::~WorkerProcess() = default;
 
-void WorkerProcess::start() {
+void WorkerProcess::launch() {
   child_.start();
   ++starts_;
+}
+
+void WorkerProcess::await_hello() {
   // The worker opens the device and the database, then says hello.
   std::string line;
   ChildProcess::Read got = child_.read_line(line, Clock::now() + std::chrono::seconds(300));

@@ -150,8 +150,17 @@ class WorkerProcess {
   MeasureResult measure(const MeasureRequest& r, double timeout_s, double prepare_timeout_s = 1800);
   int starts() const { return starts_; }  // workers started so far
 
+  // Starting ahead of the first measure, in two halves so that several workers open their
+  // devices at once: launch() the process, then await_hello() (Error as start() would give; the
+  // process is stopped then). Call both on a thread that outlives the worker (see SlotRunner).
+  void launch();
+  void await_hello();
+
  private:
-  void start();
+  void start() {
+    launch();
+    await_hello();
+  }
 
   std::string exe_, arch_;
   ChildProcess child_;
