@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
         const double ratio = theirs_tf > 0 ? ours_tf / theirs_tf : 0;
         const double ratio_means = timed_vendor ? t_theirs.mean_ms() / t_ours.mean_ms() : 0.0;
         const std::string algo = timed_vendor ? vendor->algorithm(p) : vendor ? vendor->unsupported(p) : "";
-        if (v_ours.ok) summary.add(to_string(p.direction), what, ratio, ratio_means);
+        if (v_ours.ok && v_theirs.ok) summary.add(to_string(p.direction), what, ratio, ratio_means);
         std::printf("%-72s %9.2f %9.2f %7.3f %-8s%s\n", what.c_str(), ours_tf, theirs_tf, ratio, rule.c_str(),
                     v_ours.ok ? "" : "  INVALID");
         if (!v_ours.ok) std::fprintf(stderr, "tiletune is INVALID on %s: %s\n", p.key().c_str(), v_ours.reason.c_str());
@@ -159,8 +159,10 @@ int main(int argc, char** argv) {
         rows.push_back({{"problem", Problem(p)}, {"key", p.key()}, {"error", e.what()}});
       }
     }
-    md += summary.markdown(vendor_name);
-    summary.print();
+    if (vendor) {
+      md += summary.markdown(vendor_name);
+      summary.print();
+    }
     const auto stats = rt.stats();
     std::printf("runtime: %llu calls, %llu tuned, %llu nearest, %llu fallbacks, %llu jit compiles\n",
                 (unsigned long long)stats.calls, (unsigned long long)stats.tuned, (unsigned long long)stats.nearest,

@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
                       {"vendor_mean_ms", t_theirs.mean_ms()}, {"ratio_of_means", ratio_means},
                       {"tiletune_valid", v_ours.ok}, {"ran_winner", ran_winner},
                       {"tiletune_rel_error", v_ours.rel_error}, {"vendor_rel_error", v_theirs.rel_error}});
-      if (v_ours.ok && ran_winner)
+      if (v_ours.ok && v_theirs.ok && ran_winner)
         summary.add(std::string(to_string(p.a_type)) + (p.compute_tf32 ? " (tf32)" : ""), shape_text(p), ratio,
                     ratio_means);
       if (!v_ours.ok) std::fprintf(stderr, "winner %s is INVALID on %s: %s\n", kernel.c_str(), p.key().c_str(), v_ours.reason.c_str());

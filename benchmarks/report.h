@@ -61,10 +61,11 @@ struct RoundTimes {
   double mean_ms() const { return median(means); }
 };
 
-// Per group of rows (a data type, a convolution direction): the geometric mean and the minimum of
-// the tiletune / vendor ratios, of the median round and of the ratio of means, which is what an
-// acceptance bar such as "geomean >= 0.9, no shape under 0.6" reads. Only valid rows that ran the
-// tuned winner with a vendor time count.
+// Per group of rows (a data type, a convolution direction): the geometric mean of the tiletune /
+// vendor ratios (of the median rounds, and of the ratios of means) and the lowest median ratio,
+// which is what an acceptance bar such as "geomean >= 0.9, no shape under 0.6" reads. The caller
+// adds only rows where both sides validated (gemm_vs_vendor: and the tuned winner ran); a row
+// without a vendor time is left out here.
 class RatioSummary {
  public:
   void add(const std::string& group, const std::string& row, double ratio, double ratio_of_means) {

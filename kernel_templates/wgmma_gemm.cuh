@@ -29,7 +29,8 @@
 // against 37-63 for mma_gemm), and loses the larger shapes by 10-13%: the transpose's shared-memory
 // traffic and a ring of 3-4 stages with STAGES - 2 of them in flight.
 // Clusters (CLUSTER = 2 or 4, TMA loader only): CLUSTER CTAs on adjacent tile rows of the same tile
-// column share B. Each loads 1 / CLUSTER of B (and its A, or its share of A, see CLUSTERN), multicast into the shared memory of
+// column share B. Each loads 1 / CLUSTER of B (or every CLUSTER-th 8-row atom of it, see
+// tma_load_tile) and its A, or its share of A (see CLUSTERN), multicast into the shared memory of
 // the CTAs of its tile column; a stage may be refilled only when the consumers of every CTA
 // released it, so every release arrives on all the CTAs' "empty" barriers. The CTAs walk the same
 // unit sequence in lockstep; a CTA whose tile lies past M (or N) loads zeros (TMA fills
