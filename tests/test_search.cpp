@@ -60,6 +60,24 @@ class Search : public ::testing::Test {
     return r;
   }
 
+  // An exhaustive sweep `name`, `sql` run on its database (the state a stopped sweep or a packed
+  // database leaves), and the rerun that repairs it; a third run must then measure nothing.
+  SweepRun exhaustive_edited_rerun(const std::string& name, const std::string& sql) {
+    tuner::SearchOptions s;
+    s.strategy = "exhaustive";
+    SweepRun r = sweep(s, name);
+    EXPECT_GE(r.summary.remeasured, 2 * tuner::kFinalists);
+    {
+      db::Database d = db::Database::open(r.db, db::Mode::ReadWrite);
+      char* err = nullptr;
+      EXPECT_EQ(sqlite3_exec(d.native_handle(), sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+      sqlite3_free(err);
+    }
+    SweepRun again = sweep(s, name);
+    EXPECT_EQ(sweep(s, name).summary.remeasured, 0u) << "the rerun repaired it";
+    return again;
+  }
+
   // Per problem key: kernel name -> measurement, for the host arch.
   static std::map<std::string, std::map<std::string, db::MeasurementRow>> rows(const std::string& path) {
     db::Database d = db::Database::open(path, db::Mode::ReadOnly);
@@ -331,25 +349,41 @@ TEST_F(Search, EveryStrategyFindsAWinner) {
 // A sweep stopped before a problem's finals (here: their rows as plain first timings again) does
 // them on the rerun, from every timing the database holds, and measures nothing else.
 TEST_F(Search, FinalsMissedByAStoppedSweepRunOnRerun) {
-  tuner::SearchOptions s;
-  s.strategy = "exhaustive";
-  SweepRun r = sweep(s, "finals");
-  ASSERT_GE(r.summary.remeasured, 2 * tuner::kFinalists);
-  {
-    db::Database d = db::Database::open(r.db, db::Mode::ReadWrite);
-    sqlite3_stmt* st = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(d.native_handle(), "UPDATE measurements SET reason = '' WHERE reason = ?1", -1, &st,
-                                 nullptr),
-              SQLITE_OK);
-    sqlite3_bind_text(st, 1, tuner::kFinalTimingReason, -1, SQLITE_STATIC);
-    EXPECT_EQ(sqlite3_step(st), SQLITE_DONE);
-    sqlite3_finalize(st);
-  }
-  SweepRun again = sweep(s, "finals");
+  SweepRun again = exhaustive_edited_rerun(
+      "finals", std::string("UPDATE measurements SET reason = '' WHERE reason = '") + tuner::kFinalTimingReason + "';");
   EXPECT_EQ(again.summary.benchmarked, 0u);
   EXPECT_GE(again.summary.remeasured, 2 * tuner::kFinalists);
   for (const auto& [key, ms] : rows(again.db)) expect_finals(ms, key);
-  EXPECT_EQ(sweep(s, "finals").summary.remeasured, 0u) << "and then they are done";
+}
+
+// Finals missed by a stopped sweep whose database has since lost its code objects (packed for
+// shipping): the finalists are compiled again for their re-timing instead of skipped on every rerun.
+TEST_F(Search, FinalsCompileAFinalistWhoseCodeObjectIsGone) {
+  SweepRun again = exhaustive_edited_rerun(
+      "gone", std::string("UPDATE measurements SET reason = '' WHERE reason = '") + tuner::kFinalTimingReason +
+                  "'; UPDATE measurements SET code_object_id = NULL; DELETE FROM code_objects;");
+  EXPECT_EQ(again.summary.benchmarked, 0u);
+  EXPECT_GE(again.summary.remeasured, 2 * tuner::kFinalists);
+  EXPECT_GE(again.summary.compiled, 2 * tuner::kFinalists) << "the finalists, compiled again";
+  for (const auto& [key, ms] : rows(again.db)) expect_finals(ms, key);
+}
+
+// A database a halving sweep began holds a promotion (a short-timed winner fully timed after its
+// finals), which tells halving its rounds are done; another strategy resuming it still gives the
+// fastest few, the promoted one among them, their finals.
+TEST_F(Search, AnotherStrategyGivesAHalvingPromotionItsFinals) {
+  // No finals yet, and each problem's fastest row marked as promoted.
+  SweepRun again = exhaustive_edited_rerun(
+      "promoted", std::string("UPDATE measurements SET reason = '' WHERE reason = '") + tuner::kFinalTimingReason +
+                      "'; UPDATE measurements SET reason = '" + tuner::kPromotedReason +
+                      "' WHERE id IN (SELECT id FROM measurements m WHERE status = 'ok' AND median_ms = "
+                      "(SELECT min(median_ms) FROM measurements WHERE problem_id = m.problem_id AND status = 'ok'));");
+  EXPECT_EQ(again.summary.benchmarked, 0u);
+  EXPECT_GE(again.summary.remeasured, 2 * tuner::kFinalists);
+  for (const auto& [key, ms] : rows(again.db)) {
+    for (const auto& [kernel, m] : ms) EXPECT_NE(m.reason, tuner::kPromotedReason) << key << " " << kernel << ": re-timed";
+    expect_finals(ms, key);
+  }
 }
 
 TEST_F(Search, RandomRespectsBudgetAndSeedAndResumes) {
@@ -413,16 +447,17 @@ TEST(HalvingRounds, PlannedFromWhatIsRecorded) {
   rows[2] = row(NAN, 2);
   EXPECT_TRUE(tuner::halving_round2(rows, 0).empty()) << "round two is done";
   // The finals: the best few fully timed, minus those already re-timed.
-  EXPECT_EQ(tuner::finalists(rows), (std::vector<std::size_t>{1, 2}));
+  EXPECT_EQ(tuner::finalists(rows, true), (std::vector<std::size_t>{1, 2}));
   rows[1].final = true;
-  EXPECT_EQ(tuner::finalists(rows), (std::vector<std::size_t>{2}));
+  EXPECT_EQ(tuner::finalists(rows, true), (std::vector<std::size_t>{2}));
   rows[2].final = true;
-  EXPECT_TRUE(tuner::finalists(rows).empty()) << "the finals are done";
-  EXPECT_TRUE(tuner::finalists({row(NAN, 1)}).empty()) << "one contender is not re-timed";
+  EXPECT_TRUE(tuner::finalists(rows, true).empty()) << "the finals are done";
+  EXPECT_TRUE(tuner::finalists({row(NAN, 1)}, true).empty()) << "one contender is not re-timed";
   // A short-timed winner fully timed after the rounds: they were finished.
   std::vector<tuner::HalvingRow> promoted = {row(NAN, 2), row(NAN, 1)};
   promoted[1].promoted = true;
-  EXPECT_TRUE(tuner::finalists(promoted).empty());
+  EXPECT_TRUE(tuner::finalists(promoted, true).empty()) << "halving's rounds are done";
+  EXPECT_EQ(tuner::finalists(promoted, false), (std::vector<std::size_t>{1, 0})) << "other strategies re-time it";
 }
 
 // A sweep stopped between halving's rounds: on the rerun, the short timings are not taken for

@@ -47,34 +47,9 @@ void CompilePool::run() {
       if (stopping_ || failure_ || next_ >= jobs_.size()) return;
       i = next_++;
     }
-    const CompileJob& job = jobs_[i];
     try {
-      const auto t0 = std::chrono::steady_clock::now();
-      const double c0 = thread_cpu_seconds();
-      gpu::CompileResult r = compiler_.compile(job.request);
-      const double cpu = r.cpu_s >= 0 ? r.cpu_s : thread_cpu_seconds() - c0;
-      const auto t1 = std::chrono::steady_clock::now();
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (busy_s_ == 0 || t0 < first_start_) first_start_ = t0;
-        if (t1 > last_end_) last_end_ = t1;
-        busy_s_ += std::chrono::duration<double>(t1 - t0).count();
-        cpu_s_ += cpu;
-      }
-      db::CodeObjectRecord rec;
-      rec.cache_key = job.cache_key;
-      rec.solution_id = job.solution_id;
-      rec.arch = arch_;
-      rec.compiler_version = compiler_version_;
-      rec.ok = r.ok;
-      rec.log = r.log;
-      rec.symbol = r.code.symbol;
-      rec.bytes = std::move(r.code.bytes);
-      {
-        std::lock_guard<std::mutex> lock(db_mu_);
-        db_.put_code_object(rec);
-      }
-      if (on_done_) on_done_(job, r.ok);
+      const bool ok = build(jobs_[i]);
+      if (on_done_) on_done_(jobs_[i], ok);
       std::lock_guard<std::mutex> lock(mu_);
       done_[i] = true;
       ++finished_;
@@ -84,6 +59,37 @@ void CompilePool::run() {
     }
     cv_.notify_all();
   }
+}
+
+bool CompilePool::compile_now(const CompileJob& job) { return build(job); }
+
+bool CompilePool::build(const CompileJob& job) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = thread_cpu_seconds();
+  gpu::CompileResult r = compiler_.compile(job.request);
+  const double cpu = r.cpu_s >= 0 ? r.cpu_s : thread_cpu_seconds() - c0;
+  const auto t1 = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (busy_s_ == 0 || t0 < first_start_) first_start_ = t0;
+    if (t1 > last_end_) last_end_ = t1;
+    busy_s_ += std::chrono::duration<double>(t1 - t0).count();
+    cpu_s_ += cpu;
+  }
+  db::CodeObjectRecord rec;
+  rec.cache_key = job.cache_key;
+  rec.solution_id = job.solution_id;
+  rec.arch = arch_;
+  rec.compiler_version = compiler_version_;
+  rec.ok = r.ok;
+  rec.log = r.log;
+  rec.symbol = r.code.symbol;
+  rec.bytes = std::move(r.code.bytes);
+  {
+    std::lock_guard<std::mutex> lock(db_mu_);
+    db_.put_code_object(rec);
+  }
+  return r.ok;
 }
 
 CompilePool::Stats CompilePool::stats() const {

@@ -49,6 +49,10 @@ class CompilePool {
   void wait_all();
   // Whether wait(cache_key) would return at once (committed, not the pool's, or the pool stopped).
   bool ready(const std::string& cache_key) const;
+  // Compiles and commits a job that is not the pool's on the calling thread (a finalist measured
+  // by an earlier sweep whose code object is gone); exceptions go to the caller, OnDone is not
+  // called. Returns whether it compiled.
+  bool compile_now(const CompileJob& job);
 
   // Where the compile side's time went, to see what bounds its rate: wall seconds from the first
   // compile's start to the last one's end; seconds inside compile calls, summed over threads
@@ -63,6 +67,7 @@ class CompilePool {
 
  private:
   void run();
+  bool build(const CompileJob& job);  // compile, commit, count the time; whether it compiled
   void stop();
 
   std::vector<CompileJob> jobs_;

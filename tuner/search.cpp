@@ -101,10 +101,11 @@ std::vector<std::size_t> halving_round2(const std::vector<HalvingRow>& rows, std
   return out;
 }
 
-std::vector<std::size_t> finalists(const std::vector<HalvingRow>& rows) {
+std::vector<std::size_t> finalists(const std::vector<HalvingRow>& rows, bool halving) {
   std::vector<std::size_t> full = fastest(
       rows, [](const HalvingRow& r) { return timed(r.full_ms); }, [](const HalvingRow& r) { return r.full_ms; });
-  if (full.size() < 2 || std::any_of(rows.begin(), rows.end(), [](const HalvingRow& r) { return r.promoted; })) return {};
+  if (full.size() < 2 || (halving && std::any_of(rows.begin(), rows.end(), [](const HalvingRow& r) { return r.promoted; })))
+    return {};
   // The current top few, whatever was re-timed before: a candidate that a resumed sweep (or a
   // longer config) added ahead of earlier finalists gets its second timing too.
   std::vector<std::size_t> out;

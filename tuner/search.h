@@ -87,7 +87,9 @@ struct HalvingRow {
 // most `budget`, at least one) are fully timed, counting those already fully timed.
 std::vector<std::size_t> halving_round2(const std::vector<HalvingRow>& rows, std::size_t budget);
 // The finals: those of the kFinalists fastest fully timed candidates (when there are two or
-// more) not yet re-timed, best first; none once a promotion is recorded.
-std::vector<std::size_t> finalists(const std::vector<HalvingRow>& rows);
+// more) not yet re-timed, best first. `halving`: none once a promotion is recorded (halving
+// promotes after its finals, so a promotion says its rounds are done); other strategies re-time
+// a promoted candidate of an earlier halving sweep like any other.
+std::vector<std::size_t> finalists(const std::vector<HalvingRow>& rows, bool halving);
 
 }  // namespace tiletune::tuner

@@ -391,8 +391,9 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   // before) timed once more one after another on `slot`'s device, the later timing recorded; a
   // winner is then not the luck of one timing, and the finalists were compared on the same GPU.
   // The batch's finish task first waits for the problem's candidates still timed on other slots
-  // (handed out before it, they finish on their own). Not past a seconds budget; a finalist whose
-  // code object is gone is left as is.
+  // (handed out before it, they finish on their own). Not past a seconds budget. A finalist whose
+  // code object is gone (measured by an earlier sweep of a database since packed) is compiled
+  // again here, on this thread, so that a rerun does not skip it forever.
   std::vector<std::size_t> batch_left(config.problems.size(), 0);  // a problem's candidate tasks not yet finished
   std::mutex batch_mu;
   std::condition_variable batch_cv;
@@ -422,11 +423,21 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
             at.push_back(i);
           }
       }
-      for (std::size_t k : finalists(rows)) {
+      for (std::size_t k : finalists(rows, halving)) {
         const auto& [sid, c] = selected[pi][at[k]];
         gpu::CompileRequest req = c->tmpl->compile_request(c->solution, config.problems[pi], info);
         Work w{c, sid, compile_cache_key(c->tmpl->source_hash(), req, compiler_version), rows[k]};
         compile.wait(w.cache_key);
+        bool have = false;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          have = db.find_code_object(w.cache_key).has_value();
+        }
+        if (!have) {
+          const bool ok = compile.compile_now({w.cache_key, c->solution.kernel_name(), std::move(req), sid});
+          std::lock_guard<std::mutex> lock(mu);
+          ++(ok ? sum.compiled : sum.compile_failed);
+        }
         {
           std::lock_guard<std::mutex> lock(mu);
           auto code = db.find_code_object(w.cache_key);
@@ -544,16 +555,23 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     }
     // Whatever the strategy and however often the sweep was resumed: the problem's winner is
     // never a short timing. While it is one, it is fully timed (and may then lose its place).
-    for (std::size_t guard = 0; guard < selected[pi].size(); ++guard) {
-      auto win = db.find_winner(info.arch, problem.key());
-      if (!win) break;
-      auto rec = db.find_measurement(problem_ids[pi], win->solution_id, info.arch);
-      if (!rec || rec->reason != kShortTimingReason) break;
-      auto it = std::find_if(ws.begin(), ws.end(), [&](const Work& w) { return w.solution_id == win->solution_id; });
-      if (it == ws.end()) break;  // not a candidate of this config: leave it
-      if (!measure_one(slots[0], pi, *it, config.benchmark, Timing::Promote, false)) break;
-      if (sum.short_timed) --sum.short_timed;
-      ++sum.promoted;
+    // Outside halving (a database a halving sweep began) a promotion is followed by the finals
+    // again, which may in turn leave a short timing on top: each candidate is promoted once.
+    for (bool again = true; again;) {
+      again = false;
+      for (std::size_t guard = 0; guard < selected[pi].size(); ++guard) {
+        auto win = db.find_winner(info.arch, problem.key());
+        if (!win) break;
+        auto rec = db.find_measurement(problem_ids[pi], win->solution_id, info.arch);
+        if (!rec || rec->reason != kShortTimingReason) break;
+        auto it = std::find_if(ws.begin(), ws.end(), [&](const Work& w) { return w.solution_id == win->solution_id; });
+        if (it == ws.end()) break;  // not a candidate of this config: leave it
+        if (!measure_one(slots[0], pi, *it, config.benchmark, Timing::Promote, false)) break;
+        if (sum.short_timed) --sum.short_timed;
+        ++sum.promoted;
+        again = !halving;
+      }
+      if (again) final_round(slots[0], pi);
     }
     if (options.compare_vendor && !vendor_done[pi]) compare_vendor(slots[0], pi);
   }
