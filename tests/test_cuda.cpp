@@ -323,6 +323,16 @@ TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
   EXPECT_TRUE(t.violation(t.variables(split, gemm(DataType::BF16, DataType::BF16, false, false, 3000, 3000, 3000), dev)));
   split.params["SPLITK"] = 4;
   EXPECT_TRUE(t.violation(t.variables(split, gemm(DataType::BF16, DataType::BF16, false, false, 1000, 1000, 640), dev)));
+  // Two blocks per SM hold twice the tiles: 190 tiles of 64 x 128 leave SMs idle only with OCC 2.
+  Solution occ = t.default_solution();
+  occ.params["BM"] = 64, occ.params["CONSUMERS"] = 1, occ.params["PINGPONG"] = 0, occ.params["SPLITK"] = 2;
+  const GemmProblem mid = gemm(DataType::BF16, DataType::BF16, false, false, 1200, 1200, 1200);
+  const auto one_block = t.violation(t.variables(occ, mid, dev));
+  ASSERT_TRUE(one_block);
+  EXPECT_NE(one_block->find("split_k_only_for_small_grids"), std::string::npos) << *one_block;
+  occ.params["OCC"] = 2;
+  const auto two_blocks = t.violation(t.variables(occ, mid, dev));
+  EXPECT_FALSE(two_blocks) << *two_blocks;
 
   // The L2 promotion each value asks the driver for, through a stand-in for cuTensorMapEncodeTiled.
   static std::vector<CUtensorMapL2promotion> seen;
