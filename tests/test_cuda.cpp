@@ -333,6 +333,15 @@ TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
   occ.params["OCC"] = 2;
   const auto two_blocks = t.violation(t.variables(occ, mid, dev));
   EXPECT_FALSE(two_blocks) << *two_blocks;
+  // Clusters of 8 fill 128 of 132 SMs: 130 tiles leave none idle there, 2 with single CTAs.
+  Solution cl = t.default_solution();
+  cl.params["PINGPONG"] = 0, cl.params["SPLITK"] = 2;
+  const GemmProblem p130 = gemm(DataType::BF16, DataType::BF16, false, false, 1280, 1664, 1024);  // 10 x 13 tiles
+  EXPECT_FALSE(t.violation(t.variables(cl, p130, dev)));
+  cl.params["CLUSTER"] = 4, cl.params["CLUSTERN"] = 2;
+  const auto clustered = t.violation(t.variables(cl, p130, dev));
+  ASSERT_TRUE(clustered);
+  EXPECT_NE(clustered->find("split_k_only_for_small_grids"), std::string::npos) << *clustered;
 
   // The L2 promotion each value asks the driver for, through a stand-in for cuTensorMapEncodeTiled.
   static std::vector<CUtensorMapL2promotion> seen;

@@ -364,7 +364,7 @@ TEST_F(Search, FinalsCompileAFinalistWhoseCodeObjectIsGone) {
                   "'; UPDATE measurements SET code_object_id = NULL; DELETE FROM code_objects;");
   EXPECT_EQ(again.summary.benchmarked, 0u);
   EXPECT_GE(again.summary.remeasured, 2 * tuner::kFinalists);
-  EXPECT_GE(again.summary.compiled, 2 * tuner::kFinalists) << "the finalists, compiled again";
+  EXPECT_GE(again.summary.recompiled, 2 * tuner::kFinalists) << "the finalists, compiled again";
   for (const auto& [key, ms] : rows(again.db)) expect_finals(ms, key);
 }
 
@@ -384,6 +384,17 @@ TEST_F(Search, AnotherStrategyGivesAHalvingPromotionItsFinals) {
     for (const auto& [kernel, m] : ms) EXPECT_NE(m.reason, tuner::kPromotedReason) << key << " " << kernel << ": re-timed";
     expect_finals(ms, key);
   }
+}
+
+// A halving sweep stopped after its short round leaves only short timings; another strategy
+// resuming it fully times the short-timed winner (promotes it), then runs the finals over what is
+// fully timed, and again while a short timing is on top: no winner is left a short timing.
+TEST_F(Search, AnotherStrategyPromotesAShortTimedWinner) {
+  SweepRun again = exhaustive_edited_rerun(
+      "short", std::string("UPDATE measurements SET reason = '") + tuner::kShortTimingReason + "' WHERE status = 'ok';");
+  EXPECT_EQ(again.summary.benchmarked, 0u);
+  EXPECT_GE(again.summary.promoted, 2u) << "one per problem at least";
+  expect_valid(again);  // no winner a short timing
 }
 
 TEST_F(Search, RandomRespectsBudgetAndSeedAndResumes) {

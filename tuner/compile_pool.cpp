@@ -61,7 +61,15 @@ void CompilePool::run() {
   }
 }
 
-bool CompilePool::compile_now(const CompileJob& job) { return build(job); }
+bool CompilePool::compile_now(const CompileJob& job) {
+  // One at a time: two slots' finals asking for the same code object compile it once.
+  std::lock_guard<std::mutex> now(now_mu_);
+  {
+    std::lock_guard<std::mutex> lock(db_mu_);
+    if (db_.find_code_object(job.cache_key)) return false;
+  }
+  return commit(job, compiler_.compile(job.request));
+}
 
 bool CompilePool::build(const CompileJob& job) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -76,6 +84,10 @@ bool CompilePool::build(const CompileJob& job) {
     busy_s_ += std::chrono::duration<double>(t1 - t0).count();
     cpu_s_ += cpu;
   }
+  return commit(job, std::move(r));
+}
+
+bool CompilePool::commit(const CompileJob& job, gpu::CompileResult r) {
   db::CodeObjectRecord rec;
   rec.cache_key = job.cache_key;
   rec.solution_id = job.solution_id;

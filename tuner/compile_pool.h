@@ -50,8 +50,9 @@ class CompilePool {
   // Whether wait(cache_key) would return at once (committed, not the pool's, or the pool stopped).
   bool ready(const std::string& cache_key) const;
   // Compiles and commits a job that is not the pool's on the calling thread (a finalist measured
-  // by an earlier sweep whose code object is gone); exceptions go to the caller, OnDone is not
-  // called. Returns whether it compiled.
+  // by an earlier sweep whose code object is gone), one such job at a time, unless its code
+  // object exists by then; exceptions go to the caller. Neither OnDone nor the statistics see it
+  // (they describe the pool's stage). Returns whether it compiled one that builds.
   bool compile_now(const CompileJob& job);
 
   // Where the compile side's time went, to see what bounds its rate: wall seconds from the first
@@ -67,7 +68,8 @@ class CompilePool {
 
  private:
   void run();
-  bool build(const CompileJob& job);  // compile, commit, count the time; whether it compiled
+  bool build(const CompileJob& job);  // compile, count the time, commit; whether it compiled
+  bool commit(const CompileJob& job, gpu::CompileResult r);  // into the database; r.ok
   void stop();
 
   std::vector<CompileJob> jobs_;
@@ -83,6 +85,7 @@ class CompilePool {
   const gpu::Compiler& compiler_;
   db::Database db_;
   std::mutex db_mu_;
+  std::mutex now_mu_;  // compile_now, one at a time
   std::string arch_, compiler_version_;
   OnDone on_done_;
   std::vector<std::thread> threads_;

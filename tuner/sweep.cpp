@@ -196,14 +196,6 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     for (auto& s : slots)
       s.worker = std::make_unique<WorkerProcess>(options.worker_exe, info.backend, host ? 0 : s.device, options.db_path,
                                                  info.arch);
-    // A device whose worker cannot start is left out, not the sweep stopped (unless none starts).
-    sum.devices_left_out = start_workers(slots);
-    for (const auto& l : sum.devices_left_out) std::fprintf(log, "left out %s\n", l.c_str());
-    std::string names;
-    for (const auto& s : slots) names += (names.empty() ? "" : ",") + std::to_string(s.device);
-    std::fprintf(log, "measuring in %zu worker process%s (%s %s: %s), time-out %g s per candidate, %g s to prepare a problem\n",
-                 slots.size(), slots.size() > 1 ? "es" : "", host && slots.size() > 1 ? "logical workers" : slots.size() > 1 ? "devices" : "device",
-                 names.c_str(), options.worker_exe.c_str(), config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
   }
 
   std::size_t planned = 0;
@@ -243,6 +235,20 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
                         }
                         progress.step(compile_stage);
                       });
+  if (options.isolation == Isolation::Process) {
+    // The workers start while the pool compiles (a device slow to open does not hold the
+    // compiler up); one whose worker does not start is left out, not the sweep stopped (unless
+    // none starts). The compile order above planned for every device: only an ordering.
+    sum.devices_left_out = start_workers(slots);
+    for (const auto& l : sum.devices_left_out) progress.message("left out " + l);
+    std::string names;
+    for (const auto& s : slots) names += (names.empty() ? "" : ",") + std::to_string(s.device);
+    char line[512];
+    std::snprintf(line, sizeof line, "measuring in %zu worker process%s (%s %s: %s), time-out %g s per candidate, %g s to prepare a problem",
+                  slots.size(), slots.size() > 1 ? "es" : "", host && slots.size() > 1 ? "logical workers" : slots.size() > 1 ? "devices" : "device",
+                  names.c_str(), options.worker_exe.c_str(), config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
+    progress.message(line);
+  }
 
   std::vector<double> vendor_tflops(config.problems.size(), -1);
   double best_tflops = 0;
@@ -391,9 +397,29 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   // before) timed once more one after another on `slot`'s device, the later timing recorded; a
   // winner is then not the luck of one timing, and the finalists were compared on the same GPU.
   // The batch's finish task first waits for the problem's candidates still timed on other slots
-  // (handed out before it, they finish on their own). Not past a seconds budget. A finalist whose
-  // code object is gone (measured by an earlier sweep of a database since packed) is compiled
-  // again here, on this thread, so that a rerun does not skip it forever.
+  // (handed out before it, they finish on their own). Not past a seconds budget.
+  // measured_again: the Work to time candidate `sid` of problem `pi` once more (finals,
+  // promotions), whether or not this sweep measured it first; a code object gone since (a
+  // packed database) is compiled again here, on this thread, so that a rerun does not skip the
+  // candidate forever. None when it does not compile.
+  auto measured_again = [&](std::size_t pi, std::int64_t sid, const Candidate* c) -> std::optional<Work> {
+    gpu::CompileRequest req = c->tmpl->compile_request(c->solution, config.problems[pi], info);
+    Work w{c, sid, compile_cache_key(c->tmpl->source_hash(), req, compiler_version), {}};
+    compile.wait(w.cache_key);
+    bool have = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      have = db.find_code_object(w.cache_key).has_value();
+    }
+    if (!have && compile.compile_now({w.cache_key, c->solution.kernel_name(), std::move(req), sid})) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++sum.recompiled;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    auto code = db.find_code_object(w.cache_key);
+    if (!code || !code->ok) return std::nullopt;
+    return w;
+  };
   std::vector<std::size_t> batch_left(config.problems.size(), 0);  // a problem's candidate tasks not yet finished
   std::mutex batch_mu;
   std::condition_variable batch_cv;
@@ -425,29 +451,13 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       }
       for (std::size_t k : finalists(rows, halving)) {
         const auto& [sid, c] = selected[pi][at[k]];
-        gpu::CompileRequest req = c->tmpl->compile_request(c->solution, config.problems[pi], info);
-        Work w{c, sid, compile_cache_key(c->tmpl->source_hash(), req, compiler_version), rows[k]};
-        compile.wait(w.cache_key);
-        bool have = false;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          have = db.find_code_object(w.cache_key).has_value();
-        }
-        if (!have) {
-          const bool ok = compile.compile_now({w.cache_key, c->solution.kernel_name(), std::move(req), sid});
-          std::lock_guard<std::mutex> lock(mu);
-          ++(ok ? sum.compiled : sum.compile_failed);
-        }
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          auto code = db.find_code_object(w.cache_key);
-          if (!code || !code->ok) continue;
-        }
+        std::optional<Work> w = measured_again(pi, sid, c);
+        if (!w) continue;
         // No task of this problem is admitted any more (this one came last), so in_budget's
         // counters for it are this thread's alone.
         if (problem_unprepared(pi) || !in_budget(pi, started_in_round, false)) return;
         // Anything recorded changes the order (a failed re-timing drops the candidate): look again.
-        if (measure_one(slot, pi, w, config.benchmark, Timing::Final, false)) more = true;
+        if (measure_one(slot, pi, *w, config.benchmark, Timing::Final, false)) more = true;
       }
     }
   };
@@ -564,9 +574,11 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         if (!win) break;
         auto rec = db.find_measurement(problem_ids[pi], win->solution_id, info.arch);
         if (!rec || rec->reason != kShortTimingReason) break;
-        auto it = std::find_if(ws.begin(), ws.end(), [&](const Work& w) { return w.solution_id == win->solution_id; });
-        if (it == ws.end()) break;  // not a candidate of this config: leave it
-        if (!measure_one(slots[0], pi, *it, config.benchmark, Timing::Promote, false)) break;
+        auto it = std::find_if(selected[pi].begin(), selected[pi].end(),
+                               [&](const auto& sc) { return sc.first == win->solution_id; });
+        if (it == selected[pi].end()) break;  // not a candidate of this config: leave it
+        std::optional<Work> w = measured_again(pi, it->first, it->second);
+        if (!w || !measure_one(slots[0], pi, *w, config.benchmark, Timing::Promote, false)) break;
         if (sum.short_timed) --sum.short_timed;
         ++sum.promoted;
         again = !halving;
@@ -611,6 +623,9 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
                  s.not_selected, s.over_budget, s.short_timed, s.fully_timed, s.promoted, s.remeasured);
   std::fprintf(out, "failed by reason: %zu invalid, %zu failed to launch, %zu crashed, %zu timed out\n", s.invalid,
                s.launch_failed, s.crashed, s.timed_out);
+  if (s.recompiled)
+    std::fprintf(out, "%zu code objects of earlier sweeps' candidates compiled again to re-time them (finals, promotions)\n",
+                 s.recompiled);
   for (const auto& l : s.devices_left_out)
     std::fprintf(out, "left out (its worker did not start; the others measured its share): %s\n", l.c_str());
   if (s.per_device.size() > 1) {

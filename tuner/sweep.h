@@ -48,6 +48,7 @@ struct SweepSummary {
   std::string arch, device_name, vendor;
   std::size_t total = 0, pruned = 0, candidates = 0, already_done = 0;
   std::size_t compiled = 0, compile_cached = 0, compile_failed = 0;
+  std::size_t recompiled = 0;  // code objects of earlier sweeps' candidates built again to re-time them (packed database)
   std::size_t invalid = 0, launch_failed = 0, benchmarked = 0;
   std::size_t crashed = 0, timed_out = 0;  // the worker died / was killed for overrunning its time-out
   // Measuring time inside the workers, summed over candidates (MeasureResult's split), and the
