@@ -49,10 +49,11 @@ class CompilePool {
   void wait_all();
   // Whether wait(cache_key) would return at once (committed, not the pool's, or the pool stopped).
   bool ready(const std::string& cache_key) const;
-  // Compiles and commits a job that is not the pool's on the calling thread (a finalist measured
-  // by an earlier sweep whose code object is gone), one such job at a time, unless its code
-  // object exists by then; exceptions go to the caller. Neither OnDone nor the statistics see it
-  // (they describe the pool's stage). Returns whether it compiled one that builds.
+  // For a job that is not the pool's (a finalist measured by an earlier sweep): when its code
+  // object is missing from the database (packed since), compiles and commits it on the calling
+  // thread, one such job at a time; else does nothing. Exceptions go to the caller. Neither OnDone
+  // nor the statistics see it (they describe the pool's stage). Returns whether it compiled one
+  // that builds.
   bool compile_now(const CompileJob& job);
 
   // Where the compile side's time went, to see what bounds its rate: wall seconds from the first

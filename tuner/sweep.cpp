@@ -406,12 +406,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     gpu::CompileRequest req = c->tmpl->compile_request(c->solution, config.problems[pi], info);
     Work w{c, sid, compile_cache_key(c->tmpl->source_hash(), req, compiler_version), {}};
     compile.wait(w.cache_key);
-    bool have = false;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      have = db.find_code_object(w.cache_key).has_value();
-    }
-    if (!have && compile.compile_now({w.cache_key, c->solution.kernel_name(), std::move(req), sid})) {
+    if (compile.compile_now({w.cache_key, c->solution.kernel_name(), std::move(req), sid})) {  // only if it is gone
       std::lock_guard<std::mutex> lock(mu);
       ++sum.recompiled;
     }
