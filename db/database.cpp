@@ -593,6 +593,17 @@ std::optional<WinnerRecord> Database::find_winner(const std::string& arch, const
   return read_winner(st, path_);
 }
 
+std::map<std::int64_t, double> Database::best_ms_of_template(const std::string& arch, const std::string& template_name) {
+  Stmt st(db_.get(),
+          "SELECT m.problem_id, min(m.median_ms) FROM measurements m JOIN solutions s ON s.id = m.solution_id "
+          "WHERE m.arch = ?1 AND s.template = ?2 AND m.status = 'ok' AND m.median_ms IS NOT NULL GROUP BY m.problem_id",
+          path_);
+  st.text(1, arch).text(2, template_name);
+  std::map<std::int64_t, double> out;
+  while (st.step()) out[st.col_i64(0)] = st.col_real(1);
+  return out;
+}
+
 std::vector<std::string> Database::arches() {
   Stmt st(db_.get(), "SELECT DISTINCT arch FROM measurements ORDER BY arch", path_);
   std::vector<std::string> out;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "gpu/vendor.h"
 
 namespace tiletune::db {
 namespace {
@@ -119,6 +120,7 @@ gpu::DeviceInfo device_for_arch(const std::string& arch, const std::optional<Dev
 
 
 std::optional<std::string> winner_unusable(const WinnerRecord& w, const gpu::DeviceInfo& dev) {
+  if (w.solution.template_name == gpu::kVendorTemplate) return std::nullopt;  // the runtime calls the library
   const KernelTemplate* t = nullptr;
   for (const auto& candidate : builtin_templates())
     if (candidate.name() == w.solution.template_name) t = &candidate;
@@ -174,25 +176,39 @@ Explanation explain(Database& db, const Problem& problem, const std::string& arc
   }
   if (e.choice == Explanation::Choice::Tuned) return e;
 
-  // The runtime's rules (solutions/selection.h): the nearest usable winner, else a fallback.
+  // The runtime's rules (solutions/selection.h): a pool kernel, the vendor library, a default.
   std::vector<WinnerRecord> usable;
   std::vector<TunedEntry> tuned;
+  const std::map<std::int64_t, double> vendor_ms = db.best_ms_of_template(e.arch, gpu::kVendorTemplate);
   for (auto& w : db.winners(e.arch)) {
     if (winner_unusable(w, e.device)) continue;
-    tuned.push_back({w.problem.canonical(), &find_template(w.solution.template_name), w.solution});
+    TunedEntry t{w.problem.canonical(),
+                 w.solution.template_name == gpu::kVendorTemplate ? nullptr : &find_template(w.solution.template_name),
+                 w.solution};
+    if (auto v = vendor_ms.find(w.problem_id); v != vendor_ms.end() && w.median_ms > 0)
+      t.vendor_ratio = v->second / w.median_ms;
+    tuned.push_back(std::move(t));
     usable.push_back(std::move(w));
   }
-  if (auto near = nearest_tuned(tuned, e.problem, e.device)) {
+  const UntunedChoice c = choose_untuned(tuned, e.problem, e.device, gpu::vendor_scope(e.device.backend, e.problem),
+                                         fallback_templates(e.device.backend, e.problem.kind()));
+  e.rule = c.why;
+  if (c.nearest) {
+    e.neighbour = usable[c.nearest->index];
+    e.distance = c.nearest->distance;
+  }
+  e.rejected = c.fallback.rejected;
+  if (c.rung == Rung::Pool) {
     e.choice = Explanation::Choice::Nearest;
-    e.neighbour = usable[near->index];
-    e.distance = near->distance;
     return e;
   }
-  FallbackChoice c = choose_fallback(fallback_templates(e.device.backend, e.problem.kind()), e.problem, e.device);
-  e.rejected = c.rejected;
-  if (c.tmpl) {
+  if (c.rung == Rung::Vendor) {
+    e.choice = Explanation::Choice::Vendor;
+    return e;
+  }
+  if (c.fallback.tmpl) {
     e.choice = Explanation::Choice::Fallback;
-    e.fallback = c.tmpl->default_solution();
+    e.fallback = c.fallback.tmpl->default_solution();
   }
   // The closest tuned problems of the same types and layout, though too far to be used.
   std::vector<std::pair<double, std::string>> near;
@@ -235,13 +251,17 @@ std::string format(const Explanation& e) {
       break;
     }
     case Explanation::Choice::Nearest:
-      s += "choice   NEAREST (untuned): " + e.untuned_reason + "; the nearest tuned problem " +
+      s += "choice   NEAREST (untuned, the pool): " + e.untuned_reason + "; " + e.rule + "; the nearest tuned problem " +
            e.neighbour->problem_key + " (distance " + fmt("%.2f", e.distance) + " <= " +
            fmt("%.1f", kMaxNearestDistance) + ") has a winner that admits this problem\n";
       s += "kernel   " + e.neighbour->solution.kernel_name() + " (its code object, no compile)\n";
       break;
+    case Explanation::Choice::Vendor:
+      s += "choice   VENDOR (untuned): " + e.untuned_reason + "; " + e.rule + "\n";
+      s += "kernel   the vendor library's own choice (cuBLAS / cuDNN on CUDA, OpenBLAS on the host), if it loads at run time\n";
+      break;
     case Explanation::Choice::Fallback:
-      s += "choice   FALLBACK (untuned): " + e.untuned_reason + "\n";
+      s += "choice   FALLBACK (untuned): " + e.untuned_reason + "; " + e.rule + "\n";
       s += "kernel   " + e.fallback.kernel_name() + " (default of " + e.fallback.template_name +
            ", compiled once per data type and layout on first use)\n";
       break;

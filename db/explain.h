@@ -36,7 +36,7 @@ struct Explanation {
   std::string key;
   std::string arch;
   gpu::DeviceInfo device;  // as assumed for the constraints
-  enum class Choice { Tuned, Nearest, Fallback, NoKernel } choice = Choice::NoKernel;
+  enum class Choice { Tuned, Nearest, Vendor, Fallback, NoKernel } choice = Choice::NoKernel;
   std::optional<WinnerRecord> neighbour;         // the nearest tuned problem's winner (Nearest)
   double distance = 0;                           // its distance (solutions/selection.h)
   std::optional<WinnerRecord> winner;            // the exact match, if any
@@ -44,6 +44,7 @@ struct Explanation {
   std::optional<ProvenanceRecord> provenance;
   std::optional<CodeObjectRecord> code_object;   // its stored code object (bytes included)
   std::string untuned_reason;                    // why no tuned kernel (Fallback / NoKernel)
+  std::string rule;                              // why this rung, for the untuned rungs
   Solution fallback;                             // the default solution run (Fallback)
   std::vector<std::pair<std::string, std::string>> rejected;  // fallback templates passed over
   std::vector<std::string> tuned_neighbours;     // keys of tuned problems with the same types and layout

@@ -1,5 +1,7 @@
 #include "gpu/vendor_conv.h"
 
+#include <cstdlib>
+
 #ifdef TILETUNE_WITH_CUDA
 #include "gpu/cuda/cuda_backend.h"
 #endif
@@ -8,7 +10,13 @@ namespace tiletune::gpu {
 
 std::unique_ptr<VendorConv> make_vendor_conv(Device& dev, std::string* why_not) {
 #ifdef TILETUNE_WITH_CUDA
-  if (dev.info().backend == BackendKind::Cuda) return cuda::make_cudnn_conv(dev, why_not);
+  if (dev.info().backend == BackendKind::Cuda) {
+    // The graph API's engines, as PyTorch runs them; TILETUNE_CUDNN_API=legacy keeps the legacy find.
+    const char* api = std::getenv("TILETUNE_CUDNN_API");
+    if (!api || std::string(api) != "legacy")
+      if (auto graph = cuda::make_cudnn_graph_conv(dev, nullptr)) return graph;
+    return cuda::make_cudnn_conv(dev, why_not);
+  }
 #endif
   if (why_not) *why_not = std::string("no vendor convolution library for the ") + to_string(dev.info().backend) + " backend";
   return nullptr;

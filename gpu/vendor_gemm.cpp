@@ -1,17 +1,27 @@
 #include "gpu/vendor_gemm.h"
 
+#include "gpu/host/host_backend.h"
 #ifdef TILETUNE_WITH_CUDA
 #include "gpu/cuda/cuda_backend.h"
 #endif
 
 namespace tiletune::gpu {
 
-std::unique_ptr<VendorGemm> make_vendor_gemm(Device& dev) {
+std::unique_ptr<VendorGemm> make_vendor_gemm(Device& dev, std::string* why_not) {
+  std::string why = std::string("no vendor GEMM library for the ") + to_string(dev.info().backend) + " backend";
+  std::unique_ptr<VendorGemm> v;
+  switch (dev.info().backend) {
+    case BackendKind::Host: v = host::make_openblas_gemm(&why); break;
 #ifdef TILETUNE_WITH_CUDA
-  if (dev.info().backend == BackendKind::Cuda) return cuda::make_cublas_gemm();
+    case BackendKind::Cuda:
+      v = cuda::make_cublas_gemm(dev);
+      if (!v) why = "cuBLAS (libcublas.so.13) cannot be loaded";
+      break;
 #endif
-  (void)dev;
-  return nullptr;
+    default: break;
+  }
+  if (!v && why_not) *why_not = why;
+  return v;
 }
 
 }  // namespace tiletune::gpu

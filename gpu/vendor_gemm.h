@@ -1,5 +1,5 @@
-// The vendor's own GEMM (cuBLAS on CUDA), run on the tuner's buffers so that every table can
-// quote tiletune's kernels as a ratio to it, measured in the same process on the same data.
+// The vendor's own GEMM (cuBLAS on CUDA, OpenBLAS on the host): a candidate of every sweep (timed on
+// the tuner's buffers, it can win) and the runtime's rung for problems nobody tuned.
 #pragma once
 #include <memory>
 #include <string>
@@ -14,12 +14,15 @@ class VendorGemm {
  public:
   virtual ~VendorGemm() = default;
   virtual std::string name() const = 0;
-  virtual bool supports(const GemmProblem& p) const = 0;
-  // Enqueues C = alpha op(A) op(B) + beta C on the default stream; throws Error on failure.
-  virtual void run(const GemmProblem& p, const TtGemmParams& args) = 0;
+  // "" when the library computes `p`, else why not.
+  virtual std::string unsupported(const GemmProblem& p) const = 0;
+  // Enqueues C = alpha op(A) op(B) + beta C on `stream` (nullptr: the default stream); throws
+  // Error on failure. Safe to call from several threads at once.
+  virtual void run(const GemmProblem& p, const TtGemmParams& args, Stream stream = nullptr) = 0;
 };
 
-// nullptr when the device's vendor library is not built in or cannot be loaded.
-std::unique_ptr<VendorGemm> make_vendor_gemm(Device& dev);
+// nullptr when the device's vendor library is not built in or cannot be loaded; `why_not` (if
+// given) then says why.
+std::unique_ptr<VendorGemm> make_vendor_gemm(Device& dev, std::string* why_not = nullptr);
 
 }  // namespace tiletune::gpu

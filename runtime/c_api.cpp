@@ -1,6 +1,7 @@
 // The C API: every entry point catches everything, so that no exception or abort reaches the
 // trainer; the reason is kept per thread for tiletune_last_error().
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "common/error.h"
@@ -131,9 +132,10 @@ const char* tiletune_status_string(tiletune_status_t s) {
   return "unknown status";
 }
 
-tiletune_status_t tiletune_create(tiletune_handle_t* handle, const char* db_path, const char* backend, int device) {
-  if (!handle || !db_path) {
-    last_error = "tiletune_create: null handle or database path";
+tiletune_status_t tiletune_create_ex(tiletune_handle_t* handle, const char* db_path, const char* user_db_path,
+                                     const char* backend, int device) {
+  if (!handle) {
+    last_error = "tiletune_create: null handle";
     return TILETUNE_ERROR_INVALID_VALUE;
   }
   *handle = nullptr;
@@ -143,9 +145,18 @@ tiletune_status_t tiletune_create(tiletune_handle_t* handle, const char* db_path
   });
   if (s != TILETUNE_SUCCESS) return s;
   std::unique_ptr<tiletune::runtime::Runtime> rt;
-  s = guarded(TILETUNE_ERROR_DATABASE, [&] { rt = std::make_unique<tiletune::runtime::Runtime>(std::move(dev), db_path); });
+  const tiletune::runtime::Databases dbs{db_path ? db_path : "", user_db_path ? user_db_path : ""};
+  s = guarded(TILETUNE_ERROR_DATABASE, [&] { rt = std::make_unique<tiletune::runtime::Runtime>(std::move(dev), dbs); });
   if (s != TILETUNE_SUCCESS) return s;
   return guarded(TILETUNE_ERROR_INTERNAL, [&] { *handle = new tiletune_handle{std::move(rt)}; });
+}
+
+tiletune_status_t tiletune_create(tiletune_handle_t* handle, const char* db_path, const char* backend, int device) {
+  if (!handle || !db_path) {
+    last_error = "tiletune_create: null handle or database path (tiletune_create_ex takes none)";
+    return TILETUNE_ERROR_INVALID_VALUE;
+  }
+  return tiletune_create_ex(handle, db_path, nullptr, backend, device);
 }
 
 tiletune_status_t tiletune_destroy(tiletune_handle_t handle) {
@@ -188,21 +199,44 @@ tiletune_status_t tiletune_gemm(tiletune_handle_t h, tiletune_operation_t op_a, 
                                        ldc, 0, 1, stream);
 }
 
-tiletune_status_t tiletune_explain(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m,
-                                   int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda, int64_t ldb,
-                                   tiletune_datatype_t c_type, int64_t ldc, int64_t batch, int beta_is_zero,
-                                   tiletune_compute_t compute, char* text, size_t text_size) {
+namespace {
+tiletune_status_t explain_into(tiletune_handle_t h, const std::function<tiletune::Problem()>& problem, char* text,
+                               size_t text_size) {
   if (auto s = need_handle(h)) return s;
   std::string why;
-  tiletune_status_t s = guarded(TILETUNE_ERROR_INVALID_VALUE, [&] {
-    why = h->rt->explain(make_problem(op_a, op_b, m, n, k, ab_type, lda, 0, ldb, 0, c_type, ldc, 0, batch,
-                                      beta_is_zero != 0, compute));
-  });
+  tiletune_status_t s = guarded(TILETUNE_ERROR_INVALID_VALUE, [&] { why = h->rt->explain(problem()); });
   if (s == TILETUNE_SUCCESS && text && text_size) {
     std::strncpy(text, why.c_str(), text_size - 1);
     text[text_size - 1] = '\0';
   }
   return s;
+}
+}  // namespace
+
+tiletune_status_t tiletune_explain(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m,
+                                   int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda, int64_t ldb,
+                                   tiletune_datatype_t c_type, int64_t ldc, int64_t batch, int beta_is_zero,
+                                   tiletune_compute_t compute, char* text, size_t text_size) {
+  return explain_into(
+      h,
+      [&] {
+        return tiletune::Problem(make_problem(op_a, op_b, m, n, k, ab_type, lda, 0, ldb, 0, c_type, ldc, 0, batch,
+                                              beta_is_zero != 0, compute));
+      },
+      text, text_size);
+}
+
+tiletune_status_t tiletune_explain_conv(tiletune_handle_t h, const tiletune_conv_desc_t* desc,
+                                        tiletune_conv_direction_t direction, char* text, size_t text_size) {
+  return explain_into(
+      h,
+      [&] {
+        if (direction != TILETUNE_CONV_FORWARD && direction != TILETUNE_CONV_BACKWARD_DATA &&
+            direction != TILETUNE_CONV_BACKWARD_FILTER)
+          throw tiletune::Error("unknown convolution direction " + std::to_string(int(direction)));
+        return tiletune::Problem(make_conv(desc, tiletune::ConvDirection(int(direction))));
+      },
+      text, text_size);
 }
 
 void tiletune_conv_desc_init(tiletune_conv_desc_t* d, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
@@ -237,8 +271,22 @@ tiletune_status_t tiletune_get_stats(tiletune_handle_t h, tiletune_stats_t* out)
     return TILETUNE_ERROR_INVALID_VALUE;
   }
   const auto& st = h->rt->stats();
-  *out = {st.calls.load(), st.tuned.load(), st.nearest.load(), st.fallbacks.load(), st.jit_compiles.load()};
+  *out = {st.calls.load(),  st.tuned.load(),      st.nearest.load(), st.fallbacks.load(),   st.jit_compiles.load(),
+          st.vendor.load(), st.user_tuned.load(), st.online.load(),  st.online_tuned.load()};
   return TILETUNE_SUCCESS;
+}
+
+tiletune_status_t tiletune_set_online(tiletune_handle_t h, int enable) {
+  if (auto s = need_handle(h)) return s;
+  return guarded(TILETUNE_ERROR_NOT_SUPPORTED, [&] { h->rt->set_online(enable != 0); });
+}
+
+tiletune_status_t tiletune_online_wait(tiletune_handle_t h, double seconds, int* idle) {
+  if (auto s = need_handle(h)) return s;
+  return guarded(TILETUNE_ERROR_INTERNAL, [&] {
+    const bool done = h->rt->wait_online(seconds);
+    if (idle) *idle = done;
+  });
 }
 
 tiletune_status_t tiletune_get_arch(tiletune_handle_t h, char* arch, size_t arch_size, size_t* tuned) {

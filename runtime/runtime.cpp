@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <filesystem>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <cstdio>
@@ -54,47 +57,159 @@ void* Workspaces::get(gpu::Device& dev, std::int64_t bytes, gpu::Stream stream) 
 }
 
 Runtime::Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path)
-    : dev_(std::move(device)), db_(db::Database::open(db_path, db::Mode::ReadOnly)) {
+    : Runtime(std::move(device), Databases{db_path, ""}) {}
+
+static std::string default_user_db() {
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  const std::string dir = cache && *cache ? std::string(cache) + "/tiletune"
+                          : home && *home ? std::string(home) + "/.cache/tiletune"
+                                          : std::string("/tmp/tiletune-") + std::to_string(::getuid());
+  return dir + "/user.db";
+}
+
+Runtime::Runtime(std::unique_ptr<gpu::Device> device, const Databases& dbs) : dev_(std::move(device)) {
   const gpu::DeviceInfo& info = dev_->info();
   fallback_templates_ = fallback_templates(info.backend);
   conv_fallback_templates_ = fallback_templates(info.backend, ProblemKind::Conv);
   if (fallback_templates_.empty())
     throw Error(std::string("no kernel template offers a fallback for backend ") + gpu::to_string(info.backend));
+  user_db_path_ = dbs.user;
+  if (user_db_path_.empty())
+    if (const char* env = std::getenv("TILETUNE_USER_DB")) user_db_path_ = env;
+  // The user database first: its winners take precedence over the shipped ones for the same key.
+  if (!user_db_path_.empty() && std::ifstream(user_db_path_).good()) {
+    dbs_.push_back(std::make_unique<db::Database>(db::Database::open(user_db_path_, db::Mode::ReadOnly)));
+    user_db_ = dbs_.back().get();
+    load(*user_db_, true);
+  }
+  if (!dbs.shipped.empty()) {
+    dbs_.push_back(std::make_unique<db::Database>(db::Database::open(dbs.shipped, db::Mode::ReadOnly)));
+    load(*dbs_.back(), false);
+  }
+  const char* online = std::getenv("TILETUNE_ONLINE");
+  if (online && *online && std::string(online) != "0" && std::string(online) != "off") set_online(true);
+}
 
+std::unique_ptr<Runtime::Loaded> Runtime::make_loaded(const db::WinnerRecord& w, db::Database& db, bool user) {
+  const gpu::DeviceInfo& info = dev_->info();
+  const Problem p = w.problem.canonical();
+  const KernelTemplate* t = nullptr;
+  for (const auto& candidate : builtin_templates())
+    if (candidate.name() == w.solution.template_name) t = &candidate;
+  if (!t && w.solution.template_name != gpu::kVendorTemplate) {
+    std::fprintf(stderr, "tiletune: %s: skipping winner of %s: template %s is unknown to this runtime\n",
+                 db.path().c_str(), w.problem_key.c_str(), w.solution.template_name.c_str());
+    return nullptr;
+  }
+  auto loaded = std::make_unique<Loaded>();
+  loaded->rung = Rung::Tuned;
+  loaded->tmpl = t;
+  loaded->solution = w.solution;
+  loaded->problem = p;
+  loaded->db = &db;
+  loaded->user = user;
+  if (!t) return loaded;  // the vendor library won
+  // A code object built from other template sources may not match today's kernel ABI: such a
+  // winner keeps its parameters but is compiled from the current source on first use.
+  loaded->code_object_id = w.source_hash == t->source_hash() ? w.code_object_id : 0;
+  try {
+    loaded->vars = t->variables(w.solution, p, info);
+    if (auto why = t->violation(loaded->vars)) throw Error(*why);
+  } catch (const Error& e) {  // one bad row (e.g. parameters of an older template) skips only itself
+    std::fprintf(stderr, "tiletune: skipping winner %s of %s: %s\n", w.solution.kernel_name().c_str(),
+                 w.problem_key.c_str(), e.what());
+    return nullptr;
+  }
+  loaded->dims = t->launch_dims(loaded->vars);
+  loaded->workspace_bytes = t->workspace_bytes(loaded->vars);
+  return loaded;
+}
+
+void Runtime::load(db::Database& db, bool user) {
+  const gpu::DeviceInfo& info = dev_->info();
   // Only this arch's winners: a code object built for one arch is never loaded on another.
-  for (const auto& w : db_.winners(info.arch)) {
-    const KernelTemplate* t = nullptr;
-    for (const auto& candidate : builtin_templates())
-      if (candidate.name() == w.solution.template_name) t = &candidate;
-    if (!t) {
-      std::fprintf(stderr, "tiletune: %s: skipping winner of %s: template %s is unknown to this runtime\n",
-                   db_path.c_str(), w.problem_key.c_str(), w.solution.template_name.c_str());
-      continue;
-    }
+  const std::vector<db::WinnerRecord> winners = db.winners(info.arch);
+  if (winners.empty()) {
+    std::string arches;
+    for (const auto& a : db.arches()) arches += (arches.empty() ? "" : ", ") + a;
+    std::fprintf(stderr, "tiletune: warning: %s holds no winners for %s (it has measurements for: %s); "
+                 "problems it should serve run untuned\n", db.path().c_str(), info.arch.c_str(),
+                 arches.empty() ? "none" : arches.c_str());
+    return;
+  }
+  const std::map<std::int64_t, double> vendor_ms = db.best_ms_of_template(info.arch, gpu::kVendorTemplate);
+  for (const auto& w : winners) {
     const Problem p = w.problem.canonical();
-    auto loaded = std::make_unique<Loaded>();
-    loaded->tmpl = t;
-    loaded->solution = w.solution;
-    loaded->problem = p;
-    // A code object built from other template sources may not match today's kernel ABI: such a
-    // winner keeps its parameters but is compiled from the current source on first use.
-    loaded->code_object_id = w.source_hash == t->source_hash() ? w.code_object_id : 0;
-    Variables vars;
-    try {
-      vars = t->variables(w.solution, p, info);
-      if (auto why = t->violation(vars)) throw Error(*why);
-    } catch (const Error& e) {  // one bad row (e.g. parameters of an older template) skips only itself
-      std::fprintf(stderr, "tiletune: skipping winner %s of %s: %s\n", w.solution.kernel_name().c_str(),
-                   w.problem_key.c_str(), e.what());
-      continue;
-    }
-    loaded->dims = t->launch_dims(vars);
-    loaded->workspace_bytes = t->workspace_bytes(vars);
-    loaded->vars = std::move(vars);
-    tuned_.push_back({p, t, w.solution});
+    if (winners_.count(ProblemKey(p))) continue;  // the user database's winner stands
+    std::unique_ptr<Loaded> loaded = make_loaded(w, db, user);
+    if (!loaded) continue;
+    TunedEntry entry{p, loaded->tmpl, w.solution};
+    if (auto v = vendor_ms.find(w.problem_id); v != vendor_ms.end() && w.median_ms > 0)
+      entry.vendor_ratio = v->second / w.median_ms;
+    tuned_.push_back(std::move(entry));
     tuned_loaded_.push_back(loaded.get());
     winners_.emplace(ProblemKey(p), std::move(loaded));
   }
+}
+
+void Runtime::set_online(bool on) {
+  std::unique_lock<std::mutex> lock(online_mu_);
+  if (!on) {
+    online_after_ = 0;
+    std::unique_ptr<OnlineTuner> stopping = std::move(online_);
+    lock.unlock();  // its thread may be finishing a problem, which takes the lock
+    return;
+  }
+  if (online_) return;
+  if (user_db_path_.empty()) {
+    user_db_path_ = default_user_db();
+    std::filesystem::create_directories(std::filesystem::path(user_db_path_).parent_path());
+  }
+  std::string why;
+  const gpu::DeviceInfo& info = dev_->info();
+  OnlineSettings s = online_settings_from_environment(gpu::to_string(info.backend), info.index, user_db_path_, true, &why);
+  if (s.exe.empty()) throw Error(why);
+  online_after_ = s.after_calls;
+  online_ = std::make_unique<OnlineTuner>(
+      std::move(s), [this](const Problem& p, bool ok, double sec, const std::string& log) { adopt_online(p, ok, sec, log); });
+}
+
+bool Runtime::wait_online(double seconds) {
+  OnlineTuner* t;
+  {
+    std::lock_guard<std::mutex> lock(online_mu_);
+    t = online_.get();
+  }
+  return !t || t->wait_idle(seconds);
+}
+
+void Runtime::adopt_online(const Problem& p, bool ok, double seconds, const std::string& log) {
+  if (!ok) {
+    std::fprintf(stderr, "tiletune: online tuning of %s failed; it stays untuned:\n%s\n", p.key().c_str(), log.c_str());
+    return;
+  }
+  std::unique_ptr<Loaded> loaded;
+  {
+    std::lock_guard<std::mutex> lock(db_mu_);
+    if (!user_db_) {
+      dbs_.push_back(std::make_unique<db::Database>(db::Database::open(user_db_path_, db::Mode::ReadOnly)));
+      user_db_ = dbs_.back().get();
+    }
+    if (auto w = user_db_->find_winner(dev_->info().arch, p.key())) loaded = make_loaded(*w, *user_db_, true);
+  }
+  if (!loaded) return;
+  loaded->online_seconds = seconds;
+  Plan& plan = plan_for(p);
+  std::lock_guard<std::mutex> lock(online_mu_);
+  plan.online.store(loaded.get(), std::memory_order_release);
+  online_winners_.push_back(std::move(loaded));
+  ++stats_.online_tuned;
+}
+
+gpu::Vendor& Runtime::vendor() {
+  std::call_once(vendor_once_, [&] { vendor_ = std::make_unique<gpu::Vendor>(*dev_); });
+  return *vendor_;
 }
 
 std::shared_ptr<gpu::Kernel> Runtime::compile(const KernelTemplate& t, const Solution& s, const Problem& p) {
@@ -110,7 +225,7 @@ std::shared_ptr<gpu::Kernel> Runtime::load_winner(Loaded& w) {
       std::optional<db::CodeObjectRecord> code;
       if (w.code_object_id) {
         std::lock_guard<std::mutex> lock(db_mu_);
-        code = db_.code_object(w.code_object_id);
+        code = w.db->code_object(w.code_object_id);
       }
       if (code && code->ok && code->arch == dev_->info().arch) {
         try {
@@ -137,28 +252,23 @@ std::shared_ptr<gpu::Kernel> Runtime::fallback_kernel(const KernelTemplate& t, c
   return k;
 }
 
-void Runtime::launch(gpu::Kernel& kernel, Launchable& how, const GemmProblem& p, TtGemmParams args,
-                     gpu::Stream stream) {
-  args.workspace = how.workspaces.get(*dev_, how.workspace_bytes, stream);
-  if (how.tmpl->arguments() == "gemm") {  // the hot path: no allocation
-    dev_->launch(kernel, how.dims, &args, sizeof args, stream);
+void Runtime::launch(gpu::Kernel& kernel, Launchable& how, Call& call, gpu::Stream stream) {
+  void* workspace = how.workspaces.get(*dev_, how.workspace_bytes, stream);
+  const std::string& kind = how.tmpl->arguments();
+  if (kind == "gemm" || kind == "conv") {  // the hot path: no allocation
+    void*& slot = call.problem.is_conv() ? call.conv.workspace : call.gemm.workspace;
+    slot = workspace;
+    dev_->launch(kernel, how.dims, call.args(), call.problem.is_conv() ? sizeof call.conv : sizeof call.gemm, stream);
     return;
   }
-  how.arguments.use(
-      args, [&] { return gpu::kernel_arguments(*how.tmpl, args, p, how.vars); },
-      [&](const std::vector<std::uint8_t>& b) { dev_->launch(kernel, how.dims, b.data(), b.size(), stream); });
-}
-
-void Runtime::launch(gpu::Kernel& kernel, Launchable& how, const ConvProblem& p, TtConvParams args,
-                     gpu::Stream stream) {
-  args.workspace = how.workspaces.get(*dev_, how.workspace_bytes, stream);
-  if (how.tmpl->arguments() == "conv") {  // the hot path: no allocation
-    dev_->launch(kernel, how.dims, &args, sizeof args, stream);
-    return;
+  auto send = [&](const std::vector<std::uint8_t>& b) { dev_->launch(kernel, how.dims, b.data(), b.size(), stream); };
+  if (call.problem.is_conv()) {  // TMA descriptors for these pointers
+    call.conv.workspace = workspace;
+    how.arguments.use(call.conv, [&] { return gpu::conv_kernel_arguments(*how.tmpl, call.conv, call.problem.conv(), how.vars); }, send);
+  } else {
+    call.gemm.workspace = workspace;
+    how.arguments.use(call.gemm, [&] { return gpu::kernel_arguments(*how.tmpl, call.gemm, call.problem.gemm(), how.vars); }, send);
   }
-  how.arguments.use(  // TMA descriptors for these pointers
-      args, [&] { return gpu::conv_kernel_arguments(*how.tmpl, args, p, how.vars); },
-      [&](const std::vector<std::uint8_t>& b) { dev_->launch(kernel, how.dims, b.data(), b.size(), stream); });
 }
 
 static void check_element_aligned(const char* what, const void* ptr, int elem_bytes) {
@@ -174,6 +284,8 @@ static int pointer_alignment(const void* ptr, int elem_bytes) {
   return v;
 }
 
+static bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
 void Runtime::lower_alignment(Variables& vars, const GemmProblem& p, const void* a, const void* b, const void* c) {
   int ab = size_of(p.a_type), cb = size_of(p.c_type);
   vars["ALIGN_A"] = std::min<std::int64_t>(vars["ALIGN_A"], pointer_alignment(a, ab));
@@ -188,6 +300,35 @@ bool Runtime::can_run(const KernelTemplate& t, const Solution& s, const GemmProb
   return !t.violation(vars);
 }
 
+bool Runtime::admits(const Launchable& how, const Call& call) const {
+  if (call.problem.is_conv())  // TMA templates read x and the filters through descriptors on 16-byte bases
+    return how.tmpl->arguments() != "conv_tma" || (aligned16(call.ptr[0]) && aligned16(call.ptr[1]));
+  // Pointers aligned to 16 bytes satisfy any vector width the tuner allowed for these ld's.
+  if (aligned16(call.ptr[0]) && aligned16(call.ptr[1]) && aligned16(call.ptr[2])) return true;
+  return can_run(*how.tmpl, how.solution, call.problem.gemm(), call.ptr[0], call.ptr[1], call.ptr[2]);
+}
+
+bool Runtime::serve(Launchable& how, const std::shared_ptr<gpu::Kernel>& kernel, Call& call, gpu::Stream stream) {
+  if (!how.tmpl) {
+    if (!vendor().unsupported(call.problem).empty()) return false;
+    vendor().run(call.problem, call.args(), stream);
+    return true;
+  }
+  if (!kernel || !admits(how, call)) return false;
+  launch(*kernel, how, call, stream);
+  return true;
+}
+
+void Runtime::count(Rung rung, bool user) {
+  ++stats_.calls;
+  switch (rung) {
+    case Rung::Tuned: ++stats_.tuned, stats_.user_tuned += user; break;
+    case Rung::Pool: ++stats_.nearest; break;
+    case Rung::Vendor: ++stats_.vendor; break;
+    case Rung::Default: ++stats_.fallbacks; break;
+  }
+}
+
 std::unique_ptr<Runtime::Plan> Runtime::fallback_plan(const Problem& p, const void* a, const void* b,
                                                       const void* c) {
   // With pointers, their alignment may be below what the leading dimensions imply.
@@ -198,6 +339,7 @@ std::unique_ptr<Runtime::Plan> Runtime::fallback_plan(const Problem& p, const vo
   if (!choice.tmpl) throw Error("no kernel can run " + p.key() + " on " + dev_->info().arch + ": no template's default fits");
   const KernelTemplate* t = choice.tmpl;
   auto plan = std::make_unique<Plan>();
+  plan->rung = Rung::Default;
   plan->tmpl = t;
   plan->solution = t->default_solution();
   plan->problem = p;
@@ -205,31 +347,33 @@ std::unique_ptr<Runtime::Plan> Runtime::fallback_plan(const Problem& p, const vo
   if (t->workspace_bytes(plan->vars) > 0) throw Error("the default kernel of " + t->name() + " must not need a workspace");
   plan->dims = t->launch_dims(plan->vars);
   plan->kernel = fallback_kernel(*t, p);
-  plan->why = "untuned: the general default " + plan->solution.kernel_name();
+  plan->why = "default: the general default " + plan->solution.kernel_name();
   return plan;
 }
 
 std::unique_ptr<Runtime::Plan> Runtime::make_plan(const Problem& p) {
-  std::optional<NearestChoice> near = nearest_tuned(tuned_, p, dev_->info());
-  if (!near) {
+  const UntunedChoice c = choose_untuned(tuned_, p, dev_->info(), vendor().unsupported(p),
+                                         p.is_conv() ? conv_fallback_templates_ : fallback_templates_);
+  if (c.rung == Rung::Default) {
     auto plan = fallback_plan(p, nullptr, nullptr, nullptr);
-    plan->why += " (no tuned problem of the same types and layout within distance " +
-                 std::to_string(kMaxNearestDistance) + " whose winner admits it)";
+    plan->why += " (" + c.why + ")";
     return plan;
   }
-  Loaded* best = tuned_loaded_[near->index];
   auto plan = std::make_unique<Plan>();
+  plan->rung = c.rung;
+  plan->problem = p;
+  if (c.rung == Rung::Vendor) {
+    plan->why = "vendor: " + vendor().name(p.kind()) + " (" + c.why + ")";
+    return plan;
+  }
+  Loaded* best = tuned_loaded_[c.nearest->index];
   plan->neighbour = best;
   plan->tmpl = best->tmpl;
   plan->solution = best->solution;
-  plan->problem = p;
   plan->vars = best->tmpl->variables(best->solution, p, dev_->info());
   plan->dims = best->tmpl->launch_dims(plan->vars);
   plan->workspace_bytes = best->tmpl->workspace_bytes(plan->vars);
-  char d[32];
-  std::snprintf(d, sizeof d, "%.2f", near->distance);
-  plan->why = "untuned: nearest tuned problem " + best->problem.key() + " (distance " + d + "), its winner " +
-              best->solution.kernel_name();
+  plan->why = "pool: " + c.why + " (untuned: nearest winner)";
   return plan;
 }
 
@@ -247,14 +391,23 @@ Runtime::Plan& Runtime::plan_for(const Problem& p) {
   return *slot;
 }
 
-Runtime::Plan* Runtime::last_resort(const std::string& key, const Problem& p, const void* a, const void* b,
-                                    const void* c) {
+Runtime::Plan* Runtime::last_resort(const Call& call) {
+  const Problem& p = call.problem;
+  std::string key = p.key();
+  if (p.is_conv()) {
+    key += aligned16(call.ptr[0]) && aligned16(call.ptr[1]) ? "" : "|unaligned";
+  } else {
+    const int ab = size_of(p.gemm().a_type), cb = size_of(p.gemm().c_type);
+    key += "|ptr" + std::to_string(pointer_alignment(call.ptr[0], ab)) + "," +
+           std::to_string(pointer_alignment(call.ptr[1], ab)) + "," + std::to_string(pointer_alignment(call.ptr[2], cb));
+  }
   {
     std::shared_lock<std::shared_mutex> lock(plans_mu_);
     auto found = last_resort_plans_.find(key);
     if (found != last_resort_plans_.end()) return found->second.get();
   }
-  auto made = fallback_plan(p, a, b, c);  // outside the lock: may compile
+  // Outside the lock: may compile.
+  auto made = p.is_conv() ? fallback_plan(p, nullptr, nullptr, nullptr) : fallback_plan(p, call.ptr[0], call.ptr[1], call.ptr[2]);
   std::unique_lock<std::shared_mutex> lock(plans_mu_);
   auto& slot = last_resort_plans_[key];
   if (!slot) slot = std::move(made);
@@ -269,10 +422,50 @@ bool Runtime::has_exact_winner(const GemmProblem& problem) const {
 std::string Runtime::explain(const Problem& problem) {
   problem.validate();
   const Problem p = problem.canonical();
+  auto describe = [&](const Loaded& w) {
+    std::string s = std::string("tuned: exact winner ") + (w.tmpl ? w.solution.kernel_name() : "the vendor library") +
+                    " of " + p.key() + (w.user ? " (user database" : "");
+    if (w.online_seconds >= 0) s += ", tuned online in " + std::to_string(w.online_seconds) + " s";
+    return w.user ? s + ")" : s;
+  };
   auto it = winners_.find(ProblemKey(p));
-  if (it != winners_.end())
-    return "tuned: exact winner " + it->second->solution.kernel_name() + " of " + p.key();
-  return plan_for(p).why;
+  if (it != winners_.end()) return describe(*it->second);
+  Plan& plan = plan_for(p);
+  if (const Loaded* o = plan.online.load(std::memory_order_acquire)) return describe(*o);
+  return plan.why;
+}
+
+void Runtime::dispatch(Call& call, gpu::Stream stream) {
+  auto it = winners_.find(ProblemKey(call.problem));
+  if (it != winners_.end()) {
+    Loaded& w = *it->second;
+    if (serve(w, w.tmpl ? load_winner(w) : nullptr, call, stream)) return count(Rung::Tuned, w.user);
+  }
+  Plan& plan = plan_for(call.problem);
+  if (Loaded* o = plan.online.load(std::memory_order_acquire))
+    if (serve(*o, o->tmpl ? load_winner(*o) : nullptr, call, stream)) {
+      ++stats_.online;
+      return count(Rung::Tuned, true);
+    }
+  const std::uint64_t calls = ++plan.calls;
+  if (const int after = online_after_.load(std::memory_order_relaxed);
+      after > 0 && calls >= std::uint64_t(after) && !plan.submitted.exchange(true))
+    submit_online(call.problem);
+  if (serve(plan, plan.neighbour ? load_winner(*plan.neighbour) : plan.kernel, call, stream)) return count(plan.rung, false);
+  // The plan's kernel cannot take these pointers, or failed to load: the vendor, else a default
+  // that admits them.
+  if (vendor().unsupported(call.problem).empty()) {
+    vendor().run(call.problem, call.args(), stream);
+    return count(Rung::Vendor, false);
+  }
+  Plan* fallback = last_resort(call);
+  launch(*fallback->kernel, *fallback, call, stream);
+  count(Rung::Default, false);
+}
+
+void Runtime::submit_online(const Problem& p) {
+  std::lock_guard<std::mutex> lock(online_mu_);
+  if (online_) online_->submit(p);
 }
 
 void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const void* b, float beta, void* c,
@@ -283,46 +476,13 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
   check_element_aligned("A", a, size_of(problem.a_type));
   check_element_aligned("B", b, size_of(problem.a_type));
   check_element_aligned("C", c, size_of(problem.c_type));
-  GemmProblem p = problem.canonical();
-  TtGemmParams args{a, b, c, p.lda, p.ldb, p.ldc, p.stride_a, p.stride_b, p.stride_c,
-                    int(p.m), int(p.n), int(p.k), int(p.batch), alpha, beta, nullptr};
-  // Pointers aligned to 16 bytes satisfy any vector width the tuner allowed for these ld's.
-  const bool aligned = (reinterpret_cast<std::uintptr_t>(a) | reinterpret_cast<std::uintptr_t>(b) |
-                        reinterpret_cast<std::uintptr_t>(c)) % 16 == 0;
-
-  auto it = winners_.find(ProblemKey(p));
-  if (it != winners_.end()) {
-    Loaded& w = *it->second;
-    if (aligned || can_run(*w.tmpl, w.solution, p, a, b, c)) {
-      if (auto kernel = load_winner(w)) {
-        launch(*kernel, w, p, args, stream);
-        ++stats_.calls;
-        ++stats_.tuned;
-        return;
-      }
-    }
-  }
-
-  Plan& plan = plan_for(p);
-  ++plan.calls;
-  if (aligned || can_run(*plan.tmpl, plan.solution, p, a, b, c)) {
-    std::shared_ptr<gpu::Kernel> kernel = plan.neighbour ? load_winner(*plan.neighbour) : plan.kernel;
-    if (kernel) {
-      launch(*kernel, plan, p, args, stream);
-      ++stats_.calls;
-      ++(plan.neighbour ? stats_.nearest : stats_.fallbacks);
-      return;
-    }
-  }
-  // Misaligned pointers the plan's kernel cannot take (or a neighbour that failed to load).
-  const int ab = size_of(p.a_type), cb = size_of(p.c_type);
-  Plan* fallback = last_resort(p.key() + "|ptr" + std::to_string(pointer_alignment(a, ab)) + "," +
-                                   std::to_string(pointer_alignment(b, ab)) + "," +
-                                   std::to_string(pointer_alignment(c, cb)),
-                               p, a, b, c);
-  launch(*fallback->kernel, *fallback, p, args, stream);
-  ++stats_.calls;
-  ++stats_.fallbacks;
+  Call call;
+  const GemmProblem p = problem.canonical();
+  call.problem = p;
+  call.gemm = TtGemmParams{a, b, c, p.lda, p.ldb, p.ldc, p.stride_a, p.stride_b, p.stride_c,
+                           int(p.m), int(p.n), int(p.k), int(p.batch), alpha, beta, nullptr};
+  call.ptr[0] = a, call.ptr[1] = b, call.ptr[2] = c;
+  dispatch(call, stream);
 }
 
 void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::Stream stream) {
@@ -335,36 +495,12 @@ void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::
     check_element_aligned("w", wt, bytes(ConvDirection::BackwardFilter));
     check_element_aligned("y", y, bytes(ConvDirection::Forward));
   }
+  Call call;
   const ConvProblem p = problem.canonical();
-  TtConvParams args = gpu::conv_arguments(p, x, wt, y);
-  auto run = [&](gpu::Kernel& kernel, Launchable& how) {
-    launch(kernel, how, p, args, stream);
-    ++stats_.calls;
-  };
-  // TMA templates read x and the filters through descriptors that need 16-byte aligned bases.
-  const bool tma_aligned = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && reinterpret_cast<std::uintptr_t>(wt) % 16 == 0;
-  auto usable = [&](const KernelTemplate* t) { return t && (t->arguments() != "conv_tma" || tma_aligned); };
-  auto it = winners_.find(ProblemKey(p));
-  if (it != winners_.end() && usable(it->second->tmpl)) {
-    Loaded& w = *it->second;
-    if (auto kernel = load_winner(w)) {
-      run(*kernel, w);
-      ++stats_.tuned;
-      return;
-    }
-  }
-  Plan& plan = plan_for(p);
-  ++plan.calls;
-  if (usable(plan.tmpl))
-    if (auto kernel = plan.neighbour ? load_winner(*plan.neighbour) : plan.kernel) {
-      run(*kernel, plan);
-      ++(plan.neighbour ? stats_.nearest : stats_.fallbacks);
-      return;
-    }
-  // The neighbour failed to load, or a TMA kernel got unaligned tensors.
-  Plan* fallback = last_resort(p.key() + (tma_aligned ? "" : "|unaligned"), p, nullptr, nullptr, nullptr);
-  run(*fallback->kernel, *fallback);
-  ++stats_.fallbacks;
+  call.problem = p;
+  call.conv = gpu::conv_arguments(p, x, wt, y);
+  call.ptr[0] = x, call.ptr[1] = wt, call.ptr[2] = y;
+  dispatch(call, stream);
 }
 
 void Runtime::record_untuned() const {

@@ -1,5 +1,5 @@
-// The runtime's engine behind the C API: winners of one arch in memory, kernels loaded lazily,
-// a default kernel for untuned problems.
+// The runtime's engine behind the C API: winners of one arch in memory, kernels loaded lazily, and
+// one dispatch ladder for every kind of problem (solutions/selection.h states its rules).
 #pragma once
 #include <atomic>
 #include <cstring>
@@ -12,6 +12,8 @@
 
 #include "db/database.h"
 #include "gpu/backend.h"
+#include "gpu/vendor.h"
+#include "runtime/online_tuner.h"
 #include "kernel_templates/conv_params.h"
 #include "kernel_templates/gemm_params.h"
 #include "solutions/kernel_template.h"
@@ -68,36 +70,52 @@ struct ProblemKeyHash {
 };
 
 struct Stats {
-  std::atomic<std::uint64_t> calls{0}, tuned{0}, nearest{0}, fallbacks{0}, jit_compiles{0};
+  std::atomic<std::uint64_t> calls{0}, tuned{0}, nearest{0}, fallbacks{0}, jit_compiles{0}, vendor{0}, user_tuned{0};
+  std::atomic<std::uint64_t> online{0}, online_tuned{0};  // calls served by online winners; problems tuned online
 };
 
+// The databases a Runtime serves from. Both are opened read-only; either may be absent.
+struct Databases {
+  std::string shipped;  // "" : none (every problem is untuned)
+  // Winners here take precedence over the shipped ones (online tuning writes here). "" : the
+  // environment's TILETUNE_USER_DB, if set; a path that does not exist yet is skipped.
+  std::string user;
+};
 
 class Runtime {
  public:
   Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path);
+  Runtime(std::unique_ptr<gpu::Device> device, const Databases& dbs);
   ~Runtime();  // writes the untuned problems when TILETUNE_RECORD_UNTUNED names a file
   // Runs the problem; pointers are the device's. Throws Error on any failure.
   void gemm(const GemmProblem& problem, float alpha, const void* a, const void* b, float beta, void* c,
             gpu::Stream stream);
   // Runs the convolution; pointers are the device's, named as in solutions/conv_problem.h (the
-  // direction says which one is written). Same lookup and untuned rules as gemm(); convolution
-  // kernels take element-aligned pointers, so there is no alignment check.
+  // direction says which one is written). Convolution kernels take element-aligned pointers.
   void conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::Stream stream);
 
   // The first step of every gemm(): check the problem, canonicalise it, look up its exact winner.
   // Exposed for the dispatch-cost benchmark; true when a winner exists.
   bool has_exact_winner(const GemmProblem& problem) const;
-  // What gemm() or conv() would run for this problem, and why, in one line (`tiletune db explain`).
+  // Which rung gemm() or conv() would serve this problem from, and why, in one line
+  // ("tuned: ...", "pool: ...", "vendor: ...", "default: ..."; `tiletune db explain` says more).
   std::string explain(const Problem& problem);
+
+  // Online tuning (runtime/online_tuner.h), also switched on by TILETUNE_ONLINE=1. Throws Error
+  // naming what is missing (a user database, the tiletune program).
+  void set_online(bool on);
+  // Waits until online tuning has nothing queued or running, at most `seconds`; true when idle.
+  bool wait_online(double seconds);
 
   gpu::Device& device() { return *dev_; }
   const Stats& stats() const { return stats_; }
   std::size_t tuned_problems() const { return winners_.size(); }
 
  private:
-  // How a kernel is launched, fixed once a winner is loaded or a plan is made (a winner serves one
-  // exact problem, a plan one untuned problem).
+  // How a problem is served, fixed once a winner is loaded or a plan is made (a winner serves one
+  // exact problem, a plan one untuned problem). tmpl == nullptr: the vendor library.
   struct Launchable {
+    Rung rung = Rung::Default;
     const KernelTemplate* tmpl = nullptr;
     Solution solution;
     gpu::LaunchDims dims;
@@ -109,55 +127,91 @@ class Runtime {
 
   struct Loaded : Launchable {
     Problem problem;  // canonical
+    double online_seconds = -1;  // >= 0: tuned online, in this many seconds
+    db::Database* db = nullptr;  // where its code object is
+    bool user = false;           // from the user database
     std::int64_t code_object_id = 0;
     std::once_flag once;
     std::shared_ptr<gpu::Kernel> kernel;
-    std::string error;  // why loading failed; then the fallback runs
+    std::string error;  // why loading failed; then a lower rung serves
   };
 
   // The decision for a problem without an exact winner, made once and cached.
   struct Plan : Launchable {
-    Loaded* neighbour = nullptr;  // set: run this winner's kernel (nearest); null: the fallback
-    std::shared_ptr<gpu::Kernel> kernel;  // the fallback's; a neighbour's comes from load_winner
+    Loaded* neighbour = nullptr;  // Pool: run this winner's kernel
+    std::shared_ptr<gpu::Kernel> kernel;  // Default: the template default's
     std::string why;
     std::atomic<std::uint64_t> calls{0};
     Problem problem;
+    std::atomic<Loaded*> online{nullptr};  // the winner online tuning found, once it has
+    std::atomic<bool> submitted{false};    // handed to online tuning
   };
+
+  // One call on its way down the ladder: the problem (canonical), its kernel arguments, and the
+  // caller's pointers, whose alignment decides which kernels may take them.
+  struct Call {
+    Problem problem;
+    TtGemmParams gemm{};
+    TtConvParams conv{};
+    const void* ptr[3] = {};  // GEMM: a, b, c; convolution: x, w, y
+    const void* args() const { return problem.is_conv() ? static_cast<const void*>(&conv) : &gemm; }
+  };
+
+  void load(db::Database& db, bool user);
+  // A winner row as the ladder serves it; nullptr (with a warning) for a row this runtime cannot use.
+  std::unique_ptr<Loaded> make_loaded(const db::WinnerRecord& w, db::Database& db, bool user);
+  void adopt_online(const Problem& p, bool ok, double seconds, const std::string& log);
+  void submit_online(const Problem& p);
+  void dispatch(Call& call, gpu::Stream stream);
+  // Runs the call as `how` says, if `how` can take it (the vendor computes it, the kernel admits
+  // the pointers and loaded); false otherwise, with nothing launched.
+  bool serve(Launchable& how, const std::shared_ptr<gpu::Kernel>& kernel, Call& call, gpu::Stream stream);
+  bool admits(const Launchable& how, const Call& call) const;
+  void count(Rung rung, bool user);
+
+  gpu::Vendor& vendor();
   Plan& plan_for(const Problem& p);
   std::unique_ptr<Plan> make_plan(const Problem& p);
   // a, b, c: a GEMM's pointers, whose alignment the default must admit (nullptr: not checked).
   std::unique_ptr<Plan> fallback_plan(const Problem& p, const void* a, const void* b, const void* c);
-  Plan* last_resort(const std::string& key, const Problem& p, const void* a, const void* b, const void* c);
+  Plan* last_resort(const Call& call);
   void record_untuned() const;  // TILETUNE_RECORD_UNTUNED
 
   std::shared_ptr<gpu::Kernel> load_winner(Loaded& w);
   std::shared_ptr<gpu::Kernel> compile(const KernelTemplate& t, const Solution& s, const Problem& p);
   std::shared_ptr<gpu::Kernel> fallback_kernel(const KernelTemplate& t, const Problem& p);
-  // Runs `kernel` as `how` says on these arguments (workspace included).
-  void launch(gpu::Kernel& kernel, Launchable& how, const GemmProblem& p, TtGemmParams args, gpu::Stream stream);
-  void launch(gpu::Kernel& kernel, Launchable& how, const ConvProblem& p, TtConvParams args, gpu::Stream stream);
+  void launch(gpu::Kernel& kernel, Launchable& how, Call& call, gpu::Stream stream);
   // Whether `s` may run `p` with these pointers (their alignment may be below what ld implies).
   bool can_run(const KernelTemplate& t, const Solution& s, const GemmProblem& p, const void* a, const void* b,
                const void* c) const;
   static void lower_alignment(Variables& vars, const GemmProblem& p, const void* a, const void* b, const void* c);
 
   std::unique_ptr<gpu::Device> dev_;
-  std::mutex db_mu_;  // one SQLite connection, used only for lazy code-object loads
-  db::Database db_;
+  std::mutex db_mu_;  // the SQLite connections, used only for lazy code-object loads
+  std::vector<std::unique_ptr<db::Database>> dbs_;  // user first, then shipped (then the user's, opened late)
+  std::string user_db_path_;
+  db::Database* user_db_ = nullptr;  // in dbs_, once open
   std::unordered_map<ProblemKey, std::unique_ptr<Loaded>, ProblemKeyHash> winners_;
-  std::vector<TunedEntry> tuned_;           // the winners again, for nearest_tuned(); same order as
+  std::vector<TunedEntry> tuned_;           // the winners again, for the pool; same order as
   std::vector<Loaded*> tuned_loaded_;       // these
   std::vector<const KernelTemplate*> fallback_templates_;       // GEMM, by fallback_rank
   std::vector<const KernelTemplate*> conv_fallback_templates_;  // convolution (may be none)
+  std::once_flag vendor_once_;
+  std::unique_ptr<gpu::Vendor> vendor_;
   std::mutex fallback_mu_;
   std::unordered_map<std::string, std::shared_ptr<gpu::Kernel>> fallbacks_;  // by name expression
   std::shared_mutex plans_mu_;
   std::unordered_map<ProblemKey, std::unique_ptr<Plan>, ProblemKeyHash> plans_;
-  // The general default for calls the plan cannot serve (pointers less aligned than its kernel
-  // takes, a neighbour whose code object failed to load), by problem key and pointer alignments:
-  // a slow path, but built once, not per call.
+  // The general default for calls that neither the plan nor the vendor can serve (pointers less
+  // aligned than its kernel takes, a neighbour whose code object failed to load), by problem key
+  // and pointer alignments: a slow path, but built once, not per call.
   std::unordered_map<std::string, std::unique_ptr<Plan>> last_resort_plans_;
   Stats stats_;
+  std::mutex online_mu_;
+  std::vector<std::unique_ptr<Loaded>> online_winners_;
+  // Untuned calls of a problem after which it is tuned online; 0: online tuning is off.
+  std::atomic<int> online_after_{0};
+  std::unique_ptr<OnlineTuner> online_;  // last: its thread ends before the rest goes
 };
 
 }  // namespace tiletune::runtime

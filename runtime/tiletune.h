@@ -1,24 +1,30 @@
 /* tiletune runtime: the C API a trainer links (libtiletune_runtime.so).
  *
- * A handle opens a tuned solution database read-only, loads the winners for its device's arch into
- * memory, and runs each GEMM with the tuned kernel for that exact problem. A problem nobody tuned
- * runs on the template's general default kernel (always correct; compiled once on first use) and
- * is counted as a fallback. No call aborts or throws: every failure returns a status, and
- * tiletune_last_error() says why.
+ * A handle opens a tuned solution database read-only (and optionally a user database over it),
+ * loads the winners for its device's arch into memory, and serves each GEMM or convolution from one
+ * dispatch ladder, decided once per problem and cached:
+ *   1. tuned   - the winner of that exact problem, the user database's first; the winner may be a
+ *                generated kernel or the vendor library (a sweep times it as a candidate);
+ *   2. pool    - untuned: the winner of the nearest tuned problem of the same types and layout
+ *                (within about a factor of two in each size), when the database shows it beat the
+ *                vendor library by 10% or more on its own problem, or no vendor computes this one;
+ *   3. vendor  - untuned: the vendor library's own choice (cuBLAS, cuDNN; OpenBLAS on the host);
+ *   4. default - only where no vendor computes the problem: a template's general default kernel
+ *                (always correct; compiled once on first use).
+ * tiletune_get_stats counts the calls per rung; tiletune_explain says which rung and why.
+ * TILETUNE_VENDOR=off leaves the vendor rung out. No call aborts or throws: every failure returns
+ * a status, and tiletune_last_error() says why.
  *
  * Convention: BLAS column-major, C = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T.
  * Pointers are device pointers of the handle's device (plain host memory on the host backend).
  * Thread safety: any number of threads may call tiletune_gemm* on one handle at once.
  *
- * Untuned problems run the winner of the nearest tuned problem of the same types and layout (within
- * about a factor of two in m, n, k), else the general default kernel; both are counted in the stats.
  * With TILETUNE_RECORD_UNTUNED=<file>, tiletune_destroy writes every untuned problem with its call
  * count to <file> as a tuning config that `tiletune tune` takes as input.
  *
- * Convolutions (tiletune_conv_*) follow the same rules: the exact problem's winner, else the
- * nearest tuned convolution of the same direction, types, layout, filter size, stride, padding,
- * dilation and groups (within about a factor of two in n, c, k and h*w), else the default of the
- * first convolution template admitting it; counted in the same stats.
+ * Convolutions (tiletune_conv_*) take the same ladder; their pool neighbours must share direction,
+ * types, layout, filter size, stride, padding, dilation and groups (within about a factor of two
+ * in n, c, k and h*w).
  */
 #ifndef TILETUNE_H
 #define TILETUNE_H
@@ -48,12 +54,17 @@ typedef enum { TILETUNE_R_32F = 0, TILETUNE_R_16F = 1, TILETUNE_R_16BF = 2 } til
  * CUBLAS_COMPUTE_32F_FAST_TF32). It is part of the problem key: tf32 and fp32 problems are tuned apart. */
 typedef enum { TILETUNE_COMPUTE_32F = 0, TILETUNE_COMPUTE_32F_FAST_TF32 = 1 } tiletune_compute_t;
 
+/* Calls by the rung of the dispatch ladder that served them (see the top of this file). */
 typedef struct {
-  uint64_t calls;        /* GEMM calls that launched a kernel */
-  uint64_t tuned;        /* ... with the tuned winner of that exact problem */
-  uint64_t nearest;      /* ... with the winner of the nearest tuned problem (see runtime.h) */
-  uint64_t fallbacks;    /* ... with the general default kernel (untuned problem) */
-  uint64_t jit_compiles; /* kernels compiled at run time (fallbacks, or no code object for this arch) */
+  uint64_t calls;        /* GEMM and convolution calls that ran */
+  uint64_t tuned;        /* ... with the tuned winner of that exact problem (a kernel, or the vendor library) */
+  uint64_t nearest;      /* ... with a pool kernel: the winner of the nearest tuned problem */
+  uint64_t fallbacks;    /* ... with a template's general default (untuned, and no vendor library computes it) */
+  uint64_t jit_compiles; /* kernels compiled at run time (defaults, or no code object for this arch) */
+  uint64_t vendor;       /* ... untuned, with the vendor library's own choice (cuBLAS, cuDNN, OpenBLAS) */
+  uint64_t user_tuned;   /* of `tuned`, those whose winner came from the user database */
+  uint64_t online;       /* of `user_tuned`, those whose winner online tuning found in this process */
+  uint64_t online_tuned; /* problems tuned online in this process */
 } tiletune_stats_t;
 
 /* Activations NHWC with KRSC filters, or NCHW with KCRS filters (outputs laid out like inputs). */
@@ -74,6 +85,11 @@ typedef struct {
 
 /* backend: "auto" (CUDA, else HIP, else host), "cuda", "hip" or "host". */
 tiletune_status_t tiletune_create(tiletune_handle_t* handle, const char* db_path, const char* backend, int device);
+/* As tiletune_create, with a user database whose winners take precedence over the shipped
+ * database's (NULL: $TILETUNE_USER_DB if set; a file that does not exist yet is skipped). db_path
+ * may be NULL: then only the user database, the vendor library and the defaults serve. */
+tiletune_status_t tiletune_create_ex(tiletune_handle_t* handle, const char* db_path, const char* user_db_path,
+                                     const char* backend, int device);
 tiletune_status_t tiletune_destroy(tiletune_handle_t handle);
 
 /* The message of the last failure on this thread ("" if none). */
@@ -109,6 +125,15 @@ tiletune_status_t tiletune_explain(tiletune_handle_t handle, tiletune_operation_
                                    int64_t ldb, tiletune_datatype_t c_type, int64_t ldc, int64_t batch,
                                    int beta_is_zero, tiletune_compute_t compute, char* text, size_t text_size);
 
+typedef enum {
+  TILETUNE_CONV_FORWARD = 0,
+  TILETUNE_CONV_BACKWARD_DATA = 1,
+  TILETUNE_CONV_BACKWARD_FILTER = 2
+} tiletune_conv_direction_t;
+/* As tiletune_explain, for a convolution in one direction. */
+tiletune_status_t tiletune_explain_conv(tiletune_handle_t handle, const tiletune_conv_desc_t* desc,
+                                        tiletune_conv_direction_t direction, char* text, size_t text_size);
+
 void tiletune_conv_desc_init(tiletune_conv_desc_t* desc, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
                              int64_t r, int64_t s);
 /* y = conv(x, w). */
@@ -122,6 +147,17 @@ tiletune_status_t tiletune_conv_backward_filter(tiletune_handle_t handle, const 
                                                 const void* x, const void* dy, void* dw, void* stream);
 
 tiletune_status_t tiletune_get_stats(tiletune_handle_t handle, tiletune_stats_t* stats);
+
+/* Online tuning (also switched on by TILETUNE_ONLINE=1 at tiletune_create): a problem served untuned
+ * TILETUNE_ONLINE_AFTER times (3) is tuned in the background by a `tiletune tune` process (model
+ * search, TILETUNE_ONLINE_BUDGET candidates (24), TILETUNE_ONLINE_SECONDS of measuring (30)) that
+ * writes its winner into the user database ($XDG_CACHE_HOME/tiletune/user.db when none is named);
+ * later calls run that winner. Calls never wait for it; a candidate that crashes or hangs ends only
+ * a worker of that process. The program is TILETUNE_EXE, else `tiletune` beside this library;
+ * without one, enabling fails with TILETUNE_ERROR_NOT_SUPPORTED. */
+tiletune_status_t tiletune_set_online(tiletune_handle_t handle, int enable);
+/* Waits at most `seconds` for online tuning to finish what it has; *idle says whether it did. */
+tiletune_status_t tiletune_online_wait(tiletune_handle_t handle, double seconds, int* idle);
 /* Arch of the handle's device, e.g. "sm_90a", and the number of tuned problems loaded for it. */
 tiletune_status_t tiletune_get_arch(tiletune_handle_t handle, char* arch, size_t arch_size, size_t* tuned_problems);
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what tiletune needs to build and test, from Debian/Ubuntu packages; does nothing when
 # everything is already there. The CUDA toolkit is optional (the CUDA backend builds when it is
-# found, e.g. in /usr/local/cuda); HIP comes from Debian's libamdhip64-dev where it exists.
+# found, e.g. in /usr/local/cuda); HIP comes from Debian's libamdhip64-dev where it exists. OpenBLAS is
+# the host backend's vendor library, loaded with dlopen (the runtime library, not the headers).
 set -euo pipefail
-need=(cmake g++ make pkg-config libsqlite3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev)
+need=(cmake g++ make pkg-config libsqlite3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev libopenblas0)
 optional=(libamdhip64-dev llvm-14)
 missing=()
 for p in "${need[@]}" "${optional[@]}"; do

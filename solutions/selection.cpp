@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "common/error.h"
@@ -29,12 +30,26 @@ double problem_distance(const Problem& pa, const Problem& pb) {
   return log_ratio(a.m, b.m) + log_ratio(a.n, b.n) + log_ratio(a.k, b.k) + log_ratio(a.batch, b.batch);
 }
 
+const char* to_string(Rung r) {
+  switch (r) {
+    case Rung::Tuned: return "tuned";
+    case Rung::Pool: return "pool";
+    case Rung::Vendor: return "vendor";
+    case Rung::Default: return "default";
+  }
+  return "?";
+}
+
 std::optional<NearestChoice> nearest_tuned(const std::vector<TunedEntry>& tuned, const Problem& p,
                                            const gpu::DeviceInfo& dev) {
   std::optional<NearestChoice> best;
   for (std::size_t i = 0; i < tuned.size(); ++i) {
     double d = problem_distance(p, tuned[i].problem);
     if (d > kMaxNearestDistance || (best && d >= best->distance)) continue;
+    if (!tuned[i].tmpl) {  // the vendor won there: it says nothing about kernels admitting p
+      best = NearestChoice{i, d};
+      continue;
+    }
     try {
       if (tuned[i].tmpl->violation(tuned[i].tmpl->variables(tuned[i].solution, p, dev))) continue;
     } catch (const Error&) {
@@ -67,6 +82,57 @@ FallbackChoice choose_fallback(const std::vector<const KernelTemplate*>& ranked,
     c.tmpl = t;
     break;
   }
+  return c;
+}
+
+static std::string fixed(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", v);
+  return b;
+}
+
+UntunedChoice choose_untuned(const std::vector<TunedEntry>& tuned, const Problem& p, const gpu::DeviceInfo& dev,
+                             const std::string& vendor_unsupported,
+                             const std::vector<const KernelTemplate*>& fallbacks) {
+  UntunedChoice c;
+  c.nearest = nearest_tuned(tuned, p, dev);
+  const bool vendor = vendor_unsupported.empty();
+  if (c.nearest) {
+    const TunedEntry& e = tuned[c.nearest->index];
+    const std::string near = "the nearest tuned problem " + e.problem.key() + " (distance " + fixed(c.nearest->distance) + ")";
+    if (!e.tmpl) {
+      if (vendor) {
+        c.rung = Rung::Vendor;
+        c.why = near + " was won by the vendor library";
+        return c;
+      }
+    } else if (!vendor) {
+      c.rung = Rung::Pool;
+      c.why = near + ": its winner " + e.solution.kernel_name() + " (no vendor: " + vendor_unsupported + ")";
+      return c;
+    } else if (e.vendor_ratio >= kPoolMargin) {
+      c.rung = Rung::Pool;
+      c.why = near + ": its winner " + e.solution.kernel_name() + ", " + fixed(e.vendor_ratio) +
+              "x the vendor there";
+      return c;
+    } else {
+      c.rung = Rung::Vendor;
+      c.why = near + "'s winner " + e.solution.kernel_name() +
+              (std::isnan(e.vendor_ratio) ? std::string(" was never measured against the vendor")
+                                          : " beat the vendor only " + fixed(e.vendor_ratio) + "x there") +
+              " (the pool needs " + fixed(kPoolMargin) + "x)";
+      return c;
+    }
+  }
+  if (vendor) {
+    c.rung = Rung::Vendor;
+    c.why = "no tuned problem of the same types and layout within distance " + fixed(kMaxNearestDistance) +
+            " whose winner admits it";
+    return c;
+  }
+  c.rung = Rung::Default;
+  c.fallback = choose_fallback(fallbacks, p, dev);
+  c.why = "no tuned problem near enough and no vendor library (" + vendor_unsupported + ")";
   return c;
 }
 

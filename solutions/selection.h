@@ -1,10 +1,17 @@
-// How a problem without an exact tuned winner is served. One statement of the rules, used by the
-// runtime (at dispatch) and by `tiletune db explain` (without a device), so the two never disagree:
-//   1. the winner of the nearest tuned problem with the same types, layout and compute, whose
-//      kernel admits the problem, when it is near enough (nearest_tuned);
-//   2. else the default of the first template by "fallback_rank" whose constraints admit it.
+// How a problem is served. One statement of the rules, used by the runtime (at dispatch) and by
+// `tiletune db explain` (without a device), so the two never disagree. The ladder, top first:
+//   1. Tuned: the exact problem's winner (a user database's before the shipped one's); the winner
+//      may be the vendor library, timed as a candidate of the sweep.
+//   2. Pool: the winner of the nearest tuned problem with the same types, layout and compute,
+//      whose kernel admits the problem, when it is near enough (nearest_tuned) and the database
+//      shows that kernel beating the vendor by kPoolMargin on its own problem (or there is no
+//      vendor for this problem);
+//   3. Vendor: the vendor library's own choice (cuBLAS, cuDNN, OpenBLAS);
+//   4. Default: where no vendor computes the problem, the default of the first template by
+//      "fallback_rank" whose constraints admit it.
 #pragma once
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,10 +32,21 @@ inline constexpr double kMaxNearestDistance = 2.1;
 // and groups agree; then |ln(n/n')| + |ln(c/c')| + |ln(k/k')| + |ln(hw/h'w')|.
 double problem_distance(const Problem& a, const Problem& b);
 
+// The rungs of the ladder, for stats and explanations.
+enum class Rung { Tuned, Pool, Vendor, Default };
+const char* to_string(Rung r);  // "tuned", "pool", "vendor", "default"
+
+// A neighbour's kernel measured against the vendor on the neighbour's own problem must have been at
+// least this much faster to be preferred over the vendor on a problem nobody tuned: off its tuned
+// shape a kernel measured 0.87-0.97x of its tuned speed (H200, 2026-12-01).
+inline constexpr double kPoolMargin = 1.10;
+
 struct TunedEntry {
   Problem problem;  // canonical
-  const KernelTemplate* tmpl = nullptr;
+  const KernelTemplate* tmpl = nullptr;  // nullptr: the vendor library won this problem
   Solution solution;
+  // Vendor time over the winner's time on this problem; NaN where the vendor was not measured.
+  double vendor_ratio = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct NearestChoice {
@@ -50,5 +68,17 @@ struct FallbackChoice {
 // alignment of the pointers it was given).
 FallbackChoice choose_fallback(const std::vector<const KernelTemplate*>& ranked, const Problem& canonical,
                                const gpu::DeviceInfo& dev, const std::function<void(Variables&)>& adjust = {});
+
+// Rungs 2-4 for a problem without a usable exact winner.
+struct UntunedChoice {
+  Rung rung = Rung::Default;
+  std::optional<NearestChoice> nearest;  // Pool: the entry it runs; otherwise the nearest considered, if any
+  FallbackChoice fallback;               // Default: the template; its `tmpl` is null when none fits
+  std::string why;                       // one clause: why this rung
+};
+// `vendor_unsupported`: "" when the vendor library computes the problem, else why not.
+UntunedChoice choose_untuned(const std::vector<TunedEntry>& tuned, const Problem& canonical, const gpu::DeviceInfo& dev,
+                             const std::string& vendor_unsupported,
+                             const std::vector<const KernelTemplate*>& fallbacks);
 
 }  // namespace tiletune

@@ -2,6 +2,8 @@
 // alone in both data types, every call of a step goes through the runtime, and --print-config
 // names exactly the problems a step issues in a config the tuner accepts.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <unistd.h>
 
 #include <cmath>
@@ -20,6 +22,7 @@ namespace {
 class ExampleCnn : public ::testing::Test {
  protected:
   void SetUp() override {
+    ::setenv("TILETUNE_VENDOR", "off", 1);  // the template defaults' rung: test_ladder covers the vendor's
     dir_ = fs::temp_directory_path() / ("tiletune-example-cnn-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     db_ = (dir_ / "empty.db").string();

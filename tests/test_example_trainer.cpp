@@ -2,6 +2,8 @@
 // a quick in-process host sweep over exactly its GEMM problems makes every call tuned without
 // changing the loss curve, and its GEMM-based gradients match finite differences.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +39,7 @@ MlpConfig small_config() {
 class ExampleTrainer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    ::setenv("TILETUNE_VENDOR", "off", 1);  // the template defaults' rung: test_ladder covers the vendor's
     dir_ = fs::temp_directory_path() / ("tiletune-example-trainer-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     empty_db_ = (dir_ / "empty.db").string();

@@ -17,6 +17,7 @@
 #include "tuner/config.h"
 #include "tuner/problem_data.h"
 #include "tuner/sweep.h"
+#include "runtime_test_util.h"
 
 namespace fs = std::filesystem;
 using namespace tiletune;
@@ -38,6 +39,8 @@ const char* kConfig = R"({
 class Pipeline : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    // These tests are about the generated kernels' rungs; test_ladder covers the vendor's.
+    ::setenv("TILETUNE_VENDOR", "off", 1);
     dir_ = fs::temp_directory_path() / ("tiletune-pipeline-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     db_ = (dir_ / "tuned.db").string();
@@ -51,18 +54,7 @@ class Pipeline : public ::testing::Test {
 
   // Runs `problem` through the runtime on fresh random data and checks it against fp64.
   static tuner::ValidationResult dispatch(Handle& h, const GemmProblem& problem) {
-    auto dev = gpu::open_device(gpu::BackendKind::Host, 0);  // host memory is the runtime's memory too
-    tuner::ProblemData data(*dev, problem, /*rotate=*/false);
-    auto dt = [](DataType t) {
-      return t == DataType::F32 ? TILETUNE_R_32F : t == DataType::F16 ? TILETUNE_R_16F : TILETUNE_R_16BF;
-    };
-    const GemmProblem& p = data.problem();
-    return data.validate([&](const TtGemmParams& a) {
-      h.gemm_strided_batched_ex(p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
-                                p.m, p.n, p.k, a.alpha, a.a, dt(p.a_type), p.lda, p.stride_a, a.b, p.ldb, p.stride_b,
-                                a.beta, a.c, dt(p.c_type), p.ldc, p.stride_c, p.batch,
-                                p.compute_tf32 ? TILETUNE_COMPUTE_32F_FAST_TF32 : TILETUNE_COMPUTE_32F);
-    });
+    return testing_util::dispatch_host(h.get(), problem);
   }
 
   static fs::path dir_;

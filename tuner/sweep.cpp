@@ -1,5 +1,7 @@
 #include "tuner/sweep.h"
 
+#include "gpu/vendor.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,6 +17,7 @@
 
 #include "common/error.h"
 #include "db/database.h"
+#include "gpu/vendor.h"
 #include "tuner/compile_pool.h"
 #include "tuner/compile_process.h"
 #include "tuner/enumerator.h"
@@ -264,6 +267,26 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     return (long long)std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::steady_clock::now().time_since_epoch()).count();
   };
+  // The one way a measurement becomes its database record.
+  auto new_record = [&](std::size_t pi, std::int64_t solution_id, const MeasureSlot& slot) {
+    db::MeasurementRecord m;
+    m.problem_id = problem_ids[pi];
+    m.solution_id = solution_id;
+    m.device_id = slot.device_id;
+    m.arch = info.arch;
+    m.sweep = config.name;
+    return m;
+  };
+  auto take_result = [](db::MeasurementRecord& m, const MeasureResult& res, const Problem& problem) {
+    m.status = res.status;
+    m.reason = res.reason;
+    m.rel_error = res.rel_error;
+    if (res.status != "ok") return;
+    m.min_ms = res.min_ms;
+    m.median_ms = res.median_ms;
+    m.max_ms = res.max_ms;
+    m.tflops = problem.flops() / (res.median_ms * 1e-3) / 1e12;
+  };
   // Measures one candidate with `bench` on `slot` and records it (failures too: a rerun does not
   // retry them). Empty when the problem could not be prepared.
   auto measure_one = [&](MeasureSlot& slot, std::size_t pi, const Work& w, const BenchmarkOptions& bench, Timing timing,
@@ -272,12 +295,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     compile.wait(w.cache_key);
     long long unset = 0;
     first_start[pi].compare_exchange_strong(unset, now_ns());
-    db::MeasurementRecord m;
-    m.problem_id = problem_ids[pi];
-    m.solution_id = w.solution_id;
-    m.device_id = slot.device_id;
-    m.arch = info.arch;
-    m.sweep = config.name;
+    db::MeasurementRecord m = new_record(pi, w.solution_id, slot);
     std::optional<db::CodeObjectRecord> code;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -306,14 +324,8 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         if (unprepared[pi].empty()) unprepared[pi] = res.reason;
         return std::nullopt;
       }
-      m.status = res.status;
-      m.reason = res.reason;
-      m.rel_error = res.rel_error;
+      take_result(m, res, problem);
       if (res.status == "ok") {
-        m.min_ms = res.min_ms;
-        m.median_ms = res.median_ms;
-        m.max_ms = res.max_ms;
-        m.tflops = problem.flops() / (res.median_ms * 1e-3) / 1e12;
         if (timing == Timing::Short) m.reason = kShortTimingReason;  // until a full timing replaces it
         if (timing == Timing::Final) m.reason = kFinalTimingReason;
         if (timing == Timing::Promote) m.reason = kPromotedReason;
@@ -367,6 +379,13 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     std::lock_guard<std::mutex> lock(mu);
     vendor_done[pi] = 1;
     if (!res.vendor.empty()) sum.vendor = res.vendor;
+    // The vendor library is a candidate like any other: its measurement can be the winner, which
+    // the runtime then serves by calling the library. Its "source" is the library's name.
+    if (res.status != "unsupported" && !res.vendor.empty()) {
+      db::MeasurementRecord m = new_record(pi, db.upsert_solution(Solution{gpu::kVendorTemplate, {}}, res.vendor), slot);
+      take_result(m, res, problem);
+      db.put_measurement(m);
+    }
     if (res.status == "ok" || res.status == "invalid") {
       if (res.status == "invalid")
         progress.message("warning: " + res.vendor + " disagrees with the reference on " + problem.key() + ": " + res.reason);

@@ -18,8 +18,7 @@
 #include "common/error.h"
 #include "db/database.h"
 #include "gpu/arguments.h"
-#include "gpu/vendor_conv.h"
-#include "gpu/vendor_gemm.h"
+#include "gpu/vendor.h"
 #include "tuner/benchmark.h"
 #include "tuner/conv_data.h"
 #include "tuner/problem_data.h"
@@ -270,39 +269,32 @@ MeasureResult Measurer::measure_conv_kernel(const MeasureRequest& r, const std::
 
 MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::function<void()>& on_ready) {
   MeasureResult result;
-  if (!vendor_made_) {
-    vendor_ = gpu::make_vendor_gemm(dev_);
-    vendor_conv_ = gpu::make_vendor_conv(dev_, &vendor_conv_missing_);
-    vendor_made_ = true;
-  }
-  const bool conv = r.problem.is_conv();
-  std::string unsupported;
-  if (conv) unsupported = vendor_conv_ ? vendor_conv_->unsupported(r.problem.conv()) : vendor_conv_missing_;
-  else if (!vendor_) unsupported = "no vendor library";
-  else if (!vendor_->supports(r.problem.gemm())) unsupported = vendor_->name() + " does not support this problem";
-  if (!unsupported.empty()) {
+  if (!vendor_) vendor_ = std::make_unique<gpu::Vendor>(dev_);
+  if (std::string why = vendor_->unsupported(r.problem); !why.empty()) {
     result.status = "unsupported";
-    result.reason = unsupported;
+    result.reason = why;
     return result;
   }
-  // A vendor result that disagrees with the reference is reported ("invalid") but timed anyway:
-  // it is only a yardstick.
+  result.vendor = vendor_->name(r.problem.kind());
+  // A vendor result that disagrees with the reference is recorded as "invalid" (it never wins)
+  // and timed anyway, for the tables.
+  auto launch = [&](const void* args) { vendor_->run(r.problem, args, nullptr); };
   ValidationResult v;
   Timing t;
-  if (conv) {
-    result.vendor = vendor_conv_->name();
+  if (r.problem.is_conv()) {
     ConvData& data = conv_data_for(r.problem.conv());
     if (on_ready) on_ready();
-    auto launch = [&](const TtConvParams& args) { vendor_conv_->run(r.problem.conv(), args); };
-    v = data.validate(launch);  // its first run is cuDNN's own algorithm search
-    t = time_runs(dev_, data.sets(), r.benchmark, [&](std::size_t set) { launch(data.params(set)); });
+    v = data.validate([&](const TtConvParams& a) { launch(&a); });  // its first run is cuDNN's own search
+    t = time_runs(dev_, data.sets(), r.benchmark, [&](std::size_t set) {
+      const TtConvParams a = data.params(set);
+      launch(&a);
+    });
   } else {
-    result.vendor = vendor_->name();
     ProblemData& data = data_for(r.problem.gemm());
     if (on_ready) on_ready();
-    auto launch = [&](const TtGemmParams& args) { vendor_->run(r.problem.gemm(), args); };
-    v = data.validate(launch);
-    t = time_runs(dev_, data, r.benchmark, launch);
+    auto run = [&](const TtGemmParams& a) { launch(&a); };
+    v = data.validate(run);
+    t = time_runs(dev_, data, r.benchmark, run);
   }
   result.rel_error = v.rel_error;
   if (!v.ok) {

@@ -49,8 +49,7 @@ namespace tiletune::db {
 class Database;
 }
 namespace tiletune::gpu {
-class VendorGemm;
-class VendorConv;
+class Vendor;
 }
 
 namespace tiletune::tuner {
@@ -123,10 +122,7 @@ class Measurer {
   D& cached(const P& p, std::unique_ptr<D> Cached::*slot);
   std::vector<Cached> cache_;
   std::unordered_map<std::int64_t, std::shared_ptr<gpu::Kernel>> kernels_;
-  std::unique_ptr<gpu::VendorGemm> vendor_;
-  std::unique_ptr<gpu::VendorConv> vendor_conv_;
-  std::string vendor_conv_missing_;  // why vendor_conv_ is null
-  bool vendor_made_ = false;
+  std::unique_ptr<gpu::Vendor> vendor_;  // made on the first vendor request
 };
 
 // `tiletune worker`: opens the device and the database (read-only), says hello, then answers

@@ -4,6 +4,13 @@
 // only inside a Python wheel (torch/lib, nvidia/cudnn/lib). Values and layouts are cuDNN 9's;
 // where cudnn.h is present they are checked against it at compile time (cudnn_conv.cpp).
 #pragma once
+#include <dlfcn.h>
+
+#include <map>
+#include <string>
+
+#include "common/error.h"
+#include "gpu/backend.h"
 #include <cstddef>
 #include <string>
 
@@ -38,6 +45,7 @@ struct Api {
   Status (*destroy)(Handle);
   const char* (*error_string)(Status);
   std::size_t (*version)();
+  Status (*set_stream)(Handle, void* stream);
   Status (*create_tensor)(TensorDesc*);
   Status (*destroy_tensor)(TensorDesc);
   Status (*set_tensor_4d)(TensorDesc, int format, int type, int n, int c, int h, int w);
@@ -66,8 +74,47 @@ struct Api {
                        int algo, void* ws, std::size_t ws_bytes, const void* beta, FilterDesc, void* dw);
 };
 
-// cuDNN loaded once per process: TILETUNE_CUDNN_LIB if set (a path; nothing else is tried), else
-// libcudnn.so.9, then libcudnn.so. nullptr if it cannot be loaded; `why` then says why.
+// cuDNN's library, opened once per process: TILETUNE_CUDNN_LIB if set (a path; nothing else is
+// tried), else libcudnn.so.9, then libcudnn.so. nullptr if it cannot be loaded; `why` then says why.
+void* library(std::string* why);
+
+// Looks `name` up in `lib` into `fn`; an absent one is added to `missing` (comma-separated).
+template <class F>
+void symbol(void* lib, F& fn, const char* name, std::string& missing) {
+  fn = reinterpret_cast<F>(::dlsym(lib, name));
+  if (!fn) missing += std::string(missing.empty() ? "" : ", ") + name;
+}
+
+// The legacy API's entry points of library(); nullptr, with `why`, when it or one of them is missing.
 const Api* api(std::string* why);
+
+// Device scratch for cuDNN: the search's, as large as frameworks give cuDNN's find (1 GiB, less if
+// memory is short), which also serves the default stream; one per other stream, grown to need,
+// since kernels of two streams may run at once. Not thread-safe: the owner's lock guards it.
+class Workspaces {
+ public:
+  explicit Workspaces(Device& dev) : dev_(dev) {}
+  DeviceBuffer& search() {
+    for (std::size_t bytes = std::size_t(1) << 30; !search_.get() && bytes >= (std::size_t(1) << 24); bytes /= 4) {
+      try {
+        search_ = DeviceBuffer(dev_, bytes);
+      } catch (const Error&) {
+      }
+    }
+    if (!search_.get()) throw Error("cannot allocate even 16 MiB of workspace for cuDNN");
+    return search_;
+  }
+  void* for_stream(Stream stream, std::size_t bytes) {
+    if (!stream || bytes == 0) return search().get();
+    DeviceBuffer& ws = by_stream_[stream];
+    if (ws.size() < bytes) ws = DeviceBuffer(dev_, bytes);
+    return ws.get();
+  }
+
+ private:
+  Device& dev_;
+  DeviceBuffer search_;
+  std::map<Stream, DeviceBuffer> by_stream_;
+};
 
 }  // namespace tiletune::gpu::cuda::cudnn

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -37,31 +38,36 @@ static_assert(sizeof(AlgoPerf) == sizeof(cudnnConvolutionFwdAlgoPerf_t) &&
 namespace tiletune::gpu::cuda {
 namespace cudnn {
 
+void* library(std::string* why) {
+  static std::string error;
+  static void* const handle = [] {
+    std::vector<std::string> names;
+    if (const char* env = std::getenv("TILETUNE_CUDNN_LIB"); env && *env) names = {env};
+    else names = {"libcudnn.so.9", "libcudnn.so"};
+    for (const auto& n : names) {
+      if (void* h = ::dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+      const char* e = ::dlerror();
+      error += (error.empty() ? "" : "; ") + std::string(e ? e : n + ": cannot be loaded");
+    }
+    error = "cuDNN not found (" + error + "); set TILETUNE_CUDNN_LIB to the path of libcudnn.so.9";
+    return static_cast<void*>(nullptr);
+  }();
+  if (!handle && why) *why = error;
+  return handle;
+}
+
 const Api* api(std::string* why) {
   static std::string error;
   static const Api* loaded = [] () -> const Api* {
     static Api a{};
-    std::vector<std::string> names;
-    if (const char* env = std::getenv("TILETUNE_CUDNN_LIB"); env && *env) names = {env};
-    else names = {"libcudnn.so.9", "libcudnn.so"};
-    void* h = nullptr;
-    for (const auto& n : names) {
-      if ((h = ::dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
-      const char* e = ::dlerror();
-      error += (error.empty() ? "" : "; ") + std::string(e ? e : n + ": cannot be loaded");
-    }
-    if (!h) {
-      error = "cuDNN not found (" + error + "); set TILETUNE_CUDNN_LIB to the path of libcudnn.so.9";
-      return nullptr;
-    }
-    auto sym = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name));
-      if (!fn) error += std::string(error.empty() ? "" : ", ") + name;
-    };
+    void* h = library(&error);
+    if (!h) return nullptr;
+    auto sym = [&](auto& fn, const char* name) { symbol(h, fn, name, error); };
     sym(a.create, "cudnnCreate");
     sym(a.destroy, "cudnnDestroy");
     sym(a.error_string, "cudnnGetErrorString");
     sym(a.version, "cudnnGetVersion");
+    sym(a.set_stream, "cudnnSetStream");
     sym(a.create_tensor, "cudnnCreateTensorDescriptor");
     sym(a.destroy_tensor, "cudnnDestroyTensorDescriptor");
     sym(a.set_tensor_4d, "cudnnSetTensor4dDescriptor");
@@ -131,22 +137,27 @@ class CudnnConv final : public VendorConv {
     return "";
   }
 
-  void run(const ConvProblem& p, const TtConvParams& a) override {
+  void run(const ConvProblem& p, const TtConvParams& a, Stream stream) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    // The search runs on the default stream, so that it waits for whatever made the inputs.
+    check(api_.set_stream(handle_, nullptr), "cudnnSetStream");
     const Plan& plan = plan_for(p, a);
+    check(api_.set_stream(handle_, stream), "cudnnSetStream");
+    void* ws = workspaces_.for_stream(stream, plan.ws_bytes);
     const float one = 1, zero = 0;
     switch (p.direction) {
       case ConvDirection::Forward:
-        check(api_.fwd(handle_, &one, plan.x, a.x, plan.w, a.wt, plan.conv, plan.algo, workspace_.get(), plan.ws_bytes,
+        check(api_.fwd(handle_, &one, plan.x, a.x, plan.w, a.wt, plan.conv, plan.algo, ws, plan.ws_bytes,
                        &zero, plan.y, a.y),
               "cudnnConvolutionForward");
         break;
       case ConvDirection::BackwardData:
-        check(api_.bwd_data(handle_, &one, plan.w, a.wt, plan.y, a.y, plan.conv, plan.algo, workspace_.get(),
+        check(api_.bwd_data(handle_, &one, plan.w, a.wt, plan.y, a.y, plan.conv, plan.algo, ws,
                             plan.ws_bytes, &zero, plan.x, a.x),
               "cudnnConvolutionBackwardData");
         break;
       case ConvDirection::BackwardFilter:
-        check(api_.bwd_filter(handle_, &one, plan.x, a.x, plan.y, a.y, plan.conv, plan.algo, workspace_.get(),
+        check(api_.bwd_filter(handle_, &one, plan.x, a.x, plan.y, a.y, plan.conv, plan.algo, ws,
                               plan.ws_bytes, &zero, plan.w, a.wt),
               "cudnnConvolutionBackwardFilter");
         break;
@@ -154,6 +165,7 @@ class CudnnConv final : public VendorConv {
   }
 
   std::string algorithm(const ConvProblem& p) const override {
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = plans_.find(p.key());
     return it == plans_.end() ? "" : it->second.name;
   }
@@ -172,25 +184,14 @@ class CudnnConv final : public VendorConv {
     if (s != cudnn::kSuccess) throw Error(std::string(what) + " failed: " + api_.error_string(s));
   }
 
-  // A workspace as large as frameworks give cuDNN's find (1 GiB), smaller if memory is short.
-  void ensure_workspace() {
-    for (std::size_t bytes = std::size_t(1) << 30; !workspace_.get() && bytes >= (std::size_t(1) << 24); bytes /= 4) {
-      try {
-        workspace_ = DeviceBuffer(dev_, bytes);
-      } catch (const Error&) {
-      }
-    }
-    if (!workspace_.get()) throw Error("cannot allocate even 16 MiB of workspace for cuDNN");
-  }
-
   const Plan& plan_for(const ConvProblem& p, const TtConvParams& a) {
     const std::string key = p.key();
     if (auto it = plans_.find(key); it != plans_.end()) return it->second;
     if (std::string why = unsupported(p); !why.empty()) throw Error(why);
-    ensure_workspace();
+    DeviceBuffer& search_ws = workspaces_.search();
     Plan& plan = plans_[key];  // owned by plans_ from here on, so the destructor frees its descriptors
     try {
-      search(p, a, plan);
+      search(p, a, plan, search_ws);
     } catch (...) {
       destroy(plan);
       plans_.erase(key);  // a later call searches again rather than run a plan never found
@@ -207,7 +208,7 @@ class CudnnConv final : public VendorConv {
   }
 
   // Describes `p` to cuDNN and keeps the fastest algorithm its find reports on these buffers.
-  void search(const ConvProblem& p, const TtConvParams& a, Plan& plan) {
+  void search(const ConvProblem& p, const TtConvParams& a, Plan& plan, DeviceBuffer& workspace) {
     const std::string key = p.key();
     check(api_.create_tensor(&plan.x), "cudnnCreateTensorDescriptor");
     check(api_.create_tensor(&plan.y), "cudnnCreateTensorDescriptor");
@@ -233,24 +234,24 @@ class CudnnConv final : public VendorConv {
     switch (p.direction) {
       case ConvDirection::Forward:
         check(api_.find_fwd(handle_, plan.x, a.x, plan.w, a.wt, plan.conv, plan.y, a.y, cudnn::kFwdAlgoCount, &found,
-                            perf, workspace_.get(), workspace_.size()),
+                            perf, workspace.get(), workspace.size()),
               "cudnnFindConvolutionForwardAlgorithmEx");
         break;
       case ConvDirection::BackwardData:
         check(api_.find_bwd_data(handle_, plan.w, a.wt, plan.y, a.y, plan.conv, plan.x, a.x, cudnn::kBwdDataAlgoCount,
-                                 &found, perf, workspace_.get(), workspace_.size()),
+                                 &found, perf, workspace.get(), workspace.size()),
               "cudnnFindConvolutionBackwardDataAlgorithmEx");
         break;
       case ConvDirection::BackwardFilter:
         check(api_.find_bwd_filter(handle_, plan.x, a.x, plan.y, a.y, plan.conv, plan.w, a.wt,
-                                   cudnn::kBwdFilterAlgoCount, &found, perf, workspace_.get(), workspace_.size()),
+                                   cudnn::kBwdFilterAlgoCount, &found, perf, workspace.get(), workspace.size()),
               "cudnnFindConvolutionBackwardFilterAlgorithmEx");
         break;
     }
     // Results come fastest first; failed algorithms carry their status.
     const cudnn::AlgoPerf* best = nullptr;
     for (int i = 0; i < found && !best; ++i)
-      if (perf[i].status == cudnn::kSuccess && perf[i].memory <= workspace_.size()) best = &perf[i];
+      if (perf[i].status == cudnn::kSuccess && perf[i].memory <= workspace.size()) best = &perf[i];
     if (!best) throw Error(name_ + " found no algorithm for " + key);
     // The math type the algorithm was timed with must be the descriptor's when it runs.
     check(api_.set_math_type(plan.conv, best->math_type), "cudnnSetConvolutionMathType");
@@ -264,7 +265,8 @@ class CudnnConv final : public VendorConv {
   const cudnn::Api& api_;
   cudnn::Handle handle_ = nullptr;
   std::string name_;
-  DeviceBuffer workspace_;
+  mutable std::mutex mu_;  // one handle; its stream is set per call
+  cudnn::Workspaces workspaces_{dev_};
   std::map<std::string, Plan> plans_;
 };
 

@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""tiletune's C API against PyTorch, the way a trainer would call it.
+
+--set untuned: GEMMs and convolutions of common models that no shipped config names; --set shipped:
+the shapes the shipped configs tune (configs/shapes/gemm.json in bf16, configs/shapes/conv_resnet50.json
+in all three directions). Each problem runs on the same PyTorch tensors, in one process, through
+tiletune_gemm / tiletune_conv_* on PyTorch's current stream, and through PyTorch itself
+(torch.matmul on cuBLAS; convolutions in cuDNN benchmark mode). Both are timed with
+triton.testing.do_bench (median, L2 cleared between runs; --rounds rounds that alternate the two
+sides, the median of each side's round medians). tiletune's output is checked against PyTorch's in
+fp32 after poisoning it with NaN, again after online tuning. --online tunes every problem online
+first (TILETUNE_ONLINE_* set the budget) and reports the seconds each took. Prints a markdown table
+with the rung that served each problem (tiletune_explain) and the geometric mean per kind.
+
+usage: vs_torch.py --lib build/libtiletune_runtime.so [--db FILE] [--user-db FILE] [--set untuned|shipped]
+                   [--online] [--out FILE.md] [--label TEXT]
+"""
+import argparse
+import ctypes as C
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+import triton.testing
+
+R_32F, R_16F, R_16BF = 0, 1, 2
+DT = {torch.float32: R_32F, torch.float16: R_16F, torch.bfloat16: R_16BF}
+
+
+class Stats(C.Structure):
+    _fields_ = [(n, C.c_uint64) for n in ("calls", "tuned", "nearest", "fallbacks", "jit_compiles", "vendor",
+                                          "user_tuned", "online", "online_tuned")]
+
+
+class ConvDesc(C.Structure):
+    _fields_ = [(n, C.c_int64) for n in ("n", "c", "h", "w", "k", "r", "s", "stride_h", "stride_w", "pad_h", "pad_w",
+                                          "dilation_h", "dilation_w", "groups")] + \
+               [("layout", C.c_int), ("in_type", C.c_int), ("out_type", C.c_int)]
+
+
+class Tiletune:
+    def __init__(self, lib, db, user_db):
+        self.lib = C.CDLL(lib)
+        L = self.lib
+        L.tiletune_last_error.restype = C.c_char_p
+        L.tiletune_create_ex.argtypes = [C.POINTER(C.c_void_p), C.c_char_p, C.c_char_p, C.c_char_p, C.c_int]
+        L.tiletune_gemm.argtypes = [C.c_void_p, C.c_int, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_float,
+                                    C.c_void_p, C.c_int, C.c_int64, C.c_void_p, C.c_int64, C.c_float,
+                                    C.c_void_p, C.c_int, C.c_int64, C.c_void_p]
+        L.tiletune_explain.argtypes = [C.c_void_p, C.c_int, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_int,
+                                       C.c_int64, C.c_int64, C.c_int, C.c_int64, C.c_int64, C.c_int, C.c_int,
+                                       C.c_char_p, C.c_size_t]
+        L.tiletune_explain_conv.argtypes = [C.c_void_p, C.POINTER(ConvDesc), C.c_int, C.c_char_p, C.c_size_t]
+        for f in ("tiletune_conv_forward", "tiletune_conv_backward_data", "tiletune_conv_backward_filter"):
+            getattr(L, f).argtypes = [C.c_void_p, C.POINTER(ConvDesc), C.c_void_p, C.c_void_p, C.c_void_p, C.c_void_p]
+        L.tiletune_get_stats.argtypes = [C.c_void_p, C.POINTER(Stats)]
+        L.tiletune_set_online.argtypes = [C.c_void_p, C.c_int]
+        L.tiletune_online_wait.argtypes = [C.c_void_p, C.c_double, C.POINTER(C.c_int)]
+        self.h = C.c_void_p()
+        self.check(L.tiletune_create_ex(C.byref(self.h), db.encode() if db else None,
+                                        user_db.encode() if user_db else None, b"cuda", 0))
+
+    def check(self, status):
+        if status != 0:
+            raise RuntimeError("tiletune: " + self.lib.tiletune_last_error().decode())
+
+    def stats(self):
+        s = Stats()
+        self.check(self.lib.tiletune_get_stats(self.h, C.byref(s)))
+        return s
+
+
+def rel_err(out, ref):
+    return ((out.float() - ref.float()).norm() / ref.float().norm()).item()
+
+
+def gemm_case(tt, name, ta, tb, m, n, k, dtype):
+    """Column-major C[m,n] = op(A) op(B) with packed leading dimensions, on row-major torch storage:
+    C^T (n x m) = op(B)^T @ op(A)^T."""
+    a = torch.randn((m, k) if ta == "T" else (k, m), device="cuda", dtype=dtype)
+    b = torch.randn((k, n) if tb == "T" else (n, k), device="cuda", dtype=dtype)
+    at = a.t() if ta == "T" else a   # op(A)^T, k x m
+    bt = b.t() if tb == "T" else b   # op(B)^T, n x k
+    lda, ldb, ldc = (k if ta == "T" else m), (n if tb == "T" else k), m
+    c = torch.empty((n, m), device="cuda", dtype=dtype)
+    opa, opb = int(ta == "T"), int(tb == "T")
+    why = C.create_string_buffer(1024)
+
+    def ours():
+        tt.check(tt.lib.tiletune_gemm(tt.h, opa, opb, m, n, k, 1.0, a.data_ptr(), DT[dtype], lda, b.data_ptr(), ldb,
+                                      0.0, c.data_ptr(), DT[dtype], ldc, torch.cuda.current_stream().cuda_stream))
+
+    def theirs():
+        return torch.matmul(bt, at)
+
+    def check():
+        c.fill_(float("nan"))
+        ours()
+        return rel_err(c, theirs())
+
+    def explain():
+        tt.check(tt.lib.tiletune_explain(tt.h, opa, opb, m, n, k, DT[dtype], lda, ldb, DT[dtype], ldc, 1, 1, 0, why, 1024))
+        return why.value.decode()
+
+    return dict(kind="gemm", name=name, shape=f"{ta}{tb} {m}x{n}x{k}", flops=2.0 * m * n * k, ours=ours,
+                theirs=theirs, check=check, explain=explain)
+
+
+def conv_case(tt, direction, name, n, c, h, w, k, r, s, stride, pad, dtype=torch.bfloat16):
+    x = torch.randn(n, c, h, w, device="cuda", dtype=dtype).to(memory_format=torch.channels_last)
+    wt = (torch.randn(k, c, r, s, device="cuda", dtype=dtype) * 0.1).to(memory_format=torch.channels_last)
+    y = F.conv2d(x, wt, stride=stride, padding=pad)
+    p, q = y.shape[2], y.shape[3]
+    dy = torch.randn_like(y)
+    d = ConvDesc(n, c, h, w, k, r, s, stride, stride, pad, pad, 1, 1, 1, 0, DT[dtype], DT[dtype])
+    stream = lambda: torch.cuda.current_stream().cuda_stream
+    back = lambda mask: torch.ops.aten.convolution_backward(dy, x, wt, None, [stride] * 2, [pad] * 2, [1, 1], False,
+                                                            [0, 0], 1, mask)
+    if direction == "fwd":
+        out, fn, args = torch.empty_like(y), tt.lib.tiletune_conv_forward, (x, wt)
+        theirs = lambda: F.conv2d(x, wt, stride=stride, padding=pad)
+    elif direction == "dgrad":
+        out, fn, args = torch.empty_like(x), tt.lib.tiletune_conv_backward_data, (dy, wt)
+        theirs = lambda: back([True, False, False])[0]
+    else:
+        out, fn, args = torch.empty_like(wt), tt.lib.tiletune_conv_backward_filter, (x, dy)
+        theirs = lambda: back([False, True, False])[1]
+    ours = lambda: tt.check(fn(tt.h, C.byref(d), args[0].data_ptr(), args[1].data_ptr(), out.data_ptr(), stream()))
+    why = C.create_string_buffer(1024)
+
+    def check():
+        out.fill_(float("nan"))
+        ours()
+        return rel_err(out, theirs())
+
+    def explain():
+        tt.check(tt.lib.tiletune_explain_conv(tt.h, C.byref(d), ("fwd", "dgrad", "wgrad").index(direction), why, 1024))
+        return why.value.decode()
+
+    return dict(kind="conv " + direction, name=name, shape=f"n{n} c{c} {h}x{w} k{k} {r}x{s}/{stride}",
+                flops=2.0 * n * p * q * k * c * r * s, ours=ours, theirs=theirs, check=check, explain=explain)
+
+
+def untuned_gemms():
+    bf = torch.bfloat16
+    out = []
+    for tokens in (512, 4096):
+        for model, (inp, outp) in {"bert_qkv": (768, 2304), "bert_ffn1": (768, 3072), "vit_l_qkv": (1024, 3072),
+                                    "llama8b_qkv": (4096, 6144), "gptj_ffn": (4096, 16384)}.items():
+            out.append((f"{model}_fwd_t{tokens}", "T", "N", outp, tokens, inp, bf))
+        out.append((f"bert_ffn1_dgrad_t{tokens}", "N", "N", 768, tokens, 3072, bf))
+        out.append((f"bert_ffn1_wgrad_t{tokens}", "N", "T", 768, 3072, tokens, bf))
+    out += [("misaligned_777", "N", "N", 777, 1333, 2049, bf), ("oddk_4095", "N", "N", 4096, 4096, 4095, bf),
+            ("small_96", "N", "N", 96, 96, 96, bf), ("skinny_8", "T", "N", 4096, 8, 4096, bf),
+            ("gpt2_lmhead_t2048", "T", "N", 50257, 2048, 768, bf), ("fp16_1536", "N", "T", 1536, 1536, 1536, torch.float16)]
+    return out
+
+
+def untuned_convs():
+    layers = [("vgg_3x3_256", 32, 256, 56, 56, 256, 3, 3, 1, 1), ("unet_3x3_64", 8, 64, 128, 128, 64, 3, 3, 1, 1),
+              ("stride2_3x3_128", 32, 128, 56, 56, 128, 3, 3, 2, 1), ("incep_1x1_96_160", 32, 96, 35, 35, 160, 1, 1, 1, 0),
+              ("5x5_48", 32, 48, 35, 35, 64, 5, 5, 1, 2), ("mbnet_1x1_144_24", 64, 144, 56, 56, 24, 1, 1, 1, 0),
+              ("effnet_1x1_240_40", 64, 240, 28, 28, 40, 1, 1, 1, 0)]
+    return [(d,) + l for d in ("fwd", "dgrad", "wgrad") for l in layers]
+
+
+def shipped_gemms(root):
+    spec = json.load(open(os.path.join(root, "configs/shapes/gemm.json")))
+    return [(g["name"], g["transA"], g["transB"], g["m"], g["n"], g["k"], torch.bfloat16) for g in spec["shapes"]]
+
+
+def shipped_convs(root):
+    spec = json.load(open(os.path.join(root, "configs/shapes/conv_resnet50.json")))
+    return [(d, l["name"], spec["n"], l["c"], l["h"], l["w"], l["k"], l["r"], l["s"], l["stride"], l["pad"])
+            for d in ("fwd", "dgrad", "wgrad") for l in spec["layers"]]
+
+
+def rung_of(text):
+    if "tuned online in " in text:
+        return "online (vendor)" if "the vendor library" in text else "online"
+    r = text.split(":")[0]
+    if r == "tuned" and "the vendor library" in text:
+        return "tuned (vendor)"
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--db", default="")
+    ap.add_argument("--user-db", default="")
+    ap.add_argument("--out", default="")
+    ap.add_argument("--label", default="")
+    ap.add_argument("--only", default="", help="gemm or conv")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--set", default="untuned", choices=("untuned", "shipped"))
+    ap.add_argument("--online", action="store_true")
+    ap.add_argument("--online-wait", type=float, default=1200)
+    a = ap.parse_args()
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cuda.matmul.allow_tf32 = False
+    tt = Tiletune(a.lib, a.db, a.user_db)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cases = []
+    if a.only in ("", "gemm"):
+        cases += [gemm_case(tt, *g) for g in (untuned_gemms() if a.set == "untuned" else shipped_gemms(root))]
+    if a.only in ("", "conv"):
+        cases += [conv_case(tt, *c) for c in (untuned_convs() if a.set == "untuned" else shipped_convs(root))]
+    for cs in cases:
+        cs["err"] = cs["check"]()
+    if a.online:
+        tt.check(tt.lib.tiletune_set_online(tt.h, 1))
+        start = time.time()
+        for cs in cases:
+            for _ in range(4):  # past TILETUNE_ONLINE_AFTER (3): handed to the tuner, which works in order
+                cs["ours"]()
+        torch.cuda.synchronize()
+        idle = C.c_int(0)
+        tt.check(tt.lib.tiletune_online_wait(tt.h, a.online_wait, C.byref(idle)))
+        print(f"online tuning of {len(cases)} problems: {time.time() - start:.0f} s, finished: {bool(idle.value)}",
+              flush=True)
+        for cs in cases:
+            cs["err"] = max(cs["err"], cs["check"]())  # the online winner's output too
+    lines = [f"# {a.label}", "",
+             "| kind | problem | shape | rung | tiletune TFLOP/s | PyTorch TFLOP/s | ratio | rel err |" +
+             (" online s |" if a.online else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|" if a.online else "")]
+    ratios = {}
+    for cs in cases:
+        rounds = [(triton.testing.do_bench(cs["ours"], warmup=25, rep=100, return_mode="median"),
+                   triton.testing.do_bench(cs["theirs"], warmup=25, rep=100, return_mode="median"))
+                  for _ in range(a.rounds)]
+        t_ours = statistics.median(r[0] for r in rounds)
+        t_theirs = statistics.median(r[1] for r in rounds)
+        ratio = t_theirs / t_ours
+        ok = cs["err"] < 2e-2
+        text = cs["explain"]()
+        ratios.setdefault(cs["kind"].split()[0], []).append(ratio)
+        row = (f"| {cs['kind']} | {cs['name']} | {cs['shape']} | {rung_of(text)} | {cs['flops'] / t_ours / 1e9:.1f} | "
+               f"{cs['flops'] / t_theirs / 1e9:.1f} | {ratio:.3f} | {cs['err']:.1e}{'' if ok else ' WRONG'} |")
+        if a.online:
+            row += (f" {float(text.split('tuned online in ')[1].split()[0]):.1f} |" if "tuned online in " in text else " - |")
+        lines.append(row)
+        print(row, flush=True)
+    lines.append("")
+    for kind, rs in ratios.items():
+        g = math.exp(sum(math.log(r) for r in rs) / len(rs))
+        lines.append(f"{kind}: {len(rs)} problems, geometric mean {g:.3f}x PyTorch, min {min(rs):.3f}x")
+    s = tt.stats()
+    lines.append(f"stats: calls {s.calls}, tuned {s.tuned} (user {s.user_tuned}, online {s.online}), pool {s.nearest}, "
+                 f"vendor {s.vendor}, default {s.fallbacks}, jit compiles {s.jit_compiles}, tuned online {s.online_tuned}")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.out:
+        open(a.out, "w").write(text)
+    return 0 if all(c["err"] < 2e-2 for c in cases) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+#include "gpu/vendor.h"
+
+#include "common/error.h"
+
+namespace tiletune::gpu {
+
+Vendor::Vendor(Device& dev) : backend_(dev.info().backend) {
+  if (vendor_disabled()) return;  // nothing loaded; vendor_scope refuses every problem
+  gemm_ = make_vendor_gemm(dev, &gemm_missing_);
+  conv_ = make_vendor_conv(dev, &conv_missing_);
+}
+
+Vendor::~Vendor() = default;
+
+std::string Vendor::name(ProblemKind kind) const {
+  if (kind == ProblemKind::Conv) return conv_ ? conv_->name() : "";
+  return gemm_ ? gemm_->name() : "";
+}
+
+std::string Vendor::unsupported(const Problem& p) const {
+  if (std::string why = vendor_scope(backend_, p); !why.empty()) return why;
+  if (p.is_conv()) return conv_ ? conv_->unsupported(p.conv()) : conv_missing_;
+  return gemm_ ? gemm_->unsupported(p.gemm()) : gemm_missing_;
+}
+
+void Vendor::run(const Problem& p, const void* args, Stream stream) {
+  if (std::string why = unsupported(p); !why.empty()) throw Error(why);
+  if (p.is_conv()) conv_->run(p.conv(), *static_cast<const TtConvParams*>(args), stream);
+  else gemm_->run(p.gemm(), *static_cast<const TtGemmParams*>(args), stream);
+}
+
+std::string Vendor::algorithm(const Problem& p) const {
+  return p.is_conv() && conv_ ? conv_->algorithm(p.conv()) : "";
+}
+
+}  // namespace tiletune::gpu

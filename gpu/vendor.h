@@ -1,0 +1,68 @@
+// The device's vendor libraries behind one call for a problem of any kind: cuBLAS and cuDNN on
+// CUDA, OpenBLAS on the host. The tuner times them as a candidate of every problem (they can win)
+// and the runtime runs them for problems no tuned kernel serves.
+#pragma once
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "gpu/vendor_conv.h"
+#include "gpu/vendor_gemm.h"
+#include "solutions/any_problem.h"
+
+namespace tiletune::gpu {
+
+// The solution template name a vendor measurement is stored under: its winner means "call the
+// vendor library", not a code object.
+inline constexpr const char* kVendorTemplate = "vendor";
+
+// What each backend's vendor libraries compute, known without loading them (`db explain` states
+// the ladder without a device): "" when the problem is in their scope, else why not. A library
+// that fails to load at run time narrows this further (Vendor::unsupported).
+// TILETUNE_VENDOR=off (or 0) takes the vendor out of sweeps and of the ladder everywhere.
+inline bool vendor_disabled() {
+  const char* v = std::getenv("TILETUNE_VENDOR");
+  return v && (std::string(v) == "off" || std::string(v) == "0");
+}
+
+inline std::string vendor_scope(BackendKind backend, const Problem& p) {
+  if (vendor_disabled()) return "the vendor library is disabled (TILETUNE_VENDOR=off)";
+  switch (backend) {
+    case BackendKind::Cuda:
+      if (p.is_conv() && p.conv().in_type != p.conv().out_type)
+        return "cuDNN's legacy API needs one type for all tensors";
+      return "";
+    case BackendKind::Host:
+      if (p.is_conv()) return "no vendor convolution on the host backend";
+      if (p.gemm().a_type != DataType::F32 || p.gemm().c_type != DataType::F32 || p.gemm().compute_tf32)
+        return "OpenBLAS computes fp32 GEMMs only";
+      return "";
+    case BackendKind::Hip: return "no vendor library is wired up for the HIP backend yet";
+  }
+  return "unknown backend";
+}
+
+class Vendor {
+ public:
+  // Loads the libraries the backend has. A library that is missing, or TILETUNE_VENDOR=off, leaves
+  // that kind unsupported with the reason; nothing here throws for it.
+  explicit Vendor(Device& dev);
+  ~Vendor();
+  // The library for problems of this kind ("" when there is none).
+  std::string name(ProblemKind kind) const;
+  // "" when the library computes `p`, else why not.
+  std::string unsupported(const Problem& p) const;
+  // Enqueues `p` on `stream` with `args`: a TtGemmParams for a GEMM, a TtConvParams for a
+  // convolution. Throws Error on failure; safe from several threads at once.
+  void run(const Problem& p, const void* args, Stream stream);
+  // The algorithm a convolution library chose for `p` ("" before its first call, or for a GEMM).
+  std::string algorithm(const Problem& p) const;
+
+ private:
+  std::unique_ptr<VendorGemm> gemm_;
+  std::unique_ptr<VendorConv> conv_;
+  BackendKind backend_;
+  std::string gemm_missing_, conv_missing_;  // why each is null
+};
+
+}  // namespace tiletune::gpu

@@ -1,0 +1,234 @@
+#include "runtime/online_tuner.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+extern char** environ;
+
+namespace tiletune::runtime {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+// The tiletune program beside this library (a build tree, an install's bin/ next to lib/).
+std::string find_exe() {
+  if (const char* e = std::getenv("TILETUNE_EXE"); e && *e) return e;
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&find_exe), &info) && info.dli_fname) {
+    const fs::path lib = fs::absolute(info.dli_fname).parent_path();
+    for (const fs::path& p : {lib / "tiletune", lib.parent_path() / "bin" / "tiletune"})
+      if (::access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
+
+std::string tail_of(const std::string& path, std::size_t bytes) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  return s.size() > bytes ? s.substr(s.size() - bytes) : s;
+}
+
+}  // namespace
+
+OnlineSettings online_settings_from_environment(const std::string& backend, int device, const std::string& user_db,
+                                                bool forced_on, std::string* why) {
+  OnlineSettings s;
+  const std::string on = env_or("TILETUNE_ONLINE", "");
+  if (!forced_on && (on.empty() || on == "0" || on == "off")) return s;
+  s.backend = backend;
+  s.device = device;
+  s.user_db = user_db;
+  s.after_calls = std::max(1, std::atoi(env_or("TILETUNE_ONLINE_AFTER", "3").c_str()));
+  s.budget = std::max(1, std::atoi(env_or("TILETUNE_ONLINE_BUDGET", "24").c_str()));
+  s.seconds = std::max(1.0, std::atof(env_or("TILETUNE_ONLINE_SECONDS", "30").c_str()));
+  s.search = env_or("TILETUNE_ONLINE_SEARCH", "model");
+  s.templates = env_or("TILETUNE_ONLINE_TEMPLATES", "");
+  s.candidate_timeout_s = std::atof(env_or("TILETUNE_ONLINE_TIMEOUT", "0").c_str());
+  if (user_db.empty()) {
+    if (why) *why = "online tuning needs a user database (tiletune_create_ex's user_db_path or TILETUNE_USER_DB)";
+    return s;
+  }
+  s.exe = find_exe();
+  if (s.exe.empty() && why)
+    *why = "online tuning needs the tiletune program: none beside the runtime library; set TILETUNE_EXE";
+  return s;
+}
+
+OnlineTuner::OnlineTuner(OnlineSettings settings, Done done) : s_(std::move(settings)), done_(std::move(done)) {
+  if (s_.work_dir.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "tiletune-online-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw Error("cannot make a directory for online tuning under " + fs::temp_directory_path().string());
+    s_.work_dir = tmpl;
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+OnlineTuner::~OnlineTuner() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    queue_.clear();
+    if (child_ > 0) ::kill(-child_, SIGKILL);  // the tune and its workers
+  }
+  cv_.notify_all();
+  thread_.join();
+  std::error_code ec;
+  fs::remove_all(s_.work_dir, ec);
+}
+
+void OnlineTuner::submit(const Problem& p) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return;
+    queue_.push_back(p);
+  }
+  cv_.notify_all();
+}
+
+bool OnlineTuner::wait_idle(double seconds) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return queue_.empty() && !busy_; });
+}
+
+void OnlineTuner::loop() {
+  for (;;) {
+    Problem p;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      p = queue_.front();
+      queue_.pop_front();
+      busy_ = true;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::string log;
+    bool ok = false;
+    try {
+      ok = tune(p, log);
+    } catch (const std::exception& e) {
+      log = e.what();
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    bool stopping;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping = stop_;
+    }
+    if (!stopping) {
+      try {
+        done_(p, ok, s, log);
+      } catch (...) {
+        // the runtime's bookkeeping must not end the tuner
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_ = false;
+    }
+    cv_.notify_all();
+  }
+}
+
+bool OnlineTuner::tune(const Problem& p, std::string& log) {
+  static int counter = 0;
+  const std::string stem = (fs::path(s_.work_dir) / ("problem-" + std::to_string(++counter))).string();
+  nlohmann::json problem = p;
+  nlohmann::json config = {{"name", "online"}, {"problems", nlohmann::json::array()}};
+  config["problems"].push_back(problem);
+  if (!s_.templates.empty()) {
+    nlohmann::json t = nlohmann::json::object();
+    std::stringstream ss(s_.templates);
+    for (std::string name; std::getline(ss, name, ',');)
+      if (!name.empty()) t[name] = nlohmann::json::object();
+    config["templates"] = t;
+  }
+  {
+    std::ofstream out(stem + ".json");
+    out << config.dump(1) << "\n";
+    if (!out) throw Error("cannot write " + stem + ".json");
+  }
+  std::vector<std::string> args = {s_.exe, "tune", stem + ".json", "--db", s_.user_db, "--backend", s_.backend,
+                                   "--device", std::to_string(s_.device), "--search", s_.search,
+                                   "--budget", std::to_string(s_.budget), "--budget-seconds", std::to_string(s_.seconds)};
+  if (s_.candidate_timeout_s > 0) args.insert(args.end(), {"--timeout", std::to_string(s_.candidate_timeout_s)});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  // No shell: argv as is; output to a log; its own process group, so that it and its workers can
+  // be killed together.
+  const std::string log_path = stem + ".log";
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  pid_t pid = -1;
+  int rc;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rc = stop_ ? ECANCELED : ::posix_spawn(&pid, s_.exe.c_str(), &fa, &attr, argv.data(), environ);
+    if (rc == 0) child_ = pid;
+  }
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    log = "cannot start " + s_.exe + ": " + std::strerror(rc);
+    return false;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(s_.limit_s);
+  int status = 0;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      log = "killed after " + std::to_string(int(s_.limit_s)) + " s\n";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    child_ = -1;
+  }
+  // 0: done; 3: incomplete (a problem could not be prepared in time) - whatever it recorded stands.
+  const bool ok = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3);
+  if (!ok) log += tail_of(log_path, 2000);
+  return ok;
+}
+
+}  // namespace tiletune::runtime

@@ -1,0 +1,68 @@
+// Online tuning: a problem the runtime keeps serving untuned is tuned in the background by a
+// `tiletune tune` child process (model search within a budget of candidates and seconds) that
+// writes into the user database. The trainer's calls never wait for it, and a candidate that
+// crashes or hangs takes down at most one of that child's own worker processes.
+#pragma once
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "solutions/any_problem.h"
+
+namespace tiletune::runtime {
+
+struct OnlineSettings {
+  std::string exe;       // the tiletune program
+  std::string user_db;   // where the winners go
+  std::string backend;   // "cuda", "hip", "host"
+  int device = 0;
+  int after_calls = 3;   // untuned calls of a problem before it is tuned (TILETUNE_ONLINE_AFTER)
+  int budget = 24;       // candidates per problem (TILETUNE_ONLINE_BUDGET)
+  double seconds = 30;   // seconds of measuring per problem (TILETUNE_ONLINE_SECONDS)
+  std::string search = "model";  // TILETUNE_ONLINE_SEARCH
+  std::string templates;  // comma-separated template names, "" for all (TILETUNE_ONLINE_TEMPLATES)
+  double candidate_timeout_s = 0;  // 0: the tuner's default (TILETUNE_ONLINE_TIMEOUT)
+  double limit_s = 900;  // a tune that runs longer than this is killed
+  std::string work_dir;  // configs and logs; "" for a fresh one under $TMPDIR
+};
+
+// The settings the environment asks for, or an empty `exe` when online tuning is off
+// (TILETUNE_ONLINE unset or 0) or cannot run; `why` then says why not (empty when simply off).
+OnlineSettings online_settings_from_environment(const std::string& backend, int device, const std::string& user_db,
+                                                bool forced_on, std::string* why);
+
+class OnlineTuner {
+ public:
+  // Called on the tuner's thread after each problem: ok when the tune finished (its winner, if
+  // any, is in the user database), its seconds, and the tail of its log when it failed.
+  using Done = std::function<void(const Problem&, bool ok, double seconds, const std::string& log)>;
+  OnlineTuner(OnlineSettings settings, Done done);
+  ~OnlineTuner();  // kills a tune in progress and waits for the thread
+  OnlineTuner(const OnlineTuner&) = delete;
+  OnlineTuner& operator=(const OnlineTuner&) = delete;
+
+  void submit(const Problem& p);
+  // Waits until nothing is queued or running, at most `seconds`; true when idle.
+  bool wait_idle(double seconds);
+  const OnlineSettings& settings() const { return s_; }
+
+ private:
+  void loop();
+  bool tune(const Problem& p, std::string& log);
+
+  OnlineSettings s_;
+  Done done_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Problem> queue_;
+  bool busy_ = false, stop_ = false;
+  pid_t child_ = -1;  // the running tune's process group, under mu_
+  std::thread thread_;
+};
+
+}  // namespace tiletune::runtime

@@ -1,0 +1,29 @@
+// Runs a GEMM through the C API on the host backend, on fresh random data checked against fp64:
+// shared by the tests that drive the runtime (host memory is the runtime's memory there).
+#pragma once
+#include "common/error.h"
+#include "gpu/backend.h"
+#include "runtime/tiletune.hpp"
+#include "tuner/problem_data.h"
+
+namespace tiletune::testing_util {
+
+inline tiletune_datatype_t c_api_type(DataType t) {
+  return t == DataType::F32 ? TILETUNE_R_32F : t == DataType::F16 ? TILETUNE_R_16F : TILETUNE_R_16BF;
+}
+
+inline tuner::ValidationResult dispatch_host(tiletune_handle_t h, const GemmProblem& problem) {
+  auto dev = gpu::open_device(gpu::BackendKind::Host, 0);
+  tuner::ProblemData data(*dev, problem, /*rotate=*/false);
+  const GemmProblem& p = data.problem();
+  return data.validate([&](const TtGemmParams& a) {
+    const tiletune_status_t s = tiletune_gemm_strided_batched_ex(
+        h, p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N, p.m, p.n, p.k,
+        a.alpha, a.a, c_api_type(p.a_type), p.lda, p.stride_a, a.b, p.ldb, p.stride_b, a.beta, a.c,
+        c_api_type(p.c_type), p.ldc, p.stride_c, p.batch,
+        p.compute_tf32 ? TILETUNE_COMPUTE_32F_FAST_TF32 : TILETUNE_COMPUTE_32F, nullptr);
+    if (s != TILETUNE_SUCCESS) throw Error(tiletune_last_error());
+  });
+}
+
+}  // namespace tiletune::testing_util

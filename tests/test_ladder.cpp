@@ -1,0 +1,256 @@
+// The runtime's dispatch ladder on the host backend, rung by rung (solutions/selection.h): an exact
+// winner (the user database's first, the vendor library as a winner too), a pool kernel only with
+// evidence that it beats the vendor, the vendor library (OpenBLAS), the template default; and the
+// warning for a database that holds nothing for this arch. Every call is checked against fp64.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "db/database.h"
+#include "db/explain.h"
+#include "gpu/backend.h"
+#include "gpu/host/host_backend.h"
+#include "gpu/vendor.h"
+#include "runtime_test_util.h"
+#include "solutions/kernel_template.h"
+#include "tuner/config.h"
+#include "tuner/sweep.h"
+
+namespace fs = std::filesystem;
+using namespace tiletune;
+using testing_util::dispatch_host;
+
+namespace {
+
+GemmProblem f32(std::int64_t m, std::int64_t n, std::int64_t k) {
+  GemmProblem p;
+  p.m = m, p.n = n, p.k = k;
+  return p.canonical();
+}
+
+class Ladder : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::unsetenv("TILETUNE_VENDOR");
+    ::unsetenv("TILETUNE_USER_DB");
+    if (!gpu::host::make_openblas_gemm()) GTEST_SKIP() << "OpenBLAS (libopenblas0) is not installed";
+    dir_ = fs::temp_directory_path() / ("tiletune-ladder-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    arch_ = gpu::list_devices(gpu::BackendKind::Host)[0].arch;
+  }
+  void TearDown() override {
+    ::unsetenv("TILETUNE_VENDOR");
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // Records a measurement of `s` on `p` (a kernel without a code object: the runtime compiles it).
+  void record(const std::string& path, const Problem& p, const Solution& s, const std::string& source_hash,
+              double median_ms, const std::string& arch = "") {
+    db::Database d = db::Database::open(path, db::Mode::ReadWrite);
+    db::MeasurementRecord m;
+    m.problem_id = d.upsert_problem(p);
+    m.solution_id = d.upsert_solution(s, source_hash);
+    m.arch = arch.empty() ? arch_ : arch;
+    m.min_ms = m.median_ms = m.max_ms = median_ms;
+    m.tflops = p.flops() / (median_ms * 1e-3) / 1e12;
+    m.sweep = "ladder-test";
+    d.put_measurement(m);
+  }
+  void record_kernel(const std::string& path, const Problem& p, double ms) {
+    const KernelTemplate& t = find_template("host_gemm");
+    record(path, p, t.default_solution(), t.source_hash(), ms);
+  }
+  void record_vendor(const std::string& path, const Problem& p, double ms) {
+    record(path, p, Solution{gpu::kVendorTemplate, {}}, "OpenBLAS", ms);
+  }
+
+  tiletune_handle_t open(const std::string& shipped, const char* user = nullptr) {
+    tiletune_handle_t h = nullptr;
+    EXPECT_EQ(tiletune_create_ex(&h, shipped.empty() ? nullptr : shipped.c_str(), user, "host", 0), TILETUNE_SUCCESS)
+        << tiletune_last_error();
+    return h;
+  }
+  static tiletune_stats_t stats(tiletune_handle_t h) {
+    tiletune_stats_t s{};
+    EXPECT_EQ(tiletune_get_stats(h, &s), TILETUNE_SUCCESS);
+    return s;
+  }
+  static std::string explain(tiletune_handle_t h, const GemmProblem& p) {
+    char why[1024];
+    EXPECT_EQ(tiletune_explain(h, p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
+                               p.m, p.n, p.k, testing_util::c_api_type(p.a_type), p.lda, p.ldb,
+                               testing_util::c_api_type(p.c_type), p.ldc, p.batch, p.beta_zero,
+                               p.compute_tf32 ? TILETUNE_COMPUTE_32F_FAST_TF32 : TILETUNE_COMPUTE_32F, why, sizeof why),
+              TILETUNE_SUCCESS);
+    return why;
+  }
+  static void expect_correct(tiletune_handle_t h, const GemmProblem& p) {
+    auto r = dispatch_host(h, p);
+    EXPECT_TRUE(r.ok) << p.key() << ": " << r.reason;
+  }
+
+  fs::path dir_;
+  std::string arch_;
+};
+
+TEST_F(Ladder, WithoutADatabaseTheVendorServesWhatItComputesAndTheDefaultTheRest) {
+  tiletune_handle_t h = open("");
+  expect_correct(h, f32(37, 29, 51));
+  tiletune_stats_t s = stats(h);
+  EXPECT_EQ(s.vendor, 1u);
+  EXPECT_EQ(s.fallbacks, 0u);
+  EXPECT_EQ(s.jit_compiles, 0u);
+  EXPECT_EQ(explain(h, f32(37, 29, 51)).rfind("vendor: OpenBLAS", 0), 0u) << explain(h, f32(37, 29, 51));
+
+  GemmProblem half = f32(16, 24, 8);
+  half.a_type = half.c_type = DataType::F16;  // OpenBLAS has no fp16 GEMM
+  expect_correct(h, half);
+  s = stats(h);
+  EXPECT_EQ(s.fallbacks, 1u);
+  EXPECT_EQ(s.calls, 2u);
+  EXPECT_NE(explain(h, half).find("OpenBLAS computes fp32 GEMMs only"), std::string::npos) << explain(h, half);
+  tiletune_destroy(h);
+}
+
+TEST_F(Ladder, VendorOffLeavesTheDefault) {
+  ::setenv("TILETUNE_VENDOR", "off", 1);
+  tiletune_handle_t h = open("");
+  expect_correct(h, f32(37, 29, 51));
+  EXPECT_EQ(stats(h).fallbacks, 1u);
+  EXPECT_EQ(stats(h).vendor, 0u);
+  tiletune_destroy(h);
+}
+
+TEST_F(Ladder, AVendorWinnerIsServedByTheVendorAsTuned) {
+  const std::string db = (dir_ / "v.db").string();
+  record_kernel(db, f32(64, 64, 64), 2.0);
+  record_vendor(db, f32(64, 64, 64), 1.0);  // faster: the winner
+  tiletune_handle_t h = open(db);
+  expect_correct(h, f32(64, 64, 64));
+  tiletune_stats_t s = stats(h);
+  EXPECT_EQ(s.tuned, 1u);
+  EXPECT_EQ(s.vendor, 0u);
+  EXPECT_EQ(s.jit_compiles, 0u) << "the vendor needs no kernel";
+  EXPECT_NE(explain(h, f32(64, 64, 64)).find("exact winner the vendor library"), std::string::npos);
+  tiletune_destroy(h);
+}
+
+TEST_F(Ladder, ThePoolServesANeighbourOnlyWhereItBeatTheVendor) {
+  const std::string strong = (dir_ / "strong.db").string(), weak = (dir_ / "weak.db").string(),
+                    unmeasured = (dir_ / "unmeasured.db").string();
+  record_kernel(strong, f32(64, 64, 64), 1.0);
+  record_vendor(strong, f32(64, 64, 64), 1.5);  // the kernel was 1.5x the vendor: beyond kPoolMargin
+  record_kernel(weak, f32(64, 64, 64), 1.0);
+  record_vendor(weak, f32(64, 64, 64), 1.05);
+  record_kernel(unmeasured, f32(64, 64, 64), 1.0);
+  const GemmProblem near = f32(60, 70, 64);
+
+  tiletune_handle_t h = open(strong);
+  expect_correct(h, near);
+  EXPECT_EQ(stats(h).nearest, 1u);
+  EXPECT_EQ(explain(h, near).rfind("pool:", 0), 0u) << explain(h, near);
+  tiletune_destroy(h);
+
+  for (const std::string& db : {weak, unmeasured}) {
+    h = open(db);
+    expect_correct(h, near);
+    EXPECT_EQ(stats(h).vendor, 1u) << db;
+    EXPECT_EQ(stats(h).nearest, 0u) << db;
+    EXPECT_EQ(explain(h, near).rfind("vendor:", 0), 0u) << explain(h, near);
+    tiletune_destroy(h);
+  }
+  // `db explain` states the same rule without a device.
+  db::Database sd = db::Database::open(strong, db::Mode::ReadOnly);
+  EXPECT_EQ(db::explain(sd, near, "").choice, db::Explanation::Choice::Nearest);
+  db::Database wd = db::Database::open(weak, db::Mode::ReadOnly);
+  db::Explanation we = db::explain(wd, near, "");
+  EXPECT_EQ(we.choice, db::Explanation::Choice::Vendor);
+  EXPECT_NE(db::format(we).find("VENDOR (untuned)"), std::string::npos) << db::format(we);
+  // With no vendor, the neighbour serves whatever was measured.
+  ::setenv("TILETUNE_VENDOR", "off", 1);
+  h = open(weak);
+  expect_correct(h, near);
+  EXPECT_EQ(stats(h).nearest, 1u);
+  tiletune_destroy(h);
+}
+
+TEST_F(Ladder, TheUserDatabaseTakesPrecedence) {
+  const std::string shipped = (dir_ / "shipped.db").string(), user = (dir_ / "user.db").string();
+  record_kernel(shipped, f32(64, 64, 64), 1.0);  // no code object: compiled on first use
+  record_vendor(user, f32(64, 64, 64), 1.0);
+
+  tiletune_handle_t h = open(shipped);
+  expect_correct(h, f32(64, 64, 64));
+  EXPECT_EQ(stats(h).jit_compiles, 1u);
+  EXPECT_EQ(stats(h).user_tuned, 0u);
+  tiletune_destroy(h);
+
+  h = open(shipped, user.c_str());
+  expect_correct(h, f32(64, 64, 64));
+  EXPECT_EQ(stats(h).tuned, 1u);
+  EXPECT_EQ(stats(h).user_tuned, 1u);
+  EXPECT_EQ(stats(h).jit_compiles, 0u) << "the user database's vendor winner, not the shipped kernel";
+  EXPECT_NE(explain(h, f32(64, 64, 64)).find("(user database)"), std::string::npos);
+  tiletune_destroy(h);
+
+  ::setenv("TILETUNE_USER_DB", user.c_str(), 1);  // the same through the environment
+  h = open(shipped);
+  expect_correct(h, f32(64, 64, 64));
+  EXPECT_EQ(stats(h).user_tuned, 1u);
+  tiletune_destroy(h);
+  ::unsetenv("TILETUNE_USER_DB");
+
+  // A user database that does not exist yet is skipped; one that is not a database is an error.
+  const std::string missing = (dir_ / "not-yet.db").string();
+  h = open(shipped, missing.c_str());
+  EXPECT_EQ(stats(h).calls, 0u);
+  tiletune_destroy(h);
+  const std::string junk = (dir_ / "junk.db").string();
+  { std::FILE* f = std::fopen(junk.c_str(), "w"); std::fputs("not sqlite", f); std::fclose(f); }
+  tiletune_handle_t bad = nullptr;
+  EXPECT_EQ(tiletune_create_ex(&bad, shipped.c_str(), junk.c_str(), "host", 0), TILETUNE_ERROR_DATABASE);
+  EXPECT_NE(std::string(tiletune_last_error()).find("junk.db"), std::string::npos) << tiletune_last_error();
+}
+
+TEST_F(Ladder, ADatabaseOfAnotherArchWarnsOnceAndServesUntuned) {
+  const std::string db = (dir_ / "foreign.db").string();
+  record(db, f32(64, 64, 64), find_template("host_gemm").default_solution(), find_template("host_gemm").source_hash(),
+         1.0, "sm_90a");
+  ::testing::internal::CaptureStderr();
+  tiletune_handle_t h = open(db);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("holds no winners for " + arch_), std::string::npos) << err;
+  EXPECT_NE(err.find("sm_90a"), std::string::npos) << err;
+  expect_correct(h, f32(64, 64, 64));
+  EXPECT_EQ(stats(h).vendor, 1u);
+  tiletune_destroy(h);
+}
+
+TEST_F(Ladder, ASweepTimesTheVendorAsACandidate) {
+  const std::string db = (dir_ / "sweep.db").string();
+  auto cfg = tuner::parse_config(R"({"name": "ladder-sweep",
+      "problems": [{"dtype": "f32", "transA": "N", "transB": "T", "m": 48, "n": 40, "k": 64}],
+      "templates": {"host_gemm": {"parameters": {"MT0": [16], "MT1": [16], "KU": [16], "TT0": [8], "TT1": [4]}}},
+      "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 5, "target_ms": 5}})",
+                                 dir_.string());
+  tuner::SweepOptions o;
+  o.backend = gpu::BackendKind::Host;
+  o.db_path = db;
+  tuner::SweepSummary sum = tuner::run_sweep(cfg, o, stderr);
+  ASSERT_EQ(sum.winners.size(), 1u);
+  EXPECT_EQ(sum.vendor, "OpenBLAS");
+  db::Database d = db::Database::open(db, db::Mode::ReadOnly);
+  const auto vendor_ms = d.best_ms_of_template(arch_, gpu::kVendorTemplate);
+  ASSERT_EQ(vendor_ms.size(), 1u) << "the vendor's timing is a measurement of the problem";
+  EXPECT_GT(vendor_ms.begin()->second, 0);
+  // Whichever won, the runtime serves it as the tuned winner, correctly.
+  tiletune_handle_t h = open(db);
+  expect_correct(h, cfg.problems[0].gemm());
+  EXPECT_EQ(stats(h).tuned, 1u);
+  tiletune_destroy(h);
+}
+
+}  // namespace
