@@ -174,7 +174,12 @@ Explanation explain(Database& db, const Problem& problem, const std::string& arc
   } else {
     e.untuned_reason = "no winner for this exact problem key on " + e.arch;
   }
-  if (e.choice == Explanation::Choice::Tuned) return e;
+  if (e.choice == Explanation::Choice::Tuned) {
+    const auto vendor_ms = db.best_ms_of_template(e.arch, gpu::kVendorTemplate);
+    if (auto v = vendor_ms.find(e.winner->problem_id); v != vendor_ms.end() && e.winner->median_ms > 0)
+      e.vendor_ratio = v->second / e.winner->median_ms;
+    return e;
+  }
 
   // The runtime's rules (solutions/selection.h): a pool kernel, the vendor library, a default.
   std::vector<WinnerRecord> usable;
@@ -246,6 +251,11 @@ std::string format(const Explanation& e) {
              "): loaded on first call, no compile\n";
       else
         s += "code     no usable stored code object: compiled from the template source on first call\n";
+      if (w.solution.template_name != gpu::kVendorTemplate &&
+          !kernel_serves(TunedEntry{e.problem, nullptr, w.solution, e.vendor_ratio},
+                         gpu::vendor_scope(e.device.backend, e.problem).empty()))
+        s += "runtime  the vendor library serves it: the kernel beat it only " + fmt("%.2f", e.vendor_ratio) +
+             "x when tuned (" + fmt("%.2f", kKernelMargin) + "x needed)\n";
       s += "note     pointers less aligned than the leading dimensions imply are checked against the winner's\n"
            "         constraints at each call and may run the fallback instead\n";
       break;

@@ -3,6 +3,7 @@
 // The rules themselves live in solutions/selection.h, shared with the runtime.
 #pragma once
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -45,6 +46,9 @@ struct Explanation {
   std::optional<CodeObjectRecord> code_object;   // its stored code object (bytes included)
   std::string untuned_reason;                    // why no tuned kernel (Fallback / NoKernel)
   std::string rule;                              // why this rung, for the untuned rungs
+  // Tuned: vendor time over the winner's on this problem (NaN: not measured); under kKernelMargin
+  // the runtime has the vendor serve a kernel winner (kernel_serves).
+  double vendor_ratio = std::numeric_limits<double>::quiet_NaN();
   Solution fallback;                             // the default solution run (Fallback)
   std::vector<std::pair<std::string, std::string>> rejected;  // fallback templates passed over
   std::vector<std::string> tuned_neighbours;     // keys of tuned problems with the same types and layout

@@ -126,6 +126,15 @@ std::unique_ptr<Runtime::Loaded> Runtime::make_loaded(const db::WinnerRecord& w,
   return loaded;
 }
 
+void Runtime::prefer_vendor_unless_faster(Loaded& w, const TunedEntry& e) {
+  if (!w.tmpl || kernel_serves(e, true)) return;
+  w.vendor_first = true;
+  char note[160];
+  std::snprintf(note, sizeof note, "; the vendor library serves it: the kernel beat it only %.2fx when tuned (%.2fx needed)",
+                e.vendor_ratio, kKernelMargin);
+  w.note = note;
+}
+
 void Runtime::load(db::Database& db, bool user) {
   const gpu::DeviceInfo& info = dev_->info();
   // Only this arch's winners: a code object built for one arch is never loaded on another.
@@ -147,6 +156,7 @@ void Runtime::load(db::Database& db, bool user) {
     TunedEntry entry{p, loaded->tmpl, w.solution};
     if (auto v = vendor_ms.find(w.problem_id); v != vendor_ms.end() && w.median_ms > 0)
       entry.vendor_ratio = v->second / w.median_ms;
+    prefer_vendor_unless_faster(*loaded, entry);
     tuned_.push_back(std::move(entry));
     tuned_loaded_.push_back(loaded.get());
     winners_.emplace(ProblemKey(p), std::move(loaded));
@@ -196,7 +206,14 @@ void Runtime::adopt_online(const Problem& p, bool ok, double seconds, const std:
       dbs_.push_back(std::make_unique<db::Database>(db::Database::open(user_db_path_, db::Mode::ReadOnly)));
       user_db_ = dbs_.back().get();
     }
-    if (auto w = user_db_->find_winner(dev_->info().arch, p.key())) loaded = make_loaded(*w, *user_db_, true);
+    if (auto w = user_db_->find_winner(dev_->info().arch, p.key())) {
+      loaded = make_loaded(*w, *user_db_, true);
+      const auto vendor_ms = user_db_->best_ms_of_template(dev_->info().arch, gpu::kVendorTemplate);
+      if (auto v = vendor_ms.find(w->problem_id); loaded && v != vendor_ms.end() && w->median_ms > 0) {
+        TunedEntry e{loaded->problem, loaded->tmpl, loaded->solution, v->second / w->median_ms};
+        prefer_vendor_unless_faster(*loaded, e);
+      }
+    }
   }
   if (!loaded) return;
   loaded->online_seconds = seconds;
@@ -319,6 +336,14 @@ bool Runtime::serve(Launchable& how, const std::shared_ptr<gpu::Kernel>& kernel,
   return true;
 }
 
+bool Runtime::serve_winner(Loaded& w, Call& call, gpu::Stream stream) {
+  if (w.vendor_first && vendor().unsupported(call.problem).empty()) {
+    vendor().run(call.problem, call.args(), stream);
+    return true;
+  }
+  return serve(w, w.tmpl ? load_winner(w) : nullptr, call, stream);
+}
+
 void Runtime::count(Rung rung, bool user) {
   ++stats_.calls;
   switch (rung) {
@@ -424,7 +449,7 @@ std::string Runtime::explain(const Problem& problem) {
   const Problem p = problem.canonical();
   auto describe = [&](const Loaded& w) {
     std::string s = std::string("tuned: exact winner ") + (w.tmpl ? w.solution.kernel_name() : "the vendor library") +
-                    " of " + p.key() + (w.user ? " (user database" : "");
+                    " of " + p.key() + w.note + (w.user ? " (user database" : "");
     if (w.online_seconds >= 0) s += ", tuned online in " + std::to_string(w.online_seconds) + " s";
     return w.user ? s + ")" : s;
   };
@@ -439,11 +464,11 @@ void Runtime::dispatch(Call& call, gpu::Stream stream) {
   auto it = winners_.find(ProblemKey(call.problem));
   if (it != winners_.end()) {
     Loaded& w = *it->second;
-    if (serve(w, w.tmpl ? load_winner(w) : nullptr, call, stream)) return count(Rung::Tuned, w.user);
+    if (serve_winner(w, call, stream)) return count(Rung::Tuned, w.user);
   }
   Plan& plan = plan_for(call.problem);
   if (Loaded* o = plan.online.load(std::memory_order_acquire))
-    if (serve(*o, o->tmpl ? load_winner(*o) : nullptr, call, stream)) {
+    if (serve_winner(*o, call, stream)) {
       ++stats_.online;
       return count(Rung::Tuned, true);
     }

@@ -128,6 +128,10 @@ class Runtime {
   struct Loaded : Launchable {
     Problem problem;  // canonical
     double online_seconds = -1;  // >= 0: tuned online, in this many seconds
+    // A kernel winner whose lead over the vendor was under kKernelMargin: the vendor serves it
+    // while it computes the problem (kernel_serves); `note` says why.
+    bool vendor_first = false;
+    std::string note;
     db::Database* db = nullptr;  // where its code object is
     bool user = false;           // from the user database
     std::int64_t code_object_id = 0;
@@ -161,12 +165,15 @@ class Runtime {
   // A winner row as the ladder serves it; nullptr (with a warning) for a row this runtime cannot use.
   std::unique_ptr<Loaded> make_loaded(const db::WinnerRecord& w, db::Database& db, bool user);
   void adopt_online(const Problem& p, bool ok, double seconds, const std::string& log);
+  static void prefer_vendor_unless_faster(Loaded& w, const TunedEntry& e);
   void submit_online(const Problem& p);
   void dispatch(Call& call, gpu::Stream stream);
   // Runs the call as `how` says, if `how` can take it (the vendor computes it, the kernel admits
   // the pointers and loaded); false otherwise, with nothing launched.
   bool serve(Launchable& how, const std::shared_ptr<gpu::Kernel>& kernel, Call& call, gpu::Stream stream);
   bool admits(const Launchable& how, const Call& call) const;
+  // An exact (or online) winner: its kernel, or the vendor where the kernel's lead was too small.
+  bool serve_winner(Loaded& w, Call& call, gpu::Stream stream);
   void count(Rung rung, bool user);
 
   gpu::Vendor& vendor();

@@ -85,6 +85,10 @@ FallbackChoice choose_fallback(const std::vector<const KernelTemplate*>& ranked,
   return c;
 }
 
+bool kernel_serves(const TunedEntry& e, bool vendor_available) {
+  return !vendor_available || std::isnan(e.vendor_ratio) || e.vendor_ratio >= kKernelMargin;
+}
+
 static std::string fixed(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.2f", v);
@@ -110,7 +114,7 @@ UntunedChoice choose_untuned(const std::vector<TunedEntry>& tuned, const Problem
       c.rung = Rung::Pool;
       c.why = near + ": its winner " + e.solution.kernel_name() + " (no vendor: " + vendor_unsupported + ")";
       return c;
-    } else if (e.vendor_ratio >= kPoolMargin) {
+    } else if (e.vendor_ratio >= kKernelMargin) {
       c.rung = Rung::Pool;
       c.why = near + ": its winner " + e.solution.kernel_name() + ", " + fixed(e.vendor_ratio) +
               "x the vendor there";
@@ -120,7 +124,7 @@ UntunedChoice choose_untuned(const std::vector<TunedEntry>& tuned, const Problem
       c.why = near + "'s winner " + e.solution.kernel_name() +
               (std::isnan(e.vendor_ratio) ? std::string(" was never measured against the vendor")
                                           : " beat the vendor only " + fixed(e.vendor_ratio) + "x there") +
-              " (the pool needs " + fixed(kPoolMargin) + "x)";
+              " (the pool needs " + fixed(kKernelMargin) + "x)";
       return c;
     }
   }

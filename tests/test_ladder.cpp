@@ -138,11 +138,42 @@ TEST_F(Ladder, AVendorWinnerIsServedByTheVendorAsTuned) {
   tiletune_destroy(h);
 }
 
+TEST_F(Ladder, ATunedKernelWithinTheMarginOfTheVendorGivesWayToIt) {
+  const std::string close = (dir_ / "close.db").string(), clear = (dir_ / "clear.db").string();
+  record_kernel(close, f32(64, 64, 64), 1.0);
+  record_vendor(close, f32(64, 64, 64), 1.05);  // the kernel won, by less than kKernelMargin
+  record_kernel(clear, f32(64, 64, 64), 1.0);
+  record_vendor(clear, f32(64, 64, 64), 1.5);
+
+  tiletune_handle_t h = open(close);
+  expect_correct(h, f32(64, 64, 64));
+  EXPECT_EQ(stats(h).tuned, 1u);
+  EXPECT_EQ(stats(h).jit_compiles, 0u) << "the vendor served it, not the kernel";
+  EXPECT_NE(explain(h, f32(64, 64, 64)).find("the vendor library serves it"), std::string::npos)
+      << explain(h, f32(64, 64, 64));
+  tiletune_destroy(h);
+  db::Database cd = db::Database::open(close, db::Mode::ReadOnly);
+  const std::string text = db::format(db::explain(cd, f32(64, 64, 64), ""));
+  EXPECT_NE(text.find("the vendor library serves it"), std::string::npos) << text;
+
+  h = open(clear);
+  expect_correct(h, f32(64, 64, 64));
+  EXPECT_EQ(stats(h).tuned, 1u);
+  EXPECT_EQ(stats(h).jit_compiles, 1u) << "the kernel (no code object stored: compiled once)";
+  tiletune_destroy(h);
+
+  ::setenv("TILETUNE_VENDOR", "off", 1);  // without a vendor the kernel serves whatever its lead
+  h = open(close);
+  expect_correct(h, f32(64, 64, 64));
+  EXPECT_EQ(stats(h).jit_compiles, 1u);
+  tiletune_destroy(h);
+}
+
 TEST_F(Ladder, ThePoolServesANeighbourOnlyWhereItBeatTheVendor) {
   const std::string strong = (dir_ / "strong.db").string(), weak = (dir_ / "weak.db").string(),
                     unmeasured = (dir_ / "unmeasured.db").string();
   record_kernel(strong, f32(64, 64, 64), 1.0);
-  record_vendor(strong, f32(64, 64, 64), 1.5);  // the kernel was 1.5x the vendor: beyond kPoolMargin
+  record_vendor(strong, f32(64, 64, 64), 1.5);  // the kernel was 1.5x the vendor: beyond kKernelMargin
   record_kernel(weak, f32(64, 64, 64), 1.0);
   record_vendor(weak, f32(64, 64, 64), 1.05);
   record_kernel(unmeasured, f32(64, 64, 64), 1.0);
@@ -234,8 +265,9 @@ TEST_F(Ladder, ASweepTimesTheVendorAsACandidate) {
   auto cfg = tuner::parse_config(R"({"name": "ladder-sweep",
       "problems": [{"dtype": "f32", "transA": "N", "transB": "T", "m": 48, "n": 40, "k": 64}],
       "templates": {"host_gemm": {"parameters": {"MT0": [16], "MT1": [16], "KU": [16], "TT0": [8], "TT1": [4]}}},
-      "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 5, "target_ms": 5}})",
+      "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 5, "target_ms": 5, "flush_l2": true}})",
                                  dir_.string());
+  ASSERT_TRUE(cfg.benchmark.flush_l2);  // each run alone behind a cache overwrite, as do_bench
   tuner::SweepOptions o;
   o.backend = gpu::BackendKind::Host;
   o.db_path = db;

@@ -11,6 +11,18 @@ Timing time_runs(gpu::Device& dev, ProblemData& data, const BenchmarkOptions& op
   return time_runs(dev, data.sets(), options, [&](std::size_t set) { launch(data.params(set)); });
 }
 
+static Timing summarize(std::vector<double>& ms, double mean_ms) {
+  std::sort(ms.begin(), ms.end());
+  const std::size_t n = ms.size();
+  Timing t;
+  t.iterations = int(n);
+  t.min_ms = ms.front();
+  t.max_ms = ms.back();
+  t.median_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  t.mean_ms = mean_ms;
+  return t;
+}
+
 Timing time_runs(gpu::Device& dev, std::size_t sets, const BenchmarkOptions& options,
                  const std::function<void(std::size_t)>& run) {
   std::size_t set = 0;
@@ -43,6 +55,22 @@ Timing time_runs(gpu::Device& dev, std::size_t sets, const BenchmarkOptions& opt
   int runs = options.max_iterations;
   if (first_ms > 0) runs = int(std::clamp(options.target_ms / first_ms, double(options.min_iterations),
                                           double(options.max_iterations)));
+  if (options.flush_l2 && dev.info().cache_bytes > 0) {
+    // do_bench's way: each run alone, behind an overwrite of twice the cache.
+    gpu::DeviceBuffer flush(dev, std::size_t(2 * dev.info().cache_bytes));
+    std::vector<gpu::Event> begin, end;
+    for (int i = 0; i < runs; ++i) begin.push_back(make()), end.push_back(make());
+    for (int i = 0; i < runs; ++i) {
+      dev.fill_bytes(flush.get(), std::uint8_t(i), flush.size());
+      dev.record(begin[i]);
+      launch(next());
+      dev.record(end[i]);
+    }
+    std::vector<double> ms;
+    double sum = 0;
+    for (int i = 0; i < runs; ++i) sum += ms.emplace_back(dev.elapsed_ms(begin[i], end[i]));
+    return summarize(ms, sum / runs);
+  }
   std::vector<gpu::Event> marks;
   for (int i = 0; i <= runs; ++i) marks.push_back(make());
   // Short kernels: the stream waits behind a spin kernel while the host enqueues every run, so
@@ -63,14 +91,7 @@ Timing time_runs(gpu::Device& dev, std::size_t sets, const BenchmarkOptions& opt
   }
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) ms.push_back(dev.elapsed_ms(marks[i], marks[i + 1]));
-  std::sort(ms.begin(), ms.end());
-  Timing t;
-  t.iterations = runs;
-  t.min_ms = ms.front();
-  t.max_ms = ms.back();
-  t.median_ms = runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);
-  t.mean_ms = dev.elapsed_ms(marks[0], marks[runs]) / runs;
-  return t;
+  return summarize(ms, dev.elapsed_ms(marks[0], marks[runs]) / runs);
 }
 
 }  // namespace tiletune::tuner

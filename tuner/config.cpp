@@ -195,8 +195,10 @@ TuningConfig parse_config(const std::string& text, const std::string& base_dir) 
 
     if (j.contains("benchmark")) {
       const json& b = j["benchmark"];
-      only_keys(b, {"warmup", "min_iterations", "max_iterations", "target_ms", "timeout_s", "prepare_timeout_s"},
+      only_keys(b, {"warmup", "min_iterations", "max_iterations", "target_ms", "timeout_s", "prepare_timeout_s",
+                    "flush_l2"},
                 "\"benchmark\"");
+      c.benchmark.flush_l2 = b.value("flush_l2", c.benchmark.flush_l2);
       c.benchmark.warmup = b.value("warmup", c.benchmark.warmup);
       c.benchmark.min_iterations = b.value("min_iterations", c.benchmark.min_iterations);
       c.benchmark.max_iterations = b.value("max_iterations", c.benchmark.max_iterations);

@@ -21,6 +21,9 @@ struct BenchmarkOptions {
   // loads the kernel: the tuner's own work, so running over it blames no candidate (the problem is
   // skipped, nothing recorded for it).
   double prepare_timeout_s = 1800;
+  // Time each run alone after overwriting a buffer of twice the last-level cache, as
+  // triton.testing.do_bench does (the headline tables' method), instead of back to back.
+  bool flush_l2 = false;
 };
 
 struct TuningConfig {

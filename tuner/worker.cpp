@@ -54,7 +54,8 @@ json to_json(const MeasureRequest& r) {
                     {"min_iterations", r.benchmark.min_iterations},
                     {"max_iterations", r.benchmark.max_iterations},
                     {"target_ms", r.benchmark.target_ms},
-                    {"timeout_s", r.benchmark.timeout_s}};
+                    {"timeout_s", r.benchmark.timeout_s},
+                    {"flush_l2", r.benchmark.flush_l2}};
   return j;
 }
 
@@ -74,6 +75,7 @@ MeasureRequest request_from_json(const json& j) {
     r.benchmark.max_iterations = b.at("max_iterations").get<int>();
     r.benchmark.target_ms = b.at("target_ms").get<double>();
     r.benchmark.timeout_s = b.value("timeout_s", r.benchmark.timeout_s);
+    r.benchmark.flush_l2 = b.value("flush_l2", false);
   } catch (const json::exception& e) {
     throw Error(std::string("worker request: ") + e.what());
   }
