@@ -1,12 +1,13 @@
 // The runtime's cost per GEMM call before the launch: problem check, canonical key, exact-match
-// lookup among the winners (target: under 100 ns), and the whole C API call on the host backend
-// for a tiny problem (lookup + argument packing + a host "launch" of one tile).
+// lookup among the winners (target: under 100 ns), the whole C API call on the host backend for a
+// tiny problem (lookup + argument packing + a host "launch" of one tile), and the untuned path.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
 
 #include "db/database.h"
 #include "gpu/backend.h"
+#include "gpu/vendor_gemm.h"
 #include "runtime/runtime.h"
 #include "runtime/tiletune.h"
 
@@ -78,6 +79,63 @@ void BM_CApiGemmTinyHost(benchmark::State& state) {
   tiletune_destroy(h);
 }
 BENCHMARK(BM_CApiGemmTinyHost);
+
+// The ladder's cost for a problem nobody tuned, on the host backend's vendor rung (OpenBLAS): the
+// first call of each problem (the decision: pool search among 100 winners, vendor scope, plan), a
+// later call of the same problem (the cached plan), and OpenBLAS called directly on the same data.
+GemmProblem untuned_problem(int i) {
+  GemmProblem p;
+  p.m = 200 + i;
+  p.n = 8;
+  p.k = 8;
+  return p.canonical();
+}
+
+void BM_CApiGemmUntunedFirstCall(benchmark::State& state) {
+  std::string db = make_database(100);
+  tiletune_handle_t h = nullptr;
+  if (tiletune_create(&h, db.c_str(), "host", 0) != TILETUNE_SUCCESS) return state.SkipWithError(tiletune_last_error());
+  std::vector<float> a(20200 * 8, 0.5f), b(8 * 8, 0.25f), c(20200 * 8);  // m up to 20199
+  int i = 0;
+  for (auto _ : state) {
+    const GemmProblem p = untuned_problem(i++);
+    tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, p.m, p.n, p.k, 1.f, a.data(), TILETUNE_R_32F, p.lda, b.data(),
+                  p.ldb, 0.f, c.data(), TILETUNE_R_32F, p.ldc, nullptr);
+  }
+  tiletune_stats_t s{};
+  tiletune_get_stats(h, &s);
+  state.SetLabel(std::to_string(s.vendor) + " vendor calls");
+  tiletune_destroy(h);
+}
+BENCHMARK(BM_CApiGemmUntunedFirstCall)->Iterations(20000);
+
+void BM_CApiGemmUntunedCachedCall(benchmark::State& state) {
+  std::string db = make_database(100);
+  tiletune_handle_t h = nullptr;
+  if (tiletune_create(&h, db.c_str(), "host", 0) != TILETUNE_SUCCESS) return state.SkipWithError(tiletune_last_error());
+  const GemmProblem p = untuned_problem(0);
+  std::vector<float> a(p.m * p.k, 0.5f), b(p.k * p.n, 0.25f), c(p.m * p.n);
+  for (auto _ : state)
+    tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, p.m, p.n, p.k, 1.f, a.data(), TILETUNE_R_32F, p.lda, b.data(), p.ldb,
+                  0.f, c.data(), TILETUNE_R_32F, p.ldc, nullptr);
+  tiletune_stats_t s{};
+  tiletune_get_stats(h, &s);
+  state.SetLabel(std::to_string(s.vendor) + " vendor calls");
+  tiletune_destroy(h);
+}
+BENCHMARK(BM_CApiGemmUntunedCachedCall);
+
+void BM_OpenblasDirect(benchmark::State& state) {
+  auto dev = gpu::open_device(gpu::BackendKind::Host, 0);
+  auto blas = gpu::make_vendor_gemm(*dev);
+  if (!blas) return state.SkipWithError("OpenBLAS is not installed");
+  const GemmProblem p = untuned_problem(0);
+  std::vector<float> a(p.m * p.k, 0.5f), b(p.k * p.n, 0.25f), c(p.m * p.n);
+  TtGemmParams args{a.data(), b.data(), c.data(), p.lda, p.ldb, p.ldc, 0, 0, 0, int(p.m), int(p.n), int(p.k), 1, 1.f, 0.f,
+                    nullptr};
+  for (auto _ : state) blas->run(p, args);
+}
+BENCHMARK(BM_OpenblasDirect);
 
 }  // namespace
 

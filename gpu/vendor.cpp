@@ -4,8 +4,8 @@
 
 namespace tiletune::gpu {
 
-Vendor::Vendor(Device& dev) : backend_(dev.info().backend) {
-  if (vendor_disabled()) return;  // nothing loaded; vendor_scope refuses every problem
+Vendor::Vendor(Device& dev) : backend_(dev.info().backend), disabled_(vendor_disabled()) {
+  if (disabled_) return;  // nothing loaded; vendor_scope refuses every problem
   gemm_ = make_vendor_gemm(dev, &gemm_missing_);
   conv_ = make_vendor_conv(dev, &conv_missing_);
 }
@@ -18,7 +18,7 @@ std::string Vendor::name(ProblemKind kind) const {
 }
 
 std::string Vendor::unsupported(const Problem& p) const {
-  if (std::string why = vendor_scope(backend_, p); !why.empty()) return why;
+  if (std::string why = vendor_scope(backend_, p, disabled_); !why.empty()) return why;
   if (p.is_conv()) return conv_ ? conv_->unsupported(p.conv()) : conv_missing_;
   return gemm_ ? gemm_->unsupported(p.gemm()) : gemm_missing_;
 }

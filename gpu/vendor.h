@@ -25,8 +25,9 @@ inline bool vendor_disabled() {
   return v && (std::string(v) == "off" || std::string(v) == "0");
 }
 
-inline std::string vendor_scope(BackendKind backend, const Problem& p) {
-  if (vendor_disabled()) return "the vendor library is disabled (TILETUNE_VENDOR=off)";
+// `disabled`: vendor_disabled(), read once by the caller (it is on every call's path).
+inline std::string vendor_scope(BackendKind backend, const Problem& p, bool disabled = vendor_disabled()) {
+  if (disabled) return "the vendor library is disabled (TILETUNE_VENDOR=off)";
   switch (backend) {
     case BackendKind::Cuda:
       if (p.is_conv() && p.conv().in_type != p.conv().out_type)
@@ -62,6 +63,7 @@ class Vendor {
   std::unique_ptr<VendorGemm> gemm_;
   std::unique_ptr<VendorConv> conv_;
   BackendKind backend_;
+  bool disabled_;
   std::string gemm_missing_, conv_missing_;  // why each is null
 };
 

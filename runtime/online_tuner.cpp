@@ -225,8 +225,9 @@ bool OnlineTuner::tune(const Problem& p, std::string& log) {
     std::lock_guard<std::mutex> lock(mu_);
     child_ = -1;
   }
-  // 0: done; 3: incomplete (a problem could not be prepared in time) - whatever it recorded stands.
-  const bool ok = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3);
+  // 0: done; 3: incomplete (a problem could not be prepared in time); 4: no generated candidate
+  // admits the problem (the vendor was still timed) - whatever it recorded stands.
+  const bool ok = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3 || WEXITSTATUS(status) == 4);
   if (!ok) log += tail_of(log_path, 2000);
   return ok;
 }

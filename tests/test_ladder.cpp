@@ -13,6 +13,7 @@
 #include "gpu/backend.h"
 #include "gpu/host/host_backend.h"
 #include "gpu/vendor.h"
+#include "process_util.h"
 #include "runtime_test_util.h"
 #include "solutions/kernel_template.h"
 #include "tuner/config.h"
@@ -281,6 +282,31 @@ TEST_F(Ladder, ASweepTimesTheVendorAsACandidate) {
   // Whichever won, the runtime serves it as the tuned winner, correctly.
   tiletune_handle_t h = open(db);
   expect_correct(h, cfg.problems[0].gemm());
+  EXPECT_EQ(stats(h).tuned, 1u);
+  tiletune_destroy(h);
+}
+
+TEST_F(Ladder, ASweepNamesTheProblemsNoCandidateAdmitsAndTuneExitsWithFour) {
+  const std::string cfg = (dir_ / "cover.json").string(), db = (dir_ / "cover.db").string();
+  {
+    std::FILE* f = std::fopen(cfg.c_str(), "w");
+    std::fputs(R"({"name": "coverage",
+      "problems": [{"dtype": "f32", "m": 48, "n": 40, "k": 64}, {"dtype": "f32", "m": 480, "n": 40, "k": 64}],
+      "templates": {"host_gemm": {"parameters": {"MT0": [16], "MT1": [16], "KU": [16], "TT0": [8], "TT1": [4]},
+                                  "constraints": {"small_only": "M <= 64"}}},
+      "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 5, "target_ms": 5}})",
+               f);
+    std::fclose(f);
+  }
+  const std::string log = (dir_ / "out.txt").string();
+  EXPECT_EQ(tiletune::testing::wait_for(tiletune::testing::spawn({TILETUNE_EXE, "tune", cfg, "--db", db, "--backend", "host"}, log)), 4);
+  const std::string out = tiletune::testing::read_file(log);
+  EXPECT_NE(out.find("no generated candidate (the vendor library serves it, if it computes it): gemm|f32>f32|acc_f32|NN|m480"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("small_only"), std::string::npos) << out;
+  // The problem still has its vendor measurement, so the runtime serves it as tuned.
+  tiletune_handle_t h = open(db);
+  expect_correct(h, f32(480, 40, 64));
   EXPECT_EQ(stats(h).tuned, 1u);
   tiletune_destroy(h);
 }

@@ -97,7 +97,8 @@ Run add_tune(CLI::App& app) {
     tuner::SweepSummary s = tuner::run_sweep(config, o);
     tuner::print_summary(s, stdout);
     std::printf("\nwrote %s\n", a->db.c_str());
-    return s.unprepared.empty() ? 0 : 3;  // incomplete: a script must not take it for a finished sweep
+    if (!s.unprepared.empty()) return 3;  // incomplete: a script must not take it for a finished sweep
+    return s.no_candidate.empty() ? 0 : 4;  // finished, but the shipped spaces do not cover every problem
   };
 }
 

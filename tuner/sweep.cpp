@@ -8,6 +8,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -127,6 +128,22 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       std::fprintf(log, "  pruned %s for %s: %s\n", p.solution.kernel_name().c_str(),
                    config.problems[p.problem_index].key().c_str(), p.reason.c_str());
   if (e.candidates.empty()) throw Error("no candidate survives pruning for this device: nothing to tune");
+  {
+    std::vector<std::size_t> admitted(config.problems.size(), 0);
+    for (const auto& c : e.candidates) ++admitted[c.problem_index];
+    std::vector<std::map<std::string, std::size_t>> why(config.problems.size());
+    for (const auto& p : e.pruned) ++why[p.problem_index][p.reason.substr(0, p.reason.find(':'))];
+    for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
+      if (admitted[pi]) continue;
+      std::string most = "no template of this kind on this backend";
+      std::size_t count = 0;
+      for (const auto& [reason, n] : why[pi])
+        if (n > count) most = reason, count = n;
+      sum.no_candidate.push_back(config.problems[pi].key() + ": " + most);
+      std::fprintf(log, "warning: no generated candidate admits %s (most were pruned by %s)\n",
+                   config.problems[pi].key().c_str(), most.c_str());
+    }
+  }
 
   // Database ids; which candidates the search strategy picks (tuner/search.h), per problem; and
   // which of those are already finished (a resumed sweep skips them). Halving keeps its measured
@@ -662,6 +679,8 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
                       "objects), %.1f s validating, %.1f s timing\n",
                  s.measure_wall_s, s.prepare_s, s.validate_s, s.timing_s);
   for (const auto& u : s.unprepared) std::fprintf(out, "not tuned (its data were not ready in time): %s\n", u.c_str());
+  for (const auto& u : s.no_candidate)
+    std::fprintf(out, "no generated candidate (the vendor library serves it, if it computes it): %s\n", u.c_str());
   std::fprintf(out, "\nwinners on %s (%s):\n", s.arch.c_str(), s.device_name.c_str());
   std::fprintf(out, "%-48s %10s %10s %10s  %s\n", "problem", "ms", "TFLOP/s", s.vendor.empty() ? "" : ("x " + s.vendor).c_str(), "kernel");
   for (const auto& w : s.winners) {

@@ -74,6 +74,9 @@ struct SweepSummary {
   // Problems skipped because a worker could not prepare their data (inputs, reference) within
   // benchmark.prepare_timeout_s: "key: why". Nothing is recorded for them; a rerun tries again.
   std::vector<std::string> unprepared;
+  // Problems no generated candidate admits ("key: the constraint that pruned most of them"): they
+  // run on the vendor library (or a template default) until a template covers them.
+  std::vector<std::string> no_candidate;
   // Devices left out because their worker process did not start ("device N: why"); the others
   // measured everything (tuner/measure_slots.h, start_workers).
   std::vector<std::string> devices_left_out;
