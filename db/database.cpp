@@ -554,11 +554,18 @@ std::optional<MeasurementRecord> Database::find_measurement(std::int64_t problem
 
 namespace {
 
-constexpr const char* kWinnerQuery =
-    "SELECT w.arch, w.problem_id, p.key, p.spec, s.template, s.params, s.id, s.source_hash, "
-    "m.code_object_id, m.median_ms, m.tflops, w.measurement_id "
-    "FROM winners w JOIN problems p ON p.id = w.problem_id JOIN solutions s ON s.id = w.solution_id "
-    "JOIN measurements m ON m.id = w.measurement_id ";
+const std::string& winner_query() {
+  static const std::string q =
+      "SELECT w.arch, w.problem_id, p.key, p.spec, s.template, s.params, s.id, s.source_hash, "
+      "m.code_object_id, m.median_ms, m.tflops, w.measurement_id, "
+      "(SELECT min(v.median_ms) FROM measurements v JOIN solutions vs ON vs.id = v.solution_id "
+      " WHERE v.arch = w.arch AND v.problem_id = w.problem_id AND v.status = 'ok' AND vs.template = '" +
+      std::string(kVendorTemplate) +
+      "') "
+      "FROM winners w JOIN problems p ON p.id = w.problem_id JOIN solutions s ON s.id = w.solution_id "
+      "JOIN measurements m ON m.id = w.measurement_id ";
+  return q;
+}
 
 WinnerRecord read_winner(const Stmt& st, const std::string& path) {
   WinnerRecord w;
@@ -573,13 +580,14 @@ WinnerRecord read_winner(const Stmt& st, const std::string& path) {
   w.median_ms = st.col_real(9);
   w.tflops = st.col_real(10);
   w.measurement_id = st.col_i64(11);
+  w.vendor_ms = st.col_real(12);
   return w;
 }
 
 }  // namespace
 
 std::vector<WinnerRecord> Database::winners(const std::string& arch) {
-  Stmt st(db_.get(), (std::string(kWinnerQuery) + "WHERE ?1 = '' OR w.arch = ?1 ORDER BY w.arch, p.key").c_str(), path_);
+  Stmt st(db_.get(), (winner_query() + "WHERE ?1 = '' OR w.arch = ?1 ORDER BY w.arch, p.key").c_str(), path_);
   st.text(1, arch);
   std::vector<WinnerRecord> out;
   while (st.step()) out.push_back(read_winner(st, path_));
@@ -587,21 +595,10 @@ std::vector<WinnerRecord> Database::winners(const std::string& arch) {
 }
 
 std::optional<WinnerRecord> Database::find_winner(const std::string& arch, const std::string& problem_key) {
-  Stmt st(db_.get(), (std::string(kWinnerQuery) + "WHERE w.arch = ?1 AND p.key = ?2").c_str(), path_);
+  Stmt st(db_.get(), (winner_query() + "WHERE w.arch = ?1 AND p.key = ?2").c_str(), path_);
   st.text(1, arch).text(2, problem_key);
   if (!st.step()) return std::nullopt;
   return read_winner(st, path_);
-}
-
-std::map<std::int64_t, double> Database::best_ms_of_template(const std::string& arch, const std::string& template_name) {
-  Stmt st(db_.get(),
-          "SELECT m.problem_id, min(m.median_ms) FROM measurements m JOIN solutions s ON s.id = m.solution_id "
-          "WHERE m.arch = ?1 AND s.template = ?2 AND m.status = 'ok' AND m.median_ms IS NOT NULL GROUP BY m.problem_id",
-          path_);
-  st.text(1, arch).text(2, template_name);
-  std::map<std::int64_t, double> out;
-  while (st.step()) out[st.col_i64(0)] = st.col_real(1);
-  return out;
 }
 
 std::vector<std::string> Database::arches() {

@@ -14,7 +14,6 @@
 #pragma once
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,9 +98,6 @@ class Database {
   // The winner of one (arch, problem key), if any.
   std::optional<WinnerRecord> find_winner(const std::string& arch, const std::string& problem_key);
   std::optional<std::string> meta(const std::string& key);
-  // The fastest 'ok' median_ms of each problem's measurements of one template on one arch (the
-  // vendor library's, say): problem id -> ms.
-  std::map<std::int64_t, double> best_ms_of_template(const std::string& arch, const std::string& template_name);
 
   // ---- bulk readers (merge, pack), ordered by id -------------------------------------------
   std::vector<DeviceRow> devices();

@@ -120,7 +120,11 @@ gpu::DeviceInfo device_for_arch(const std::string& arch, const std::optional<Dev
 
 
 std::optional<std::string> winner_unusable(const WinnerRecord& w, const gpu::DeviceInfo& dev) {
-  if (w.solution.template_name == gpu::kVendorTemplate) return std::nullopt;  // the runtime calls the library
+  if (w.solution.template_name == kVendorTemplate) {  // the runtime calls the library, where it is
+    const std::string why = gpu::vendor_scope(dev.backend, w.problem.canonical());
+    if (why.empty()) return std::nullopt;
+    return "the vendor library won it, and " + why;
+  }
   const KernelTemplate* t = nullptr;
   for (const auto& candidate : builtin_templates())
     if (candidate.name() == w.solution.template_name) t = &candidate;
@@ -175,23 +179,18 @@ Explanation explain(Database& db, const Problem& problem, const std::string& arc
     e.untuned_reason = "no winner for this exact problem key on " + e.arch;
   }
   if (e.choice == Explanation::Choice::Tuned) {
-    const auto vendor_ms = db.best_ms_of_template(e.arch, gpu::kVendorTemplate);
-    if (auto v = vendor_ms.find(e.winner->problem_id); v != vendor_ms.end() && e.winner->median_ms > 0)
-      e.vendor_ratio = v->second / e.winner->median_ms;
+    e.vendor_ratio = e.winner->vendor_ratio();
     return e;
   }
 
   // The runtime's rules (solutions/selection.h): a pool kernel, the vendor library, a default.
   std::vector<WinnerRecord> usable;
   std::vector<TunedEntry> tuned;
-  const std::map<std::int64_t, double> vendor_ms = db.best_ms_of_template(e.arch, gpu::kVendorTemplate);
   for (auto& w : db.winners(e.arch)) {
     if (winner_unusable(w, e.device)) continue;
     TunedEntry t{w.problem.canonical(),
-                 w.solution.template_name == gpu::kVendorTemplate ? nullptr : &find_template(w.solution.template_name),
-                 w.solution};
-    if (auto v = vendor_ms.find(w.problem_id); v != vendor_ms.end() && w.median_ms > 0)
-      t.vendor_ratio = v->second / w.median_ms;
+                 w.solution.template_name == kVendorTemplate ? nullptr : &find_template(w.solution.template_name),
+                 w.solution, w.vendor_ratio()};
     tuned.push_back(std::move(t));
     usable.push_back(std::move(w));
   }
@@ -245,13 +244,15 @@ std::string format(const Explanation& e) {
                                                          : e.provenance->source + " (measurement " +
                                                                std::to_string(e.provenance->source_measurement_id) + ")") +
              "\n";
-      if (e.code_object && e.code_object->ok && e.code_object->arch == e.arch)
+      if (w.solution.template_name == kVendorTemplate)
+        s += "code     none: the runtime calls the vendor library (its own choice of kernel)\n";
+      else if (e.code_object && e.code_object->ok && e.code_object->arch == e.arch)
         s += "code     stored code object " + std::to_string(e.code_object->id) + " (" +
              std::to_string(e.code_object->bytes.size()) + " bytes, " + e.code_object->compiler_version +
              "): loaded on first call, no compile\n";
       else
         s += "code     no usable stored code object: compiled from the template source on first call\n";
-      if (w.solution.template_name != gpu::kVendorTemplate &&
+      if (w.solution.template_name != kVendorTemplate &&
           !kernel_serves(TunedEntry{e.problem, nullptr, w.solution, e.vendor_ratio},
                          gpu::vendor_scope(e.device.backend, e.problem).empty()))
         s += "runtime  the vendor library serves it: the kernel beat it only " + fmt("%.2f", e.vendor_ratio) +

@@ -94,6 +94,9 @@ struct WinnerRecord {
   double median_ms = kNotMeasured;
   double tflops = kNotMeasured;
   std::int64_t measurement_id = 0;  // the winning measurement
+  double vendor_ms = kNotMeasured;  // the vendor library's fastest 'ok' median on this (arch, problem)
+  // Vendor time over the winner's: how far the winner beat the vendor (NaN: vendor not measured).
+  double vendor_ratio() const { return median_ms > 0 ? vendor_ms / median_ms : kNotMeasured; }
 };
 
 // Where a measurement came from (schema version 3). `source` is empty for a measurement made

@@ -12,10 +12,6 @@
 
 namespace tiletune::gpu {
 
-// The solution template name a vendor measurement is stored under: its winner means "call the
-// vendor library", not a code object.
-inline constexpr const char* kVendorTemplate = "vendor";
-
 // What each backend's vendor libraries compute, known without loading them (`db explain` states
 // the ladder without a device): "" when the problem is in their scope, else why not. A library
 // that fails to load at run time narrows this further (Vendor::unsupported).

@@ -56,11 +56,23 @@ std::string tail_of(const std::string& path, std::size_t bytes) {
 
 }  // namespace
 
-OnlineSettings online_settings_from_environment(const std::string& backend, int device, const std::string& user_db,
-                                                bool forced_on, std::string* why) {
-  OnlineSettings s;
+bool online_requested_by_environment() {
   const std::string on = env_or("TILETUNE_ONLINE", "");
-  if (!forced_on && (on.empty() || on == "0" || on == "off")) return s;
+  return !on.empty() && on != "0" && on != "off";
+}
+
+std::string default_user_db() {
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  const std::string dir = cache && *cache ? std::string(cache) + "/tiletune"
+                          : home && *home ? std::string(home) + "/.cache/tiletune"
+                                          : std::string("/tmp/tiletune-") + std::to_string(::getuid());
+  return dir + "/user.db";
+}
+
+OnlineSettings online_settings_from_environment(const std::string& backend, int device, const std::string& user_db,
+                                                std::string* why) {
+  OnlineSettings s;
   s.backend = backend;
   s.device = device;
   s.user_db = user_db;
@@ -157,8 +169,7 @@ void OnlineTuner::loop() {
 }
 
 bool OnlineTuner::tune(const Problem& p, std::string& log) {
-  static int counter = 0;
-  const std::string stem = (fs::path(s_.work_dir) / ("problem-" + std::to_string(++counter))).string();
+  const std::string stem = (fs::path(s_.work_dir) / ("problem-" + std::to_string(++tuned_))).string();
   nlohmann::json problem = p;
   nlohmann::json config = {{"name", "online"}, {"problems", nlohmann::json::array()}};
   config["problems"].push_back(problem);
@@ -208,11 +219,15 @@ bool OnlineTuner::tune(const Problem& p, std::string& log) {
     return false;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(s_.limit_s);
-  int status = 0;
+  int status = -1;  // not an exit status: a child never reaped counts as failed
   for (;;) {
     const pid_t r = ::waitpid(pid, &status, WNOHANG);
     if (r == pid) break;
-    if (r < 0 && errno != EINTR) break;
+    if (r < 0 && errno != EINTR) {
+      log = std::string("waitpid: ") + std::strerror(errno) + "\n";
+      status = -1;
+      break;
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(-pid, SIGKILL);
       ::waitpid(pid, &status, 0);
@@ -227,8 +242,9 @@ bool OnlineTuner::tune(const Problem& p, std::string& log) {
   }
   // 0: done; 3: incomplete (a problem could not be prepared in time); 4: no generated candidate
   // admits the problem (the vendor was still timed) - whatever it recorded stands.
-  const bool ok = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3 || WEXITSTATUS(status) == 4);
-  if (!ok) log += tail_of(log_path, 2000);
+  const bool ok = status != -1 && WIFEXITED(status) &&
+                  (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3 || WEXITSTATUS(status) == 4);
+  log += tail_of(log_path, 2000);
   return ok;
 }
 

@@ -31,10 +31,16 @@ struct OnlineSettings {
   std::string work_dir;  // configs and logs; "" for a fresh one under $TMPDIR
 };
 
-// The settings the environment asks for, or an empty `exe` when online tuning is off
-// (TILETUNE_ONLINE unset or 0) or cannot run; `why` then says why not (empty when simply off).
+// Whether TILETUNE_ONLINE asks for online tuning (set, and neither "0" nor "off").
+bool online_requested_by_environment();
+// Where online tuning keeps its winners when no user database is named:
+// $XDG_CACHE_HOME/tiletune/user.db, else ~/.cache/tiletune/user.db.
+std::string default_user_db();
+
+// The settings the environment's TILETUNE_ONLINE_* give, for this device and user database; an
+// empty `exe` when they cannot run, `why` then saying why not.
 OnlineSettings online_settings_from_environment(const std::string& backend, int device, const std::string& user_db,
-                                                bool forced_on, std::string* why);
+                                                std::string* why);
 
 class OnlineTuner {
  public:
@@ -62,6 +68,7 @@ class OnlineTuner {
   std::deque<Problem> queue_;
   bool busy_ = false, stop_ = false;
   pid_t child_ = -1;  // the running tune's process group, under mu_
+  int tuned_ = 0;     // problems handed to `tiletune tune` so far (names their files)
   std::thread thread_;
 };
 

@@ -59,15 +59,6 @@ void* Workspaces::get(gpu::Device& dev, std::int64_t bytes, gpu::Stream stream) 
 Runtime::Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path)
     : Runtime(std::move(device), Databases{db_path, ""}) {}
 
-static std::string default_user_db() {
-  const char* cache = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  const std::string dir = cache && *cache ? std::string(cache) + "/tiletune"
-                          : home && *home ? std::string(home) + "/.cache/tiletune"
-                                          : std::string("/tmp/tiletune-") + std::to_string(::getuid());
-  return dir + "/user.db";
-}
-
 Runtime::Runtime(std::unique_ptr<gpu::Device> device, const Databases& dbs) : dev_(std::move(device)) {
   const gpu::DeviceInfo& info = dev_->info();
   fallback_templates_ = fallback_templates(info.backend);
@@ -77,6 +68,9 @@ Runtime::Runtime(std::unique_ptr<gpu::Device> device, const Databases& dbs) : de
   user_db_path_ = dbs.user;
   if (user_db_path_.empty())
     if (const char* env = std::getenv("TILETUNE_USER_DB")) user_db_path_ = env;
+  // Online tuning writes where it reads: a process that tunes into the default serves from it too.
+  const bool online = online_requested_by_environment();
+  if (user_db_path_.empty() && online) user_db_path_ = default_user_db();
   // The user database first: its winners take precedence over the shipped ones for the same key.
   if (!user_db_path_.empty() && std::ifstream(user_db_path_).good()) {
     dbs_.push_back(std::make_unique<db::Database>(db::Database::open(user_db_path_, db::Mode::ReadOnly)));
@@ -87,8 +81,13 @@ Runtime::Runtime(std::unique_ptr<gpu::Device> device, const Databases& dbs) : de
     dbs_.push_back(std::make_unique<db::Database>(db::Database::open(dbs.shipped, db::Mode::ReadOnly)));
     load(*dbs_.back(), false);
   }
-  const char* online = std::getenv("TILETUNE_ONLINE");
-  if (online && *online && std::string(online) != "0" && std::string(online) != "off") set_online(true);
+  if (online) {
+    try {
+      set_online(true);
+    } catch (const Error& e) {  // the environment asked for it: a warning, not a handle refused
+      std::fprintf(stderr, "tiletune: warning: TILETUNE_ONLINE is set but online tuning cannot start: %s\n", e.what());
+    }
+  }
 }
 
 std::unique_ptr<Runtime::Loaded> Runtime::make_loaded(const db::WinnerRecord& w, db::Database& db, bool user) {
@@ -97,7 +96,7 @@ std::unique_ptr<Runtime::Loaded> Runtime::make_loaded(const db::WinnerRecord& w,
   const KernelTemplate* t = nullptr;
   for (const auto& candidate : builtin_templates())
     if (candidate.name() == w.solution.template_name) t = &candidate;
-  if (!t && w.solution.template_name != gpu::kVendorTemplate) {
+  if (!t && w.solution.template_name != kVendorTemplate) {
     std::fprintf(stderr, "tiletune: %s: skipping winner of %s: template %s is unknown to this runtime\n",
                  db.path().c_str(), w.problem_key.c_str(), w.solution.template_name.c_str());
     return nullptr;
@@ -147,15 +146,12 @@ void Runtime::load(db::Database& db, bool user) {
                  arches.empty() ? "none" : arches.c_str());
     return;
   }
-  const std::map<std::int64_t, double> vendor_ms = db.best_ms_of_template(info.arch, gpu::kVendorTemplate);
   for (const auto& w : winners) {
     const Problem p = w.problem.canonical();
     if (winners_.count(ProblemKey(p))) continue;  // the user database's winner stands
     std::unique_ptr<Loaded> loaded = make_loaded(w, db, user);
     if (!loaded) continue;
-    TunedEntry entry{p, loaded->tmpl, w.solution};
-    if (auto v = vendor_ms.find(w.problem_id); v != vendor_ms.end() && w.median_ms > 0)
-      entry.vendor_ratio = v->second / w.median_ms;
+    TunedEntry entry{p, loaded->tmpl, w.solution, w.vendor_ratio()};
     prefer_vendor_unless_faster(*loaded, entry);
     tuned_.push_back(std::move(entry));
     tuned_loaded_.push_back(loaded.get());
@@ -167,7 +163,7 @@ void Runtime::set_online(bool on) {
   std::unique_lock<std::mutex> lock(online_mu_);
   if (!on) {
     online_after_ = 0;
-    std::unique_ptr<OnlineTuner> stopping = std::move(online_);
+    std::shared_ptr<OnlineTuner> stopping = std::move(online_);
     lock.unlock();  // its thread may be finishing a problem, which takes the lock
     return;
   }
@@ -178,18 +174,19 @@ void Runtime::set_online(bool on) {
   }
   std::string why;
   const gpu::DeviceInfo& info = dev_->info();
-  OnlineSettings s = online_settings_from_environment(gpu::to_string(info.backend), info.index, user_db_path_, true, &why);
+  OnlineSettings s = online_settings_from_environment(gpu::to_string(info.backend), info.index, user_db_path_, &why);
   if (s.exe.empty()) throw Error(why);
   online_after_ = s.after_calls;
-  online_ = std::make_unique<OnlineTuner>(
+  online_ = std::make_shared<OnlineTuner>(
       std::move(s), [this](const Problem& p, bool ok, double sec, const std::string& log) { adopt_online(p, ok, sec, log); });
 }
 
 bool Runtime::wait_online(double seconds) {
-  OnlineTuner* t;
+  if (!(seconds >= 0) || seconds > 1e7) throw Error("online wait: seconds must be between 0 and 1e7");
+  std::shared_ptr<OnlineTuner> t;  // a copy: set_online(false) on another thread cannot free it under us
   {
     std::lock_guard<std::mutex> lock(online_mu_);
-    t = online_.get();
+    t = online_;
   }
   return !t || t->wait_idle(seconds);
 }
@@ -208,14 +205,14 @@ void Runtime::adopt_online(const Problem& p, bool ok, double seconds, const std:
     }
     if (auto w = user_db_->find_winner(dev_->info().arch, p.key())) {
       loaded = make_loaded(*w, *user_db_, true);
-      const auto vendor_ms = user_db_->best_ms_of_template(dev_->info().arch, gpu::kVendorTemplate);
-      if (auto v = vendor_ms.find(w->problem_id); loaded && v != vendor_ms.end() && w->median_ms > 0) {
-        TunedEntry e{loaded->problem, loaded->tmpl, loaded->solution, v->second / w->median_ms};
-        prefer_vendor_unless_faster(*loaded, e);
-      }
+      if (loaded) prefer_vendor_unless_faster(*loaded, TunedEntry{loaded->problem, loaded->tmpl, loaded->solution, w->vendor_ratio()});
     }
   }
-  if (!loaded) return;
+  if (!loaded) {
+    std::fprintf(stderr, "tiletune: online tuning of %s recorded no usable winner; it stays untuned:\n%s\n",
+                 p.key().c_str(), log.c_str());
+    return;
+  }
   loaded->online_seconds = seconds;
   Plan& plan = plan_for(p);
   std::lock_guard<std::mutex> lock(online_mu_);
@@ -325,22 +322,28 @@ bool Runtime::admits(const Launchable& how, const Call& call) const {
   return can_run(*how.tmpl, how.solution, call.problem.gemm(), call.ptr[0], call.ptr[1], call.ptr[2]);
 }
 
-bool Runtime::serve(Launchable& how, const std::shared_ptr<gpu::Kernel>& kernel, Call& call, gpu::Stream stream) {
-  if (!how.tmpl) {
-    if (!vendor().unsupported(call.problem).empty()) return false;
+bool Runtime::run_vendor(Launchable& how, Call& call, gpu::Stream stream) {
+  if (how.vendor_failed.load(std::memory_order_relaxed) || !vendor().unsupported(call.problem).empty()) return false;
+  try {
     vendor().run(call.problem, call.args(), stream);
     return true;
+  } catch (const Error& e) {
+    if (!how.vendor_failed.exchange(true))
+      std::fprintf(stderr, "tiletune: warning: the vendor library failed on %s (%s); a kernel serves it instead\n",
+                   call.problem.key().c_str(), e.what());
+    return false;
   }
+}
+
+bool Runtime::serve(Launchable& how, const std::shared_ptr<gpu::Kernel>& kernel, Call& call, gpu::Stream stream) {
+  if (!how.tmpl) return run_vendor(how, call, stream);
   if (!kernel || !admits(how, call)) return false;
   launch(*kernel, how, call, stream);
   return true;
 }
 
 bool Runtime::serve_winner(Loaded& w, Call& call, gpu::Stream stream) {
-  if (w.vendor_first && vendor().unsupported(call.problem).empty()) {
-    vendor().run(call.problem, call.args(), stream);
-    return true;
-  }
+  if (w.vendor_first && run_vendor(w, call, stream)) return true;
   return serve(w, w.tmpl ? load_winner(w) : nullptr, call, stream);
 }
 
@@ -453,8 +456,9 @@ std::string Runtime::explain(const Problem& problem) {
     if (w.online_seconds >= 0) s += ", tuned online in " + std::to_string(w.online_seconds) + " s";
     return w.user ? s + ")" : s;
   };
+  // A winner the vendor won serves only while the vendor computes the problem (else the plan does).
   auto it = winners_.find(ProblemKey(p));
-  if (it != winners_.end()) return describe(*it->second);
+  if (it != winners_.end() && (it->second->tmpl || vendor().unsupported(p).empty())) return describe(*it->second);
   Plan& plan = plan_for(p);
   if (const Loaded* o = plan.online.load(std::memory_order_acquire)) return describe(*o);
   return plan.why;
@@ -479,10 +483,7 @@ void Runtime::dispatch(Call& call, gpu::Stream stream) {
   if (serve(plan, plan.neighbour ? load_winner(*plan.neighbour) : plan.kernel, call, stream)) return count(plan.rung, false);
   // The plan's kernel cannot take these pointers, or failed to load: the vendor, else a default
   // that admits them.
-  if (vendor().unsupported(call.problem).empty()) {
-    vendor().run(call.problem, call.args(), stream);
-    return count(Rung::Vendor, false);
-  }
+  if (plan.tmpl && run_vendor(plan, call, stream)) return count(Rung::Vendor, false);
   Plan* fallback = last_resort(call);
   launch(*fallback->kernel, *fallback, call, stream);
   count(Rung::Default, false);
@@ -528,8 +529,9 @@ void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::
   dispatch(call, stream);
 }
 
-void Runtime::record_untuned() const {
+void Runtime::record_untuned() {
   const char* path = std::getenv("TILETUNE_RECORD_UNTUNED");
+  std::shared_lock<std::shared_mutex> lock(plans_mu_);
   if (!path || !*path || plans_.empty()) return;
   nlohmann::json problems = nlohmann::json::array();
   for (const auto& [key, plan] : plans_) {
@@ -553,6 +555,7 @@ void Runtime::record_untuned() const {
 
 Runtime::~Runtime() {
   try {
+    set_online(false);  // its thread adopts winners into plans_: stopped before anything goes
     record_untuned();
   } catch (...) {
     // never let a destructor take the trainer down

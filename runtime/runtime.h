@@ -123,6 +123,7 @@ class Runtime {
     std::int64_t workspace_bytes = 0;
     Workspaces workspaces;
     ArgumentCache arguments;
+    std::atomic<bool> vendor_failed{false};  // the vendor threw on this problem: not asked again
   };
 
   struct Loaded : Launchable {
@@ -174,6 +175,9 @@ class Runtime {
   bool admits(const Launchable& how, const Call& call) const;
   // An exact (or online) winner: its kernel, or the vendor where the kernel's lead was too small.
   bool serve_winner(Loaded& w, Call& call, gpu::Stream stream);
+  // The vendor library on `call`, for `how`'s rung: false, with nothing launched, where it does not
+  // compute the problem or has failed on it before (remembered in `how`, with one warning).
+  bool run_vendor(Launchable& how, Call& call, gpu::Stream stream);
   void count(Rung rung, bool user);
 
   gpu::Vendor& vendor();
@@ -182,7 +186,7 @@ class Runtime {
   // a, b, c: a GEMM's pointers, whose alignment the default must admit (nullptr: not checked).
   std::unique_ptr<Plan> fallback_plan(const Problem& p, const void* a, const void* b, const void* c);
   Plan* last_resort(const Call& call);
-  void record_untuned() const;  // TILETUNE_RECORD_UNTUNED
+  void record_untuned();  // TILETUNE_RECORD_UNTUNED
 
   std::shared_ptr<gpu::Kernel> load_winner(Loaded& w);
   std::shared_ptr<gpu::Kernel> compile(const KernelTemplate& t, const Solution& s, const Problem& p);
@@ -218,7 +222,7 @@ class Runtime {
   std::vector<std::unique_ptr<Loaded>> online_winners_;
   // Untuned calls of a problem after which it is tuned online; 0: online tuning is off.
   std::atomic<int> online_after_{0};
-  std::unique_ptr<OnlineTuner> online_;  // last: its thread ends before the rest goes
+  std::shared_ptr<OnlineTuner> online_;  // last: its thread ends before the rest goes
 };
 
 }  // namespace tiletune::runtime

@@ -41,13 +41,13 @@ const char* to_string(Rung r) {
 }
 
 std::optional<NearestChoice> nearest_tuned(const std::vector<TunedEntry>& tuned, const Problem& p,
-                                           const gpu::DeviceInfo& dev) {
+                                           const gpu::DeviceInfo& dev, bool vendor_available) {
   std::optional<NearestChoice> best;
   for (std::size_t i = 0; i < tuned.size(); ++i) {
     double d = problem_distance(p, tuned[i].problem);
     if (d > kMaxNearestDistance || (best && d >= best->distance)) continue;
     if (!tuned[i].tmpl) {  // the vendor won there: it says nothing about kernels admitting p
-      best = NearestChoice{i, d};
+      if (vendor_available) best = NearestChoice{i, d};
       continue;
     }
     try {
@@ -99,18 +99,17 @@ UntunedChoice choose_untuned(const std::vector<TunedEntry>& tuned, const Problem
                              const std::string& vendor_unsupported,
                              const std::vector<const KernelTemplate*>& fallbacks) {
   UntunedChoice c;
-  c.nearest = nearest_tuned(tuned, p, dev);
   const bool vendor = vendor_unsupported.empty();
+  c.nearest = nearest_tuned(tuned, p, dev, vendor);
   if (c.nearest) {
     const TunedEntry& e = tuned[c.nearest->index];
     const std::string near = "the nearest tuned problem " + e.problem.key() + " (distance " + fixed(c.nearest->distance) + ")";
-    if (!e.tmpl) {
-      if (vendor) {
-        c.rung = Rung::Vendor;
-        c.why = near + " was won by the vendor library";
-        return c;
-      }
-    } else if (!vendor) {
+    if (!e.tmpl) {  // only while the vendor is there (nearest_tuned)
+      c.rung = Rung::Vendor;
+      c.why = near + " was won by the vendor library";
+      return c;
+    }
+    if (!vendor) {
       c.rung = Rung::Pool;
       c.why = near + ": its winner " + e.solution.kernel_name() + " (no vendor: " + vendor_unsupported + ")";
       return c;

@@ -62,8 +62,9 @@ struct NearestChoice {
   std::size_t index = 0;  // into the entries
   double distance = 0;
 };
+// Entries the vendor won count only where the vendor computes the problem (`vendor_available`).
 std::optional<NearestChoice> nearest_tuned(const std::vector<TunedEntry>& tuned, const Problem& canonical,
-                                           const gpu::DeviceInfo& dev);
+                                           const gpu::DeviceInfo& dev, bool vendor_available = true);
 
 // The templates offering a fallback for this backend and problem kind, in the order they are tried.
 std::vector<const KernelTemplate*> fallback_templates(gpu::BackendKind backend, ProblemKind kind = ProblemKind::Gemm);

@@ -7,6 +7,10 @@
 
 namespace tiletune {
 
+// The template name a vendor library's measurement is stored under (a sweep times the vendor as a
+// candidate): such a winner means "call the vendor library", not a code object.
+inline constexpr const char* kVendorTemplate = "vendor";
+
 struct Solution {
   std::string template_name;
   std::map<std::string, std::int64_t> params;  // ordered by name: one spelling per variant

@@ -36,7 +36,10 @@ class Ladder : public ::testing::Test {
   void SetUp() override {
     ::unsetenv("TILETUNE_VENDOR");
     ::unsetenv("TILETUNE_USER_DB");
-    if (!gpu::host::make_openblas_gemm()) GTEST_SKIP() << "OpenBLAS (libopenblas0) is not installed";
+    if (!gpu::host::make_openblas_gemm()) {
+      if (std::getenv("CI")) FAIL() << "OpenBLAS (libopenblas0) is not installed: scripts/install-deps.sh installs it";
+      GTEST_SKIP() << "OpenBLAS (libopenblas0) is not installed";
+    }
     dir_ = fs::temp_directory_path() / ("tiletune-ladder-" + std::to_string(::getpid()) + "-" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
@@ -65,7 +68,7 @@ class Ladder : public ::testing::Test {
     record(path, p, t.default_solution(), t.source_hash(), ms);
   }
   void record_vendor(const std::string& path, const Problem& p, double ms) {
-    record(path, p, Solution{gpu::kVendorTemplate, {}}, "OpenBLAS", ms);
+    record(path, p, Solution{kVendorTemplate, {}}, "OpenBLAS", ms);
   }
 
   tiletune_handle_t open(const std::string& shipped, const char* user = nullptr) {
@@ -136,6 +139,14 @@ TEST_F(Ladder, AVendorWinnerIsServedByTheVendorAsTuned) {
   EXPECT_EQ(s.vendor, 0u);
   EXPECT_EQ(s.jit_compiles, 0u) << "the vendor needs no kernel";
   EXPECT_NE(explain(h, f32(64, 64, 64)).find("exact winner the vendor library"), std::string::npos);
+  tiletune_destroy(h);
+
+  ::setenv("TILETUNE_VENDOR", "off", 1);  // a winner the vendor won, without the vendor: the ladder goes on
+  h = open(db);
+  expect_correct(h, f32(64, 64, 64));
+  EXPECT_EQ(stats(h).fallbacks, 1u);
+  EXPECT_EQ(stats(h).tuned, 0u);
+  EXPECT_EQ(explain(h, f32(64, 64, 64)).rfind("default:", 0), 0u) << explain(h, f32(64, 64, 64));
   tiletune_destroy(h);
 }
 
@@ -238,7 +249,9 @@ TEST_F(Ladder, TheUserDatabaseTakesPrecedence) {
   // A user database that does not exist yet is skipped; one that is not a database is an error.
   const std::string missing = (dir_ / "not-yet.db").string();
   h = open(shipped, missing.c_str());
-  EXPECT_EQ(stats(h).calls, 0u);
+  expect_correct(h, f32(64, 64, 64));
+  EXPECT_EQ(stats(h).user_tuned, 0u);
+  EXPECT_EQ(stats(h).jit_compiles, 1u) << "the shipped kernel";
   tiletune_destroy(h);
   const std::string junk = (dir_ / "junk.db").string();
   { std::FILE* f = std::fopen(junk.c_str(), "w"); std::fputs("not sqlite", f); std::fclose(f); }
@@ -276,9 +289,9 @@ TEST_F(Ladder, ASweepTimesTheVendorAsACandidate) {
   ASSERT_EQ(sum.winners.size(), 1u);
   EXPECT_EQ(sum.vendor, "OpenBLAS");
   db::Database d = db::Database::open(db, db::Mode::ReadOnly);
-  const auto vendor_ms = d.best_ms_of_template(arch_, gpu::kVendorTemplate);
-  ASSERT_EQ(vendor_ms.size(), 1u) << "the vendor's timing is a measurement of the problem";
-  EXPECT_GT(vendor_ms.begin()->second, 0);
+  const auto winners = d.winners(arch_);
+  ASSERT_EQ(winners.size(), 1u);
+  EXPECT_GT(winners[0].vendor_ms, 0) << "the vendor's timing is a measurement of the problem";
   // Whichever won, the runtime serves it as the tuned winner, correctly.
   tiletune_handle_t h = open(db);
   expect_correct(h, cfg.problems[0].gemm());
@@ -309,6 +322,24 @@ TEST_F(Ladder, ASweepNamesTheProblemsNoCandidateAdmitsAndTuneExitsWithFour) {
   expect_correct(h, f32(480, 40, 64));
   EXPECT_EQ(stats(h).tuned, 1u);
   tiletune_destroy(h);
+
+  // Not one problem admitted: the vendor is still timed, and the status is 4, not a failure.
+  const std::string none = (dir_ / "none.json").string(), none_db = (dir_ / "none.db").string();
+  {
+    std::FILE* f = std::fopen(none.c_str(), "w");
+    std::fputs(R"({"name": "coverage-none", "problems": [{"dtype": "f32", "m": 480, "n": 40, "k": 64}],
+      "templates": {"host_gemm": {"constraints": {"small_only": "M <= 64"}}},
+      "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 5, "target_ms": 5}})",
+               f);
+    std::fclose(f);
+  }
+  EXPECT_EQ(tiletune::testing::wait_for(tiletune::testing::spawn(
+                {TILETUNE_EXE, "tune", none, "--db", none_db, "--backend", "host"}, (dir_ / "none.txt").string())),
+            4)
+      << tiletune::testing::read_file((dir_ / "none.txt").string());
+  db::Database nd = db::Database::open(none_db, db::Mode::ReadOnly);
+  ASSERT_EQ(nd.winners(arch_).size(), 1u);
+  EXPECT_EQ(nd.winners(arch_)[0].solution.template_name, kVendorTemplate);
 }
 
 }  // namespace

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <string>
 
+#include <unistd.h>
+
+#include "common/error.h"
 #include "db/database.h"
 #include "gpu/backend.h"
 #include "runtime_test_util.h"
@@ -80,6 +83,73 @@ TEST(Online, AProblemServedUntunedIsTunedInTheBackgroundDespiteCrashingCandidate
   EXPECT_TRUE(r.ok) << r.reason;
   ASSERT_EQ(tiletune_get_stats(h, &s), TILETUNE_SUCCESS);
   EXPECT_EQ(s.user_tuned, 1u);
+  tiletune_destroy(h);
+  fs::remove_all(dir);
+}
+
+// Whether the user database holds an 'ok' measurement of `kernel` for `p` yet.
+bool measured_ok(const std::string& user, const GemmProblem& p, const std::string& kernel) {
+  if (!fs::exists(user)) return false;
+  try {
+    db::Database d = db::Database::open(user, db::Mode::ReadOnly);
+    const auto id = d.find_problem(p.canonical().key());
+    if (!id) return false;
+    for (const auto& m : d.measurements(*id))
+      if (m.kernel_name == kernel && m.status == "ok") return true;
+  } catch (const Error&) {
+    // not yet made by the tune
+  }
+  return false;
+}
+
+TEST(Online, SwitchingOffOrDestroyingDuringATuneEndsItAndLosesNothingFinished) {
+  ASSERT_TRUE(kTemplatePathSet);
+  const fs::path dir = fs::temp_directory_path() / ("tiletune-online-off-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string user = (dir / "user.db").string();
+  ::setenv("TILETUNE_EXE", TILETUNE_EXE, 1);
+  ::setenv("TILETUNE_ONLINE_TEMPLATES", "crashy_gemm", 1);
+  ::setenv("TILETUNE_ONLINE_SEARCH", "exhaustive", 1);
+  ::setenv("TILETUNE_ONLINE_TIMEOUT", "60", 1);  // MODE 2 hangs: the tune is still running below
+  ::setenv("TILETUNE_ONLINE_AFTER", "1", 1);
+  ::setenv("TILETUNE_VENDOR", "off", 1);
+  GemmProblem p;
+  p.m = 40, p.n = 24, p.k = 16;
+  for (int round = 0; round < 2; ++round) {
+    p.n = 24 + round;  // a problem of its own each round
+    tiletune_handle_t h = nullptr;
+    ASSERT_EQ(tiletune_create_ex(&h, nullptr, user.c_str(), "host", 0), TILETUNE_SUCCESS) << tiletune_last_error();
+    ASSERT_EQ(tiletune_set_online(h, 1), TILETUNE_SUCCESS) << tiletune_last_error();
+    auto r = testing_util::dispatch_host(h, p);
+    EXPECT_TRUE(r.ok) << r.reason;
+    // Wait for the tune to finish MODE 0; it is then stuck in MODE 2's hang.
+    for (int i = 0; i < 600 && !measured_ok(user, p, "crashy_gemm_MODE-0"); ++i) ::usleep(100000);
+    ASSERT_TRUE(measured_ok(user, p, "crashy_gemm_MODE-0"));
+    int idle = 1;
+    ASSERT_EQ(tiletune_online_wait(h, 0.2, &idle), TILETUNE_SUCCESS);
+    EXPECT_FALSE(idle) << "the hanging candidate keeps the tune busy";
+    EXPECT_EQ(tiletune_online_wait(h, -1, &idle), TILETUNE_ERROR_INTERNAL) << "a negative wait is refused";
+    if (round == 0) {
+      EXPECT_EQ(tiletune_set_online(h, 0), TILETUNE_SUCCESS);  // kills the tune and waits for its thread
+      ASSERT_EQ(tiletune_online_wait(h, 0, &idle), TILETUNE_SUCCESS);
+      EXPECT_TRUE(idle);
+    }
+    r = testing_util::dispatch_host(h, p);
+    EXPECT_TRUE(r.ok) << r.reason;
+    tiletune_destroy(h);  // round 1: the destructor kills the tune
+  }
+  // What the killed tunes finished stays: a new handle serves both problems from the user database.
+  ::unsetenv("TILETUNE_ONLINE_AFTER");
+  tiletune_handle_t h = nullptr;
+  ASSERT_EQ(tiletune_create_ex(&h, nullptr, user.c_str(), "host", 0), TILETUNE_SUCCESS) << tiletune_last_error();
+  for (int n : {24, 25}) {
+    p.n = n;
+    auto r = testing_util::dispatch_host(h, p);
+    EXPECT_TRUE(r.ok) << r.reason;
+  }
+  tiletune_stats_t st{};
+  ASSERT_EQ(tiletune_get_stats(h, &st), TILETUNE_SUCCESS);
+  EXPECT_EQ(st.user_tuned, 2u);
   tiletune_destroy(h);
   fs::remove_all(dir);
 }

@@ -1,6 +1,5 @@
 #include "tuner/sweep.h"
 
-#include "gpu/vendor.h"
 
 #include <algorithm>
 #include <atomic>
@@ -127,7 +126,9 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     for (const auto& p : e.pruned)
       std::fprintf(log, "  pruned %s for %s: %s\n", p.solution.kernel_name().c_str(),
                    config.problems[p.problem_index].key().c_str(), p.reason.c_str());
-  if (e.candidates.empty()) throw Error("no candidate survives pruning for this device: nothing to tune");
+  // With no candidate left the vendor is still timed, so that the problems have a winner.
+  if (e.candidates.empty() && !options.compare_vendor)
+    throw Error("no candidate survives pruning for this device: nothing to tune");
   {
     std::vector<std::size_t> admitted(config.problems.size(), 0);
     for (const auto& c : e.candidates) ++admitted[c.problem_index];
@@ -399,7 +400,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
     // The vendor library is a candidate like any other: its measurement can be the winner, which
     // the runtime then serves by calling the library. Its "source" is the library's name.
     if (res.status != "unsupported" && !res.vendor.empty()) {
-      db::MeasurementRecord m = new_record(pi, db.upsert_solution(Solution{gpu::kVendorTemplate, {}}, res.vendor), slot);
+      db::MeasurementRecord m = new_record(pi, db.upsert_solution(Solution{kVendorTemplate, {}}, res.vendor), slot);
       take_result(m, res, problem);
       db.put_measurement(m);
     }

@@ -189,6 +189,7 @@ class CudnnConv final : public VendorConv {
     if (auto it = plans_.find(key); it != plans_.end()) return it->second;
     if (std::string why = unsupported(p); !why.empty()) throw Error(why);
     DeviceBuffer& search_ws = workspaces_.search();
+    dev_.synchronize();  // as cudnn_graph.cpp: the search on the default stream writes the caller's output
     Plan& plan = plans_[key];  // owned by plans_ from here on, so the destructor frees its descriptors
     try {
       search(p, a, plan, search_ws);

@@ -278,13 +278,24 @@ class CudnnGraphConv final : public VendorConv {
     if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
     if (std::string why = unsupported(p); !why.empty()) throw Error(why);
     DeviceBuffer& ws = workspaces_.search();
+    // The search runs on the default stream and writes the caller's output: work the caller left on
+    // a stream that does not wait for the default one must be finished first.
+    dev_.synchronize();
     Desc x, w, y, conv, op;
     Desc g = graph(p, align, x, w, y, conv, op);
     std::vector<Desc> cfgs = configs(g, CUDNN_HEUR_MODE_A);
     for (auto& c : configs(g, CUDNN_HEUR_MODE_FALLBACK)) cfgs.push_back(std::move(c));
     if (api_.set_stream(handle_, nullptr) != CUDNN_STATUS_SUCCESS) throw Error("cudnnSetStream failed");
     std::vector<std::pair<float, std::unique_ptr<Plan>>> timed;
-    Event start = dev_.create_event(), stop = dev_.create_event();
+    struct Events {  // destroyed however the search ends
+      Device& dev;
+      Event start = dev.create_event(), stop = dev.create_event();
+      ~Events() {
+        dev.destroy_event(start);
+        dev.destroy_event(stop);
+      }
+    } ev{dev_};
+    const Event start = ev.start, stop = ev.stop;
     auto time_plan = [&](Plan& plan, int runs) {
       dev_.record(start);
       for (int r = 0; r < runs; ++r) execute(plan, a, ws.get());
@@ -315,11 +326,7 @@ class CudnnGraphConv final : public VendorConv {
         // an engine that fails on these buffers is simply not chosen
       }
     }
-    if (timed.empty()) {
-      dev_.destroy_event(start);
-      dev_.destroy_event(stop);
-      throw Error(name_ + ": no engine of its heuristics runs " + key);
-    }
+    if (timed.empty()) throw Error(name_ + ": no engine of its heuristics runs " + key);
     // The few fastest again, longer: a short first timing alone picked an engine 13% slower than
     // PyTorch's choice on one layer.
     std::sort(timed.begin(), timed.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -329,8 +336,6 @@ class CudnnGraphConv final : public VendorConv {
       timed[i].first = time_plan(*timed[i].second, runs);
     }
     std::sort(timed.begin(), timed.begin() + finalists, [](const auto& x, const auto& y) { return x.first < y.first; });
-    dev_.destroy_event(start);
-    dev_.destroy_event(stop);
     std::unique_ptr<Plan> best = std::move(timed.front().second);
     best->name += " (" + std::to_string(timed.front().first) + " ms), best of " + std::to_string(timed.size()) + " timed";
     return *(plans_[key] = std::move(best));
