@@ -23,17 +23,25 @@ namespace {
 // Before anything loads templates: this process must know crashy_gemm to run its winner.
 const bool kTemplatePathSet = ::setenv("TILETUNE_TEMPLATE_PATH", TILETUNE_SOURCE_DIR "/tests/templates", 1) == 0;
 
+// Online tuning over crashy_gemm alone (MODE 0 right, 1 segfaults, 2 hangs, 3 wrong), every mode
+// measured, a hang killed after `timeout`, tuned after `after` untuned calls; no vendor, so that
+// MODE 0 is the only correct candidate. Returns a fresh folder for the user database.
+fs::path online_setup(const char* name, const char* timeout, const char* after) {
+  const fs::path dir = fs::temp_directory_path() / (std::string(name) + "-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  ::setenv("TILETUNE_EXE", TILETUNE_EXE, 1);
+  ::setenv("TILETUNE_ONLINE_TEMPLATES", "crashy_gemm", 1);
+  ::setenv("TILETUNE_ONLINE_SEARCH", "exhaustive", 1);
+  ::setenv("TILETUNE_ONLINE_TIMEOUT", timeout, 1);
+  ::setenv("TILETUNE_ONLINE_AFTER", after, 1);
+  ::setenv("TILETUNE_VENDOR", "off", 1);
+  return dir;
+}
+
 TEST(Online, AProblemServedUntunedIsTunedInTheBackgroundDespiteCrashingCandidates) {
   ASSERT_TRUE(kTemplatePathSet);
-  const fs::path dir = fs::temp_directory_path() / ("tiletune-online-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = online_setup("tiletune-online-test", "2", "2");
   const std::string user = (dir / "user.db").string();
-  ::setenv("TILETUNE_EXE", TILETUNE_EXE, 1);
-  ::setenv("TILETUNE_ONLINE_TEMPLATES", "crashy_gemm", 1);  // MODE 0 right, 1 segfaults, 2 hangs, 3 wrong
-  ::setenv("TILETUNE_ONLINE_SEARCH", "exhaustive", 1);
-  ::setenv("TILETUNE_ONLINE_TIMEOUT", "2", 1);
-  ::setenv("TILETUNE_ONLINE_AFTER", "2", 1);
-  ::setenv("TILETUNE_VENDOR", "off", 1);  // so that crashy_gemm's MODE 0 is the only correct candidate
 
   tiletune_handle_t h = nullptr;
   ASSERT_EQ(tiletune_create_ex(&h, nullptr, user.c_str(), "host", 0), TILETUNE_SUCCESS) << tiletune_last_error();
@@ -104,15 +112,8 @@ bool measured_ok(const std::string& user, const GemmProblem& p, const std::strin
 
 TEST(Online, SwitchingOffOrDestroyingDuringATuneEndsItAndLosesNothingFinished) {
   ASSERT_TRUE(kTemplatePathSet);
-  const fs::path dir = fs::temp_directory_path() / ("tiletune-online-off-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = online_setup("tiletune-online-off", "60", "1");  // MODE 2's hang outlasts the test
   const std::string user = (dir / "user.db").string();
-  ::setenv("TILETUNE_EXE", TILETUNE_EXE, 1);
-  ::setenv("TILETUNE_ONLINE_TEMPLATES", "crashy_gemm", 1);
-  ::setenv("TILETUNE_ONLINE_SEARCH", "exhaustive", 1);
-  ::setenv("TILETUNE_ONLINE_TIMEOUT", "60", 1);  // MODE 2 hangs: the tune is still running below
-  ::setenv("TILETUNE_ONLINE_AFTER", "1", 1);
-  ::setenv("TILETUNE_VENDOR", "off", 1);
   GemmProblem p;
   p.m = 40, p.n = 24, p.k = 16;
   for (int round = 0; round < 2; ++round) {
