@@ -40,7 +40,7 @@ struct Options {
 
 struct Cand {
   double ms = NAN;  // NaN: failed
-  tuner::ModelEstimate model;
+  ModelEstimate model;
   std::string kernel;
 };
 
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
         const Solution& s = solutions.at(m.solution_id);
         c.kernel = s.kernel_name();
         try {
-          c.model = tuner::model_estimate(find_template(s.template_name), s, problems.at(m.problem_id), dev);
+          c.model = model_estimate(find_template(s.template_name), s, problems.at(m.problem_id), dev);
         } catch (const Error&) {  // a template this build does not have: ranked last
         }
         groups[{m.arch, m.problem_id}].push_back(c);
@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
         std::vector<std::size_t> order(n);
         for (std::size_t i = 0; i < n; ++i) order[i] = i;
         std::stable_sort(order.begin(), order.end(),
-                         [&](auto a, auto b) { return tuner::model_before(cands[a].model, cands[b].model); });
+                         [&](auto a, auto b) { return model_before(cands[a].model, cands[b].model); });
         double model_c = 0, model_s = 0;
         for (std::size_t i : order) {
           ++model_c;

@@ -561,7 +561,11 @@ const std::string& winner_query() {
       "(SELECT min(v.median_ms) FROM measurements v JOIN solutions vs ON vs.id = v.solution_id "
       " WHERE v.arch = w.arch AND v.problem_id = w.problem_id AND v.status = 'ok' AND vs.template = '" +
       std::string(kVendorTemplate) +
-      "') "
+      "'), "
+      "(SELECT vs.params FROM measurements v JOIN solutions vs ON vs.id = v.solution_id "
+      " WHERE v.arch = w.arch AND v.problem_id = w.problem_id AND v.status = 'ok' AND vs.template = '" +
+      std::string(kVendorTemplate) +
+      "' ORDER BY v.median_ms LIMIT 1) "
       "FROM winners w JOIN problems p ON p.id = w.problem_id JOIN solutions s ON s.id = w.solution_id "
       "JOIN measurements m ON m.id = w.measurement_id ";
   return q;
@@ -581,6 +585,8 @@ WinnerRecord read_winner(const Stmt& st, const std::string& path) {
   w.tflops = st.col_real(10);
   w.measurement_id = st.col_i64(11);
   w.vendor_ms = st.col_real(12);
+  if (!std::isnan(w.vendor_ms))  // measured: its fastest algorithm
+    w.vendor_choice = parse_solution(kVendorTemplate, st.col_text(13), path, w.solution_id).params;
   return w;
 }
 

@@ -190,7 +190,7 @@ Explanation explain(Database& db, const Problem& problem, const std::string& arc
     if (winner_unusable(w, e.device)) continue;
     TunedEntry t{w.problem.canonical(),
                  w.solution.template_name == kVendorTemplate ? nullptr : &find_template(w.solution.template_name),
-                 w.solution, w.vendor_ratio()};
+                 w.solution, w.vendor_ratio(), w.median_ms};
     tuned.push_back(std::move(t));
     usable.push_back(std::move(w));
   }
@@ -245,7 +245,10 @@ std::string format(const Explanation& e) {
                                                                std::to_string(e.provenance->source_measurement_id) + ")") +
              "\n";
       if (w.solution.template_name == kVendorTemplate)
-        s += "code     none: the runtime calls the vendor library (its own choice of kernel)\n";
+        s += w.solution.params.empty()
+                 ? "code     none: the runtime calls the vendor library (its own choice of kernel)\n"
+                 : "code     none: the runtime calls the vendor library with the algorithm " + w.solution.params_json() +
+                       " (its default where these pointers cannot take it)\n";
       else if (e.code_object && e.code_object->ok && e.code_object->arch == e.arch)
         s += "code     stored code object " + std::to_string(e.code_object->id) + " (" +
              std::to_string(e.code_object->bytes.size()) + " bytes, " + e.code_object->compiler_version +

@@ -95,6 +95,7 @@ struct WinnerRecord {
   double tflops = kNotMeasured;
   std::int64_t measurement_id = 0;  // the winning measurement
   double vendor_ms = kNotMeasured;  // the vendor library's fastest 'ok' median on this (arch, problem)
+  std::map<std::string, std::int64_t> vendor_choice;  // ... and the algorithm that ran it ({}: its default)
   // Vendor time over the winner's: how far the winner beat the vendor (NaN: vendor not measured).
   double vendor_ratio() const { return median_ms > 0 ? vendor_ms / median_ms : kNotMeasured; }
 };

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "common/error.h"
 #include "db/database.h"
@@ -160,6 +161,12 @@ PackResult pack(const std::string& src_path, const std::string& dst_path, const 
   remove_with_sidecars(tmp);
   try {
     Database out = Database::open(tmp, Mode::ReadWrite);
+    // Beside each winner, the vendor's fastest measurement of its problem: the runtime serves a
+    // kernel over the vendor only with a measured lead (solutions/selection.h), so a packed database
+    // without it would serve every kernel winner as a database from before vendor timing does.
+    std::set<std::int64_t> vendor_solutions;
+    for (const auto& s : src.solutions())
+      if (s.solution.template_name == kVendorTemplate) vendor_solutions.insert(s.id);
     out.transaction("pack", [&] {
       Copier copy(src, out);
       std::map<std::int64_t, bool> problems_done;
@@ -173,6 +180,15 @@ PackResult pack(const std::string& src_path, const std::string& dst_path, const 
         auto [m, prov] = copy.measurement(*row, src.provenance(row->id));
         out.put_measurement_if_better(m, row->created_at, prov);
         if (m.code_object_id) ++result.code_objects;
+        std::optional<MeasurementRow> vendor;
+        for (auto& v : src.measurements(w.problem_id))
+          if (v.arch == w.arch && v.status == "ok" && vendor_solutions.count(v.solution_id) && v.id != row->id &&
+              (!vendor || v.median_ms < vendor->median_ms))
+            vendor = std::move(v);
+        if (vendor) {
+          auto [vm, vprov] = copy.measurement(*vendor, src.provenance(vendor->id));
+          out.put_measurement_if_better(vm, vendor->created_at, vprov);
+        }
       }
       out.set_meta("packed_from", absolute_path(src_path));
       out.set_meta("packed_arches", join(chosen));

@@ -23,10 +23,20 @@ std::string Vendor::unsupported(const Problem& p) const {
   return gemm_ ? gemm_->unsupported(p.gemm()) : gemm_missing_;
 }
 
-void Vendor::run(const Problem& p, const void* args, Stream stream) {
+std::string Vendor::source(const Problem& p, const VendorChoice& choice) const {
+  if (choice.empty() || p.is_conv() || !gemm_) return name(p.kind());
+  return gemm_->choice_source();
+}
+
+std::vector<VendorChoice> Vendor::alternatives(const Problem& p, const void* args, int limit) {
+  if (p.is_conv() || !unsupported(p).empty() || limit <= 0) return {};
+  return gemm_->alternatives(p.gemm(), *static_cast<const TtGemmParams*>(args), limit);
+}
+
+void Vendor::run(const Problem& p, const void* args, Stream stream, const VendorChoice& choice) {
   if (std::string why = unsupported(p); !why.empty()) throw Error(why);
   if (p.is_conv()) conv_->run(p.conv(), *static_cast<const TtConvParams*>(args), stream);
-  else gemm_->run(p.gemm(), *static_cast<const TtGemmParams*>(args), stream);
+  else gemm_->run(p.gemm(), *static_cast<const TtGemmParams*>(args), stream, choice);
 }
 
 std::string Vendor::algorithm(const Problem& p) const {

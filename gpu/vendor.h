@@ -34,7 +34,10 @@ inline std::string vendor_scope(BackendKind backend, const Problem& p, bool disa
       if (p.gemm().a_type != DataType::F32 || p.gemm().c_type != DataType::F32 || p.gemm().compute_tf32)
         return "OpenBLAS computes fp32 GEMMs only";
       return "";
-    case BackendKind::Hip: return "no vendor library is wired up for the HIP backend yet";
+    case BackendKind::Hip:
+      if (p.is_conv()) return "no vendor convolution (MIOpen) is wired up for the HIP backend yet";
+      if (p.gemm().compute_tf32) return "rocBLAS has no tf32 GEMM";
+      return "";
   }
   return "unknown backend";
 }
@@ -49,9 +52,17 @@ class Vendor {
   std::string name(ProblemKind kind) const;
   // "" when the library computes `p`, else why not.
   std::string unsupported(const Problem& p) const;
+  // The library's name as a source of the "vendor" template's solutions: `choice` {} is its
+  // default call, other choices name the library that runs them (for example cuBLASLt), with
+  // its version where one is published.
+  std::string source(const Problem& p, const VendorChoice& choice) const;
+  // The library's other algorithms for `p` at these arguments (see VendorGemm::alternatives);
+  // none for convolutions yet.
+  std::vector<VendorChoice> alternatives(const Problem& p, const void* args, int limit);
   // Enqueues `p` on `stream` with `args`: a TtGemmParams for a GEMM, a TtConvParams for a
-  // convolution. Throws Error on failure; safe from several threads at once.
-  void run(const Problem& p, const void* args, Stream stream);
+  // convolution, with the algorithm `choice` ({}: the library's default). Throws Error on
+  // failure; safe from several threads at once.
+  void run(const Problem& p, const void* args, Stream stream, const VendorChoice& choice = {});
   // The algorithm a convolution library chose for `p` ("" before its first call, or for a GEMM).
   std::string algorithm(const Problem& p) const;
 

@@ -4,6 +4,9 @@
 #ifdef TILETUNE_WITH_CUDA
 #include "gpu/cuda/cuda_backend.h"
 #endif
+#ifdef TILETUNE_WITH_HIP
+#include "gpu/hip/hip_backend.h"
+#endif
 
 namespace tiletune::gpu {
 
@@ -17,6 +20,9 @@ std::unique_ptr<VendorGemm> make_vendor_gemm(Device& dev, std::string* why_not) 
       v = cuda::make_cublas_gemm(dev);
       if (!v) why = "cuBLAS (libcublas.so.13) cannot be loaded";
       break;
+#endif
+#ifdef TILETUNE_WITH_HIP
+    case BackendKind::Hip: v = hip::make_rocblas_gemm(&why); break;
 #endif
     default: break;
   }

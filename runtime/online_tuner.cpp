@@ -187,7 +187,8 @@ bool OnlineTuner::tune(const Problem& p, std::string& log) {
   }
   std::vector<std::string> args = {s_.exe, "tune", stem + ".json", "--db", s_.user_db, "--backend", s_.backend,
                                    "--device", std::to_string(s_.device), "--search", s_.search,
-                                   "--budget", std::to_string(s_.budget), "--budget-seconds", std::to_string(s_.seconds)};
+                                   "--budget", std::to_string(s_.budget), "--budget-seconds", std::to_string(s_.seconds),
+                                   "--die-with-parent", std::to_string(::getpid())};
   if (s_.candidate_timeout_s > 0) args.insert(args.end(), {"--timeout", std::to_string(s_.candidate_timeout_s)});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

@@ -108,6 +108,9 @@ std::unique_ptr<Runtime::Loaded> Runtime::make_loaded(const db::WinnerRecord& w,
   loaded->problem = p;
   loaded->db = &db;
   loaded->user = user;
+  // The vendor's algorithm: the winner's own when the vendor won, else its fastest when tuned
+  // (run where the kernel's lead was too small, vendor_first).
+  loaded->vendor_choice = t ? w.vendor_choice : w.solution.params;
   if (!t) return loaded;  // the vendor library won
   // A code object built from other template sources may not match today's kernel ABI: such a
   // winner keeps its parameters but is compiled from the current source on first use.
@@ -122,6 +125,7 @@ std::unique_ptr<Runtime::Loaded> Runtime::make_loaded(const db::WinnerRecord& w,
   }
   loaded->dims = t->launch_dims(loaded->vars);
   loaded->workspace_bytes = t->workspace_bytes(loaded->vars);
+  loaded->set_repack(p);
   return loaded;
 }
 
@@ -151,7 +155,7 @@ void Runtime::load(db::Database& db, bool user) {
     if (winners_.count(ProblemKey(p))) continue;  // the user database's winner stands
     std::unique_ptr<Loaded> loaded = make_loaded(w, db, user);
     if (!loaded) continue;
-    TunedEntry entry{p, loaded->tmpl, w.solution, w.vendor_ratio()};
+    TunedEntry entry{p, loaded->tmpl, w.solution, w.vendor_ratio(), w.median_ms};
     prefer_vendor_unless_faster(*loaded, entry);
     tuned_.push_back(std::move(entry));
     tuned_loaded_.push_back(loaded.get());
@@ -269,6 +273,10 @@ std::shared_ptr<gpu::Kernel> Runtime::fallback_kernel(const KernelTemplate& t, c
 void Runtime::launch(gpu::Kernel& kernel, Launchable& how, Call& call, gpu::Stream stream) {
   void* workspace = how.workspaces.get(*dev_, how.workspace_bytes, stream);
   const std::string& kind = how.tmpl->arguments();
+  if (how.repack) {  // the operands the kernel reads from copies (gpu/repack.h), made on its stream
+    call.gemm.workspace = workspace;
+    call.gemm = gpu::repack_operands(*dev_, *how.tmpl, how.vars, call.problem.gemm(), call.gemm, stream);
+  }
   if (kind == "gemm" || kind == "conv") {  // the hot path: no allocation
     void*& slot = call.problem.is_conv() ? call.conv.workspace : call.gemm.workspace;
     slot = workspace;
@@ -281,7 +289,8 @@ void Runtime::launch(gpu::Kernel& kernel, Launchable& how, Call& call, gpu::Stre
     how.arguments.use(call.conv, [&] { return gpu::conv_kernel_arguments(*how.tmpl, call.conv, call.problem.conv(), how.vars); }, send);
   } else {
     call.gemm.workspace = workspace;
-    how.arguments.use(call.gemm, [&] { return gpu::kernel_arguments(*how.tmpl, call.gemm, call.problem.gemm(), how.vars); }, send);
+    const GemmProblem& kernel_problem = how.repack ? how.kernel_problem : call.problem.gemm();
+    how.arguments.use(call.gemm, [&] { return gpu::kernel_arguments(*how.tmpl, call.gemm, kernel_problem, how.vars); }, send);
   }
 }
 
@@ -302,8 +311,10 @@ static bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p
 
 void Runtime::lower_alignment(Variables& vars, const GemmProblem& p, const void* a, const void* b, const void* c) {
   int ab = size_of(p.a_type), cb = size_of(p.c_type);
-  vars["ALIGN_A"] = std::min<std::int64_t>(vars["ALIGN_A"], pointer_alignment(a, ab));
-  vars["ALIGN_B"] = std::min<std::int64_t>(vars["ALIGN_B"], pointer_alignment(b, ab));
+  // An operand the solution copies is read from the workspace, whatever its pointer (gpu/repack.h).
+  const RepackPlan plan = gpu::repacks(vars) ? repack_plan(p) : RepackPlan{};
+  if (!plan.a.copied) vars["ALIGN_A"] = std::min<std::int64_t>(vars["ALIGN_A"], pointer_alignment(a, ab));
+  if (!plan.b.copied) vars["ALIGN_B"] = std::min<std::int64_t>(vars["ALIGN_B"], pointer_alignment(b, ab));
   vars["ALIGN_C"] = std::min<std::int64_t>(vars["ALIGN_C"], pointer_alignment(c, cb));
 }
 
@@ -325,7 +336,7 @@ bool Runtime::admits(const Launchable& how, const Call& call) const {
 bool Runtime::run_vendor(Launchable& how, Call& call, gpu::Stream stream) {
   if (how.vendor_failed.load(std::memory_order_relaxed) || !vendor().unsupported(call.problem).empty()) return false;
   try {
-    vendor().run(call.problem, call.args(), stream);
+    vendor().run(call.problem, call.args(), stream, how.vendor_choice);
     return true;
   } catch (const Error& e) {
     if (!how.vendor_failed.exchange(true))
@@ -401,6 +412,7 @@ std::unique_ptr<Runtime::Plan> Runtime::make_plan(const Problem& p) {
   plan->vars = best->tmpl->variables(best->solution, p, dev_->info());
   plan->dims = best->tmpl->launch_dims(plan->vars);
   plan->workspace_bytes = best->tmpl->workspace_bytes(plan->vars);
+  plan->set_repack(p);
   plan->why = "pool: " + c.why + " (untuned: nearest winner)";
   return plan;
 }
@@ -451,7 +463,8 @@ std::string Runtime::explain(const Problem& problem) {
   problem.validate();
   const Problem p = problem.canonical();
   auto describe = [&](const Loaded& w) {
-    std::string s = std::string("tuned: exact winner ") + (w.tmpl ? w.solution.kernel_name() : "the vendor library") +
+    const std::string vendor = "the vendor library" + (w.vendor_choice.empty() ? "" : " (" + w.solution.kernel_name() + ")");
+    std::string s = std::string("tuned: exact winner ") + (w.tmpl ? w.solution.kernel_name() : vendor) +
                     " of " + p.key() + w.note + (w.user ? " (user database" : "");
     if (w.online_seconds >= 0) s += ", tuned online in " + std::to_string(w.online_seconds) + " s";
     return w.user ? s + ")" : s;

@@ -12,6 +12,7 @@
 
 #include "db/database.h"
 #include "gpu/backend.h"
+#include "gpu/repack.h"
 #include "gpu/vendor.h"
 #include "runtime/online_tuner.h"
 #include "kernel_templates/conv_params.h"
@@ -124,6 +125,13 @@ class Runtime {
     Workspaces workspaces;
     ArgumentCache arguments;
     std::atomic<bool> vendor_failed{false};  // the vendor threw on this problem: not asked again
+    gpu::VendorChoice vendor_choice;          // the vendor's algorithm for it ({}: its default)
+    bool repack = false;                      // copies A and/or B first (gpu/repack.h) ...
+    GemmProblem kernel_problem;               // ... and then runs this problem
+    void set_repack(const Problem& p) {       // from `vars`
+      repack = !p.is_conv() && gpu::repacks(vars);
+      if (repack) kernel_problem = repack_plan(p.gemm()).kernel_problem;
+    }
   };
 
   struct Loaded : Launchable {

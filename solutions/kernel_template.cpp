@@ -66,6 +66,7 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
     t.workspace_ = Expression::parse(j.value("workspace_bytes", std::string("0")));
     t.arguments_ = j.value("arguments", std::string("gemm"));
     t.fallback_rank_ = j.value("fallback_rank", -1);
+    t.repack_ = j.value("repack", false);
     const std::string kind = j.value("problem", std::string("gemm"));
     if (kind != "gemm" && kind != "conv") throw Error(where + ": unknown \"problem\" kind '" + kind + "' (gemm or conv)");
     t.kind_ = kind == "conv" ? ProblemKind::Conv : ProblemKind::Gemm;
@@ -179,8 +180,20 @@ Variables KernelTemplate::variables(const Solution& s, const Problem& problem, c
   // template's default, which is the value that reproduces the older kernel.
   Variables v(defaults_.begin(), defaults_.end());
   for (const auto& [name, value] : s.params) v[name] = value;
-  if (problem.is_conv()) conv_variables(problem.conv(), v);
-  else gemm_variables(problem.gemm(), v);
+  if (problem.is_conv()) {
+    conv_variables(problem.conv(), v);
+  } else if (auto r = v.find("REPACK"); r != v.end() && r->second != 0) {
+    // The kernel sees the copied operands (solutions/problem.h, repack_plan); REPACKED counts
+    // them, REPACK_BYTES is the scratch they take at the end of the workspace.
+    const RepackPlan plan = repack_plan(problem.gemm());
+    gemm_variables(plan.kernel_problem, v);
+    v["REPACKED"] = int(plan.a.copied) + int(plan.b.copied);
+    v["REPACK_BYTES"] = plan.bytes;
+  } else {
+    gemm_variables(problem.gemm(), v);
+    v["REPACKED"] = 0;
+    v["REPACK_BYTES"] = 0;
+  }
   device_variables(dev, v);
   for (const auto& [name, expr] : derived_) v[name] = expr.eval(v);
   return v;

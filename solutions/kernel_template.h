@@ -79,7 +79,12 @@ class KernelTemplate {
   std::optional<std::string> violation(const Variables& vars) const;
   gpu::LaunchDims launch_dims(const Variables& vars) const;
   // Bytes of zeroed device scratch the kernel needs (TtGemmParams::workspace), 0 for most.
-  std::int64_t workspace_bytes(const Variables& vars) const { return workspace_.eval(vars); }
+  // The template's own workspace, then (REPACK) the operand copies at repack_offset.
+  std::int64_t workspace_bytes(const Variables& vars) const {
+    auto r = vars.find("REPACK_BYTES");
+    return r != vars.end() && r->second > 0 ? repack_offset(vars) + r->second : workspace_.eval(vars);
+  }
+  std::int64_t repack_offset(const Variables& vars) const { return (workspace_.eval(vars) + 255) / 256 * 256; }
   // How the kernel's single argument is built: "gemm" (TtGemmParams as is), "gemm_tma"
   // (TtGemmParams plus TMA descriptors, built by the CUDA backend), "conv" (TtConvParams) or
   // "conv_tma" (TtConvParams plus TMA descriptors: kernel_templates/conv_tma_params.h).
@@ -88,6 +93,11 @@ class KernelTemplate {
   // tried first; -1 (no "fallback_rank" in the JSON) means never. A template that declares a rank
   // promises its default is valid for every problem its constraints admit.
   int fallback_rank() const { return fallback_rank_; }
+  // "repack": true: the enumerator also offers each solution with REPACK 1 for GEMMs whose A or B
+  // is not 16-byte aligned (solutions/problem.h, repack_plan), which the launch code supports for
+  // any template; a template declares it where copies help (TMA, 16-byte loads).
+  bool offers_repack() const { return repack_; }
+  void set_offers_repack(bool on) { repack_ = on; }  // a config's "repack" override
   // Whether the JSON has a "model" section, and its values for one candidate (nullopt without one).
   bool has_model() const { return has_model_; }
   std::optional<ModelShape> model_shape(const Variables& vars) const;
@@ -109,6 +119,7 @@ class KernelTemplate {
   Expression block_, grid_x_, grid_y_, grid_z_, shared_bytes_, cluster_x_, cluster_y_, workspace_;
   bool persistent_ = false;  // launch "persistent": see gpu::LaunchDims::persistent
   int fallback_rank_ = -1;
+  bool repack_ = false;
   ProblemKind kind_ = ProblemKind::Gemm;
   bool has_model_ = false;
   std::map<std::string, Expression> model_;  // key of the "model" section -> expression

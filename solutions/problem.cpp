@@ -123,6 +123,26 @@ int alignment_elements(std::int64_t ld, std::int64_t stride, std::int64_t batch,
   return best;
 }
 
+RepackPlan repack_plan(const GemmProblem& problem) {
+  const GemmProblem p = problem.canonical();
+  RepackPlan plan;
+  plan.kernel_problem = p;
+  const int bytes = size_of(p.a_type), per16 = 16 / bytes;
+  auto round_up = [](std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; };
+  auto operand = [&](std::int64_t rows, std::int64_t cols, std::int64_t& ld, std::int64_t& stride, RepackedOperand& r) {
+    if (alignment_elements(ld, stride, p.batch, bytes) * bytes >= 16) return;
+    ld = round_up(rows, per16);
+    stride = p.batch > 1 ? ld * cols : 0;
+    r.copied = true;
+    r.offset = plan.bytes;
+    plan.bytes += round_up(ld * cols * p.batch * bytes, 256);
+  };
+  GemmProblem& k = plan.kernel_problem;
+  operand(p.rows_a(), p.cols_a(), k.lda, k.stride_a, plan.a);
+  operand(p.rows_b(), p.cols_b(), k.ldb, k.stride_b, plan.b);
+  return plan;
+}
+
 void to_json(nlohmann::json& j, const GemmProblem& p) {
   j = nlohmann::json{{"a_type", to_string(p.a_type)},
                      {"c_type", to_string(p.c_type)},

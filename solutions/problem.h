@@ -52,4 +52,19 @@ void from_json(const nlohmann::json& j, GemmProblem& p);  // throws Error on bad
 // operand is aligned to, given its leading dimension and batch stride in elements.
 int alignment_elements(std::int64_t ld, std::int64_t stride, std::int64_t batch, int elem_bytes);
 
+// Operand repacking (a solution parameter REPACK = 1, offered by templates with "repack": true): A and B whose leading
+// dimension or batch stride is not a multiple of 16 bytes are first copied into scratch memory with
+// the leading dimension rounded up to 16 bytes and the batches packed, so that kernels built on
+// TMA or 16-byte loads take problems with odd leading dimensions or odd K; C is written in place.
+struct RepackedOperand {
+  bool copied = false;
+  std::int64_t offset = 0;  // of its copy in the scratch, bytes (256-aligned)
+};
+struct RepackPlan {
+  GemmProblem kernel_problem;  // canonical `p` with the copied operands' ld and strides: what the kernel sees
+  RepackedOperand a, b;
+  std::int64_t bytes = 0;  // scratch for both copies
+};
+RepackPlan repack_plan(const GemmProblem& p);
+
 }  // namespace tiletune

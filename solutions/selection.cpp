@@ -40,26 +40,6 @@ const char* to_string(Rung r) {
   return "?";
 }
 
-std::optional<NearestChoice> nearest_tuned(const std::vector<TunedEntry>& tuned, const Problem& p,
-                                           const gpu::DeviceInfo& dev, bool vendor_available) {
-  std::optional<NearestChoice> best;
-  for (std::size_t i = 0; i < tuned.size(); ++i) {
-    double d = problem_distance(p, tuned[i].problem);
-    if (d > kMaxNearestDistance || (best && d >= best->distance)) continue;
-    if (!tuned[i].tmpl) {  // the vendor won there: it says nothing about kernels admitting p
-      if (vendor_available) best = NearestChoice{i, d};
-      continue;
-    }
-    try {
-      if (tuned[i].tmpl->violation(tuned[i].tmpl->variables(tuned[i].solution, p, dev))) continue;
-    } catch (const Error&) {
-      continue;  // parameters that no longer fit the template's expressions
-    }
-    best = NearestChoice{i, d};
-  }
-  return best;
-}
-
 std::vector<const KernelTemplate*> fallback_templates(gpu::BackendKind backend, ProblemKind kind) {
   std::vector<const KernelTemplate*> out;
   for (const auto& t : builtin_templates())
@@ -95,47 +75,121 @@ static std::string fixed(double v) {
   return b;
 }
 
+static std::string fixed3(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
+}
+
+// The entry's kernel on `p`: its measured time on its own problem times the model's ratio of the
+// two (NaN without a model or a measurement).
+static double calibrated_ms(const TunedEntry& e, const Problem& p, const gpu::DeviceInfo& dev) {
+  if (!e.tmpl || !(e.median_ms > 0)) return std::numeric_limits<double>::quiet_NaN();
+  const ModelEstimate own = model_estimate(*e.tmpl, e.solution, e.problem, dev);
+  const ModelEstimate here = model_estimate(*e.tmpl, e.solution, p, dev);
+  if (!own.has_model || !here.has_model || !(own.seconds > 0)) return std::numeric_limits<double>::quiet_NaN();
+  return e.median_ms * here.seconds / own.seconds;
+}
+
+PoolRanking rank_pool(const std::vector<TunedEntry>& tuned, const Problem& p, const gpu::DeviceInfo& dev,
+                      bool vendor_available) {
+  PoolRanking r;
+  // The vendor's time here: its time on the nearest problem it was timed on, scaled by the flops.
+  std::optional<std::pair<double, std::size_t>> vendor_ref;
+  std::vector<NearestChoice> eligible;
+  std::string nearest_why;  // why the nearest considered kernel does not qualify
+  for (std::size_t i = 0; i < tuned.size(); ++i) {
+    const TunedEntry& e = tuned[i];
+    const double d = problem_distance(p, e.problem);
+    if (d > kMaxNearestDistance) continue;
+    const bool vendor_timed = e.median_ms > 0 && (!e.tmpl || !std::isnan(e.vendor_ratio));
+    if (vendor_timed && (!vendor_ref || d < vendor_ref->first)) vendor_ref = {d, i};
+    if (!e.tmpl && !vendor_available) continue;  // the vendor won there, and it is not here
+    const bool nearest = !r.nearest || d < r.nearest->distance;
+    if (nearest) r.nearest = NearestChoice{i, d};
+    if (!e.tmpl) {
+      if (nearest) nearest_why = "the nearest tuned problem " + e.problem.key() + " was won by the vendor library";
+      continue;
+    }
+    try {
+      if (auto why = e.tmpl->violation(e.tmpl->variables(e.solution, p, dev))) {
+        if (nearest) nearest_why = "the nearest tuned problem's winner " + e.solution.kernel_name() + " does not admit it";
+        continue;
+      }
+    } catch (const Error&) {  // parameters that no longer fit the template's expressions
+      if (nearest) nearest_why = "the nearest tuned problem's winner " + e.solution.kernel_name() + " does not fit its template";
+      continue;
+    }
+    if (vendor_available && !(e.vendor_ratio >= kKernelMargin)) {
+      if (nearest)
+        nearest_why = "the nearest tuned problem " + e.problem.key() + "'s winner " + e.solution.kernel_name() +
+                      (std::isnan(e.vendor_ratio) ? std::string(" was never measured against the vendor")
+                                                  : " beat the vendor only " + fixed(e.vendor_ratio) + "x there") +
+                      " (the pool needs " + fixed(kKernelMargin) + "x)";
+      continue;
+    }
+    eligible.push_back(NearestChoice{i, d, calibrated_ms(e, p, dev)});
+  }
+  // Estimated ones first, fastest first; then by distance.
+  std::stable_sort(eligible.begin(), eligible.end(), [](const NearestChoice& a, const NearestChoice& b) {
+    const bool ea = !std::isnan(a.estimate_ms), eb = !std::isnan(b.estimate_ms);
+    if (ea != eb) return ea;
+    return ea ? a.estimate_ms < b.estimate_ms : a.distance < b.distance;
+  });
+  if (eligible.empty()) {
+    r.why_not = !nearest_why.empty() ? nearest_why
+                                     : "no tuned problem of the same types and layout within distance " +
+                                           fixed(kMaxNearestDistance) + " whose winner admits it";
+    return r;
+  }
+  NearestChoice best = eligible.front();
+  if (vendor_available && vendor_ref) {
+    const TunedEntry& v = tuned[vendor_ref->second];
+    const double vendor_ms = (v.tmpl ? v.median_ms * v.vendor_ratio : v.median_ms) * p.flops() / v.problem.flops();
+    best.vendor_estimate_ms = vendor_ms;
+    if (!std::isnan(best.estimate_ms) && vendor_ms < kKernelMargin * best.estimate_ms) {
+      r.why_not = "the best pool kernel " + tuned[best.index].solution.kernel_name() + " of " +
+                  tuned[best.index].problem.key() + " is expected at only " + fixed(vendor_ms / best.estimate_ms) +
+                  "x the vendor here (model " + fixed3(best.estimate_ms) + " ms, vendor about " + fixed3(vendor_ms) +
+                  " ms; the pool needs " + fixed(kKernelMargin) + "x)";
+      return r;
+    }
+  }
+  r.best = best;
+  return r;
+}
+
 UntunedChoice choose_untuned(const std::vector<TunedEntry>& tuned, const Problem& p, const gpu::DeviceInfo& dev,
                              const std::string& vendor_unsupported,
                              const std::vector<const KernelTemplate*>& fallbacks) {
   UntunedChoice c;
   const bool vendor = vendor_unsupported.empty();
-  c.nearest = nearest_tuned(tuned, p, dev, vendor);
-  if (c.nearest) {
-    const TunedEntry& e = tuned[c.nearest->index];
-    const std::string near = "the nearest tuned problem " + e.problem.key() + " (distance " + fixed(c.nearest->distance) + ")";
-    if (!e.tmpl) {  // only while the vendor is there (nearest_tuned)
-      c.rung = Rung::Vendor;
-      c.why = near + " was won by the vendor library";
-      return c;
-    }
-    if (!vendor) {
-      c.rung = Rung::Pool;
-      c.why = near + ": its winner " + e.solution.kernel_name() + " (no vendor: " + vendor_unsupported + ")";
-      return c;
-    } else if (e.vendor_ratio >= kKernelMargin) {
-      c.rung = Rung::Pool;
-      c.why = near + ": its winner " + e.solution.kernel_name() + ", " + fixed(e.vendor_ratio) +
-              "x the vendor there";
-      return c;
-    } else {
-      c.rung = Rung::Vendor;
-      c.why = near + "'s winner " + e.solution.kernel_name() +
-              (std::isnan(e.vendor_ratio) ? std::string(" was never measured against the vendor")
-                                          : " beat the vendor only " + fixed(e.vendor_ratio) + "x there") +
-              " (the pool needs " + fixed(kKernelMargin) + "x)";
-      return c;
-    }
+  const PoolRanking r = rank_pool(tuned, p, dev, vendor);
+  if (r.best) {
+    const TunedEntry& e = tuned[r.best->index];
+    c.nearest = r.best;
+    c.rung = Rung::Pool;
+    c.why = "the winner " + e.solution.kernel_name() + " of the tuned problem " + e.problem.key() + " (distance " +
+            fixed(r.best->distance) + (std::isnan(r.best->estimate_ms)
+                                           ? std::string(", no model estimate: the nearest")
+                                           : ", model estimate " + fixed3(r.best->estimate_ms) + " ms") +
+            ")" +
+            (vendor ? ", " + fixed(e.vendor_ratio) + "x the vendor there" +
+                          (std::isnan(r.best->vendor_estimate_ms)
+                               ? std::string()
+                               : ", the vendor about " + fixed3(r.best->vendor_estimate_ms) + " ms here")
+                    : " (no vendor: " + vendor_unsupported + ")");
+    return c;
   }
+  c.nearest = r.nearest;
   if (vendor) {
     c.rung = Rung::Vendor;
-    c.why = "no tuned problem of the same types and layout within distance " + fixed(kMaxNearestDistance) +
-            " whose winner admits it";
+    c.why = r.why_not;
     return c;
   }
   c.rung = Rung::Default;
   c.fallback = choose_fallback(fallbacks, p, dev);
-  c.why = "no tuned problem near enough and no vendor library (" + vendor_unsupported + ")";
+  c.why = "no tuned kernel near enough admits it and there is no vendor library (" + vendor_unsupported + ")";
   return c;
 }
 

@@ -3,10 +3,12 @@
 //   1. Tuned: the exact problem's winner (a user database's before the shipped one's); the winner
 //      may be the vendor library, timed as a candidate of the sweep. A generated kernel that beat
 //      the vendor by less than kKernelMargin there gives way to the vendor (kernel_serves).
-//   2. Pool: the winner of the nearest tuned problem with the same types, layout and compute,
-//      whose kernel admits the problem, when it is near enough (nearest_tuned) and the database
-//      shows that kernel beating the vendor by kKernelMargin on its own problem (or there is no
-//      vendor for this problem);
+//   2. Pool: among the winning kernels of tuned problems near enough, with the same types, layout
+//      and compute, whose constraints admit the problem, the one the analytical model
+//      (solutions/model.h) expects fastest on it, calibrated by each kernel's measured time on its
+//      own problem (rank_pool). Where a vendor computes the problem, only a kernel the database
+//      shows beating the vendor by kKernelMargin on its own problem, and expected to beat it by as
+//      much here (the vendor's time on the nearest problem it was timed on, scaled by the flops);
 //   3. Vendor: the vendor library's own choice (cuBLAS, cuDNN, OpenBLAS);
 //   4. Default: where no vendor computes the problem, the default of the first template by
 //      "fallback_rank" whose constraints admit it.
@@ -20,6 +22,7 @@
 
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
+#include "solutions/model.h"
 #include "solutions/problem.h"
 
 namespace tiletune {
@@ -51,6 +54,7 @@ struct TunedEntry {
   Solution solution;
   // Vendor time over the winner's time on this problem; NaN where the vendor was not measured.
   double vendor_ratio = std::numeric_limits<double>::quiet_NaN();
+  double median_ms = std::numeric_limits<double>::quiet_NaN();  // the winner's measured time
 };
 
 // Whether a tuned problem's generated kernel is served rather than the vendor library: always where
@@ -61,10 +65,21 @@ bool kernel_serves(const TunedEntry& e, bool vendor_available);
 struct NearestChoice {
   std::size_t index = 0;  // into the entries
   double distance = 0;
+  // The calibrated model's time for the entry's kernel on the new problem, and the vendor's
+  // estimated time there (NaN: no model, no measurement, or no vendor).
+  double estimate_ms = std::numeric_limits<double>::quiet_NaN();
+  double vendor_estimate_ms = std::numeric_limits<double>::quiet_NaN();
 };
-// Entries the vendor won count only where the vendor computes the problem (`vendor_available`).
-std::optional<NearestChoice> nearest_tuned(const std::vector<TunedEntry>& tuned, const Problem& canonical,
-                                           const gpu::DeviceInfo& dev, bool vendor_available = true);
+
+// The pool rung's choice for a problem without an exact winner.
+struct PoolRanking {
+  std::optional<NearestChoice> best;     // the kernel to serve, if any qualifies
+  std::optional<NearestChoice> nearest;  // the nearest tuned problem considered (its winner may be the vendor)
+  std::string why_not;                   // without `best`: why no kernel qualifies
+};
+// `vendor_available`: the vendor library computes the problem (it sets the bar).
+PoolRanking rank_pool(const std::vector<TunedEntry>& tuned, const Problem& canonical, const gpu::DeviceInfo& dev,
+                      bool vendor_available = true);
 
 // The templates offering a fallback for this backend and problem kind, in the order they are tried.
 std::vector<const KernelTemplate*> fallback_templates(gpu::BackendKind backend, ProblemKind kind = ProblemKind::Gemm);

@@ -20,6 +20,7 @@
 #include "tuner/enumerator.h"
 #include "tuner/sweep.h"
 #include "tuner/worker.h"
+#include "runtime_test_util.h"
 
 namespace fs = std::filesystem;
 using namespace tiletune;
@@ -280,6 +281,51 @@ TEST(WorkerProtocol, RequestsAndResultsRoundTrip) {
   EXPECT_EQ(mb.reason, "off by one");
   EXPECT_EQ(mb.rel_error, 0.5);
   EXPECT_TRUE(std::isnan(mb.median_ms));
+}
+
+// Operand repacking on the host (solutions/problem.h): with "repack" a problem whose A and B have odd
+// leading dimensions (or a batch odd strides) gets candidates that copy them first into the
+// workspace. crashy_gemm's MODE 4 is right only on 16-byte aligned operands, as a TMA kernel: it
+// validates only where the copies were made, in the tuner and in the runtime (on fresh data).
+// "REPACKED > 0" leaves only the copying candidates.
+TEST(Repack, CopiedOperandCandidatesValidateAndTheRuntimeServesThem) {
+  ASSERT_TRUE(kTemplatePathSet);
+  const fs::path dir = fs::temp_directory_path() / ("tiletune-repack-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string db = (dir / "repack.db").string();
+  const tuner::TuningConfig cfg = tuner::parse_config(R"({"name": "repack-test",
+      "problems": [{"dtype": "f32", "transA": "N", "transB": "N", "m": 33, "n": 20, "k": 17, "lda": 35, "ldb": 19},
+                   {"dtype": "f32", "transA": "T", "transB": "T", "m": 16, "n": 12, "k": 9, "lda": 11, "ldb": 13,
+                    "batch": 3, "stride_a": 179, "stride_b": 118, "beta_zero": false}],
+      "templates": {"crashy_gemm": {"repack": true, "parameters": {"MODE": [4]}, "constraints": {"copies_only": "REPACKED > 0"}}},
+      "benchmark": {"warmup": 1, "min_iterations": 2, "max_iterations": 3, "target_ms": 2}})",
+                                                      dir.string());
+  ASSERT_EQ(cfg.problems.size(), 2u);
+  for (const Problem& p : cfg.problems) EXPECT_GT(repack_plan(p.gemm()).bytes, 0) << p.key();
+  tuner::SweepOptions o;
+  o.backend = gpu::BackendKind::Host;
+  o.compare_vendor = false;
+  o.db_path = db;
+  o.isolation = tuner::Isolation::Process;  // the worker protocol carries REPACK like any parameter
+  o.worker_exe = TILETUNE_EXE;
+  const tuner::SweepSummary s = tuner::run_sweep(cfg, o, stderr);
+  ASSERT_EQ(s.winners.size(), 2u);
+  db::Database d = db::Database::open(db, db::Mode::ReadOnly);
+  const std::string arch = gpu::list_devices(gpu::BackendKind::Host)[0].arch;
+  for (const auto& w : d.winners(arch)) EXPECT_EQ(w.solution.params.at("REPACK"), 1) << w.solution.kernel_name();
+  ::setenv("TILETUNE_VENDOR", "off", 1);
+  tiletune_handle_t h = nullptr;
+  ASSERT_EQ(tiletune_create(&h, db.c_str(), "host", 0), TILETUNE_SUCCESS) << tiletune_last_error();
+  for (const Problem& p : cfg.problems) {
+    auto r = testing_util::dispatch_host(h, p.gemm());
+    EXPECT_TRUE(r.ok) << p.key() << ": " << r.reason;
+  }
+  tiletune_stats_t st{};
+  ASSERT_EQ(tiletune_get_stats(h, &st), TILETUNE_SUCCESS);
+  EXPECT_EQ(st.tuned, 2u);
+  tiletune_destroy(h);
+  ::unsetenv("TILETUNE_VENDOR");
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -4,10 +4,13 @@
 // calls run the online winner. Every call is checked against fp64.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -152,6 +155,63 @@ TEST(Online, SwitchingOffOrDestroyingDuringATuneEndsItAndLosesNothingFinished) {
   ASSERT_EQ(tiletune_get_stats(h, &st), TILETUNE_SUCCESS);
   EXPECT_EQ(st.user_tuned, 2u);
   tiletune_destroy(h);
+  fs::remove_all(dir);
+}
+
+// A sweep started for online tuning dies with the program it tunes for, even one killed outright
+// (no destructor runs): here an intermediate process starts `tune --die-with-parent` on a hanging
+// candidate and is SIGKILLed; the sweep must end within seconds, not at its candidate time-out.
+TEST(Online, ASweepStartedToDieWithItsParentEndsWhenTheParentIsKilled) {
+  ASSERT_TRUE(kTemplatePathSet);
+  const fs::path dir = fs::temp_directory_path() / ("tiletune-online-orphan-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string cfg = (dir / "hang.json").string();
+  {
+    std::FILE* f = std::fopen(cfg.c_str(), "w");
+    ASSERT_TRUE(f);
+    std::fputs(R"({"problems": [{"dtype": "f32", "transA": "N", "transB": "N", "m": 16, "n": 16, "k": 16}],
+                   "templates": {"crashy_gemm": {"parameters": {"MODE": [2]}}}})",
+               f);
+    std::fclose(f);
+  }
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t middle = ::fork();
+  if (middle == 0) {  // the intermediate: start the sweep, report its pid, wait to be killed
+    const std::string self = std::to_string(::getpid()), db = (dir / "hang.db").string();
+    const pid_t sweep = ::fork();
+    if (sweep == 0) {
+      ::execl(TILETUNE_EXE, TILETUNE_EXE, "tune", cfg.c_str(), "--backend", "host", "--db", db.c_str(), "--no-vendor",
+              "--timeout", "600", "--die-with-parent", self.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    (void)!::write(fds[1], &sweep, sizeof sweep);
+    for (;;) ::pause();
+  }
+  pid_t sweep = -1;
+  ASSERT_EQ(::read(fds[0], &sweep, sizeof sweep), ssize_t(sizeof sweep));
+  ::close(fds[0]), ::close(fds[1]);
+  ::sleep(2);  // into its hanging candidate
+  auto alive = [](pid_t pid) {  // neither gone nor a zombie waiting for its new parent to reap it
+    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+    if (!f) return false;
+    char state = 'X';
+    const int n = std::fscanf(f, "%*d (%*[^)]) %c", &state);
+    std::fclose(f);
+    return n == 1 && state != 'Z' && state != 'X';
+  };
+  ASSERT_TRUE(alive(sweep)) << "the sweep should still be in its hanging candidate";
+  ::kill(middle, SIGKILL);
+  ::waitpid(middle, nullptr, 0);
+  bool ended = false;
+  for (int i = 0; i < 100 && !(ended = !alive(sweep)); ++i) ::usleep(100 * 1000);
+  EXPECT_TRUE(ended) << "tune --die-with-parent outlived its parent by 10 s";
+  if (!ended) ::kill(sweep, SIGKILL);
+  // A wrong parent pid: nothing is tuned.
+  EXPECT_NE(std::system((std::string(TILETUNE_EXE) + " tune " + cfg + " --backend host --db " + (dir / "x.db").string() +
+                         " --die-with-parent 1 >/dev/null 2>&1").c_str()),
+            0);
+  EXPECT_FALSE(fs::exists(dir / "x.db"));
   fs::remove_all(dir);
 }
 

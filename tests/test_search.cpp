@@ -143,7 +143,7 @@ TEST(SearchModel, WaveQuantisationOn132SMs) {
   Solution full = t.default_solution(), half = t.default_solution();
   full.params["BM"] = 128, full.params["BN"] = 128;
   half.params["BM"] = 128, half.params["BN"] = 256;
-  tuner::ModelEstimate a = tuner::model_estimate(t, full, p, dev), b = tuner::model_estimate(t, half, p, dev);
+  ModelEstimate a = model_estimate(t, full, p, dev), b = model_estimate(t, half, p, dev);
   ASSERT_TRUE(a.has_model && b.has_model);
   EXPECT_EQ(a.tiles, 132);
   EXPECT_EQ(a.blocks_per_mp, 1);
@@ -155,7 +155,7 @@ TEST(SearchModel, WaveQuantisationOn132SMs) {
 
   // One more row of tiles than a full wave: 133 tiles on 132 slots costs two waves.
   GemmProblem q = gemm(DataType::BF16, DataType::BF16, true, false, 1408 + 128, 1536, 4096);  // 12 x 12 = 144
-  EXPECT_NEAR(tuner::model_estimate(t, full, q, dev).wave_factor, 2.0 / (144.0 / 132.0), 1e-12);
+  EXPECT_NEAR(model_estimate(t, full, q, dev).wave_factor, 2.0 / (144.0 / 132.0), 1e-12);
 
   // select_candidates("model") puts the well-quantised one first; a template without a model
   // section ranks last.
@@ -179,13 +179,13 @@ TEST(SearchModel, PersistentGridLoopsOverTiles) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const KernelTemplate& t = find_template("wgmma_gemm");
   Solution s = t.default_solution();  // 128 x 128
-  tuner::ModelEstimate two = tuner::model_estimate(t, s, gemm(DataType::BF16, DataType::BF16, true, false, 2816, 1536, 4096), dev);
+  ModelEstimate two = model_estimate(t, s, gemm(DataType::BF16, DataType::BF16, true, false, 2816, 1536, 4096), dev);
   EXPECT_EQ(two.tiles, 264);
   EXPECT_EQ(two.blocks, 132);
   EXPECT_EQ(two.resident, 1);
   EXPECT_DOUBLE_EQ(two.wave_factor, 1.0);
   EXPECT_NEAR(two.seconds, 2 * two.tile_seconds, 1e-15);
-  tuner::ModelEstimate one_more = tuner::model_estimate(t, s, gemm(DataType::BF16, DataType::BF16, true, false, 1408 + 128, 1536, 4096), dev);
+  ModelEstimate one_more = model_estimate(t, s, gemm(DataType::BF16, DataType::BF16, true, false, 1408 + 128, 1536, 4096), dev);
   EXPECT_EQ(one_more.blocks, 132);
   EXPECT_NEAR(one_more.seconds, 2 * one_more.tile_seconds, 1e-15) << "144 tiles: some blocks do two";
 }
@@ -198,7 +198,7 @@ TEST(SearchModel, WgmmaSplitKFillsTheMachine) {
   const GemmProblem p = gemm(DataType::BF16, DataType::BF16, false, false, 1000, 1000, 1000);
   Solution one = t.default_solution(), two = t.default_solution();
   two.params["SPLITK"] = 2;
-  const tuner::ModelEstimate a = tuner::model_estimate(t, one, p, dev), b = tuner::model_estimate(t, two, p, dev);
+  const ModelEstimate a = model_estimate(t, one, p, dev), b = model_estimate(t, two, p, dev);
   EXPECT_EQ(a.tiles, 64);
   EXPECT_EQ(a.blocks, 64);
   EXPECT_EQ(a.steps, 16);
@@ -219,19 +219,19 @@ TEST(SearchModel, PipelineDepthOccupancyAndEpilogue) {
   // N = 16: few tiles, each streaming a long K panel; the latency of the loads is hidden only by
   // the loads in flight, so the deeper ring wins...
   GemmProblem thin = gemm(DataType::BF16, DataType::BF16, true, false, 4096, 16, 4096);
-  tuner::ModelEstimate a = tuner::model_estimate(wg, s4, thin, dev), b = tuner::model_estimate(wg, s6, thin, dev);
+  ModelEstimate a = model_estimate(wg, s4, thin, dev), b = model_estimate(wg, s6, thin, dev);
   EXPECT_GT(a.latency_seconds, b.latency_seconds);
   EXPECT_LT(b.seconds, a.seconds);
   // ...while a big square problem is bound by the panels' bytes, not by latency: depth is free.
   GemmProblem sq = gemm(DataType::BF16, DataType::BF16, false, false, 8192, 8192, 8192);
   s4.params["BN"] = s6.params["BN"] = 128;
-  EXPECT_DOUBLE_EQ(tuner::model_estimate(wg, s4, sq, dev).seconds, tuner::model_estimate(wg, s6, sq, dev).seconds);
+  EXPECT_DOUBLE_EQ(model_estimate(wg, s4, sq, dev).seconds, model_estimate(wg, s6, sq, dev).seconds);
 
   // Ping-pong hides the epilogue behind the other consumer's main loop: it matters when K is short.
   Solution pp = wg.default_solution(), coop = wg.default_solution();
   pp.params["PINGPONG"] = 1, coop.params["PINGPONG"] = 0;
   GemmProblem short_k = gemm(DataType::BF16, DataType::BF16, false, false, 8192, 8192, 128);
-  EXPECT_LT(tuner::model_estimate(wg, pp, short_k, dev).seconds, tuner::model_estimate(wg, coop, short_k, dev).seconds);
+  EXPECT_LT(model_estimate(wg, pp, short_k, dev).seconds, model_estimate(wg, coop, short_k, dev).seconds);
 
   // simt_gemm: 512 threads of 8 x 8 accumulators fill the register file with one block per SM,
   // 128 threads of 4 x 4 fit several.
@@ -240,7 +240,7 @@ TEST(SearchModel, PipelineDepthOccupancyAndEpilogue) {
   big.params["MT0"] = 256, big.params["MT1"] = 128, big.params["TT0"] = 8, big.params["TT1"] = 8;
   small.params["MT0"] = 64, small.params["MT1"] = 32, small.params["TT0"] = 4, small.params["TT1"] = 4;
   GemmProblem f32 = gemm(DataType::F32, DataType::F32, false, false, 4096, 4096, 4096);
-  tuner::ModelEstimate eb = tuner::model_estimate(simt, big, f32, dev), es = tuner::model_estimate(simt, small, f32, dev);
+  ModelEstimate eb = model_estimate(simt, big, f32, dev), es = model_estimate(simt, small, f32, dev);
   EXPECT_EQ(eb.blocks_per_mp, 1);
   EXPECT_GT(es.blocks_per_mp, 2);
   // Small thread tiles read more shared memory per flop: bound by it, not by the FMA pipes.
@@ -257,10 +257,10 @@ TEST(SearchModel, TiesBrokenByPreferDeterministically) {
   GemmProblem p = gemm(DataType::F32, DataType::F32, false, false, 4096, 4096, 4096);
   Solution pad0 = t.default_solution(), pad4 = t.default_solution();
   pad0.params["PAD"] = 0, pad4.params["PAD"] = 4;
-  tuner::ModelEstimate e0 = tuner::model_estimate(t, pad0, p, dev), e4 = tuner::model_estimate(t, pad4, p, dev);
+  ModelEstimate e0 = model_estimate(t, pad0, p, dev), e4 = model_estimate(t, pad4, p, dev);
   ASSERT_DOUBLE_EQ(e0.seconds, e4.seconds) << "padding costs the model nothing; only the tie-break sees it";
-  EXPECT_TRUE(tuner::model_before(e4, e0));
-  EXPECT_FALSE(tuner::model_before(e0, e4));
+  EXPECT_TRUE(model_before(e4, e0));
+  EXPECT_FALSE(model_before(e0, e4));
   tuner::SearchOptions o;
   o.strategy = "model";
   std::vector<tuner::SearchCandidate> ab = {{&t, &pad0}, {&t, &pad4}}, ba = {{&t, &pad4}, {&t, &pad0}};
@@ -322,6 +322,24 @@ TEST(SearchSelect, HalvingContenders) {
   tuner::BenchmarkOptions s = tuner::short_benchmark(full);
   EXPECT_EQ(s.min_iterations, 2);
   EXPECT_DOUBLE_EQ(s.target_ms, full.target_ms / 8);
+}
+
+// Finals are timed under sustained load on a GPU (do_bench's 100 ms), as long as the first timing
+// on the host, and as a config says where it says.
+TEST(SearchSelect, FinalBenchmark) {
+  tuner::BenchmarkOptions full;
+  full.target_ms = 25, full.max_iterations = 20;
+  const tuner::BenchmarkOptions gpu = tuner::final_benchmark(full, gpu::BackendKind::Cuda);
+  EXPECT_DOUBLE_EQ(gpu.target_ms, 100);
+  EXPECT_GE(gpu.max_iterations, 10000) << "a 10 us kernel must be able to fill the 100 ms";
+  EXPECT_DOUBLE_EQ(tuner::final_benchmark(full, gpu::BackendKind::Host).target_ms, 25);
+  full.final_ms = 300;
+  EXPECT_DOUBLE_EQ(tuner::final_benchmark(full, gpu::BackendKind::Host).target_ms, 300);
+  full.final_ms = 0;  // never shorter than the first timing
+  EXPECT_DOUBLE_EQ(tuner::final_benchmark(full, gpu::BackendKind::Cuda).target_ms, 25);
+  const std::string cfg = R"({"problems": [{"m": 8, "n": 8, "k": 8}], "benchmark": {"final_ms": )";
+  EXPECT_DOUBLE_EQ(tuner::parse_config(cfg + "250}}", ".").benchmark.final_ms, 250);
+  EXPECT_THROW(tuner::parse_config(cfg + "-5}}", "."), Error);
 }
 
 TEST_F(Search, EveryStrategyFindsAWinner) {

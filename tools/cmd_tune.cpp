@@ -1,3 +1,7 @@
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -8,6 +12,7 @@
 #include "tuner/config.h"
 #include "common/error.h"
 #include "tuner/device_list.h"
+#include "tuner/search.h"
 #include "tuner/sweep.h"
 #include "tuner/worker.h"
 
@@ -17,7 +22,7 @@ Run add_tune(CLI::App& app) {
   struct Args {
     std::string config, db = "tiletune.db", backend = "auto";
     std::string isolation = "process";
-    int device = 0, jobs = 0;
+    int device = 0, jobs = 0, vendor_algorithms = 8, parent = 0;
     double timeout = 0, prepare_timeout = 0;
     std::string search, devices;
     long long budget = -1;
@@ -39,7 +44,14 @@ Run add_tune(CLI::App& app) {
   cmd->add_flag("--compile-servers", a->compile_servers,
                 "GPU backends: compile in a server process per compile job instead of on threads of this process "
                 "(NVRTC compiles one program at a time per process; a compiler crash then costs one code object)");
+  cmd->add_option("--die-with-parent", a->parent,
+                  "killed when process PID (which must be this one's parent) ends: online tuning starts sweeps so, "
+                  "that none outlives the program it tunes for");
   cmd->add_flag("--no-vendor", a->no_vendor, "do not time the vendor library (cuBLAS) for comparison");
+  cmd->add_option("--vendor-algorithms", a->vendor_algorithms,
+                  "besides the vendor's default, time up to this many of its other algorithms (cuBLASLt's heuristic's "
+                  "first few) as candidates; 0: the default only")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--list-pruned", a->list_pruned, "print every pruned candidate with the constraint it breaks");
   cmd->add_option("--isolation", a->isolation,
                   "process: validate and time each candidate in a worker process, so that one that crashes or "
@@ -58,7 +70,7 @@ Run add_tune(CLI::App& app) {
                   "which candidates to benchmark (overrides the config's search.strategy): exhaustive | random "
                   "(--budget of them, drawn from the config's search.seed) | model (ranked by an analytical model, the "
                   "best --budget) | halving (short timing for all, full timing for the best third)")
-      ->check(CLI::IsMember({"exhaustive", "random", "model", "halving"}));
+      ->check(CLI::IsMember(tuner::search_strategies()));
   cmd->add_option("--budget", a->budget, "candidates per problem (halving: fully timed ones); 0 = all")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--budget-seconds", a->budget_seconds, "seconds of measuring per problem; 0 = no limit")
@@ -67,6 +79,10 @@ Run add_tune(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   return [a] {
     tuner::TuningConfig config = tuner::load_config(a->config);
+    if (a->parent > 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != a->parent) return 1;  // it ended before the line above: nothing to tune for
+    }
     if (!a->search.empty()) config.search.strategy = a->search;
     if (a->budget >= 0) config.search.budget = static_cast<std::size_t>(a->budget);
     if (a->budget_seconds >= 0) config.search.budget_seconds = a->budget_seconds;
@@ -79,6 +95,7 @@ Run add_tune(CLI::App& app) {
     o.db_path = a->db;
     o.compile_jobs = a->jobs;
     o.compare_vendor = !a->no_vendor;
+    o.vendor_algorithms = a->vendor_algorithms;
     o.list_pruned = a->list_pruned;
     if (a->timeout > 0) config.benchmark.timeout_s = a->timeout;
     if (a->prepare_timeout > 0) config.benchmark.prepare_timeout_s = a->prepare_timeout;

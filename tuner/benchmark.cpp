@@ -56,8 +56,17 @@ Timing time_runs(gpu::Device& dev, std::size_t sets, const BenchmarkOptions& opt
   if (first_ms > 0) runs = int(std::clamp(options.target_ms / first_ms, double(options.min_iterations),
                                           double(options.max_iterations)));
   if (options.flush_l2 && dev.info().cache_bytes > 0) {
-    // do_bench's way: each run alone, behind an overwrite of twice the cache.
+    // do_bench's way: each run alone, behind an overwrite of twice the cache, as many as fit in
+    // target_ms with their overwrites.
     gpu::DeviceBuffer flush(dev, std::size_t(2 * dev.info().cache_bytes));
+    gpu::Event f0 = make(), f1 = make();
+    dev.record(f0);
+    dev.fill_bytes(flush.get(), 0, flush.size());
+    dev.record(f1);
+    const double flush_ms = dev.elapsed_ms(f0, f1);
+    if (first_ms + flush_ms > 0)
+      runs = int(std::clamp(options.target_ms / (first_ms + flush_ms), double(options.min_iterations),
+                            double(options.max_iterations)));
     std::vector<gpu::Event> begin, end;
     for (int i = 0; i < runs; ++i) begin.push_back(make()), end.push_back(make());
     for (int i = 0; i < runs; ++i) {

@@ -180,8 +180,12 @@ TuningConfig parse_config(const std::string& text, const std::string& base_dir) 
 
     if (j.contains("templates")) {
       for (const auto& [name, spec] : j["templates"].items()) {
-        only_keys(spec, {"parameters", "constraints"}, "template \"" + name + "\"");
+        only_keys(spec, {"parameters", "constraints", "repack"}, "template \"" + name + "\"");
         KernelTemplate t = find_template(name);
+        if (spec.contains("repack")) {
+          if (!spec["repack"].is_boolean()) throw Error("template \"" + name + "\": \"repack\" must be true or false");
+          t.set_offers_repack(spec["repack"].get<bool>());
+        }
         const json params = spec.value("parameters", json::object()), constraints = spec.value("constraints", json::object());
         for (const auto& [param, values] : params.items())
           t.set_values(param, values.get<std::vector<std::int64_t>>());
@@ -196,13 +200,18 @@ TuningConfig parse_config(const std::string& text, const std::string& base_dir) 
     if (j.contains("benchmark")) {
       const json& b = j["benchmark"];
       only_keys(b, {"warmup", "min_iterations", "max_iterations", "target_ms", "timeout_s", "prepare_timeout_s",
-                    "flush_l2"},
+                    "flush_l2", "final_ms"},
                 "\"benchmark\"");
       c.benchmark.flush_l2 = b.value("flush_l2", c.benchmark.flush_l2);
       c.benchmark.warmup = b.value("warmup", c.benchmark.warmup);
       c.benchmark.min_iterations = b.value("min_iterations", c.benchmark.min_iterations);
       c.benchmark.max_iterations = b.value("max_iterations", c.benchmark.max_iterations);
       c.benchmark.target_ms = b.value("target_ms", c.benchmark.target_ms);
+      if (b.contains("final_ms")) {
+        c.benchmark.final_ms = b["final_ms"].get<double>();
+        if (!(c.benchmark.final_ms >= 0 && c.benchmark.final_ms <= 60000))
+          throw Error("benchmark: final_ms must be between 0 and 60000 milliseconds");
+      }
       c.benchmark.timeout_s = b.value("timeout_s", c.benchmark.timeout_s);
       if (!(c.benchmark.timeout_s > 0)) throw Error("benchmark: timeout_s must be > 0 seconds");
       c.benchmark.prepare_timeout_s = b.value("prepare_timeout_s", c.benchmark.prepare_timeout_s);

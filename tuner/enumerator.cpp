@@ -30,15 +30,23 @@ Enumeration enumerate_problems(const std::vector<KernelTemplate>& templates, con
     std::vector<Solution> space = cartesian(t);
     for (std::size_t pi = 0; pi < problems.size(); ++pi) {
       if (problems[pi].kind() != t.problem_kind()) continue;
-      for (const auto& s : space) {
+      auto consider = [&](const Solution& s) {
         ++e.total;
         Variables vars = t.variables(s, problems[pi], device);
         if (auto why = t.violation(vars)) {
           e.pruned_by_reason[why->substr(0, why->find(':'))]++;
           e.pruned.push_back({pi, s, *why});
-          continue;
+          return;
         }
         e.candidates.push_back({pi, shared, s, t.launch_dims(vars)});
+      };
+      const bool repack = t.offers_repack() && !problems[pi].is_conv() && repack_plan(problems[pi].gemm()).bytes > 0;
+      for (const auto& s : space) {
+        consider(s);
+        if (!repack) continue;
+        Solution copied = s;
+        copied.params["REPACK"] = 1;
+        consider(copied);
       }
     }
   }

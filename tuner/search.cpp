@@ -57,6 +57,15 @@ std::vector<std::size_t> select_candidates(const SearchOptions& o, const std::ve
   return order;
 }
 
+BenchmarkOptions final_benchmark(const BenchmarkOptions& full, gpu::BackendKind backend) {
+  BenchmarkOptions b = full;
+  const double ms = full.final_ms >= 0 ? full.final_ms : backend == gpu::BackendKind::Host ? full.target_ms : 100.0;
+  b.target_ms = std::max(full.target_ms, ms);
+  // Enough runs to fill the time with short kernels too (an event per run: 20000 at most).
+  b.max_iterations = std::max(full.max_iterations, std::min(20000, int(b.target_ms / 0.005)));
+  return b;
+}
+
 BenchmarkOptions short_benchmark(const BenchmarkOptions& full) {
   BenchmarkOptions b = full;
   b.warmup = std::min(full.warmup, 1);

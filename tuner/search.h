@@ -26,7 +26,7 @@
 #include "solutions/kernel_template.h"
 #include "solutions/problem.h"
 #include "solutions/solution.h"
-#include "tuner/model.h"
+#include "solutions/model.h"
 
 namespace tiletune::tuner {
 
@@ -55,8 +55,10 @@ struct SearchCandidate {
 std::vector<std::size_t> select_candidates(const SearchOptions& o, const std::vector<SearchCandidate>& cands,
                                            const Problem& p, const gpu::DeviceInfo& dev);
 
-// Finalists of every strategy: timed fully twice, at the end of the problem's measuring.
+// Finalists of every strategy: timed fully twice, at the end of the problem's measuring, the
+// second time for at least final_ms (BenchmarkOptions).
 inline constexpr std::size_t kFinalists = 3;
+BenchmarkOptions final_benchmark(const BenchmarkOptions& full, gpu::BackendKind backend);
 // Successive halving.
 // The short first round: warmup 1, 2 iterations, target_ms / 8 (at most max_iterations / 4 + 2).
 BenchmarkOptions short_benchmark(const BenchmarkOptions& full);

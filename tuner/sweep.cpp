@@ -95,6 +95,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   const bool host = options.backend == gpu::BackendKind::Host;
   std::unique_ptr<gpu::Device> dev = gpu::open_device(options.backend, host ? 0 : device_list[0]);
   const gpu::DeviceInfo& info = dev->info();
+  const BenchmarkOptions final_bench = final_benchmark(config.benchmark, options.backend);
   db::Database db = db::Database::open(options.db_path, db::Mode::ReadWrite);
   const std::string compiler_version = dev->compiler().version();
 
@@ -387,23 +388,62 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
   // The vendor library on problem pi, timed by `slot` (whose worker has the problem's data when it
   // just measured its candidates); the result goes beside the winners.
   std::vector<char> vendor_done(config.problems.size(), 0);
-  auto compare_vendor = [&](MeasureSlot& slot, std::size_t pi) {
+  // The vendor library is a candidate like any other: its default and each of its other
+  // algorithms (cuBLASLt's heuristic's first few) are measurements that can be the winner, which
+  // the runtime then serves by calling the library with that algorithm. Their "source" is the
+  // library's name.
+  // The fastest few are timed again for final_ms, as the kernels' finalists are.
+  auto measure_vendor_choice = [&](MeasureSlot& slot, std::size_t pi, const Solution& choice, int alternatives,
+                                   bool final) {
     const Problem& problem = config.problems[pi];
     MeasureRequest r;
     r.problem = problem;
     r.vendor = true;
-    r.benchmark = config.benchmark;
+    r.solution = choice;
+    r.vendor_alternatives = alternatives;
+    r.benchmark = final ? final_bench : config.benchmark;
     MeasureResult res = slot.measure(r, config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
+    std::lock_guard<std::mutex> lock(mu);
+    if (res.status != "unsupported" && !res.vendor.empty()) {
+      db::MeasurementRecord m = new_record(pi, db.upsert_solution(choice, res.vendor), slot);
+      take_result(m, res, problem);
+      if (final && m.status == "ok") m.reason = kFinalTimingReason;
+      db.put_measurement(m);
+    }
+    return res;
+  };
+  auto compare_vendor = [&](MeasureSlot& slot, std::size_t pi) {
+    const Problem& problem = config.problems[pi];
+    MeasureResult res = measure_vendor_choice(slot, pi, Solution{kVendorTemplate, {}}, options.vendor_algorithms, false);
+    struct Timed {
+      double ms;
+      Solution choice;
+      bool final = false;
+    };
+    std::vector<Timed> timed;
+    if (res.status == "ok") timed.push_back({res.median_ms, Solution{kVendorTemplate, {}}});
+    for (const auto& choice : res.alternatives) {
+      const MeasureResult alt = measure_vendor_choice(slot, pi, Solution{kVendorTemplate, choice}, 0, false);
+      if (alt.status == "crashed" && slot.local) throw Error("the device failed in the vendor library (" + alt.reason + ")");
+      if (alt.status == "ok") timed.push_back({alt.median_ms, Solution{kVendorTemplate, choice}});
+    }
+    // As the kernels' finals: until the fastest few are all timed for final_ms (a longer timing
+    // may drop one behind the next, which is then timed so too).
+    for (bool more = timed.size() > 1; more;) {
+      more = false;
+      std::stable_sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) { return a.ms < b.ms; });
+      for (std::size_t i = 0; i < std::min(kFinalists, timed.size()) && !more; ++i) {
+        if (timed[i].final) continue;
+        const MeasureResult again = measure_vendor_choice(slot, pi, timed[i].choice, 0, true);
+        timed[i].final = true;
+        timed[i].ms = again.status == "ok" ? again.median_ms : std::numeric_limits<double>::infinity();
+        if (timed[i].choice.params.empty() && again.status == "ok") res.median_ms = again.median_ms;
+        more = true;
+      }
+    }
     std::lock_guard<std::mutex> lock(mu);
     vendor_done[pi] = 1;
     if (!res.vendor.empty()) sum.vendor = res.vendor;
-    // The vendor library is a candidate like any other: its measurement can be the winner, which
-    // the runtime then serves by calling the library. Its "source" is the library's name.
-    if (res.status != "unsupported" && !res.vendor.empty()) {
-      db::MeasurementRecord m = new_record(pi, db.upsert_solution(Solution{kVendorTemplate, {}}, res.vendor), slot);
-      take_result(m, res, problem);
-      db.put_measurement(m);
-    }
     if (res.status == "ok" || res.status == "invalid") {
       if (res.status == "invalid")
         progress.message("warning: " + res.vendor + " disagrees with the reference on " + problem.key() + ": " + res.reason);
@@ -489,7 +529,7 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
         // counters for it are this thread's alone.
         if (problem_unprepared(pi) || !in_budget(pi, started_in_round, false)) return;
         // Anything recorded changes the order (a failed re-timing drops the candidate): look again.
-        if (measure_one(slot, pi, *w, config.benchmark, Timing::Final, false)) more = true;
+        if (measure_one(slot, pi, *w, final_bench, Timing::Final, false)) more = true;
       }
     }
   };

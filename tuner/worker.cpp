@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "db/database.h"
 #include "gpu/arguments.h"
+#include "gpu/repack.h"
 #include "gpu/vendor.h"
 #include "tuner/benchmark.h"
 #include "tuner/conv_data.h"
@@ -45,6 +46,8 @@ json to_json(const MeasureRequest& r) {
   j["problem"] = problem;
   if (r.vendor) {
     j["vendor"] = true;
+    if (!r.solution.params.empty()) j["choice"] = r.solution.params;
+    if (r.vendor_alternatives > 0) j["alternatives"] = r.vendor_alternatives;
   } else {
     j["template"] = r.solution.template_name;
     j["params"] = r.solution.params;
@@ -64,7 +67,11 @@ MeasureRequest request_from_json(const json& j) {
   try {
     tiletune::from_json(j.at("problem"), r.problem);
     r.vendor = j.value("vendor", false);
-    if (!r.vendor) {
+    if (r.vendor) {
+      r.solution.template_name = kVendorTemplate;
+      r.solution.params = j.value("choice", std::map<std::string, std::int64_t>());
+      r.vendor_alternatives = j.value("alternatives", 0);
+    } else {
       r.solution.template_name = j.at("template").get<std::string>();
       r.solution.params = j.at("params").get<std::map<std::string, std::int64_t>>();
       r.code_object_id = j.at("code_object_id").get<std::int64_t>();
@@ -91,6 +98,7 @@ json to_json(const MeasureResult& r) {
   j["median_ms"] = num(r.median_ms);
   j["max_ms"] = num(r.max_ms);
   if (!r.vendor.empty()) j["vendor"] = r.vendor;
+  if (!r.alternatives.empty()) j["alternatives"] = r.alternatives;
   j["prepare_s"] = r.prepare_s;
   j["validate_s"] = r.validate_s;
   j["timing_s"] = r.timing_s;
@@ -107,6 +115,7 @@ MeasureResult result_from_json(const json& j) {
     r.median_ms = number_or_nan(j, "median_ms");
     r.max_ms = number_or_nan(j, "max_ms");
     r.vendor = j.value("vendor", std::string());
+    r.alternatives = j.value("alternatives", std::vector<std::map<std::string, std::int64_t>>());
     r.prepare_s = j.value("prepare_s", 0.0);
     r.validate_s = j.value("validate_s", 0.0);
     r.timing_s = j.value("timing_s", 0.0);
@@ -246,8 +255,11 @@ MeasureResult Measurer::measure_kernel(const MeasureRequest& r, const std::funct
   std::shared_ptr<gpu::Kernel> kernel = load_kernel(r.code_object_id);
   const Variables vars = tmpl.variables(r.solution, problem, dev_.info());
   const gpu::LaunchDims dims = tmpl.launch_dims(vars);
+  // With REPACK the operand copies are part of every run, timed with the kernel.
+  const GemmProblem kernel_problem = gpu::repacks(vars) ? repack_plan(problem).kernel_problem : problem;
   return validate_and_time(dev_, r, tmpl, vars, data, clock, on_ready, [&](const TtGemmParams& args) {
-    std::vector<std::uint8_t> bytes = gpu::kernel_arguments(tmpl, args, problem, vars);
+    const TtGemmParams a = gpu::repack_operands(dev_, tmpl, vars, problem, args, nullptr);
+    std::vector<std::uint8_t> bytes = gpu::kernel_arguments(tmpl, a, kernel_problem, vars);
     dev_.launch(*kernel, dims, bytes.data(), bytes.size());
   });
 }
@@ -277,10 +289,11 @@ MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::funct
     result.reason = why;
     return result;
   }
-  result.vendor = vendor_->name(r.problem.kind());
+  const gpu::VendorChoice& choice = r.solution.params;
+  result.vendor = vendor_->source(r.problem, choice);
   // A vendor result that disagrees with the reference is recorded as "invalid" (it never wins)
   // and timed anyway, for the tables.
-  auto launch = [&](const void* args) { vendor_->run(r.problem, args, nullptr); };
+  auto launch = [&](const void* args) { vendor_->run(r.problem, args, nullptr, choice); };
   ValidationResult v;
   Timing t;
   if (r.problem.is_conv()) {
@@ -297,6 +310,8 @@ MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::funct
     auto run = [&](const TtGemmParams& a) { launch(&a); };
     v = data.validate(run);
     t = time_runs(dev_, data, r.benchmark, run);
+    const TtGemmParams first = data.params(0);
+    result.alternatives = vendor_->alternatives(r.problem, &first, r.vendor_alternatives);
   }
   result.rel_error = v.rel_error;
   if (!v.ok) {

@@ -14,6 +14,8 @@
 //                                      "params": {"MT0": 128, ...}, "code_object_id": 42,
 //                                      "benchmark": {"warmup": 2, "min_iterations": 5, ...}}
 //                     or for the vendor library:  {"problem": {...}, "vendor": true, "benchmark": {...}}
+//                       with "choice": {algorithm fields} for one of its other algorithms, and
+//                       "alternatives": N to be told up to N of them
 //   worker -> parent:  {"phase": "ready"}  when the problem data are made and the kernel loaded:
 //                      the per-candidate time-out starts here (making a problem's inputs and its
 //                      fp64 reference can take long, and is done once per problem). Before it,
@@ -21,7 +23,7 @@
 //                      candidate's: the parent answers kPrepareTimeout.
 //   worker -> parent:  {"status": "ok" | "invalid" | "launch_failed" | "crashed" | "unsupported",
 //                       "reason": "...", "rel_error": x, "min_ms": x, "median_ms": x, "max_ms": x,
-//                       "vendor": "cuBLAS"}   (unmeasured numbers are null)
+//                       "vendor": "cuBLAS", "alternatives": [{...}, ...]}   (unmeasured numbers are null)
 // The worker answers "crashed" when a launch failed and the device is unusable afterwards (CUDA's
 // sticky errors, e.g. an illegal address), then exits. It exits when its stdin closes.
 // The parent adds "crashed" (the worker died: "worker killed by SIGSEGV (Segmentation fault)")
@@ -64,7 +66,8 @@ inline constexpr std::size_t kProblemsKept = 4;
 struct MeasureRequest {
   Problem problem;
   bool vendor = false;               // time the vendor library (cuBLAS, cuDNN) instead of a kernel
-  Solution solution;                 // template name and parameter values (kernels only)
+  Solution solution;                 // template name and parameter values (vendor: the algorithm's)
+  int vendor_alternatives = 0;       // vendor: name up to this many of its other algorithms
   std::int64_t code_object_id = 0;   // the compiled kernel, in the database
   BenchmarkOptions benchmark;
   // In-process only (never sent): the template to use instead of find_template(solution's).
@@ -80,6 +83,7 @@ struct MeasureResult {
   std::string reason;         // why it failed
   double rel_error = NAN, min_ms = NAN, median_ms = NAN, max_ms = NAN;
   std::string vendor;         // the vendor library's name (vendor requests)
+  std::vector<std::map<std::string, std::int64_t>> alternatives;  // its other algorithms (when asked)
   // Where the worker's time went (seconds), to see what limits a sweep's rate: the problem's data
   // (inputs, reference: once per problem) and the code object; validation; the timed runs.
   double prepare_s = 0, validate_s = 0, timing_s = 0;

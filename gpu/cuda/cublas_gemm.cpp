@@ -1,12 +1,18 @@
-// cuBLAS as the yardstick. Loaded with dlopen so that the tuner runs where cuBLAS is absent.
+// cuBLAS as the yardstick, and cuBLASLt's other algorithms as candidates of a sweep. Loaded with
+// dlopen so that the tuner runs where they are absent.
+#include <cublasLt.h>
 #include <cublas_api.h>
-#include <dlfcn.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
+#include <tuple>
 
 #include "common/error.h"
 #include "gpu/cuda/cuda_backend.h"
+#include "gpu/shared_library.h"
 #include "gpu/vendor_gemm.h"
 
 namespace tiletune::gpu::cuda {
@@ -30,19 +36,81 @@ struct Cublas {
 const Cublas& lib() {
   static const Cublas c = [] {
     Cublas c;
-    void* h = ::dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
-    if (!h) h = ::dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
-    if (!h) return c;
-    c.create = reinterpret_cast<decltype(c.create)>(::dlsym(h, "cublasCreate_v2"));
-    c.destroy = reinterpret_cast<decltype(c.destroy)>(::dlsym(h, "cublasDestroy_v2"));
-    c.gemm = reinterpret_cast<decltype(c.gemm)>(::dlsym(h, "cublasGemmStridedBatchedEx"));
-    c.set_math_mode = reinterpret_cast<decltype(c.set_math_mode)>(::dlsym(h, "cublasSetMathMode"));
-    c.set_stream = reinterpret_cast<decltype(c.set_stream)>(::dlsym(h, "cublasSetStream_v2"));
-    c.set_workspace = reinterpret_cast<decltype(c.set_workspace)>(::dlsym(h, "cublasSetWorkspace_v2"));
-    c.ok = c.create && c.destroy && c.gemm && c.set_math_mode && c.set_stream && c.set_workspace;
+    void* h = open_library({"libcublas.so.13", "libcublas.so"});
+    c.ok = h && bind_symbol(h, c.create, "cublasCreate_v2") && bind_symbol(h, c.destroy, "cublasDestroy_v2") &&
+           bind_symbol(h, c.gemm, "cublasGemmStridedBatchedEx") && bind_symbol(h, c.set_math_mode, "cublasSetMathMode") &&
+           bind_symbol(h, c.set_stream, "cublasSetStream_v2") && bind_symbol(h, c.set_workspace, "cublasSetWorkspace_v2");
     return c;
   }();
   return c;
+}
+
+// cuBLASLt: the algorithms behind cuBLAS's calls, each named by its configuration.
+struct CublasLt {
+  decltype(&::cublasLtCreate) create = nullptr;
+  decltype(&::cublasLtDestroy) destroy = nullptr;
+  decltype(&::cublasLtGetVersion) version = nullptr;
+  decltype(&::cublasLtMatmulDescCreate) desc_create = nullptr;
+  decltype(&::cublasLtMatmulDescDestroy) desc_destroy = nullptr;
+  decltype(&::cublasLtMatmulDescSetAttribute) desc_set = nullptr;
+  decltype(&::cublasLtMatrixLayoutCreate) layout_create = nullptr;
+  decltype(&::cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
+  decltype(&::cublasLtMatrixLayoutSetAttribute) layout_set = nullptr;
+  decltype(&::cublasLtMatmulPreferenceCreate) pref_create = nullptr;
+  decltype(&::cublasLtMatmulPreferenceDestroy) pref_destroy = nullptr;
+  decltype(&::cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
+  decltype(&::cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
+  decltype(&::cublasLtMatmulAlgoInit) algo_init = nullptr;
+  decltype(&::cublasLtMatmulAlgoCheck) algo_check = nullptr;
+  decltype(&::cublasLtMatmulAlgoConfigSetAttribute) config_set = nullptr;
+  decltype(&::cublasLtMatmulAlgoConfigGetAttribute) config_get = nullptr;
+  decltype(&::cublasLtMatmul) matmul = nullptr;
+  bool ok = false;
+};
+
+const CublasLt& lt() {
+  static const CublasLt c = [] {
+    CublasLt c;
+    void* h = open_library({"libcublasLt.so.13", "libcublasLt.so"});
+    if (!h) return c;
+    auto load = [&](auto& f, const char* name) { return bind_symbol(h, f, name); };
+    c.ok = load(c.create, "cublasLtCreate") && load(c.destroy, "cublasLtDestroy") &&
+           load(c.version, "cublasLtGetVersion") && load(c.desc_create, "cublasLtMatmulDescCreate") &&
+           load(c.desc_destroy, "cublasLtMatmulDescDestroy") && load(c.desc_set, "cublasLtMatmulDescSetAttribute") &&
+           load(c.layout_create, "cublasLtMatrixLayoutCreate") &&
+           load(c.layout_destroy, "cublasLtMatrixLayoutDestroy") &&
+           load(c.layout_set, "cublasLtMatrixLayoutSetAttribute") &&
+           load(c.pref_create, "cublasLtMatmulPreferenceCreate") &&
+           load(c.pref_destroy, "cublasLtMatmulPreferenceDestroy") &&
+           load(c.pref_set, "cublasLtMatmulPreferenceSetAttribute") &&
+           load(c.heuristic, "cublasLtMatmulAlgoGetHeuristic") && load(c.algo_init, "cublasLtMatmulAlgoInit") &&
+           load(c.algo_check, "cublasLtMatmulAlgoCheck") &&
+           load(c.config_set, "cublasLtMatmulAlgoConfigSetAttribute") &&
+           load(c.config_get, "cublasLtMatmulAlgoConfigGetAttribute") && load(c.matmul, "cublasLtMatmul");
+    return c;
+  }();
+  return c;
+}
+
+// The configuration fields that name a cuBLASLt algorithm, with their storage sizes.
+struct AlgoField {
+  const char* name;
+  cublasLtMatmulAlgoConfigAttributes_t attr;
+  std::size_t bytes;
+};
+constexpr AlgoField kAlgoFields[] = {
+    {"ALGO", CUBLASLT_ALGO_CONFIG_ID, 4},           {"TILE", CUBLASLT_ALGO_CONFIG_TILE_ID, 4},
+    {"SPLITK", CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 4}, {"REDUCTION", CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, 4},
+    {"SWIZZLE", CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, 4}, {"CUSTOM", CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, 4},
+    {"STAGES", CUBLASLT_ALGO_CONFIG_STAGES_ID, 4},  {"INNER", CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, 2},
+    {"CLUSTER", CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, 2}};
+
+// The largest power of two up to 256 that divides the address (cuBLASLt's alignment classes).
+std::uint32_t alignment_bytes(const void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::uint32_t b = 256;
+  while (b > 1 && a % b) b /= 2;
+  return b;
 }
 
 cudaDataType cuda_type(DataType t) {
@@ -60,34 +128,176 @@ class CublasGemm final : public VendorGemm {
     if (lib().create(&handle_) != CUBLAS_STATUS_SUCCESS) throw Error("cublasCreate failed");
     // Plain fp32 math for fp32 problems: the SIMT templates are compared with SGEMM, not TF32.
     lib().set_math_mode(handle_, CUBLAS_DEFAULT_MATH);
+    if (lt().ok && lt().create(&lt_) != CUBLAS_STATUS_SUCCESS) lt_ = nullptr;
   }
-  ~CublasGemm() override { lib().destroy(handle_); }
+  ~CublasGemm() override {
+    for (auto& [key, plan] : plans_) {
+      for (auto layout : {plan.a, plan.b, plan.c})
+        if (layout) lt().layout_destroy(layout);
+      if (plan.op) lt().desc_destroy(plan.op);
+    }
+    if (lt_) lt().destroy(lt_);
+    lib().destroy(handle_);
+  }
   std::string name() const override { return "cuBLAS"; }
+  std::string choice_source() const override {
+    return lt().ok ? "cuBLASLt " + std::to_string(lt().version()) : "cuBLASLt";
+  }
   std::string unsupported(const GemmProblem&) const override { return ""; }
-  void run(const GemmProblem& p, const TtGemmParams& a, Stream stream) override {
-    // One handle: its stream and workspace are set for each call under the lock.
+
+  std::vector<VendorChoice> alternatives(const GemmProblem& p, const TtGemmParams& a, int limit) override {
     std::lock_guard<std::mutex> lock(mu_);
-    auto& ws = workspaces_[stream];
-    if (!ws.get()) ws = DeviceBuffer(dev_, kWorkspaceBytes);
+    Plan* plan = plan_for(p, a);
+    if (!plan) return {};
+    cublasLtMatmulPreference_t pref = nullptr;
+    if (lt().pref_create(&pref) != CUBLAS_STATUS_SUCCESS) return {};
+    const std::uint64_t ws = kWorkspaceBytes;
+    lt().pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    const std::uint32_t align[] = {alignment_bytes(a.a), alignment_bytes(a.b), alignment_bytes(a.c)};
+    lt().pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align[0], 4);
+    lt().pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align[1], 4);
+    lt().pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align[2], 4);
+    lt().pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align[2], 4);
+    // Ask for more than wanted: distinct results can share one configuration.
+    std::vector<cublasLtMatmulHeuristicResult_t> found(std::size_t(2 * limit));
+    int count = 0;
+    const cublasStatus_t st = lt().heuristic(lt_, plan->op, plan->a, plan->b, plan->c, plan->c, pref,
+                                             int(found.size()), found.data(), &count);
+    lt().pref_destroy(pref);
+    std::vector<VendorChoice> out;
+    if (st != CUBLAS_STATUS_SUCCESS) return out;
+    for (int i = 0; i < count && int(out.size()) < limit; ++i) {
+      if (found[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      VendorChoice c = describe(found[i].algo);
+      // Only what can be rebuilt from its published fields (the runtime has nothing else).
+      if (c.empty() || std::find(out.begin(), out.end(), c) != out.end() || !algo_for(*plan, c)) continue;
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  void run(const GemmProblem& p, const TtGemmParams& a, Stream stream, const VendorChoice& choice) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    DeviceBuffer& ws = workspace(stream);
+    if (!choice.empty()) {
+      Plan* plan = plan_for(p, a);
+      const cublasLtMatmulAlgo_t* algo = plan ? algo_for(*plan, choice) : nullptr;
+      // An algorithm these pointers cannot take (cuBLASLt checks alignment here) runs the default.
+      if (algo && lt().matmul(lt_, plan->op, &a.alpha, a.a, plan->a, a.b, plan->b, &a.beta, a.c, plan->c, a.c,
+                              plan->c, algo, ws.get(), ws.size(),
+                              static_cast<cudaStream_t>(stream)) == CUBLAS_STATUS_SUCCESS)
+        return;
+    }
+    // One handle: its stream and workspace are set for each call under the lock.
     if (lib().set_stream(handle_, static_cast<cudaStream_t>(stream)) != CUBLAS_STATUS_SUCCESS ||
         lib().set_workspace(handle_, ws.get(), ws.size()) != CUBLAS_STATUS_SUCCESS)
       throw Error("cublasSetStream / cublasSetWorkspace failed");
     cublasStatus_t s = lib().gemm(handle_, p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                   a.m, a.n, a.k, &a.alpha, a.a, cuda_type(p.a_type), int(a.lda), a.stride_a, a.b,
                                   cuda_type(p.a_type), int(a.ldb), a.stride_b, &a.beta, a.c, cuda_type(p.c_type),
-                                  int(a.ldc), a.stride_c, a.batch,
-                                  p.compute_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                                  int(a.ldc), a.stride_c, a.batch, compute(p), CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS) throw Error("cublasGemmStridedBatchedEx failed with status " + std::to_string(int(s)));
   }
 
  private:
+  // One problem's cuBLASLt descriptors and the algorithms built for it (nullopt: cannot be built).
+  struct Plan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cudaDataType in = CUDA_R_32F, out = CUDA_R_32F;
+    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+    std::map<VendorChoice, std::optional<cublasLtMatmulAlgo_t>> algos;
+  };
+  using PlanKey = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>;
+
+  static cublasComputeType_t compute(const GemmProblem& p) {
+    return p.compute_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  }
+
+  DeviceBuffer& workspace(Stream stream) {
+    auto& ws = workspaces_[stream];
+    if (!ws.get()) ws = DeviceBuffer(dev_, kWorkspaceBytes);
+    return ws;
+  }
+
+  // Under mu_. nullptr when cuBLASLt is absent or refuses the problem.
+  Plan* plan_for(const GemmProblem& p, const TtGemmParams& a) {
+    if (!lt_) return nullptr;
+    // The batch strides are in the key already; the problem key holds no pointers.
+    PlanKey key{p.key(), a.stride_a, a.stride_b, a.stride_c};
+    if (auto it = plans_.find(key); it != plans_.end()) return it->second.op ? &it->second : nullptr;
+    Plan& plan = plans_[key];
+    const cudaDataType in = cuda_type(p.a_type), out = cuda_type(p.c_type);
+    plan.in = in, plan.out = out, plan.compute = compute(p);
+    auto layout = [&](cublasLtMatrixLayout_t* l, cudaDataType t, std::int64_t rows, std::int64_t cols,
+                      std::int64_t ld, std::int64_t stride) {
+      if (lt().layout_create(l, t, std::uint64_t(rows), std::uint64_t(cols), ld) != CUBLAS_STATUS_SUCCESS) return false;
+      if (a.batch <= 1) return true;
+      const std::int32_t batch = std::int32_t(a.batch);
+      return lt().layout_set(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch) == CUBLAS_STATUS_SUCCESS &&
+             lt().layout_set(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride) ==
+                 CUBLAS_STATUS_SUCCESS;
+    };
+    const cublasOperation_t ta = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    bool ok = lt().desc_create(&plan.op, compute(p), CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+              lt().desc_set(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) == CUBLAS_STATUS_SUCCESS &&
+              lt().desc_set(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) == CUBLAS_STATUS_SUCCESS &&
+              layout(&plan.a, in, p.rows_a(), p.cols_a(), a.lda, a.stride_a) &&
+              layout(&plan.b, in, p.rows_b(), p.cols_b(), a.ldb, a.stride_b) &&
+              layout(&plan.c, out, a.m, a.n, a.ldc, a.stride_c);
+    if (!ok && plan.op) {
+      lt().desc_destroy(plan.op);
+      plan.op = nullptr;
+    }
+    return ok ? &plan : nullptr;
+  }
+
+  static VendorChoice describe(const cublasLtMatmulAlgo_t& algo) {
+    VendorChoice c;
+    for (const AlgoField& f : kAlgoFields) {
+      std::uint32_t v = 0;  // little-endian: a 2-byte field lands in the low half
+      std::size_t written = 0;
+      if (lt().config_get(&algo, f.attr, &v, f.bytes, &written) != CUBLAS_STATUS_SUCCESS) return {};
+      c[f.name] = f.name == std::string("ALGO") || f.name == std::string("SPLITK") ? std::int64_t(std::int32_t(v))
+                                                                                   : std::int64_t(v);
+    }
+    return c;
+  }
+
+  // Under mu_: the algorithm `choice` names, rebuilt from its fields and checked against the
+  // plan's descriptors (nullptr when it cannot be, or needs more workspace than there is).
+  const cublasLtMatmulAlgo_t* algo_for(Plan& plan, const VendorChoice& choice) {
+    auto [it, fresh] = plan.algos.try_emplace(choice);
+    if (fresh) {
+      cublasLtMatmulAlgo_t algo{};
+      auto field = [&](const char* name) {
+        auto f = choice.find(name);
+        return f == choice.end() ? std::int64_t{0} : f->second;
+      };
+      bool ok = lt().algo_init(lt_, plan.compute, CUDA_R_32F, plan.in, plan.in, plan.out, plan.out,
+                               int(field("ALGO")), &algo) == CUBLAS_STATUS_SUCCESS;
+      for (const AlgoField& f : kAlgoFields) {
+        if (!ok || f.attr == CUBLASLT_ALGO_CONFIG_ID) continue;
+        const std::uint32_t v = std::uint32_t(field(f.name));
+        ok = lt().config_set(&algo, f.attr, &v, f.bytes) == CUBLAS_STATUS_SUCCESS;
+      }
+      cublasLtMatmulHeuristicResult_t check{};
+      ok = ok && lt().algo_check(lt_, plan.op, plan.a, plan.b, plan.c, plan.c, &algo, &check) == CUBLAS_STATUS_SUCCESS &&
+           check.workspaceSize <= kWorkspaceBytes;
+      if (ok) it->second = algo;
+    }
+    return it->second ? &*it->second : nullptr;
+  }
+
   // As PyTorch gives cuBLAS on Hopper (CUBLAS_WORKSPACE_CONFIG :4096:8), one per stream: kernels
   // of two streams may run at once and must not share scratch.
   static constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
   Device& dev_;
   std::mutex mu_;
   std::map<Stream, DeviceBuffer> workspaces_;
+  std::map<PlanKey, Plan> plans_;
   cublasHandle_t handle_ = nullptr;
+  cublasLtHandle_t lt_ = nullptr;
 };
 
 }  // namespace

@@ -23,7 +23,7 @@ struct Driver {
   X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuCtxSynchronize) X(cuEventCreate)        \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventElapsedTime) X(cuEventSynchronize) X(cuEventQuery) X(cuGetErrorString)     \
   X(cuFuncSetAttribute) X(cuLaunchKernelEx) X(cuCtxGetCurrent) X(cuTensorMapEncodeTiled)    \
-  X(cuTensorMapEncodeIm2col)
+  X(cuTensorMapEncodeIm2col) X(cuMemcpy2DAsync)
   // Optional: without them the backend still works (see where each is used).
 #define TT_CU_OPTIONAL_FUNCS(X) X(cuOccupancyMaxActiveClusters)
 #define TT_DECLARE(name) decltype(&::name) name = nullptr;
@@ -330,6 +330,16 @@ class CudaDevice final : public Device {
   void fill_bytes(void* dst, std::uint8_t value, std::size_t bytes) override {
     ContextScope scope(ctx_);
     check(driver().cuMemsetD8(reinterpret_cast<CUdeviceptr>(dst), value, bytes), "cuMemsetD8");
+  }
+  void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
+               std::size_t rows, Stream stream) override {
+    ContextScope scope(ctx_);
+    CUDA_MEMCPY2D c{};
+    c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = reinterpret_cast<CUdeviceptr>(src);
+    c.dstDevice = reinterpret_cast<CUdeviceptr>(dst);
+    c.srcPitch = src_pitch, c.dstPitch = dst_pitch, c.WidthInBytes = width, c.Height = rows;
+    check(driver().cuMemcpy2DAsync(&c, static_cast<CUstream>(stream)), "cuMemcpy2DAsync");
   }
   void synchronize() override {
     ContextScope scope(ctx_);

@@ -303,6 +303,12 @@ class HipDevice final : public Device {
     bind();
     TT_HIP_CALL(hipMemset, dst, value, bytes);
   }
+  void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
+               std::size_t rows, Stream stream) override {
+    bind();
+    TT_HIP_CALL(hipMemcpy2DAsync, dst, dst_pitch, src, src_pitch, width, rows, hipMemcpyDeviceToDevice,
+                static_cast<hipStream_t>(stream));
+  }
   void synchronize() override {
     bind();
     hipError_t err = hipDeviceSynchronize();

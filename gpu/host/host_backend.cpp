@@ -271,6 +271,11 @@ class HostDevice final : public Device {
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void fill_bytes(void* dst, std::uint8_t value, std::size_t bytes) override { std::memset(dst, value, bytes); }
+  void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
+               std::size_t rows, Stream) override {
+    for (std::size_t r = 0; r < rows; ++r)
+      std::memcpy(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, width);
+  }
   void synchronize() override {}
 
   // Host launches are synchronous, so an event is just the time it was recorded.

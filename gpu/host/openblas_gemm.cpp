@@ -1,13 +1,14 @@
 // OpenBLAS as the host backend's vendor GEMM, loaded with dlopen like the GPU vendors, so that a
 // build without it still runs (the ladder then ends at the template default).
-#include <dlfcn.h>
-
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 
 #include "common/error.h"
 #include "gpu/host/host_backend.h"
+#include "gpu/shared_library.h"
 
 namespace tiletune::gpu::host {
 namespace {
@@ -17,26 +18,35 @@ constexpr int kColMajor = 102, kNoTrans = 111, kTrans = 112;
 using Sgemm = void (*)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a, int lda,
                        const float* b, int ldb, float beta, float* c, int ldc);
 
-Sgemm load_sgemm(std::string* why) {
+struct Openblas {
+  Sgemm sgemm = nullptr;
+  // Its thread count: global to the library, so set around a call under OpenblasGemm's lock.
+  void (*set_threads)(int) = nullptr;
+  int (*get_threads)() = nullptr;
+};
+
+const Openblas* load_openblas(std::string* why) {
   static std::string error;
-  static const Sgemm fn = []() -> Sgemm {
-    for (const char* name : {"libopenblas.so.0", "libopenblas.so"}) {
-      if (void* h = ::dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
-        if (auto f = reinterpret_cast<Sgemm>(::dlsym(h, "cblas_sgemm"))) return f;
-        error = std::string(name) + " has no cblas_sgemm";
-        return nullptr;
-      }
+  static const Openblas lib = [] {
+    Openblas o;
+    void* h = open_library({"libopenblas.so.0", "libopenblas.so"});
+    if (!h) {
+      error = "OpenBLAS not found (apt-get install libopenblas0)";
+      return o;
     }
-    error = "OpenBLAS not found (apt-get install libopenblas0)";
-    return nullptr;
+    if (!bind_symbol(h, o.sgemm, "cblas_sgemm")) error = "libopenblas has no cblas_sgemm";
+    bind_symbol(h, o.set_threads, "openblas_set_num_threads");
+    bind_symbol(h, o.get_threads, "openblas_get_num_threads");
+    return o;
   }();
-  if (!fn && why) *why = error;
-  return fn;
+  if (!lib.sgemm && why) *why = error;
+  return lib.sgemm ? &lib : nullptr;
 }
 
 class OpenblasGemm final : public VendorGemm {
  public:
-  explicit OpenblasGemm(Sgemm sgemm) : sgemm_(sgemm) {}
+  explicit OpenblasGemm(const Openblas& lib)
+      : lib_(lib), threads_(lib.set_threads && lib.get_threads ? lib.get_threads() : 0) {}
   std::string name() const override { return "OpenBLAS"; }
   std::string unsupported(const GemmProblem& p) const override {
     if (p.a_type != DataType::F32 || p.c_type != DataType::F32 || p.compute_tf32)
@@ -45,26 +55,41 @@ class OpenblasGemm final : public VendorGemm {
       if (v > INT_MAX) return "OpenBLAS takes 32-bit sizes and leading dimensions; this problem is " + p.key();
     return "";
   }
+  // Fewer threads than its default (every core): a small GEMM runs faster on one than spread
+  // over all, and the sweep measures where that holds.
+  std::vector<VendorChoice> alternatives(const GemmProblem&, const TtGemmParams&, int limit) override {
+    std::vector<VendorChoice> out;
+    for (int t = 1; t < threads_ && int(out.size()) < limit; t *= 2) out.push_back({{"THREADS", t}});
+    return out;
+  }
   // Host memory; the stream is ignored (every host launch is synchronous).
-  void run(const GemmProblem& p, const TtGemmParams& a, Stream) override {
+  void run(const GemmProblem& p, const TtGemmParams& a, Stream, const VendorChoice& choice) override {
     if (std::string why = unsupported(p); !why.empty()) throw Error(why);
     const auto* A = static_cast<const float*>(a.a);
     const auto* B = static_cast<const float*>(a.b);
     auto* C = static_cast<float*>(a.c);
+    auto it = choice.find("THREADS");
+    const int threads = it == choice.end() || threads_ == 0 ? 0 : int(std::clamp<std::int64_t>(it->second, 1, threads_));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (threads) lib_.set_threads(threads);
     for (int i = 0; i < a.batch; ++i)
-      sgemm_(kColMajor, p.trans_a ? kTrans : kNoTrans, p.trans_b ? kTrans : kNoTrans, a.m, a.n, a.k, a.alpha,
-             A + i * a.stride_a, int(a.lda), B + i * a.stride_b, int(a.ldb), a.beta, C + i * a.stride_c, int(a.ldc));
+      lib_.sgemm(kColMajor, p.trans_a ? kTrans : kNoTrans, p.trans_b ? kTrans : kNoTrans, a.m, a.n, a.k, a.alpha,
+                 A + i * a.stride_a, int(a.lda), B + i * a.stride_b, int(a.ldb), a.beta, C + i * a.stride_c,
+                 int(a.ldc));
+    if (threads) lib_.set_threads(threads_);
   }
 
  private:
-  Sgemm sgemm_;
+  const Openblas& lib_;
+  const int threads_;  // the library's default thread count (0: it cannot be changed)
+  std::mutex mu_;
 };
 
 }  // namespace
 
 std::unique_ptr<VendorGemm> make_openblas_gemm(std::string* why_not) {
-  Sgemm f = load_sgemm(why_not);
-  return f ? std::make_unique<OpenblasGemm>(f) : nullptr;
+  const Openblas* lib = load_openblas(why_not);
+  return lib ? std::make_unique<OpenblasGemm>(*lib) : nullptr;
 }
 
 }  // namespace tiletune::gpu::host

@@ -4,6 +4,8 @@
 //   MODE 1: writes through a null pointer (SIGSEGV)
 //   MODE 2: spins forever (a hang: the sweep's time-out must kill it)
 //   MODE 3: a wrong result (the correct one plus 1)
+//   MODE 4: correct only where A's and B's leading dimensions and batch strides are multiples of 16
+//           bytes, as a TMA kernel needs; NaN otherwise (operand repacking's test, test_pipeline.cpp)
 #ifndef TILETUNE_CRASHY_GEMM_H
 #define TILETUNE_CRASHY_GEMM_H
 
@@ -20,6 +22,17 @@ void crashy_gemm(const void* arg, unsigned bx, unsigned by, unsigned bz) {
   if (MODE == 2) {
     volatile bool spin = true;
     while (spin) {
+    }
+  }
+  if (MODE == 4) {
+    const TtGemmParams& p = *static_cast<const TtGemmParams*>(arg);
+    const long long v = 16 / (long long)sizeof(TA);
+    if (p.lda % v || p.ldb % v || (p.batch > 1 && (p.stride_a % v || p.stride_b % v))) {
+      TC* C = static_cast<TC*>(p.c) + (long long)bz * p.stride_c;
+      for (int j = int(by) * 32; j < p.n && j < int(by + 1) * 32; ++j)
+        for (int i = int(bx) * 32; i < p.m && i < int(bx + 1) * 32; ++i)
+          C[i + (long long)j * p.ldc] = tt_host_from_float<TC>(__builtin_nanf(""));
+      return;
     }
   }
   host_gemm<TA, TC, TRANSA, TRANSB, 32, 32, 16, 8, 4>(arg, bx, by, bz);

@@ -1,4 +1,4 @@
-#include "tuner/model.h"
+#include "solutions/model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 
-namespace tiletune::tuner {
+namespace tiletune {
 
 ModelMachine model_machine(const gpu::DeviceInfo& dev, const GemmProblem& p) {
   ModelMachine m;
@@ -118,4 +118,4 @@ bool model_before(const ModelEstimate& a, const ModelEstimate& b) {
   return a.prefer > b.prefer;  // lexicographic; a template's lists all have the same length
 }
 
-}  // namespace tiletune::tuner
+}  // namespace tiletune

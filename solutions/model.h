@@ -1,7 +1,8 @@
-// The analytical model behind the "model" search strategy (tuner/search.h): an estimate of one
-// candidate's time on one problem from its template's "model" section (solutions/kernel_template.h,
-// ModelShape) and a few per-device constants. It ranks the candidates of one problem; the absolute
-// seconds are only roughly right.
+// The analytical model behind the "model" search strategy (tuner/search.h) and the pool rung
+// (solutions/selection.h): an estimate of one candidate's time on one problem from its template's
+// "model" section (solutions/kernel_template.h, ModelShape) and a few per-device constants. It
+// ranks the candidates of one problem; the absolute seconds are only roughly right, which the pool
+// corrects by each kernel's measured time on its own problem.
 //
 // Per block tile (tile_m x tile_n, tile_k deep per main-loop step, steps = ceil(K / split_k / tile_k)):
 //
@@ -35,7 +36,7 @@
 #include "solutions/problem.h"
 #include "solutions/solution.h"
 
-namespace tiletune::tuner {
+namespace tiletune {
 
 // Per-device constants. Devices report no clock or bandwidth, so the GPU values are those of an
 // H100/H200-class part (the only GPUs measured); the host's are coarse.
@@ -67,4 +68,4 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const P
 // a candidate without a model after every one with.
 bool model_before(const ModelEstimate& a, const ModelEstimate& b);
 
-}  // namespace tiletune::tuner
+}  // namespace tiletune

@@ -1,0 +1,23 @@
+// Operand repacking at launch (solutions/problem.h, repack_plan): a kernel whose solution sets
+// REPACK 1 is handed copies of A and/or B, made on its stream just before it, in the repack region
+// at the end of its workspace.
+#pragma once
+#include "gpu/backend.h"
+#include "kernel_templates/gemm_params.h"
+#include "solutions/kernel_template.h"
+#include "solutions/problem.h"
+
+namespace tiletune::gpu {
+
+// Whether the solution these variables belong to copies any operand.
+inline bool repacks(const Variables& vars) {
+  auto r = vars.find("REPACKED");
+  return r != vars.end() && r->second > 0;
+}
+
+// `args` (for `problem` as the caller gave it, workspace set) with the operands repack_plan copies
+// copied into the workspace and pointed at there. Enqueued on `stream`.
+TtGemmParams repack_operands(Device& dev, const KernelTemplate& t, const Variables& vars, const GemmProblem& problem,
+                             TtGemmParams args, Stream stream);
+
+}  // namespace tiletune::gpu

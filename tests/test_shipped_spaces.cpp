@@ -1,0 +1,143 @@
+// Coverage of the shipped H200 configs (issue 15): every problem of the types a config tunes, in
+// every layout, at awkward sizes, odd leading dimensions, odd K and odd batch strides, admits at
+// least one generated candidate of that config's space, so that a sweep always has a kernel to
+// measure. Enumeration only (a fake H200): no GPU needed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tests/test_util.h"
+#include "tuner/config.h"
+#include "tuner/enumerator.h"
+
+using namespace tiletune;
+
+namespace {
+
+tuner::TuningConfig shipped(const std::string& name) {
+  return tuner::load_config(std::string(TILETUNE_SOURCE_DIR) + "/configs/" + name);
+}
+
+// The problems no candidate admits, by key. Each problem tries the config's templates from the
+// smallest space up and stops at the first that admits one: enumerating whole spaces of ~10^5
+// candidates per problem would take minutes.
+std::vector<std::string> uncovered(const tuner::TuningConfig& config, const std::vector<Problem>& problems) {
+  std::vector<const KernelTemplate*> templates;
+  for (const KernelTemplate& t : config.templates) templates.push_back(&t);
+  std::map<const KernelTemplate*, std::size_t> size;
+  for (const KernelTemplate* t : templates) size[t] = tuner::cartesian(*t).size();
+  std::sort(templates.begin(), templates.end(), [&](auto* a, auto* b) { return size[a] < size[b]; });
+  std::vector<std::string> out;
+  for (const Problem& p : problems) {
+    bool covered = false;
+    for (const KernelTemplate* t : templates)
+      if (!tuner::enumerate({*t}, std::vector<Problem>{p}, tiletune::testing::fake_device(gpu::BackendKind::Cuda))
+               .candidates.empty()) {
+        covered = true;
+        break;
+      }
+    if (!covered) out.push_back(p.key());
+  }
+  return out;
+}
+
+// Awkward GEMMs of each type signature the config tunes: sizes of 1 and odd sizes, odd K, an odd
+// leading dimension (padded by one), an odd batch stride, all four layouts.
+std::vector<Problem> awkward_gemms(const tuner::TuningConfig& config) {
+  std::set<std::tuple<DataType, DataType, bool, bool>> types;
+  for (const Problem& p : config.problems)
+    if (!p.is_conv()) types.insert({p.gemm().a_type, p.gemm().c_type, p.gemm().compute_tf32, p.gemm().beta_zero});
+  const std::int64_t sizes[][3] = {{1, 1, 1},       {1, 4096, 4096}, {4096, 1, 4096}, {7, 13, 29},  {96, 96, 96},
+                                   {777, 1333, 2049}, {4096, 4096, 4095}, {4096, 8, 4096}, {50257, 2048, 768},
+                                   {1000, 1000, 1000}, {64, 64, 100000}};
+  std::vector<Problem> out;
+  for (const auto& [a, c, tf32, beta_zero] : types)
+    for (const auto& s : sizes)
+      for (int layout = 0; layout < 4; ++layout)
+        for (int variant = 0; variant < 3; ++variant) {
+          GemmProblem p;
+          p.a_type = a, p.c_type = c, p.compute_tf32 = tf32, p.beta_zero = beta_zero;
+          p.trans_a = layout & 1, p.trans_b = layout & 2;
+          p.m = s[0], p.n = s[1], p.k = s[2];
+          if (variant == 1) {  // every leading dimension one past packed
+            p.lda = p.rows_a() + 1, p.ldb = p.rows_b() + 1, p.ldc = p.m + 1;
+          } else if (variant == 2) {  // a batch whose strides are odd
+            if (s[0] * s[1] * s[2] > (std::int64_t(1) << 33)) continue;
+            p.batch = 3;
+            p.stride_a = p.rows_a() * p.cols_a() + 1, p.stride_b = p.rows_b() * p.cols_b() + 1;
+            p.stride_c = p.m * p.n + 1;
+          }
+          out.push_back(p.canonical());
+        }
+  return out;
+}
+
+// Awkward convolutions of each type signature and layout the config tunes, in every direction it
+// tunes: a 3-channel stem, odd channel counts, strides, padding, dilation, groups, 1x1 and 7x7.
+std::vector<Problem> awkward_convs(const tuner::TuningConfig& config) {
+  std::set<std::tuple<DataType, DataType, ConvLayout, ConvDirection>> kinds;
+  for (const Problem& p : config.problems)
+    if (p.is_conv()) kinds.insert({p.conv().in_type, p.conv().out_type, p.conv().layout, p.conv().direction});
+  // n, c, h, w, k, r, s, stride, pad, dilation, groups
+  const int layers[][11] = {{32, 3, 224, 224, 64, 7, 7, 2, 3, 1, 1}, {8, 5, 17, 19, 7, 3, 3, 1, 1, 1, 1},
+                            {32, 96, 35, 35, 160, 1, 1, 1, 0, 1, 1}, {32, 48, 35, 35, 64, 5, 5, 1, 2, 1, 1},
+                            {4, 64, 33, 33, 64, 3, 3, 2, 1, 1, 1},   {4, 64, 28, 28, 64, 3, 3, 1, 2, 2, 1},
+                            {4, 64, 28, 28, 64, 3, 3, 1, 1, 1, 4},   {1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1},
+                            {64, 144, 56, 56, 24, 1, 1, 1, 0, 1, 1}, {2, 1000, 7, 7, 1000, 1, 1, 1, 0, 1, 1}};
+  std::vector<Problem> out;
+  for (const auto& [in, o, layout, direction] : kinds)
+    for (const auto& l : layers) {
+      ConvProblem p;
+      p.in_type = in, p.out_type = o, p.layout = layout, p.direction = direction;
+      p.n = l[0], p.c = l[1], p.h = l[2], p.w = l[3], p.k = l[4], p.r = l[5], p.s = l[6];
+      p.stride_h = p.stride_w = l[7], p.pad_h = p.pad_w = l[8], p.dil_h = p.dil_w = l[9], p.groups = l[10];
+      p.validate();
+      out.push_back(p);
+    }
+  return out;
+}
+
+class ShippedSpace : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ShippedSpace, EveryProblemOfItsTypesHasACandidate) {
+  const tuner::TuningConfig config = shipped(GetParam());
+  std::vector<Problem> problems = awkward_gemms(config);
+  const std::vector<Problem> convs = awkward_convs(config);
+  problems.insert(problems.end(), convs.begin(), convs.end());
+  ASSERT_FALSE(problems.empty()) << GetParam() << " tunes no problem the test knows how to vary";
+  const std::vector<std::string> missing = uncovered(config, problems);
+  EXPECT_TRUE(missing.empty()) << GetParam() << ": " << missing.size() << " of " << problems.size()
+                               << " problems have no candidate, the first: " << missing.front();
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, ShippedSpace,
+                         ::testing::Values("h200_gemm_bf16.json", "h200_gemm_fp16.json", "h200_gemm_tf32.json",
+                                           "h200_simt_sgemm.json", "h200_conv_resnet50.json", "h200_conv_bf16.json"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           s = s.substr(5, s.size() - 10);  // between "h200_" and ".json"
+                           return s;
+                         });
+
+// The test can fail: wgmma_gemm alone, without operand repacking, leaves an odd leading
+// dimension without a kernel (TMA needs 16-byte strides), and the test names it; with repacking
+// (its template's default) the copies give it one.
+TEST(ShippedSpaceTest, AnOddLeadingDimensionNeedsElementCopiesOrRepacking) {
+  tuner::TuningConfig config = shipped("h200_gemm_bf16.json");
+  std::erase_if(config.templates, [](const KernelTemplate& t) { return t.name() != "wgmma_gemm"; });
+  ASSERT_EQ(config.templates.size(), 1u);
+  GemmProblem odd;
+  odd.a_type = odd.c_type = DataType::BF16;
+  odd.m = odd.n = 4096, odd.k = 4095;
+  ASSERT_TRUE(config.templates[0].offers_repack());
+  EXPECT_TRUE(uncovered(config, {Problem(odd.canonical())}).empty());
+  config.templates[0].set_offers_repack(false);
+  EXPECT_EQ(uncovered(config, {Problem(odd.canonical())}).size(), 1u);
+}
+
+}  // namespace
