@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <memory>
@@ -392,6 +394,50 @@ TEST_F(HostBackend, CompileErrorReturnsLog) {
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.log.find("undefined_symbol_xyz"), std::string::npos) << r.log;
   EXPECT_TRUE(r.code.bytes.empty());
+}
+
+// No shell between the tuner and the compiler (issue 17): a temporary directory whose name holds
+// shell syntax and spaces is only ever a path. Before, `TMPDIR='/tmp/x;touch /tmp/INJECTED;'` ran
+// the touch and a space failed every compile.
+TEST_F(HostBackend, ATemporaryDirectoryNameIsNeverRunAsACommand) {
+  const std::filesystem::path base = std::filesystem::temp_directory_path() /
+                                     ("tiletune host;touch INJECTED;$(touch INJECTED2) `touch INJECTED3` " +
+                                      std::to_string(::getpid()));
+  std::filesystem::create_directories(base);
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  ::setenv("TMPDIR", base.c_str(), 1);
+  gpu::CompileRequest req;
+  req.source = "template <int X> void ok(const void*, unsigned, unsigned, unsigned) {}\n";
+  req.name_expression = "ok<0>";
+  req.arch = dev_->info().arch;
+  gpu::CompileResult r = dev_->compiler().compile(req);
+  if (old) ::setenv("TMPDIR", saved.c_str(), 1);
+  else ::unsetenv("TMPDIR");
+  EXPECT_TRUE(r.ok) << r.log;
+  for (const char* f : {"INJECTED", "INJECTED2", "INJECTED3"}) {
+    EXPECT_FALSE(std::filesystem::exists(f)) << f;
+    EXPECT_FALSE(std::filesystem::exists(base / f)) << f;
+  }
+  std::filesystem::remove_all(base);
+}
+
+// A compiler that cannot be started is the environment's failure: compile() throws (the sweep
+// stops and names it, nothing is recorded against the candidate), it returns no failed result.
+TEST_F(HostBackend, ACompilerThatCannotStartIsAnErrorNotACompileFailure) {
+  ::setenv("TILETUNE_HOST_CXX", "/nonexistent/tiletune-no-such-compiler", 1);
+  gpu::CompileRequest req;
+  req.source = "template <int X> void ok(const void*, unsigned, unsigned, unsigned) {}\n";
+  req.name_expression = "ok<0>";
+  req.arch = dev_->info().arch;
+  std::string what;
+  try {
+    dev_->compiler().compile(req);
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  ::unsetenv("TILETUNE_HOST_CXX");
+  EXPECT_NE(what.find("tiletune-no-such-compiler"), std::string::npos) << what;
 }
 
 TEST_F(HostBackend, BadArchRefused) {

@@ -1,8 +1,12 @@
 #include "gpu/host/host_backend.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <atomic>
 #include <chrono>
@@ -45,18 +49,71 @@ std::string arch_flags(const std::string& arch) {
   throw Error("host backend: unknown arch '" + arch + "'");
 }
 
-std::string cxx() {
+// The compiler's command: TILETUNE_HOST_CXX split at white space (a launcher such as "ccache c++"
+// works; there is no shell, so no quoting), else c++.
+std::vector<std::string> cxx() {
   const char* env = std::getenv("TILETUNE_HOST_CXX");
-  return env && *env ? env : "c++";
+  std::vector<std::string> argv;
+  std::istringstream words(env && *env ? env : "c++");
+  for (std::string w; words >> w;) argv.push_back(w);
+  if (argv.empty()) argv.push_back("c++");
+  return argv;
 }
 
-std::pair<int, std::string> run_command(const std::string& cmd) {
+// `name` as execv takes it: a path as given, else the first executable of that name on PATH.
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string full = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(full.c_str(), X_OK) == 0) return full;
+  }
+  throw Error("host backend: cannot find the compiler '" + name + "' on PATH (set TILETUNE_HOST_CXX)");
+}
+
+// Runs `argv` with no shell between (an argument is never parsed again, whatever a temporary
+// directory's name holds) and returns its exit status (-1: killed) and what it printed on stdout
+// and stderr. The child dies with the thread that started it (a sweep killed outright leaves no
+// compiler behind). Throws Error when it cannot be started: that is the environment's failure, not
+// the candidate's, and nothing is recorded for it.
+std::pair<int, std::string> run_process(const std::vector<std::string>& argv) {
+  // Everything the child needs is made before fork: after it only async-signal-safe calls.
+  const std::string program = find_program(argv.at(0));
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("host backend: pipe: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    ::close(fds[0]), ::close(fds[1]);
+    throw Error(std::string("host backend: cannot start the compiler: fork: ") + std::strerror(e));
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    ::execv(program.c_str(), args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
   std::string out;
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!pipe) throw Error("cannot run: " + cmd);
   char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  int status = ::pclose(pipe);
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) out.append(buf, std::size_t(n));
+    else if (n == 0 || errno != EINTR) break;
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw Error(std::string("host backend: waitpid: ") + std::strerror(errno));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && out.empty())
+    throw Error("host backend: cannot run the compiler " + program);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
@@ -65,6 +122,22 @@ fs::path make_temp_dir() {
   if (!::mkdtemp(pattern.data())) throw Error("cannot create a temporary directory: " + std::string(std::strerror(errno)));
   return pattern;
 }
+
+// A private temporary directory, removed with what it holds when it goes.
+class TempDir {
+ public:
+  TempDir() : path_(make_temp_dir()) {}
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
 
 void write_file(const fs::path& path, const void* data, size_t size) {
   std::ofstream f(path, std::ios::binary);
@@ -76,9 +149,15 @@ class HostCompiler final : public Compiler {
  public:
   std::string version() const override {
     static const std::string v = [] {
-      auto [rc, out] = run_command(cxx() + " --version");
-      std::string first = out.substr(0, out.find('\n'));
-      return rc == 0 ? first : "unknown";
+      std::vector<std::string> argv = cxx();
+      argv.push_back("--version");
+      try {
+        auto [rc, out] = run_process(argv);
+        std::string first = out.substr(0, out.find('\n'));
+        return rc == 0 ? first : "unknown";
+      } catch (const Error&) {
+        return std::string("unknown");  // compile() says why
+      }
     }();
     return v;
   }
@@ -92,33 +171,31 @@ class HostCompiler final : public Compiler {
       result.log = e.what();
       return result;
     }
-    fs::path dir = make_temp_dir();
-    try {
-      for (const auto& [name, text] : req.headers) write_file(dir / name, text.data(), text.size());
-      std::string tu = req.source + "\nextern \"C\" void " + kEntry +
-                       "(const void* arg, unsigned bx, unsigned by, unsigned bz) {\n  " +
-                       req.name_expression + "(arg, bx, by, bz);\n}\n";
-      write_file(dir / "tu.cpp", tu.data(), tu.size());
-      std::string opts;
-      for (const auto& o : req.options) opts += " " + o;
-      std::string cmd = cxx() + " -O3 -std=c++17 -fPIC -shared -fno-exceptions " + flags + opts + " -I" +
-                        dir.string() + " -o " + (dir / "k.so").string() + " " + (dir / "tu.cpp").string();
-      auto [rc, out] = run_command(cmd);
-      result.log = out;
-      if (rc == 0) {
-        std::ifstream f(dir / "k.so", std::ios::binary);
-        result.code.bytes.assign(std::istreambuf_iterator<char>(f), {});
-        result.code.symbol = kEntry;
-        result.ok = !result.code.bytes.empty();
-      } else if (result.log.empty()) {
-        result.log = "compiler exited with status " + std::to_string(rc) + ": " + cmd;
-      }
-    } catch (const Error& e) {
-      result.ok = false;
-      result.log = e.what();
+    // A private directory (mkdtemp: mode 0700); failing to make or fill it, or to start the
+    // compiler, is thrown: the environment's fault, never recorded against the candidate.
+    const TempDir temp;
+    const fs::path& dir = temp.path();
+    for (const auto& [name, text] : req.headers) write_file(dir / name, text.data(), text.size());
+    std::string tu = req.source + "\nextern \"C\" void " + kEntry +
+                     "(const void* arg, unsigned bx, unsigned by, unsigned bz) {\n  " + req.name_expression +
+                     "(arg, bx, by, bz);\n}\n";
+    write_file(dir / "tu.cpp", tu.data(), tu.size());
+    std::vector<std::string> argv = cxx();
+    for (const char* f : {"-O3", "-std=c++17", "-fPIC", "-shared", "-fno-exceptions"}) argv.push_back(f);
+    std::istringstream arch_words(flags);
+    for (std::string w; arch_words >> w;) argv.push_back(w);
+    argv.insert(argv.end(), req.options.begin(), req.options.end());
+    argv.insert(argv.end(), {"-I" + dir.string(), "-o", (dir / "k.so").string(), (dir / "tu.cpp").string()});
+    auto [rc, out] = run_process(argv);
+    result.log = out;
+    if (rc == 0) {
+      std::ifstream f(dir / "k.so", std::ios::binary);
+      result.code.bytes.assign(std::istreambuf_iterator<char>(f), {});
+      result.code.symbol = kEntry;
+      result.ok = !result.code.bytes.empty();
+    } else if (result.log.empty()) {
+      result.log = "compiler exited with status " + std::to_string(rc);
     }
-    std::error_code ec;
-    fs::remove_all(dir, ec);
     return result;
   }
 };
@@ -133,6 +210,15 @@ class HostKernel final : public Kernel {
   void* handle_;
   HostEntry fn_;
 };
+
+// A code object is written for dlopen into a private directory made for that one load (mkdtemp:
+// mode 0700, so no other user can swap the file between the write and the dlopen), under a name
+// this process never used before (dlopen hands back a library it has loaded already under the
+// same name); file and directory are removed as soon as it is loaded.
+std::string unique_object_name() {
+  static std::atomic<std::uint64_t> count{0};
+  return "k" + std::to_string(++count) + ".so";
+}
 
 // Runs every block of a grid once, spread over a fixed set of threads; the caller works too.
 class ThreadPool {
@@ -240,14 +326,21 @@ class HostDevice final : public Device {
   const Compiler& compiler() const override { return compiler_; }
 
   std::shared_ptr<Kernel> load(const CodeObject& code) override {
-    char path[] = "/tmp/tiletune-obj-XXXXXX.so";
-    int fd = ::mkstemps(path, 3);
-    if (fd < 0) throw Error("cannot create a temporary file for a host code object");
-    bool written = ::write(fd, code.bytes.data(), code.bytes.size()) == ssize_t(code.bytes.size());
+    const TempDir temp;
+    const std::string path = (temp.path() / unique_object_name()).string();
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) throw Error("cannot create " + path + " for a host code object: " + std::strerror(errno));
+    std::size_t done = 0;
+    while (done < code.bytes.size()) {
+      const ssize_t n = ::write(fd, code.bytes.data() + done, code.bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += std::size_t(n);
+    }
     ::close(fd);
-    void* handle = written ? ::dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
-    std::string why = written ? (handle ? "" : ::dlerror()) : "short write";
-    ::unlink(path);  // the mapping outlives the name
+    const bool written = done == code.bytes.size();
+    void* handle = written ? ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+    const std::string why = written ? (handle ? "" : ::dlerror()) : "short write";
     if (!handle) throw Error("cannot load host code object: " + why);
     auto fn = reinterpret_cast<HostEntry>(::dlsym(handle, code.symbol.c_str()));
     if (!fn) {
