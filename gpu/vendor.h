@@ -63,6 +63,10 @@ class Vendor {
   // convolution, with the algorithm `choice` ({}: the library's default). Throws Error on
   // failure; safe from several threads at once.
   void run(const Problem& p, const void* args, Stream stream, const VendorChoice& choice = {});
+  // See VendorGemm::set_strict.
+  void set_strict(bool on) {
+    if (gemm_) gemm_->set_strict(on);
+  }
   // The algorithm a convolution library chose for `p` ("" before its first call, or for a GEMM).
   std::string algorithm(const Problem& p) const;
 

@@ -22,7 +22,7 @@ std::unique_ptr<VendorGemm> make_vendor_gemm(Device& dev, std::string* why_not) 
       break;
 #endif
 #ifdef TILETUNE_WITH_HIP
-    case BackendKind::Hip: v = hip::make_rocblas_gemm(&why); break;
+    case BackendKind::Hip: v = hip::make_rocblas_gemm(dev, &why); break;
 #endif
     default: break;
   }

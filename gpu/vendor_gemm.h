@@ -26,8 +26,9 @@ class VendorGemm {
   virtual std::string choice_source() const { return name(); }
   // "" when the library computes `p`, else why not.
   virtual std::string unsupported(const GemmProblem& p) const = 0;
-  // The library's other algorithms for `p` at the alignment of these arguments' pointers, its
-  // heuristic's best first (at most `limit`): a sweep times each as a candidate.
+  // The library's other algorithms for `p` at the alignment of these arguments' pointers (at most
+  // `limit`; cuBLASLt: its heuristic's best first; rocBLAS: its solutions in its own order): a
+  // sweep times each as a candidate.
   virtual std::vector<VendorChoice> alternatives(const GemmProblem&, const TtGemmParams&, int /*limit*/) {
     return {};
   }
@@ -36,6 +37,12 @@ class VendorGemm {
   // Error on failure. Safe to call from several threads at once.
   virtual void run(const GemmProblem& p, const TtGemmParams& args, Stream stream = nullptr,
                    const VendorChoice& choice = {}) = 0;
+  // Strict (the tuner): a choice that cannot run these arguments throws instead of running the
+  // default, so that a measurement recorded under an algorithm is that algorithm's.
+  void set_strict(bool on) { strict_ = on; }
+
+ protected:
+  bool strict_ = false;
 };
 
 // nullptr when the device's vendor library is not built in or cannot be loaded; `why_not` (if

@@ -147,11 +147,16 @@ PoolRanking rank_pool(const std::vector<TunedEntry>& tuned, const Problem& p, co
     const TunedEntry& v = tuned[vendor_ref->second];
     const double vendor_ms = (v.tmpl ? v.median_ms * v.vendor_ratio : v.median_ms) * p.flops() / v.problem.flops();
     best.vendor_estimate_ms = vendor_ms;
-    if (!std::isnan(best.estimate_ms) && vendor_ms < kKernelMargin * best.estimate_ms) {
-      r.why_not = "the best pool kernel " + tuned[best.index].solution.kernel_name() + " of " +
-                  tuned[best.index].problem.key() + " is expected at only " + fixed(vendor_ms / best.estimate_ms) +
-                  "x the vendor here (model " + fixed3(best.estimate_ms) + " ms, vendor about " + fixed3(vendor_ms) +
-                  " ms; the pool needs " + fixed(kKernelMargin) + "x)";
+    // Without a model estimate the kernel's own time is scaled by the flops too.
+    const TunedEntry& k = tuned[best.index];
+    const double kernel_ms = !std::isnan(best.estimate_ms) ? best.estimate_ms
+                             : k.median_ms > 0          ? k.median_ms * p.flops() / k.problem.flops()
+                                                        : std::numeric_limits<double>::quiet_NaN();
+    if (!std::isnan(kernel_ms) && vendor_ms < kKernelMargin * kernel_ms) {
+      r.why_not = "the best pool kernel " + k.solution.kernel_name() + " of " + k.problem.key() +
+                  " is expected at only " + fixed(vendor_ms / kernel_ms) + "x the vendor here (" +
+                  (std::isnan(best.estimate_ms) ? "flops-scaled " : "model ") + fixed3(kernel_ms) +
+                  " ms, vendor about " + fixed3(vendor_ms) + " ms; the pool needs " + fixed(kKernelMargin) + "x)";
       return r;
     }
   }

@@ -81,7 +81,10 @@ Run add_tune(CLI::App& app) {
     tuner::TuningConfig config = tuner::load_config(a->config);
     if (a->parent > 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != a->parent) return 1;  // it ended before the line above: nothing to tune for
+      if (::getppid() != a->parent) {  // it ended before the line above: nothing to tune for
+        std::fprintf(stderr, "tiletune tune: --die-with-parent %d: the parent process is gone (or is not it)\n", a->parent);
+        return 1;
+      }
     }
     if (!a->search.empty()) config.search.strategy = a->search;
     if (a->budget >= 0) config.search.budget = static_cast<std::size_t>(a->budget);

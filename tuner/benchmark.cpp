@@ -80,6 +80,13 @@ Timing time_runs(gpu::Device& dev, std::size_t sets, const BenchmarkOptions& opt
     for (int i = 0; i < runs; ++i) sum += ms.emplace_back(dev.elapsed_ms(begin[i], end[i]));
     return summarize(ms, sum / runs);
   }
+  // A hold lasts at most kMaxHoldMs: no more held runs than the host can enqueue in that time
+  // (long finals of short, host-bound calls would otherwise time the host's launch rate).
+  constexpr double kMaxHoldMs = 100;
+  if (first_ms < kHoldBelowMs) {
+    const double per_run_estimate = std::max(0.005, 3 * host_ms + 0.005);
+    runs = std::max(std::min(runs, int(0.8 * kMaxHoldMs / per_run_estimate)), std::min(runs, options.min_iterations));
+  }
   std::vector<gpu::Event> marks;
   for (int i = 0; i <= runs; ++i) marks.push_back(make());
   // Short kernels: the stream waits behind a spin kernel while the host enqueues every run, so
@@ -89,7 +96,7 @@ Timing time_runs(gpu::Device& dev, std::size_t sets, const BenchmarkOptions& opt
   // ran out before the last run was enqueued (a busy host), the runs are timed again with a longer one.
   double per_run_ms = std::max(0.005, 3 * host_ms + 0.005);
   for (int attempt = 0; attempt < 2; ++attempt) {
-    const bool held = first_ms < kHoldBelowMs && dev.hold(std::min(100.0, 0.2 + per_run_ms * runs));
+    const bool held = first_ms < kHoldBelowMs && dev.hold(std::min(kMaxHoldMs, 0.2 + per_run_ms * runs));
     dev.record(marks[0]);
     for (int i = 0; i < runs; ++i) {
       launch(next());

@@ -428,13 +428,16 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       if (alt.status == "ok") timed.push_back({alt.median_ms, Solution{kVendorTemplate, choice}});
     }
     // As the kernels' finals: until the fastest few are all timed for final_ms (a longer timing
-    // may drop one behind the next, which is then timed so too).
-    for (bool more = timed.size() > 1; more;) {
+    // may drop one behind the next, which is then timed so too); the default alone too, so that
+    // the vendor is compared with the kernels' finalists under the same sustained load.
+    for (bool more = !timed.empty(); more;) {
       more = false;
       std::stable_sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) { return a.ms < b.ms; });
       for (std::size_t i = 0; i < std::min(kFinalists, timed.size()) && !more; ++i) {
         if (timed[i].final) continue;
         const MeasureResult again = measure_vendor_choice(slot, pi, timed[i].choice, 0, true);
+        if (again.status == "crashed" && slot.local)
+          throw Error("the device failed in the vendor library (" + again.reason + ")");
         timed[i].final = true;
         timed[i].ms = again.status == "ok" ? again.median_ms : std::numeric_limits<double>::infinity();
         if (timed[i].choice.params.empty() && again.status == "ok") res.median_ms = again.median_ms;

@@ -283,7 +283,10 @@ MeasureResult Measurer::measure_conv_kernel(const MeasureRequest& r, const std::
 
 MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::function<void()>& on_ready) {
   MeasureResult result;
-  if (!vendor_) vendor_ = std::make_unique<gpu::Vendor>(dev_);
+  if (!vendor_) {
+    vendor_ = std::make_unique<gpu::Vendor>(dev_);
+    vendor_->set_strict(true);
+  }
   if (std::string why = vendor_->unsupported(r.problem); !why.empty()) {
     result.status = "unsupported";
     result.reason = why;

@@ -183,10 +183,12 @@ class CublasGemm final : public VendorGemm {
       Plan* plan = plan_for(p, a);
       const cublasLtMatmulAlgo_t* algo = plan ? algo_for(*plan, choice) : nullptr;
       // An algorithm these pointers cannot take (cuBLASLt checks alignment here) runs the default.
-      if (algo && lt().matmul(lt_, plan->op, &a.alpha, a.a, plan->a, a.b, plan->b, &a.beta, a.c, plan->c, a.c,
-                              plan->c, algo, ws.get(), ws.size(),
-                              static_cast<cudaStream_t>(stream)) == CUBLAS_STATUS_SUCCESS)
-        return;
+      const cublasStatus_t st = algo ? lt().matmul(lt_, plan->op, &a.alpha, a.a, plan->a, a.b, plan->b, &a.beta, a.c,
+                                                   plan->c, a.c, plan->c, algo, ws.get(), ws.size(),
+                                                   static_cast<cudaStream_t>(stream))
+                                     : CUBLAS_STATUS_NOT_SUPPORTED;
+      if (st == CUBLAS_STATUS_SUCCESS) return;
+      if (strict_) throw Error("cuBLASLt cannot run this algorithm on these arguments (status " + std::to_string(int(st)) + ")");
     }
     // One handle: its stream and workspace are set for each call under the lock.
     if (lib().set_stream(handle_, static_cast<cudaStream_t>(stream)) != CUBLAS_STATUS_SUCCESS ||

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <string>
 
+#include <hip/hip_runtime_api.h>
+
 #include "common/error.h"
 #include "gpu/hip/hip_backend.h"
 #include "gpu/shared_library.h"
@@ -71,7 +73,10 @@ int rb_type(DataType t) {
 
 class RocblasGemm final : public VendorGemm {
  public:
-  RocblasGemm() {
+  // A rocBLAS handle belongs to the HIP device current when it is made, and runs on the one
+  // current at each call: both are set to the device's.
+  explicit RocblasGemm(int device) : device_(device) {
+    bind();
     if (lib().create(&handle_) != kSuccess) throw Error("rocblas_create_handle failed");
   }
   ~RocblasGemm() override { lib().destroy(handle_); }
@@ -91,6 +96,7 @@ class RocblasGemm final : public VendorGemm {
   std::vector<VendorChoice> alternatives(const GemmProblem& p, const TtGemmParams& a, int limit) override {
     if (!lib().solutions) return {};
     std::lock_guard<std::mutex> lock(mu_);
+    bind();
     rb_int count = 0;
     if (call_solutions(p, a, nullptr, &count) != kSuccess || count <= 0) return {};
     std::vector<rb_int> ids(static_cast<std::size_t>(count));
@@ -102,16 +108,22 @@ class RocblasGemm final : public VendorGemm {
 
   void run(const GemmProblem& p, const TtGemmParams& a, Stream stream, const VendorChoice& choice) override {
     std::lock_guard<std::mutex> lock(mu_);
+    bind();
     if (lib().set_stream(handle_, stream) != kSuccess) throw Error("rocblas_set_stream failed");
     // A solution index this rocBLAS refuses for the problem runs the default instead.
-    if (auto it = choice.find("SOLUTION"); it != choice.end() &&
-        call_gemm(p, a, kAlgoSolutionIndex, std::int32_t(it->second), kFlagCheckSolutionIndex) == kSuccess)
-      return;
+    if (auto it = choice.find("SOLUTION"); it != choice.end()) {
+      const rb_status s = call_gemm(p, a, kAlgoSolutionIndex, std::int32_t(it->second), kFlagCheckSolutionIndex);
+      if (s == kSuccess) return;
+      if (strict_) throw Error("rocBLAS refuses solution " + std::to_string(it->second) + " here (status " + std::to_string(s) + ")");
+    }
     if (rb_status s = call_gemm(p, a, kAlgoStandard, 0, kFlagsNone); s != kSuccess)
       throw Error("rocblas_gemm_strided_batched_ex failed with status " + std::to_string(s));
   }
 
  private:
+  void bind() const {
+    if (hipSetDevice(device_) != hipSuccess) throw Error("hipSetDevice(" + std::to_string(device_) + ") failed");
+  }
   // D = C in place; compute in fp32 for every input type.
   rb_status call_gemm(const GemmProblem& p, const TtGemmParams& a, int algo, std::int32_t index, std::uint32_t flags) {
     return lib().gemm(handle_, p.trans_a ? kOpTranspose : kOpNone, p.trans_b ? kOpTranspose : kOpNone, rb_int(a.m),
@@ -129,17 +141,18 @@ class RocblasGemm final : public VendorGemm {
   }
 
   std::mutex mu_;  // one handle: its stream is set for each call
+  int device_;
   rb_handle handle_ = nullptr;
 };
 
 }  // namespace
 
-std::unique_ptr<VendorGemm> make_rocblas_gemm(std::string* why_not) {
+std::unique_ptr<VendorGemm> make_rocblas_gemm(Device& dev, std::string* why_not) {
   if (!lib().ok) {
     if (why_not) *why_not = "rocBLAS (librocblas.so.4, .so.3 or .so.0) cannot be loaded";
     return nullptr;
   }
-  return std::make_unique<RocblasGemm>();
+  return std::make_unique<RocblasGemm>(dev.info().index);
 }
 
 }  // namespace tiletune::gpu::hip
