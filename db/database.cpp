@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "db/integrity.h"
 #include "db/schema.h"
 
 namespace tiletune::db {
@@ -253,8 +254,12 @@ Solution parse_solution(const std::string& tmpl, const std::string& params, cons
   }
 }
 
-constexpr const char* kCodeObjectColumns =
-    "id, cache_key, solution_id, arch, compiler_version, ok, log, symbol, bytes FROM code_objects ";
+// Schema 3 and 4 databases (readable, not migrated when opened read-only) have no hash: their code
+// objects read as unverified and are never loaded.
+std::string code_object_columns(int version) {
+  return std::string("id, cache_key, solution_id, arch, compiler_version, ok, log, symbol, bytes, ") +
+         (version >= 5 ? "sha256, compiled_from" : "'', ''") + " FROM code_objects ";
+}
 
 CodeObjectRecord read_code_object(const Stmt& st) {
   CodeObjectRecord r;
@@ -267,6 +272,8 @@ CodeObjectRecord read_code_object(const Stmt& st) {
   r.log = st.col_text(6);
   r.symbol = st.col_text(7);
   r.bytes = st.col_blob(8);
+  r.sha256 = st.col_text(9);
+  r.compiled_from = st.col_text(10);
   return r;
 }
 
@@ -325,6 +332,7 @@ Database Database::open(const std::string& path, Mode mode) {
     exec(raw, path, "PRAGMA foreign_keys = ON");
     if (version < schema::latest_version()) schema::migrate(raw, schema::latest_version(), path);
   }
+  db.version_ = mode == Mode::ReadWrite ? schema::latest_version() : version;
   return db;
 }
 
@@ -404,12 +412,18 @@ std::int64_t Database::put_code_object(const CodeObjectRecord& r) {
   require_writable("put_code_object");
   if (r.cache_key.empty()) throw Error(path_ + ": put_code_object: empty cache_key");
   return write_txn(db_.get(), path_, "put_code_object", [&] {
+    // A copy (pack, merge) carries the hash its source recorded: bytes that no longer match it are
+    // refused rather than blessed with a fresh hash.
+    const std::string hash = sha256_hex(r.bytes);
+    if (!r.sha256.empty() && r.sha256 != hash)
+      throw Error(path_ + ": put_code_object " + r.cache_key + ": " + r.integrity_problem());
     Stmt ins(db_.get(),
-             "INSERT INTO code_objects(cache_key, solution_id, arch, compiler_version, ok, log, symbol, bytes) "
-             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(cache_key) DO NOTHING",
+             "INSERT INTO code_objects(cache_key, solution_id, arch, compiler_version, ok, log, symbol, bytes, sha256, "
+             "compiled_from) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT(cache_key) DO NOTHING",
              path_);
     ins.text(1, r.cache_key).i64(2, r.solution_id).text(3, r.arch).text(4, r.compiler_version);
-    ins.i64(5, r.ok ? 1 : 0).text(6, r.log).text(7, r.symbol).blob(8, r.bytes).run();
+    ins.i64(5, r.ok ? 1 : 0).text(6, r.log).text(7, r.symbol).blob(8, r.bytes).text(9, hash).text(10, r.compiled_from);
+    ins.run();
     Stmt sel(db_.get(), "SELECT id FROM code_objects WHERE cache_key = ?1", path_);
     sel.text(1, r.cache_key);
     if (!sel.step()) throw Error(path_ + ": put_code_object: row vanished after insert");
@@ -527,17 +541,25 @@ void Database::compact_for_shipping() {
 }
 
 std::optional<CodeObjectRecord> Database::find_code_object(const std::string& cache_key) {
-  Stmt st(db_.get(), (std::string("SELECT ") + kCodeObjectColumns + "WHERE cache_key = ?1").c_str(), path_);
+  Stmt st(db_.get(), ("SELECT " + code_object_columns(version_) + "WHERE cache_key = ?1").c_str(), path_);
   st.text(1, cache_key);
   if (!st.step()) return std::nullopt;
   return read_code_object(st);
 }
 
 std::optional<CodeObjectRecord> Database::code_object(std::int64_t id) {
-  Stmt st(db_.get(), (std::string("SELECT ") + kCodeObjectColumns + "WHERE id = ?1").c_str(), path_);
+  Stmt st(db_.get(), ("SELECT " + code_object_columns(version_) + "WHERE id = ?1").c_str(), path_);
   st.i64(1, id);
   if (!st.step()) return std::nullopt;
   return read_code_object(st);
+}
+
+std::string CodeObjectRecord::integrity_problem() const {
+  if (!ok) return "";  // a recorded failure holds no code
+  if (sha256.empty()) return "no SHA-256 recorded for its bytes (a database from before schema 5, opened read-only)";
+  const std::string actual = sha256_hex(bytes);
+  if (actual != sha256) return "its bytes' SHA-256 is " + actual + ", the database recorded " + sha256;
+  return "";
 }
 
 std::optional<MeasurementRecord> Database::find_measurement(std::int64_t problem_id, std::int64_t solution_id,
@@ -744,7 +766,7 @@ std::optional<MeasurementRow> Database::measurement(std::int64_t id) {
 }
 
 void Database::for_each_code_object(const std::function<void(const CodeObjectRecord&)>& f) {
-  Stmt st(db_.get(), (std::string("SELECT ") + kCodeObjectColumns + "ORDER BY id").c_str(), path_);
+  Stmt st(db_.get(), ("SELECT " + code_object_columns(version_) + "ORDER BY id").c_str(), path_);
   while (st.step()) f(read_code_object(st));
 }
 

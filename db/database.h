@@ -125,6 +125,7 @@ class Database {
   std::unique_ptr<sqlite3, Closer> db_;
   std::string path_;
   Mode mode_ = Mode::ReadOnly;
+  int version_ = 0;  // the schema version, once opened (migrated where writable)
 };
 
 }  // namespace tiletune::db

@@ -47,6 +47,12 @@ struct CodeObjectRecord {
   std::string log;
   std::string symbol;          // lowered kernel name to look up in the code object
   std::vector<std::uint8_t> bytes;
+  // The bytes' SHA-256 as recorded when stored (put_code_object computes it; a copy brings its
+  // own, which must match), and the instantiation it was compiled as ("" before schema 5).
+  std::string sha256;
+  std::string compiled_from;
+  // "" when the bytes are what was stored, else why they must not be loaded.
+  std::string integrity_problem() const;
 };
 
 struct MeasurementRecord {

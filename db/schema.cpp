@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "db/integrity.h"
 
 namespace tiletune::db::schema {
 namespace {
@@ -144,6 +145,16 @@ INSERT INTO problems(id, kind, key, spec, m, n, k, batch) SELECT id, kind, key, 
 DROP TABLE temp.problems_v3;
 )sql";
 
+// Version 5: what each code object is (its bytes' SHA-256, checked before any load) and what it was
+// compiled from (the instantiation it was built as, checked against the solution that runs it).
+// The rows already there get their hash here (tt_sha256, registered for the migration): the
+// database's own writer migrates it, so its bytes are taken as they are.
+const char* const kV5 = R"sql(
+ALTER TABLE code_objects ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';
+ALTER TABLE code_objects ADD COLUMN compiled_from TEXT NOT NULL DEFAULT '';
+UPDATE code_objects SET sha256 = tt_sha256(bytes) WHERE bytes IS NOT NULL;
+)sql";
+
 #undef TT_NOW
 
 std::string errmsg(sqlite3* db) { return db ? sqlite3_errmsg(db) : "out of memory"; }
@@ -186,6 +197,7 @@ const std::vector<Migration>& migrations() {
       {2, "indexes for winner updates and code object lookup", kV2},
       {3, "provenance of every measurement (source database, sweep, device)", kV3},
       {4, "convolution problems (problems.kind 'conv')", kV4},
+      {5, "code objects' SHA-256 and what they were compiled from", kV5},
   };
   return list;
 }
@@ -196,6 +208,19 @@ void migrate(sqlite3* db, int target_version, const std::string& path) {
   if (target_version < 0 || target_version > latest_version())
     throw Error(path + ": cannot migrate to schema version " + std::to_string(target_version) +
                 " (this build knows versions 1.." + std::to_string(latest_version()) + ")");
+  // Version 5 hashes the code objects already stored.
+  sqlite3_create_function(
+      db, "tt_sha256", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+      [](sqlite3_context* ctx, int, sqlite3_value** argv) {
+        try {
+          const void* p = sqlite3_value_blob(argv[0]);
+          const std::string h = sha256_hex(p, std::size_t(sqlite3_value_bytes(argv[0])));
+          sqlite3_result_text(ctx, h.c_str(), int(h.size()), SQLITE_TRANSIENT);
+        } catch (const std::exception& e) {  // never through SQLite's C frames
+          sqlite3_result_error(ctx, e.what(), -1);
+        }
+      },
+      nullptr, nullptr);
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + std::chrono::seconds(120);
   std::minstd_rand rng(std::random_device{}());

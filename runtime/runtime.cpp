@@ -245,7 +245,21 @@ std::shared_ptr<gpu::Kernel> Runtime::load_winner(Loaded& w) {
         std::lock_guard<std::mutex> lock(db_mu_);
         code = w.db->code_object(w.code_object_id);
       }
-      if (code && code->ok && code->arch == dev_->info().arch) {
+      // Bytes that are not what was stored, or a code object built as another instantiation than
+      // this winner's parameters say (an edited params row), never load: the kernel is built from
+      // the template source this library carries instead, once, with a warning.
+      std::string refused;
+      if (code && code->ok) {
+        refused = code->integrity_problem();
+        const std::string expected = w.tmpl->name_expression(w.solution, w.problem);
+        if (refused.empty() && !code->compiled_from.empty() && code->compiled_from != expected)
+          refused = "it was compiled as " + code->compiled_from + ", the winner's parameters say " + expected;
+      }
+      if (!refused.empty())
+        std::fprintf(stderr, "tiletune: warning: %s: not loading code object %lld of %s: %s; compiling it from source\n",
+                     w.db->path().c_str(), static_cast<long long>(w.code_object_id), w.problem.key().c_str(),
+                     refused.c_str());
+      if (refused.empty() && code && code->ok && code->arch == dev_->info().arch) {
         try {
           w.kernel = dev_->load({code->bytes, code->symbol});
           return;

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "db/database.h"
 #include "db/explain.h"
+#include "db/integrity.h"
 #include "db/ship.h"
 #include "tools/commands.h"
 
@@ -111,7 +112,8 @@ Run add_db(CLI::App& app) {
   auto* problems = cmd->add_subcommand("problems", "list the problems with their measurement counts");
   auto* winners = cmd->add_subcommand("winners", "list the winner of every problem and arch");
   auto* show = cmd->add_subcommand("show", "every measurement of one problem, fastest first");
-  auto* check = cmd->add_subcommand("check", "schema version and PRAGMA integrity_check");
+  auto* check = cmd->add_subcommand("check", "schema version, PRAGMA integrity_check, and every code object's SHA-256 and "
+                                              "the instantiation it was compiled as against its solution");
   for (auto* sub : {problems, winners, show, check}) sub->add_option("db", a->db, "database file")->required();
   winners->add_option("--arch", a->arch, "only this arch (e.g. sm_90a)");
   show->add_option("problem", a->problem, "problem id or key (see `db problems`)")->required();
@@ -142,8 +144,11 @@ Run add_db(CLI::App& app) {
     if (*show) return show_problem(d, a->problem);
     if (*check) {
       std::string result = d.integrity_check();
-      std::printf("%s: schema version %d, integrity %s\n", a->db.c_str(), d.schema_version(), result.c_str());
-      return result == "ok" ? 0 : 1;
+      const std::vector<std::string> faults = db::verify_code_objects(d);
+      std::printf("%s: schema version %d, integrity %s, code objects %s\n", a->db.c_str(), d.schema_version(),
+                  result.c_str(), faults.empty() ? "ok" : (std::to_string(faults.size()) + " faults").c_str());
+      for (const auto& f : faults) std::printf("  %s\n", f.c_str());
+      return result == "ok" && faults.empty() ? 0 : 1;
     }
     return 0;
   };

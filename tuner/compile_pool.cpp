@@ -97,6 +97,7 @@ bool CompilePool::commit(const CompileJob& job, gpu::CompileResult r) {
   rec.log = r.log;
   rec.symbol = r.code.symbol;
   rec.bytes = std::move(r.code.bytes);
+  rec.compiled_from = job.request.name_expression;
   {
     std::lock_guard<std::mutex> lock(db_mu_);
     db_.put_code_object(rec);

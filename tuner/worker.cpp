@@ -221,6 +221,10 @@ std::shared_ptr<gpu::Kernel> Measurer::load_kernel(std::int64_t code_object_id) 
       throw Error("code object " + std::to_string(code_object_id) + (code ? " failed to compile" : " is missing") +
                   " in " + db_.path());
     }
+    if (std::string why = code->integrity_problem(); !why.empty()) {
+      kernels_.erase(code_object_id);
+      throw Error(db_.path() + ": code object " + std::to_string(code_object_id) + " is not loaded: " + why);
+    }
     kernel = dev_.load({code->bytes, code->symbol});
   }
   return kernel;

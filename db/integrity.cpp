@@ -1,0 +1,53 @@
+#include "db/integrity.h"
+
+#include <openssl/evp.h>
+
+#include <map>
+
+#include "common/error.h"
+#include "db/database.h"
+#include "solutions/kernel_template.h"
+
+namespace tiletune::db {
+
+std::string sha256_hex(const void* data, std::size_t size) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(data, size, digest, &length, EVP_sha256(), nullptr) != 1) throw Error("SHA-256 failed (OpenSSL)");
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < length; ++i) out += hex[digest[i] >> 4], out += hex[digest[i] & 15];
+  return out;
+}
+
+std::vector<std::string> verify_code_objects(Database& db) {
+  std::vector<std::string> faults;
+  std::map<std::int64_t, std::string> compiled_from;
+  db.for_each_code_object([&](const CodeObjectRecord& c) {
+    if (std::string why = c.integrity_problem(); !why.empty())
+      faults.push_back("code object " + std::to_string(c.id) + ": " + why);
+    compiled_from[c.id] = c.compiled_from;
+  });
+  std::map<std::int64_t, Solution> solutions;
+  for (auto& s : db.solutions()) solutions[s.id] = s.solution;
+  std::map<std::int64_t, Problem> problems;
+  for (auto& p : db.problem_specs()) problems.emplace(p.id, p.problem);
+  for (const auto& m : db.all_measurements()) {
+    if (!m.code_object_id) continue;
+    auto from = compiled_from.find(m.code_object_id);
+    if (from == compiled_from.end() || from->second.empty()) continue;  // before schema 5: not recorded
+    const Solution& s = solutions.at(m.solution_id);
+    const KernelTemplate* t = nullptr;
+    for (const auto& c : builtin_templates())
+      if (c.name() == s.template_name) t = &c;
+    if (!t) continue;  // a template this build does not have: the runtime skips such winners anyway
+    const std::string expected = t->name_expression(s, problems.at(m.problem_id));
+    if (expected != from->second)
+      faults.push_back("measurement " + std::to_string(m.id) + " (" + s.kernel_name() + "): its code object " +
+                       std::to_string(m.code_object_id) + " was compiled as " + from->second +
+                       ", the solution's parameters say " + expected);
+  }
+  return faults;
+}
+
+}  // namespace tiletune::db
