@@ -2,7 +2,10 @@
 // trainer; the reason is kept per thread for tiletune_last_error().
 #include <cstring>
 #include <functional>
+#include <initializer_list>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 
 #include "common/error.h"
 #include "runtime/runtime.h"
@@ -10,6 +13,10 @@
 
 struct tiletune_handle {
   std::unique_ptr<tiletune::runtime::Runtime> rt;
+  // What tiletune_malloc handed out: tiletune_free takes nothing else (a foreign pointer is an
+  // error, not a crash in the allocator).
+  std::mutex allocations_mu;
+  std::unordered_set<void*> allocations;
 };
 
 namespace {
@@ -34,18 +41,33 @@ tiletune_status_t guarded(tiletune_status_t on_error, F&& f) {
   }
 }
 
+// An enum argument as the int the caller passed: a C caller may pass any value, and loading one
+// outside the enum's range as the enum type is undefined behaviour; its bytes are read instead.
+template <class E>
+int raw(const E& e) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
 tiletune::DataType dtype(tiletune_datatype_t t) {
-  switch (t) {
+  switch (raw(t)) {
     case TILETUNE_R_32F: return tiletune::DataType::F32;
     case TILETUNE_R_16F: return tiletune::DataType::F16;
     case TILETUNE_R_16BF: return tiletune::DataType::BF16;
   }
-  throw tiletune::Error("unknown data type " + std::to_string(int(t)));
+  throw tiletune::Error("unknown data type " + std::to_string(raw(t)));
 }
 
 bool op(tiletune_operation_t o) {
-  if (o != TILETUNE_OP_N && o != TILETUNE_OP_T) throw tiletune::Error("unknown operation " + std::to_string(int(o)));
-  return o == TILETUNE_OP_T;
+  if (raw(o) != TILETUNE_OP_N && raw(o) != TILETUNE_OP_T) throw tiletune::Error("unknown operation " + std::to_string(raw(o)));
+  return raw(o) == TILETUNE_OP_T;
+}
+
+void need_pointers(std::initializer_list<const void*> ptrs, const char* names) {
+  for (const void* p : ptrs)
+    if (!p) throw tiletune::Error(std::string("null pointer among ") + names);
 }
 
 tiletune::GemmProblem make_problem(tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m, int64_t n,
@@ -68,9 +90,9 @@ tiletune::GemmProblem make_problem(tiletune_operation_t op_a, tiletune_operation
   p.stride_b = stride_b;
   p.stride_c = stride_c;
   p.beta_zero = beta_zero;
-  if (compute != TILETUNE_COMPUTE_32F && compute != TILETUNE_COMPUTE_32F_FAST_TF32)
-    throw tiletune::Error("unknown compute type " + std::to_string(int(compute)));
-  p.compute_tf32 = compute == TILETUNE_COMPUTE_32F_FAST_TF32;
+  if (raw(compute) != TILETUNE_COMPUTE_32F && raw(compute) != TILETUNE_COMPUTE_32F_FAST_TF32)
+    throw tiletune::Error("unknown compute type " + std::to_string(raw(compute)));
+  p.compute_tf32 = raw(compute) == TILETUNE_COMPUTE_32F_FAST_TF32;
   if (batch > 1 && (stride_a == 0 || stride_b == 0 || stride_c == 0))
     throw tiletune::Error("batch > 1 needs non-zero strides (broadcasting an operand with stride 0 is not supported)");
   if (lda <= 0 || ldb <= 0 || ldc <= 0) throw tiletune::Error("leading dimensions must be > 0");
@@ -86,11 +108,11 @@ tiletune_status_t need_handle(tiletune_handle_t h) {
 
 tiletune::ConvProblem make_conv(const tiletune_conv_desc_t* d, tiletune::ConvDirection dir) {
   if (!d) throw tiletune::Error("null convolution descriptor");
-  if (d->layout != TILETUNE_LAYOUT_NHWC && d->layout != TILETUNE_LAYOUT_NCHW)
-    throw tiletune::Error("unknown convolution layout " + std::to_string(int(d->layout)));
+  if (raw(d->layout) != TILETUNE_LAYOUT_NHWC && raw(d->layout) != TILETUNE_LAYOUT_NCHW)
+    throw tiletune::Error("unknown convolution layout " + std::to_string(raw(d->layout)));
   tiletune::ConvProblem p;
   p.direction = dir;
-  p.layout = d->layout == TILETUNE_LAYOUT_NCHW ? tiletune::ConvLayout::NCHW : tiletune::ConvLayout::NHWC;
+  p.layout = raw(d->layout) == TILETUNE_LAYOUT_NCHW ? tiletune::ConvLayout::NCHW : tiletune::ConvLayout::NHWC;
   p.in_type = dtype(d->in_type);
   p.out_type = dtype(d->out_type);
   p.n = d->n, p.c = d->c, p.h = d->h, p.w = d->w, p.k = d->k, p.r = d->r, p.s = d->s;
@@ -105,7 +127,10 @@ tiletune_status_t run_conv(tiletune_handle_t h, const tiletune_conv_desc_t* d, t
                            const void* x, const void* w, const void* y, void* stream) {
   if (auto s = need_handle(h)) return s;
   tiletune::ConvProblem p;
-  tiletune_status_t s = guarded(TILETUNE_ERROR_INVALID_VALUE, [&] { p = make_conv(d, dir); });
+  tiletune_status_t s = guarded(TILETUNE_ERROR_INVALID_VALUE, [&] {
+    p = make_conv(d, dir);
+    need_pointers({x, w, y}, "x, w, y");
+  });
   if (s != TILETUNE_SUCCESS) return s;
   return guarded(TILETUNE_ERROR_LAUNCH, [&] {
     h->rt->conv(p, const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y), stream);
@@ -176,6 +201,7 @@ tiletune_status_t tiletune_gemm_strided_batched_ex(tiletune_handle_t h, tiletune
   tiletune_status_t s = guarded(TILETUNE_ERROR_INVALID_VALUE, [&] {
     p = make_problem(op_a, op_b, m, n, k, ab_type, lda, stride_a, ldb, stride_b, c_type, ldc, stride_c, batch,
                      beta == 0.0f, compute);
+    need_pointers({a, b, c}, "A, B, C");
   });
   if (s != TILETUNE_SUCCESS) return s;
   return guarded(TILETUNE_ERROR_LAUNCH, [&] { h->rt->gemm(p, alpha, a, b, beta, c, stream); });
@@ -231,10 +257,10 @@ tiletune_status_t tiletune_explain_conv(tiletune_handle_t h, const tiletune_conv
   return explain_into(
       h,
       [&] {
-        if (direction != TILETUNE_CONV_FORWARD && direction != TILETUNE_CONV_BACKWARD_DATA &&
-            direction != TILETUNE_CONV_BACKWARD_FILTER)
-          throw tiletune::Error("unknown convolution direction " + std::to_string(int(direction)));
-        return tiletune::Problem(make_conv(desc, tiletune::ConvDirection(int(direction))));
+        const int d = raw(direction);
+        if (d != TILETUNE_CONV_FORWARD && d != TILETUNE_CONV_BACKWARD_DATA && d != TILETUNE_CONV_BACKWARD_FILTER)
+          throw tiletune::Error("unknown convolution direction " + std::to_string(d));
+        return tiletune::Problem(make_conv(desc, tiletune::ConvDirection(d)));
       },
       text, text_size);
 }
@@ -306,19 +332,46 @@ tiletune_status_t tiletune_malloc(tiletune_handle_t h, void** ptr, size_t bytes)
     last_error = "tiletune_malloc: null result pointer";
     return TILETUNE_ERROR_INVALID_VALUE;
   }
-  return guarded(TILETUNE_ERROR_DEVICE, [&] { *ptr = h->rt->device().alloc(bytes); });
+  // More than any device holds (and what rounding up to an allocation granule would wrap) is
+  // refused here, before an allocator sees it.
+  if (bytes > (std::size_t(1) << 50)) {
+    last_error = "tiletune_malloc: " + std::to_string(bytes) + " bytes is more than any device holds";
+    return TILETUNE_ERROR_INVALID_VALUE;
+  }
+  return guarded(TILETUNE_ERROR_DEVICE, [&] {
+    void* p = h->rt->device().alloc(bytes);
+    std::lock_guard<std::mutex> lock(h->allocations_mu);
+    h->allocations.insert(p);
+    *ptr = p;
+  });
 }
 tiletune_status_t tiletune_free(tiletune_handle_t h, void* ptr) {
   if (auto s = need_handle(h)) return s;
+  if (!ptr) return TILETUNE_SUCCESS;
+  {
+    std::lock_guard<std::mutex> lock(h->allocations_mu);
+    if (!h->allocations.erase(ptr)) {
+      last_error = "tiletune_free: the pointer was not allocated by tiletune_malloc on this handle (or freed already)";
+      return TILETUNE_ERROR_INVALID_VALUE;
+    }
+  }
   h->rt->device().free(ptr);
   return TILETUNE_SUCCESS;
 }
 tiletune_status_t tiletune_memcpy_to_device(tiletune_handle_t h, void* dst, const void* src, size_t bytes) {
   if (auto s = need_handle(h)) return s;
+  if (bytes && (!dst || !src)) {
+    last_error = "tiletune_memcpy_to_device: null pointer";
+    return TILETUNE_ERROR_INVALID_VALUE;
+  }
   return guarded(TILETUNE_ERROR_DEVICE, [&] { h->rt->device().copy_to_device(dst, src, bytes); });
 }
 tiletune_status_t tiletune_memcpy_to_host(tiletune_handle_t h, void* dst, const void* src, size_t bytes) {
   if (auto s = need_handle(h)) return s;
+  if (bytes && (!dst || !src)) {
+    last_error = "tiletune_memcpy_to_host: null pointer";
+    return TILETUNE_ERROR_INVALID_VALUE;
+  }
   return guarded(TILETUNE_ERROR_DEVICE, [&] { h->rt->device().copy_to_host(dst, src, bytes); });
 }
 tiletune_status_t tiletune_synchronize(tiletune_handle_t h) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <thread>
+#include <cstdint>
 #include <fstream>
 
 #include "common/error.h"
@@ -231,9 +232,25 @@ TEST_F(Pipeline, BadInputGetsAStatusAndAMessageNeverACrash) {
   EXPECT_EQ(tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, 2, 2, 2, 1.f, x, TILETUNE_R_32F, 1, x, 2, 0.f, x,
                           TILETUNE_R_32F, 2, nullptr),
             TILETUNE_ERROR_INVALID_VALUE);  // lda < m
+  // A null operand is an invalid value, as the header says (it was a launch failure).
   EXPECT_EQ(tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, 2, 2, 2, 1.f, nullptr, TILETUNE_R_32F, 2, x, 2, 0.f, x,
                           TILETUNE_R_32F, 2, nullptr),
-            TILETUNE_ERROR_LAUNCH);
+            TILETUNE_ERROR_INVALID_VALUE);
+  EXPECT_NE(std::string(tiletune_last_error()).find("null pointer"), std::string::npos) << tiletune_last_error();
+  EXPECT_EQ(tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, 2, 2, 2, 1.f, x, tiletune_datatype_t(999), 2, x, 2, 0.f, x,
+                          TILETUNE_R_32F, 2, nullptr),
+            TILETUNE_ERROR_INVALID_VALUE);
+  EXPECT_NE(std::string(tiletune_last_error()).find("999"), std::string::npos) << tiletune_last_error();
+  // The memory calls: sizes that wrap, foreign pointers, null pointers (each crashed or lied before).
+  void* mem = nullptr;
+  EXPECT_EQ(tiletune_malloc(h, &mem, SIZE_MAX), TILETUNE_ERROR_INVALID_VALUE);
+  EXPECT_EQ(tiletune_malloc(h, &mem, 64), TILETUNE_SUCCESS);
+  EXPECT_EQ(tiletune_free(h, x), TILETUNE_ERROR_INVALID_VALUE) << "not tiletune_malloc's";
+  EXPECT_EQ(tiletune_memcpy_to_device(h, nullptr, x, 16), TILETUNE_ERROR_INVALID_VALUE);
+  EXPECT_EQ(tiletune_memcpy_to_host(h, x, nullptr, 16), TILETUNE_ERROR_INVALID_VALUE);
+  EXPECT_EQ(tiletune_memcpy_to_device(h, mem, x, 16), TILETUNE_SUCCESS);
+  EXPECT_EQ(tiletune_free(h, mem), TILETUNE_SUCCESS);
+  EXPECT_EQ(tiletune_free(h, mem), TILETUNE_ERROR_INVALID_VALUE) << "freed already";
   const void* off = reinterpret_cast<const char*>(x) + 1;  // not on a float boundary
   EXPECT_NE(tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, 2, 2, 2, 1.f, off, TILETUNE_R_32F, 2, x, 2, 0.f, x,
                           TILETUNE_R_32F, 2, nullptr),

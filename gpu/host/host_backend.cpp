@@ -356,6 +356,7 @@ class HostDevice final : public Device {
   }
 
   void* alloc(std::size_t bytes) override {
+    if (bytes > SIZE_MAX - 255) throw Error("host backend: cannot allocate " + std::to_string(bytes) + " bytes");
     void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
     if (!p) throw Error("host backend: out of memory allocating " + std::to_string(bytes) + " bytes");
     return p;
