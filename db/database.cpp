@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "db/integrity.h"
+#include "solutions/json_fields.h"
 #include "db/schema.h"
 
 namespace tiletune::db {
@@ -239,7 +240,7 @@ int identify(sqlite3* db, const std::string& path, Mode mode) {
 Problem parse_problem(const std::string& spec, const std::string& path, std::int64_t id) {
   try {
     Problem p;
-    from_json(nlohmann::json::parse(spec), p);
+    from_json(parse_json(spec, "its spec"), p);
     return p;
   } catch (const std::exception& e) {
     throw Error(path + ": problems row " + std::to_string(id) + ": bad spec: " + e.what());

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "solutions/json_fields.h"
 
 namespace tiletune {
 
@@ -156,18 +157,20 @@ void from_json(const nlohmann::json& j, ConvProblem& p) {
     if (j.contains("out_type")) p.out_type = dtype_from_string(j.at("out_type").get<std::string>());
     for (const char* f : {"n", "c", "h", "w", "k", "r", "s"})
       if (!j.contains(f)) throw Error(std::string("missing field '") + f + "'");
-    p.n = j.at("n").get<std::int64_t>();
-    p.c = j.at("c").get<std::int64_t>();
-    p.h = j.at("h").get<std::int64_t>();
-    p.w = j.at("w").get<std::int64_t>();
-    p.k = j.at("k").get<std::int64_t>();
-    p.r = j.at("r").get<std::int64_t>();
-    p.s = j.at("s").get<std::int64_t>();
+    p.n = json_integer(j.at("n"), "'n'");
+    p.c = json_integer(j.at("c"), "'c'");
+    p.h = json_integer(j.at("h"), "'h'");
+    p.w = json_integer(j.at("w"), "'w'");
+    p.k = json_integer(j.at("k"), "'k'");
+    p.r = json_integer(j.at("r"), "'r'");
+    p.s = json_integer(j.at("s"), "'s'");
     pair_field(j, "stride", p.stride_h, p.stride_w);
     pair_field(j, "pad", p.pad_h, p.pad_w);
     pair_field(j, "dilation", p.dil_h, p.dil_w);
-    p.groups = j.value("groups", std::int64_t{1});
+    p.groups = json_integer_or(j, "groups", 1);
   } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("bad convolution problem ") + j.dump() + ": " + e.what());
+  } catch (const Error& e) {
     throw Error(std::string("bad convolution problem ") + j.dump() + ": " + e.what());
   }
 }

@@ -68,11 +68,23 @@ class Parser {
       auto n = std::make_shared<Node>();
       n->kind = Node::Unary;
       n->name = std::string(1, t_[pos_++]);
+      Nest nest(*this);
       n->args = {unary()};
       return n;
     }
     return primary();
   }
+
+  // Parentheses, calls and unary operators recurse: their nesting is bounded so that no input
+  // overflows the stack (here, in eval and in the tree's destruction).
+  static constexpr int kMaxNesting = 200;
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& parser) : p(parser) {
+      if (++p.nesting_ > kMaxNesting) p.fail("nested deeper than " + std::to_string(kMaxNesting) + " levels");
+    }
+    ~Nest() { --p.nesting_; }
+  };
 
   NodePtr primary() {
     skip();
@@ -81,6 +93,7 @@ class Parser {
     auto n = std::make_shared<Node>();
     if (c == '(') {
       ++pos_;
+      Nest nest(*this);
       NodePtr inner = binary(0);
       expect(')');
       return inner;
@@ -101,6 +114,7 @@ class Parser {
       if (pos_ < t_.size() && t_[pos_] == '(') {
         if (n->name != "min" && n->name != "max") fail("unknown function '" + n->name + "'");
         ++pos_;
+        Nest nest(*this);
         n->kind = Node::Call;
         n->args.push_back(binary(0));
         expect(',');
@@ -128,6 +142,7 @@ class Parser {
 
   const std::string& t_;
   size_t pos_ = 0;
+  int nesting_ = 0;
 };
 
 std::int64_t eval_node(const Node& n, const Variables& vars, const std::string& text) {
@@ -176,6 +191,10 @@ std::int64_t eval_node(const Node& n, const Variables& vars, const std::string& 
 }  // namespace
 
 Expression Expression::parse(const std::string& text) {
+  // A chain of binary operators nests as deep as it is long: bounded by the length.
+  constexpr std::size_t kMaxLength = 4096;
+  if (text.size() > kMaxLength)
+    throw Error("expression of " + std::to_string(text.size()) + " characters: at most " + std::to_string(kMaxLength));
   Expression e;
   e.text_ = text;
   e.root_ = Parser(e.text_).parse();

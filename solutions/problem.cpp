@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "solutions/json_fields.h"
 
 namespace tiletune {
 
@@ -182,18 +183,20 @@ void from_json(const nlohmann::json& j, GemmProblem& p) {
     p.trans_b = parse_trans(j, "transB");
     for (const char* f : {"m", "n", "k"})
       if (!j.contains(f)) throw Error(std::string("missing field '") + f + "'");
-    p.m = j.at("m").get<std::int64_t>();
-    p.n = j.at("n").get<std::int64_t>();
-    p.k = j.at("k").get<std::int64_t>();
-    p.batch = j.value("batch", std::int64_t{1});
-    p.lda = j.value("lda", std::int64_t{0});
-    p.ldb = j.value("ldb", std::int64_t{0});
-    p.ldc = j.value("ldc", std::int64_t{0});
-    p.stride_a = j.value("stride_a", std::int64_t{0});
-    p.stride_b = j.value("stride_b", std::int64_t{0});
-    p.stride_c = j.value("stride_c", std::int64_t{0});
+    p.m = json_integer(j.at("m"), "'m'");
+    p.n = json_integer(j.at("n"), "'n'");
+    p.k = json_integer(j.at("k"), "'k'");
+    p.batch = json_integer_or(j, "batch", 1);
+    p.lda = json_integer_or(j, "lda", 0);
+    p.ldb = json_integer_or(j, "ldb", 0);
+    p.ldc = json_integer_or(j, "ldc", 0);
+    p.stride_a = json_integer_or(j, "stride_a", 0);
+    p.stride_b = json_integer_or(j, "stride_b", 0);
+    p.stride_c = json_integer_or(j, "stride_c", 0);
     p.beta_zero = j.value("beta_zero", true);
   } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("bad GEMM problem ") + j.dump() + ": " + e.what());
+  } catch (const Error& e) {
     throw Error(std::string("bad GEMM problem ") + j.dump() + ": " + e.what());
   }
 }

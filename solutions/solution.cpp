@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "solutions/json_fields.h"
 
 namespace tiletune {
 
@@ -17,11 +18,10 @@ std::string Solution::params_json() const { return nlohmann::json(params).dump()
 Solution Solution::from_json(const std::string& template_name, const std::string& params_json) {
   Solution s;
   s.template_name = template_name;
-  try {
-    s.params = nlohmann::json::parse(params_json).get<std::map<std::string, std::int64_t>>();
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("bad parameters for template " + template_name + ": " + e.what());
-  }
+  const nlohmann::json j = parse_json(params_json, "the parameters of a " + template_name + " solution");
+  if (!j.is_object()) throw Error("bad parameters for template " + template_name + ": not an object");
+  for (const auto& [name, value] : j.items())
+    s.params[name] = json_integer(value, "parameter " + name + " of a " + template_name + " solution");
   return s;
 }
 

@@ -162,7 +162,7 @@ TEST_F(ConvPipeline, BadInputGetsAStatusAndAMessage) {
   EXPECT_EQ(tiletune_conv_backward_filter(h, &d, buf, buf, buf, nullptr), TILETUNE_ERROR_INVALID_VALUE);
   EXPECT_NE(std::string(tiletune_last_error()).find("n=-1"), std::string::npos) << tiletune_last_error();
   tiletune_conv_desc_init(&d, 1, 2, 2, 2, 2, 1, 1);
-  EXPECT_EQ(tiletune_conv_forward(h, &d, nullptr, buf, buf, nullptr), TILETUNE_ERROR_LAUNCH);
+  EXPECT_EQ(tiletune_conv_forward(h, &d, nullptr, buf, buf, nullptr), TILETUNE_ERROR_INVALID_VALUE);  // as the header says (it was LAUNCH)
   EXPECT_NE(std::string(tiletune_last_error()).find("null"), std::string::npos);
   EXPECT_EQ(tiletune_conv_forward(h, nullptr, buf, buf, buf, nullptr), TILETUNE_ERROR_INVALID_VALUE);
   d.layout = tiletune_conv_layout_t(7);

@@ -16,6 +16,7 @@
 #include "runtime/runtime.h"
 #include "runtime/tiletune.hpp"
 #include "tuner/config.h"
+#include "tuner/enumerator.h"
 #include "tuner/problem_data.h"
 #include "tuner/sweep.h"
 #include "runtime_test_util.h"
@@ -357,6 +358,48 @@ TEST(Config, AProblemNamedTwiceIsKeptOnce) {
   EXPECT_EQ(c.duplicates_dropped, 1u);
   EXPECT_FALSE(c.problems[0].gemm().trans_a);
   EXPECT_TRUE(c.problems[1].gemm().trans_a);
+}
+
+// Inputs that crashed, hung or were silently truncated (issue 17): each is refused with its cause.
+TEST(Config, HostileConfigsAreRefusedWithTheirCauseNeverACrashOrAHang) {
+  auto refused = [](const std::string& text, const std::string& cause) {
+    try {
+      tuner::parse_config(text, ".");
+      ADD_FAILURE() << "accepted: " << text.substr(0, 200);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(cause), std::string::npos) << e.what();
+    }
+  };
+  const std::string tmpl = R"(, "templates": {"host_gemm": {}}})";
+  // A range near INT64_MAX overflowed and looped until out of memory.
+  refused(R"({"problems": [{"m": [9223372036854775000, 9223372036854775807, 1], "n": 1, "k": 1}])" + tmpl, "within 1..");
+  refused(R"({"problems": [{"m": [-9223372036854775807, 9223372036854775807, 1], "n": 1, "k": 1}])" + tmpl, "within 1..");
+  refused(R"({"problems": [{"m": [1, 1000, 1], "n": [1, 1000, 1], "k": 1}])" + tmpl, "at most 100000");
+  // Fractions were truncated.
+  refused(R"({"problems": [{"m": 8, "n": 8, "k": 8, "batch": 1.99}])" + tmpl, "must be an integer");
+  refused(R"({"problems": [{"m": 8.5, "n": 8, "k": 8}])" + tmpl, "must be an integer");
+  refused(R"({"problems": [{"m": 8, "n": 8, "k": 8}], "templates": {"host_gemm": {"parameters": {"KU": [1.5]}}}})",
+          "must be an integer");
+  // Nonsense benchmark settings were accepted.
+  refused(R"({"problems": [{"m": 8, "n": 8, "k": 8}], "benchmark": {"warmup": -5}})", "warmup");
+  refused(R"({"problems": [{"m": 8, "n": 8, "k": 8}], "benchmark": {"target_ms": -1e308}})", "target_ms");
+  // Nesting 100,000 deep overflowed the stack in dump() and in the expression parser.
+  refused(R"({"problems": [{"m": 8, "n": 8, "k": 8, "lda": )" + std::string(100000, '[') + std::string(100000, ']') +
+              "}]}",
+          "nested deeper");
+  refused(R"({"problems": [{"m": 8, "n": 8, "k": 8}], "templates": {"host_gemm": {"constraints": {"deep": ")" +
+              std::string(100000, '(') + "1" + std::string(100000, ')') + R"("}}}})",
+          "characters");
+  refused(R"({"problems": [{"m": 8, "n": 8, "k": 8}], "templates": {"host_gemm": {"constraints": {"deep": ")" +
+              std::string(300, '(') + "1" + std::string(300, ')') + R"("}}}})",
+          "nested deeper");
+  // A space too large to enumerate is refused before it is expanded.
+  std::string wide = R"({"problems": [{"m": 8, "n": 8, "k": 8}], "templates": {"host_gemm": {"parameters": {)";
+  std::string list = "[";
+  for (int v = 1; v <= 300; ++v) list += std::to_string(v) + (v < 300 ? "," : "]");
+  wide += "\"MT0\": " + list + ", \"MT1\": " + list + ", \"KU\": " + list + "}}}}";
+  const tuner::TuningConfig cfg = tuner::parse_config(wide, ".");
+  EXPECT_THROW(tuner::enumerate(cfg.templates, cfg.problems, gpu::list_devices(gpu::BackendKind::Host)[0]), Error);
 }
 
 TEST(Config, BadConfigFilesAreRefusedWithTheirCause) {

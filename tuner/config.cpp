@@ -3,12 +3,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "solutions/json_fields.h"
 
 namespace tiletune::tuner {
 namespace {
@@ -25,15 +27,24 @@ void only_keys(const json& j, const std::set<std::string>& allowed, const std::s
     }
 }
 
-// A size is a number or an inclusive range [start, stop, step].
+// A config expands to at most this many problems: more is a typo in a range, not a sweep.
+constexpr std::size_t kMaxProblems = 100000;
+// Sizes: positive, and small enough that no product of them overflows on the way.
+constexpr std::int64_t kMaxSize = std::int64_t(1) << 40;
+
+// A size is a number or an inclusive range [start, stop, step], checked before it is expanded.
 std::vector<std::int64_t> sizes(const json& j, const std::string& what) {
-  if (j.is_number_integer()) return {j.get<std::int64_t>()};
+  if (j.is_number()) return {json_integer(j, what)};
   if (j.is_array() && j.size() == 3) {
-    std::int64_t a = j[0].get<std::int64_t>(), b = j[1].get<std::int64_t>(), s = j[2].get<std::int64_t>();
+    const std::int64_t a = json_integer(j[0], what + " start"), b = json_integer(j[1], what + " stop"),
+                       s = json_integer(j[2], what + " step");
     if (s <= 0 || a > b) throw Error(what + ": range " + j.dump() + " must be [start, stop, step] with step > 0");
-    if ((b - a) / s >= 100000) throw Error(what + ": range " + j.dump() + " expands to more than 100000 sizes");
+    if (a < 1 || b > kMaxSize)
+      throw Error(what + ": range " + j.dump() + " must stay within 1.." + std::to_string(kMaxSize));
+    const std::int64_t count = (b - a) / s + 1;
+    if (count > 100000) throw Error(what + ": range " + j.dump() + " expands to more than 100000 sizes");
     std::vector<std::int64_t> out;
-    for (std::int64_t v = a; v <= b; v += s) out.push_back(v);
+    for (std::int64_t i = 0; i < count; ++i) out.push_back(a + i * s);
     return out;
   }
   throw Error(what + " must be an integer or a range [start, stop, step], got " + j.dump());
@@ -45,7 +56,10 @@ void add_conv_problems(const json& spec, std::vector<Problem>& out) {
                    "stride", "pad", "dilation", "groups", "name"},
             "convolution problem " + spec.dump());
   if (!spec.contains("n")) throw Error("convolution problem " + spec.dump() + " has no 'n'");
-  for (auto n : sizes(spec["n"], "n")) {
+  const auto batches = sizes(spec["n"], "n");
+  if (batches.size() + out.size() > kMaxProblems)
+    throw Error("convolution problem " + spec.dump() + ": a config holds at most " + std::to_string(kMaxProblems) + " problems");
+  for (auto n : batches) {
     json one = spec;
     one["n"] = n;
     one.erase("name");
@@ -63,9 +77,13 @@ void add_problems(const json& spec, std::vector<Problem>& out) {
             "problem " + spec.dump());
   for (const char* f : {"m", "n", "k"})
     if (!spec.contains(f)) throw Error(std::string("problem ") + spec.dump() + " has no '" + f + "'");
-  for (auto m : sizes(spec["m"], "m"))
-    for (auto n : sizes(spec["n"], "n"))
-      for (auto k : sizes(spec["k"], "k")) {
+  const auto ms = sizes(spec["m"], "m"), ns = sizes(spec["n"], "n"), ks = sizes(spec["k"], "k");
+  if (double(ms.size()) * double(ns.size()) * double(ks.size()) + double(out.size()) > double(kMaxProblems))
+    throw Error("problem " + spec.dump() + " expands to " + std::to_string(ms.size() * ns.size() * ks.size()) +
+                " problems: a config holds at most " + std::to_string(kMaxProblems) + " (narrow its ranges)");
+  for (auto m : ms)
+    for (auto n : ns)
+      for (auto k : ks) {
         json one = spec;
         one["m"] = m;
         one["n"] = n;
@@ -122,12 +140,7 @@ void add_shapes(const json& spec, const std::string& base_dir, std::vector<Probl
   std::ifstream in(file);
   if (!in) throw Error("cannot open shapes file " + file.string() + " (relative paths start at the config's folder; "
                        "TILETUNE_SHAPES_DIR names a fallback folder)");
-  json shapes;
-  try {
-    shapes = json::parse(in);
-  } catch (const json::exception& e) {
-    throw Error("shapes file " + file.string() + ": " + e.what());
-  }
+  const json shapes = parse_json(std::string(std::istreambuf_iterator<char>(in), {}), "shapes file " + file.string());
   if (shapes.contains("layers")) return add_conv_shapes(spec, shapes, file.string(), out);
   only_keys(spec, {"file", "names", "dtypes", "beta_zero"}, "\"shapes\"");
   std::set<std::string> wanted;
@@ -151,12 +164,7 @@ void add_shapes(const json& spec, const std::string& base_dir, std::vector<Probl
 }  // namespace
 
 TuningConfig parse_config(const std::string& text, const std::string& base_dir) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(std::string("config is not valid JSON: ") + e.what());
-  }
+  const json j = parse_json(text, "the config");
   only_keys(j, {"name", "problems", "shapes", "templates", "benchmark", "search", "about"}, "the config");
   TuningConfig c;
   try {
@@ -187,8 +195,12 @@ TuningConfig parse_config(const std::string& text, const std::string& base_dir) 
           t.set_offers_repack(spec["repack"].get<bool>());
         }
         const json params = spec.value("parameters", json::object()), constraints = spec.value("constraints", json::object());
-        for (const auto& [param, values] : params.items())
-          t.set_values(param, values.get<std::vector<std::int64_t>>());
+        for (const auto& [param, values] : params.items()) {
+          if (!values.is_array()) throw Error("template \"" + name + "\": parameter " + param + " needs a list of values");
+          std::vector<std::int64_t> ints;
+          for (const auto& v : values) ints.push_back(json_integer(v, "template \"" + name + "\": a value of " + param));
+          t.set_values(param, ints);
+        }
         for (const auto& [cname, expr] : constraints.items())
           t.add_constraint(cname, expr.get<std::string>());
         c.templates.push_back(std::move(t));
@@ -203,19 +215,35 @@ TuningConfig parse_config(const std::string& text, const std::string& base_dir) 
                     "flush_l2", "final_ms"},
                 "\"benchmark\"");
       c.benchmark.flush_l2 = b.value("flush_l2", c.benchmark.flush_l2);
-      c.benchmark.warmup = b.value("warmup", c.benchmark.warmup);
-      c.benchmark.min_iterations = b.value("min_iterations", c.benchmark.min_iterations);
-      c.benchmark.max_iterations = b.value("max_iterations", c.benchmark.max_iterations);
-      c.benchmark.target_ms = b.value("target_ms", c.benchmark.target_ms);
+      // Integers where counts are meant, and every setting within what a sweep can use.
+      auto count = [&](const char* name, int fallback, int lo, int hi) {
+        const std::int64_t v = json_integer_or(b, name, fallback);
+        if (v < lo || v > hi)
+          throw Error("benchmark: " + std::string(name) + " must be between " + std::to_string(lo) + " and " +
+                      std::to_string(hi) + ", got " + std::to_string(v));
+        return int(v);
+      };
+      auto positive = [&](const char* name, double fallback, double hi) {
+        if (!b.contains(name)) return fallback;
+        if (!b[name].is_number()) throw Error(std::string("benchmark: ") + name + " must be a number");
+        const double v = b[name].get<double>();
+        if (!(v > 0 && v <= hi))
+          throw Error("benchmark: " + std::string(name) + " must be > 0 and at most " + std::to_string(hi) + ", got " +
+                      b[name].dump());
+        return v;
+      };
+      c.benchmark.warmup = count("warmup", c.benchmark.warmup, 0, 10000);
+      c.benchmark.min_iterations = count("min_iterations", c.benchmark.min_iterations, 1, 1000000);
+      c.benchmark.max_iterations = count("max_iterations", c.benchmark.max_iterations, 1, 1000000);
+      c.benchmark.target_ms = positive("target_ms", c.benchmark.target_ms, 600000);
       if (b.contains("final_ms")) {
+        if (!b["final_ms"].is_number()) throw Error("benchmark: final_ms must be a number");
         c.benchmark.final_ms = b["final_ms"].get<double>();
         if (!(c.benchmark.final_ms >= 0 && c.benchmark.final_ms <= 60000))
           throw Error("benchmark: final_ms must be between 0 and 60000 milliseconds");
       }
-      c.benchmark.timeout_s = b.value("timeout_s", c.benchmark.timeout_s);
-      if (!(c.benchmark.timeout_s > 0)) throw Error("benchmark: timeout_s must be > 0 seconds");
-      c.benchmark.prepare_timeout_s = b.value("prepare_timeout_s", c.benchmark.prepare_timeout_s);
-      if (!(c.benchmark.prepare_timeout_s > 0)) throw Error("benchmark: prepare_timeout_s must be > 0 seconds");
+      c.benchmark.timeout_s = positive("timeout_s", c.benchmark.timeout_s, 86400);
+      c.benchmark.prepare_timeout_s = positive("prepare_timeout_s", c.benchmark.prepare_timeout_s, 86400);
       if (c.benchmark.min_iterations < 1 || c.benchmark.max_iterations < c.benchmark.min_iterations)
         throw Error("benchmark: need 1 <= min_iterations <= max_iterations");
     }

@@ -4,7 +4,20 @@
 
 namespace tiletune::tuner {
 
+// A space larger than this is a config's typo, not a sweep: refused before it is expanded.
+constexpr double kMaxSpace = 1e7, kMaxCandidates = 5e8;
+
+static double space_size(const KernelTemplate& t) {
+  double n = 1;
+  for (const auto& [name, values] : t.parameters()) n *= double(values.size());
+  return n;
+}
+
 std::vector<Solution> cartesian(const KernelTemplate& t) {
+  if (space_size(t) > kMaxSpace)
+    throw Error("template " + t.name() + ": its parameter lists make " + std::to_string(std::int64_t(space_size(t))) +
+                " combinations, more than " + std::to_string(std::int64_t(kMaxSpace)) +
+                ": narrow them in the config's \"templates\"");
   std::vector<Solution> out{Solution{t.name(), {}}};
   for (const auto& [name, values] : t.parameters()) {
     std::vector<Solution> next;
@@ -23,6 +36,13 @@ std::vector<Solution> cartesian(const KernelTemplate& t) {
 Enumeration enumerate_problems(const std::vector<KernelTemplate>& templates, const std::vector<Problem>& problems,
                                const gpu::DeviceInfo& device) {
   Enumeration e;
+  double total = 0;
+  for (const auto& t : templates)
+    if (t.supports(device.backend)) total += space_size(t) * double(problems.size());
+  if (total > kMaxCandidates)
+    throw Error("the config makes about " + std::to_string(std::int64_t(total)) + " candidates to check (" +
+                std::to_string(problems.size()) + " problems), more than " + std::to_string(std::int64_t(kMaxCandidates)) +
+                ": split it, or narrow its templates' parameter lists");
   for (const auto& original : templates) {
     if (!original.supports(device.backend)) continue;
     auto shared = std::make_shared<const KernelTemplate>(original);
