@@ -328,6 +328,35 @@ TEST(Repack, CopiedOperandCandidatesValidateAndTheRuntimeServesThem) {
   fs::remove_all(dir);
 }
 
+// A worker killed from outside (a SIGKILL, as the OOM killer sends) is not the candidate's fault
+// (issue 17): it is measured again in a fresh worker and recorded as what it is. crashy_gemm's
+// MODE 5 kills its own worker on its first run only. Before, it was recorded as crashed for good.
+TEST(OutsideKill, ACandidateWhoseWorkerIsKilledFromOutsideIsMeasuredAgain) {
+  ASSERT_TRUE(kTemplatePathSet);
+  const fs::path dir = fs::temp_directory_path() / ("tiletune-outside-kill-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path marker = dir / "killed-once";
+  ::setenv("TILETUNE_TEST_MARKER", marker.c_str(), 1);
+  const tuner::TuningConfig cfg = tuner::parse_config(R"({"name": "outside-kill",
+      "problems": [{"dtype": "f32", "transA": "N", "transB": "N", "m": 40, "n": 24, "k": 16}],
+      "templates": {"crashy_gemm": {"parameters": {"MODE": [5]}}},
+      "benchmark": {"warmup": 1, "min_iterations": 2, "max_iterations": 3, "target_ms": 2, "timeout_s": 30}})",
+                                                      dir.string());
+  tuner::SweepOptions o;
+  o.backend = gpu::BackendKind::Host;
+  o.compare_vendor = false;
+  o.db_path = (dir / "kill.db").string();
+  o.isolation = tuner::Isolation::Process;
+  o.worker_exe = TILETUNE_EXE;
+  const tuner::SweepSummary s = tuner::run_sweep(cfg, o, stderr);
+  ::unsetenv("TILETUNE_TEST_MARKER");
+  EXPECT_TRUE(fs::exists(marker)) << "the first worker was not killed: the test tests nothing";
+  ASSERT_EQ(s.winners.size(), 1u) << "the candidate was blamed for the outside kill";
+  db::Database d = db::Database::open(o.db_path, db::Mode::ReadOnly);
+  for (const auto& m : d.all_measurements()) EXPECT_EQ(m.status, "ok") << m.reason;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 
 // Compile servers (tuner/compile_process.h), on the host backend: a request compiled by a server

@@ -410,6 +410,22 @@ void WorkerProcess::await_hello() {
 }
 
 MeasureResult WorkerProcess::measure(const MeasureRequest& r, double timeout_s, double prepare_timeout_s) {
+  MeasureResult m = measure_once(r, timeout_s, prepare_timeout_s);
+  // A worker ended by SIGKILL that this side did not send (its time-outs return above) was killed
+  // from outside: the OOM killer, an operator. That is not the candidate's doing: it is measured
+  // once more in a fresh worker, and blamed only if that one is killed too.
+  if (m.status == "crashed" && m.reason.find("SIGKILL") != std::string::npos) {
+    std::fprintf(stderr, "tiletune: a worker was killed from outside (%s) while measuring %s; measuring it again in a "
+                 "fresh worker\n", m.reason.c_str(), r.vendor ? "the vendor library" : r.solution.kernel_name().c_str());
+    MeasureResult again = measure_once(r, timeout_s, prepare_timeout_s);
+    if (again.status == "crashed" && again.reason.find("SIGKILL") != std::string::npos)
+      again.reason += " (killed from outside twice)";
+    return again;
+  }
+  return m;
+}
+
+MeasureResult WorkerProcess::measure_once(const MeasureRequest& r, double timeout_s, double prepare_timeout_s) {
   const std::string request = to_json(r).dump();
   if (!child_.running()) start();
   if (!child_.send(request)) {

@@ -146,7 +146,9 @@ class WorkerProcess {
   // Starts a worker if none runs (Error if it cannot start or says no hello), sends `r`, waits at
   // most `prepare_timeout_s` for the worker's "ready" and then at most `timeout_s` for the result.
   // A worker that dies gives "crashed", one that overruns is killed and gives "timeout" (or
-  // kPrepareTimeout before "ready"); either way the next call starts a fresh one.
+  // kPrepareTimeout before "ready"); either way the next call starts a fresh one. A worker killed
+  // by a SIGKILL this side did not send (the OOM killer) is not the candidate's fault: it is
+  // measured once more in a fresh worker before "crashed" is its result.
   MeasureResult measure(const MeasureRequest& r, double timeout_s, double prepare_timeout_s = 1800);
   int starts() const { return starts_; }  // workers started so far
 
@@ -157,6 +159,7 @@ class WorkerProcess {
   void await_hello();
 
  private:
+  MeasureResult measure_once(const MeasureRequest& r, double timeout_s, double prepare_timeout_s);
   void start() {
     launch();
     await_hello();

@@ -5,9 +5,15 @@
 //   MODE 2: spins forever (a hang: the sweep's time-out must kill it)
 //   MODE 3: a wrong result (the correct one plus 1)
 //   MODE 4: correct only where A's and B's leading dimensions and batch strides are multiples of 16
-//           bytes, as a TMA kernel needs; NaN otherwise (operand repacking's test, test_pipeline.cpp)
+//           bytes, as a TMA kernel needs; NaN otherwise (operand repacking's test, test_isolation.cpp)
+//   MODE 5: the first run anywhere SIGKILLs its own process, as the OOM killer would from outside
+//           (it leaves the file named by TILETUNE_TEST_MARKER); later runs are correct
 #ifndef TILETUNE_CRASHY_GEMM_H
 #define TILETUNE_CRASHY_GEMM_H
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 
 #include "host_gemm.h"
 
@@ -22,6 +28,15 @@ void crashy_gemm(const void* arg, unsigned bx, unsigned by, unsigned bz) {
   if (MODE == 2) {
     volatile bool spin = true;
     while (spin) {
+    }
+  }
+  if (MODE == 5) {
+    const char* marker = std::getenv("TILETUNE_TEST_MARKER");
+    std::FILE* seen = marker ? std::fopen(marker, "r") : nullptr;
+    if (seen) std::fclose(seen);
+    else if (marker) {
+      if (std::FILE* f = std::fopen(marker, "w")) std::fclose(f);
+      std::raise(SIGKILL);
     }
   }
   if (MODE == 4) {
