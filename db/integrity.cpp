@@ -35,13 +35,24 @@ std::vector<std::string> verify_code_objects(Database& db) {
   for (const auto& m : db.all_measurements()) {
     if (!m.code_object_id) continue;
     auto from = compiled_from.find(m.code_object_id);
-    if (from == compiled_from.end() || from->second.empty()) continue;  // before schema 5: not recorded
-    const Solution& s = solutions.at(m.solution_id);
+    if (from == compiled_from.end()) {
+      faults.push_back("measurement " + std::to_string(m.id) + " names code object " + std::to_string(m.code_object_id) +
+                       ", which is not in the file");
+      continue;
+    }
+    if (from->second.empty()) continue;  // before schema 5: not recorded
+    auto sol = solutions.find(m.solution_id);
+    auto prob = problems.find(m.problem_id);
+    if (sol == solutions.end() || prob == problems.end()) {
+      faults.push_back("measurement " + std::to_string(m.id) + " names a solution or problem that is not in the file");
+      continue;
+    }
+    const Solution& s = sol->second;
     const KernelTemplate* t = nullptr;
     for (const auto& c : builtin_templates())
       if (c.name() == s.template_name) t = &c;
     if (!t) continue;  // a template this build does not have: the runtime skips such winners anyway
-    const std::string expected = t->name_expression(s, problems.at(m.problem_id));
+    const std::string expected = t->name_expression(s, prob->second);
     if (expected != from->second)
       faults.push_back("measurement " + std::to_string(m.id) + " (" + s.kernel_name() + "): its code object " +
                        std::to_string(m.code_object_id) + " was compiled as " + from->second +

@@ -1,9 +1,31 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test with ctest. GPU tests skip without a GPU.
+# Installs what is missing, builds, and runs every test with ctest (GPU tests skip without a GPU);
+# then the input-facing tests and the fuzzers (bounded) again under AddressSanitizer and
+# UndefinedBehaviorSanitizer in build-asan/ (host backend only; TILETUNE_SKIP_SANITIZE=1 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export PATH="$PATH:/usr/local/cuda/bin"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"
-cd build && ctest --output-on-failure -j"$(nproc)" "$@"
+(cd build && ctest --output-on-failure -j"$(nproc)" "$@")
+[ "${TILETUNE_SKIP_SANITIZE:-0}" = 1 ] && exit 0
+sanitized=(test_fuzz test_expression test_problem test_conv_problem test_database test_integrity test_pipeline
+           test_host_backend test_ladder test_isolation test_db_tools test_online)
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTILETUNE_SANITIZE=ON -DTILETUNE_CUDA=OFF -DTILETUNE_HIP=OFF \
+  -DTILETUNE_BENCHMARKS=OFF -DTILETUNE_EXAMPLES=OFF >/dev/null
+cmake --build build-asan -j"$(nproc)" --target tiletune "${sanitized[@]}"
+# Leaks are not failures here; the crash tests expect their workers' signals (handle_segv=0).
+export ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0:handle_sigill=0:handle_abort=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export TILETUNE_FUZZ_SECONDS=${TILETUNE_FUZZ_SECONDS:-5}
+failed=()
+for t in "${sanitized[@]}"; do
+  echo "== $t under ASan+UBSan"
+  build-asan/tests/"$t" --gtest_brief=1 || failed+=("$t")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "failed under the sanitizers: ${failed[*]}"
+  exit 1
+fi
+echo "all sanitized tests passed"

@@ -136,10 +136,12 @@ void add_shapes(const json& spec, const std::string& base_dir, std::vector<Probl
   if (file.is_relative()) file = std::filesystem::path(base_dir) / file;
   // TILETUNE_SHAPES_DIR lets a config travel without the tree beside it (e.g. to a GPU machine).
   const char* dir = std::getenv("TILETUNE_SHAPES_DIR");
-  if (!std::filesystem::exists(file) && dir && *dir) file = std::filesystem::path(dir) / file.filename();
-  std::ifstream in(file);
-  if (!in) throw Error("cannot open shapes file " + file.string() + " (relative paths start at the config's folder; "
-                       "TILETUNE_SHAPES_DIR names a fallback folder)");
+  std::error_code ec;  // a name the file system refuses (too long, ...) is a missing file, not a throw
+  if (!std::filesystem::exists(file, ec) && dir && *dir) file = std::filesystem::path(dir) / file.filename();
+  std::ifstream in;
+  if (std::filesystem::is_regular_file(file, ec)) in.open(file);
+  if (!in) throw Error("cannot open shapes file " + file.string() + " (not a readable file; relative paths start at "
+                       "the config's folder; TILETUNE_SHAPES_DIR names a fallback folder)");
   const json shapes = parse_json(std::string(std::istreambuf_iterator<char>(in), {}), "shapes file " + file.string());
   if (shapes.contains("layers")) return add_conv_shapes(spec, shapes, file.string(), out);
   only_keys(spec, {"file", "names", "dtypes", "beta_zero"}, "\"shapes\"");
@@ -267,8 +269,10 @@ TuningConfig parse_config(const std::string& text, const std::string& base_dir) 
 }
 
 TuningConfig load_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot open config file " + path);
+  std::error_code ec;
+  std::ifstream in;
+  if (std::filesystem::is_regular_file(path, ec)) in.open(path);
+  if (!in) throw Error("cannot open config file " + path + " (not a readable file)");
   std::stringstream ss;
   ss << in.rdbuf();
   try {
