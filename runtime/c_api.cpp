@@ -51,18 +51,19 @@ int raw(const E& e) {
   return v;
 }
 
-tiletune::DataType dtype(tiletune_datatype_t t) {
-  switch (raw(t)) {
+// Below, every enum argument travels as raw()'s int: passing the enum on by value loads it too.
+tiletune::DataType dtype(int t) {
+  switch (t) {
     case TILETUNE_R_32F: return tiletune::DataType::F32;
     case TILETUNE_R_16F: return tiletune::DataType::F16;
     case TILETUNE_R_16BF: return tiletune::DataType::BF16;
   }
-  throw tiletune::Error("unknown data type " + std::to_string(raw(t)));
+  throw tiletune::Error("unknown data type " + std::to_string(t));
 }
 
-bool op(tiletune_operation_t o) {
-  if (raw(o) != TILETUNE_OP_N && raw(o) != TILETUNE_OP_T) throw tiletune::Error("unknown operation " + std::to_string(raw(o)));
-  return raw(o) == TILETUNE_OP_T;
+bool op(int o) {
+  if (o != TILETUNE_OP_N && o != TILETUNE_OP_T) throw tiletune::Error("unknown operation " + std::to_string(o));
+  return o == TILETUNE_OP_T;
 }
 
 void need_pointers(std::initializer_list<const void*> ptrs, const char* names) {
@@ -70,10 +71,9 @@ void need_pointers(std::initializer_list<const void*> ptrs, const char* names) {
     if (!p) throw tiletune::Error(std::string("null pointer among ") + names);
 }
 
-tiletune::GemmProblem make_problem(tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m, int64_t n,
-                                   int64_t k, tiletune_datatype_t ab_type, int64_t lda, int64_t stride_a, int64_t ldb,
-                                   int64_t stride_b, tiletune_datatype_t c_type, int64_t ldc, int64_t stride_c,
-                                   int64_t batch, bool beta_zero, tiletune_compute_t compute) {
+tiletune::GemmProblem make_problem(int op_a, int op_b, int64_t m, int64_t n, int64_t k, int ab_type, int64_t lda,
+                                   int64_t stride_a, int64_t ldb, int64_t stride_b, int c_type, int64_t ldc,
+                                   int64_t stride_c, int64_t batch, bool beta_zero, int compute) {
   tiletune::GemmProblem p;
   p.a_type = dtype(ab_type);
   p.c_type = dtype(c_type);
@@ -90,9 +90,9 @@ tiletune::GemmProblem make_problem(tiletune_operation_t op_a, tiletune_operation
   p.stride_b = stride_b;
   p.stride_c = stride_c;
   p.beta_zero = beta_zero;
-  if (raw(compute) != TILETUNE_COMPUTE_32F && raw(compute) != TILETUNE_COMPUTE_32F_FAST_TF32)
-    throw tiletune::Error("unknown compute type " + std::to_string(raw(compute)));
-  p.compute_tf32 = raw(compute) == TILETUNE_COMPUTE_32F_FAST_TF32;
+  if (compute != TILETUNE_COMPUTE_32F && compute != TILETUNE_COMPUTE_32F_FAST_TF32)
+    throw tiletune::Error("unknown compute type " + std::to_string(compute));
+  p.compute_tf32 = compute == TILETUNE_COMPUTE_32F_FAST_TF32;
   if (batch > 1 && (stride_a == 0 || stride_b == 0 || stride_c == 0))
     throw tiletune::Error("batch > 1 needs non-zero strides (broadcasting an operand with stride 0 is not supported)");
   if (lda <= 0 || ldb <= 0 || ldc <= 0) throw tiletune::Error("leading dimensions must be > 0");
@@ -113,8 +113,8 @@ tiletune::ConvProblem make_conv(const tiletune_conv_desc_t* d, tiletune::ConvDir
   tiletune::ConvProblem p;
   p.direction = dir;
   p.layout = raw(d->layout) == TILETUNE_LAYOUT_NCHW ? tiletune::ConvLayout::NCHW : tiletune::ConvLayout::NHWC;
-  p.in_type = dtype(d->in_type);
-  p.out_type = dtype(d->out_type);
+  p.in_type = dtype(raw(d->in_type));
+  p.out_type = dtype(raw(d->out_type));
   p.n = d->n, p.c = d->c, p.h = d->h, p.w = d->w, p.k = d->k, p.r = d->r, p.s = d->s;
   p.stride_h = d->stride_h, p.stride_w = d->stride_w, p.pad_h = d->pad_h, p.pad_w = d->pad_w;
   p.dil_h = d->dilation_h, p.dil_w = d->dilation_w, p.groups = d->groups;
@@ -189,13 +189,11 @@ tiletune_status_t tiletune_destroy(tiletune_handle_t handle) {
   return TILETUNE_SUCCESS;
 }
 
-tiletune_status_t tiletune_gemm_strided_batched_ex(tiletune_handle_t h, tiletune_operation_t op_a,
-                                                   tiletune_operation_t op_b, int64_t m, int64_t n, int64_t k,
-                                                   float alpha, const void* a, tiletune_datatype_t ab_type,
-                                                   int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
-                                                   int64_t stride_b, float beta, void* c, tiletune_datatype_t c_type,
-                                                   int64_t ldc, int64_t stride_c, int64_t batch,
-                                                   tiletune_compute_t compute, void* stream) {
+namespace {
+tiletune_status_t gemm(tiletune_handle_t h, int op_a, int op_b, int64_t m, int64_t n, int64_t k, float alpha,
+                       const void* a, int ab_type, int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
+                       int64_t stride_b, float beta, void* c, int c_type, int64_t ldc, int64_t stride_c, int64_t batch,
+                       int compute, void* stream) {
   if (auto s = need_handle(h)) return s;
   tiletune::GemmProblem p;
   tiletune_status_t s = guarded(TILETUNE_ERROR_INVALID_VALUE, [&] {
@@ -206,6 +204,18 @@ tiletune_status_t tiletune_gemm_strided_batched_ex(tiletune_handle_t h, tiletune
   if (s != TILETUNE_SUCCESS) return s;
   return guarded(TILETUNE_ERROR_LAUNCH, [&] { h->rt->gemm(p, alpha, a, b, beta, c, stream); });
 }
+}  // namespace
+
+tiletune_status_t tiletune_gemm_strided_batched_ex(tiletune_handle_t h, tiletune_operation_t op_a,
+                                                   tiletune_operation_t op_b, int64_t m, int64_t n, int64_t k,
+                                                   float alpha, const void* a, tiletune_datatype_t ab_type,
+                                                   int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
+                                                   int64_t stride_b, float beta, void* c, tiletune_datatype_t c_type,
+                                                   int64_t ldc, int64_t stride_c, int64_t batch,
+                                                   tiletune_compute_t compute, void* stream) {
+  return gemm(h, raw(op_a), raw(op_b), m, n, k, alpha, a, raw(ab_type), lda, stride_a, b, ldb, stride_b, beta, c,
+              raw(c_type), ldc, stride_c, batch, raw(compute), stream);
+}
 
 tiletune_status_t tiletune_gemm_strided_batched(tiletune_handle_t h, tiletune_operation_t op_a,
                                                 tiletune_operation_t op_b, int64_t m, int64_t n, int64_t k,
@@ -213,16 +223,16 @@ tiletune_status_t tiletune_gemm_strided_batched(tiletune_handle_t h, tiletune_op
                                                 int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
                                                 int64_t stride_b, float beta, void* c, tiletune_datatype_t c_type,
                                                 int64_t ldc, int64_t stride_c, int64_t batch, void* stream) {
-  return tiletune_gemm_strided_batched_ex(h, op_a, op_b, m, n, k, alpha, a, ab_type, lda, stride_a, b, ldb, stride_b,
-                                          beta, c, c_type, ldc, stride_c, batch, TILETUNE_COMPUTE_32F, stream);
+  return gemm(h, raw(op_a), raw(op_b), m, n, k, alpha, a, raw(ab_type), lda, stride_a, b, ldb, stride_b, beta, c,
+              raw(c_type), ldc, stride_c, batch, TILETUNE_COMPUTE_32F, stream);
 }
 
 tiletune_status_t tiletune_gemm(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m,
                                 int64_t n, int64_t k, float alpha, const void* a, tiletune_datatype_t ab_type,
                                 int64_t lda, const void* b, int64_t ldb, float beta, void* c,
                                 tiletune_datatype_t c_type, int64_t ldc, void* stream) {
-  return tiletune_gemm_strided_batched(h, op_a, op_b, m, n, k, alpha, a, ab_type, lda, 0, b, ldb, 0, beta, c, c_type,
-                                       ldc, 0, 1, stream);
+  return gemm(h, raw(op_a), raw(op_b), m, n, k, alpha, a, raw(ab_type), lda, 0, b, ldb, 0, beta, c, raw(c_type), ldc,
+              0, 1, TILETUNE_COMPUTE_32F, stream);
 }
 
 namespace {
@@ -246,8 +256,8 @@ tiletune_status_t tiletune_explain(tiletune_handle_t h, tiletune_operation_t op_
   return explain_into(
       h,
       [&] {
-        return tiletune::Problem(make_problem(op_a, op_b, m, n, k, ab_type, lda, 0, ldb, 0, c_type, ldc, 0, batch,
-                                              beta_is_zero != 0, compute));
+        return tiletune::Problem(make_problem(raw(op_a), raw(op_b), m, n, k, raw(ab_type), lda, 0, ldb, 0, raw(c_type),
+                                              ldc, 0, batch, beta_is_zero != 0, raw(compute)));
       },
       text, text_size);
 }
