@@ -555,6 +555,27 @@ std::optional<CodeObjectRecord> Database::code_object(std::int64_t id) {
   return read_code_object(st);
 }
 
+std::optional<SignatureRecord> Database::signature(std::int64_t code_object_id) {
+  if (version_ < 6) return std::nullopt;
+  Stmt st(db_.get(), "SELECT key_id, signature FROM signatures WHERE code_object_id = ?1", path_);
+  st.i64(1, code_object_id);
+  if (!st.step()) return std::nullopt;
+  return SignatureRecord{code_object_id, st.col_text(0), st.col_blob(1)};
+}
+
+void Database::put_signature(const SignatureRecord& s) {
+  require_writable("put_signature");
+  write_txn(db_.get(), path_, "put_signature", [&] {
+    Stmt ins(db_.get(),
+             "INSERT INTO signatures(code_object_id, key_id, signature) VALUES (?1, ?2, ?3) "
+             "ON CONFLICT(code_object_id) DO UPDATE SET key_id = excluded.key_id, signature = excluded.signature",
+             path_);
+    ins.i64(1, s.code_object_id).text(2, s.key_id).blob(3, s.signature);
+    ins.run();
+    return 0;
+  });
+}
+
 std::string CodeObjectRecord::integrity_problem() const {
   if (!ok) return "";  // a recorded failure holds no code
   if (sha256.empty()) return "no SHA-256 recorded for its bytes (a database from before schema 5, opened read-only)";

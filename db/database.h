@@ -59,6 +59,7 @@ class Database {
   // Insert unless a code object with this cache_key exists (then it is kept as is, failed or
   // not); returns the id of the stored one. record.id is ignored.
   std::int64_t put_code_object(const CodeObjectRecord& record);
+  void put_signature(const SignatureRecord& s);  // replaces the object's signature, if any
   // Inserts or replaces the measurement of (problem, solution, arch), then recomputes that
   // (arch, problem)'s winner: the 'ok' measurement with the lowest median_ms (ties: the older
   // row). Failures never win; when no 'ok' measurement is left the winner row is removed.
@@ -86,6 +87,8 @@ class Database {
   // ---- readers -----------------------------------------------------------------------------
   std::optional<CodeObjectRecord> find_code_object(const std::string& cache_key);
   std::optional<CodeObjectRecord> code_object(std::int64_t id);
+  // Its signature (db/signing.h); none in a file older than schema version 6.
+  std::optional<SignatureRecord> signature(std::int64_t code_object_id);
   std::optional<MeasurementRecord> find_measurement(std::int64_t problem_id, std::int64_t solution_id,
                                                     const std::string& arch);
   // Winners of one arch, or of all arches when arch is empty; ordered by arch, problem key.

@@ -55,6 +55,13 @@ struct CodeObjectRecord {
   std::string integrity_problem() const;
 };
 
+// A code object's signature (db/signing.h).
+struct SignatureRecord {
+  std::int64_t code_object_id = 0;
+  std::string key_id;  // the signing key's Key::id()
+  std::vector<std::uint8_t> signature;
+};
+
 struct MeasurementRecord {
   std::int64_t problem_id = 0;
   std::int64_t solution_id = 0;

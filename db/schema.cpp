@@ -155,6 +155,15 @@ ALTER TABLE code_objects ADD COLUMN compiled_from TEXT NOT NULL DEFAULT '';
 UPDATE code_objects SET sha256 = tt_sha256(bytes) WHERE bytes IS NOT NULL;
 )sql";
 
+// Version 6: signatures of code objects (db pack --sign; checked by a runtime given a trusted key).
+const char* const kV6 = R"sql(
+CREATE TABLE signatures (
+  code_object_id INTEGER PRIMARY KEY REFERENCES code_objects(id) ON DELETE CASCADE,
+  key_id         TEXT NOT NULL,
+  signature      BLOB NOT NULL
+);
+)sql";
+
 #undef TT_NOW
 
 std::string errmsg(sqlite3* db) { return db ? sqlite3_errmsg(db) : "out of memory"; }
@@ -198,6 +207,7 @@ const std::vector<Migration>& migrations() {
       {3, "provenance of every measurement (source database, sweep, device)", kV3},
       {4, "convolution problems (problems.kind 'conv')", kV4},
       {5, "code objects' SHA-256 and what they were compiled from", kV5},
+      {6, "signatures of code objects", kV6},
   };
   return list;
 }

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "db/database.h"
+#include "db/signing.h"
 
 namespace tiletune::db {
 namespace {
@@ -128,7 +129,8 @@ class Copier {
 }  // namespace
 
 PackResult pack(const std::string& src_path, const std::string& dst_path, const std::vector<std::string>& arches,
-                bool force) {
+                bool force, const Key* sign) {
+  if (sign && !sign->can_sign()) throw Error("db pack --sign: key " + sign->id() + " is a public key; sign with the private one");
   if (dst_path.empty()) throw Error("db pack: empty destination path");
   Database src = Database::open(src_path, Mode::ReadOnlyAnyVersion);
   PackResult result;
@@ -189,6 +191,17 @@ PackResult pack(const std::string& src_path, const std::string& dst_path, const 
           auto [vm, vprov] = copy.measurement(*vendor, src.provenance(vendor->id));
           out.put_measurement_if_better(vm, vendor->created_at, vprov);
         }
+      }
+      if (sign) {
+        std::vector<std::int64_t> ids;
+        out.for_each_code_object([&](const CodeObjectRecord& c) {
+          if (c.ok) ids.push_back(c.id);
+        });
+        for (std::int64_t id : ids) {
+          out.put_signature(sign->sign(*out.code_object(id)));
+          ++result.signed_objects;
+        }
+        out.set_meta("signed_by", sign->id());
       }
       out.set_meta("packed_from", absolute_path(src_path));
       out.set_meta("packed_arches", join(chosen));

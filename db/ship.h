@@ -16,14 +16,19 @@ struct PackResult {
   std::size_t winners = 0;
   std::size_t code_objects = 0;
   std::size_t source_measurements = 0;
+  std::size_t signed_objects = 0;  // with a signing key
 };
+
+class Key;
 
 // Writes to `dst` a database holding only the winners of `arches` (all arches of `src` when
 // empty): their problems, solutions, devices, winning measurements (with provenance) and code
 // objects. The file is written beside `dst` and renamed into place, in rollback-journal mode so
 // that it opens read-only anywhere, and checked to open with Mode::ReadOnly. Refuses an existing
 // dst unless `force`, an arch `src` has no measurements of, and a selection without winners.
-PackResult pack(const std::string& src, const std::string& dst, const std::vector<std::string>& arches, bool force);
+// With `sign` (a private key, db/signing.h) every code object shipped is signed by it.
+PackResult pack(const std::string& src, const std::string& dst, const std::vector<std::string>& arches, bool force,
+                const Key* sign = nullptr);
 
 struct MergeResult {
   std::string source;

@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,8 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-
-extern char** environ;
+#include "common/process.h"
 
 namespace tiletune::runtime {
 namespace fs = std::filesystem;
@@ -93,11 +91,6 @@ OnlineSettings online_settings_from_environment(const std::string& backend, int 
 }
 
 OnlineTuner::OnlineTuner(OnlineSettings settings, Done done) : s_(std::move(settings)), done_(std::move(done)) {
-  if (s_.work_dir.empty()) {
-    std::string tmpl = (fs::temp_directory_path() / "tiletune-online-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw Error("cannot make a directory for online tuning under " + fs::temp_directory_path().string());
-    s_.work_dir = tmpl;
-  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -110,8 +103,6 @@ OnlineTuner::~OnlineTuner() {
   }
   cv_.notify_all();
   thread_.join();
-  std::error_code ec;
-  fs::remove_all(s_.work_dir, ec);
 }
 
 void OnlineTuner::submit(const Problem& p) {
@@ -169,7 +160,7 @@ void OnlineTuner::loop() {
 }
 
 bool OnlineTuner::tune(const Problem& p, std::string& log) {
-  const std::string stem = (fs::path(s_.work_dir) / ("problem-" + std::to_string(++tuned_))).string();
+  const std::string stem = (dir_.path() / ("problem-" + std::to_string(++tuned_))).string();
   nlohmann::json problem = p;
   nlohmann::json config = {{"name", "online"}, {"problems", nlohmann::json::array()}};
   config["problems"].push_back(problem);
@@ -190,35 +181,33 @@ bool OnlineTuner::tune(const Problem& p, std::string& log) {
                                    "--budget", std::to_string(s_.budget), "--budget-seconds", std::to_string(s_.seconds),
                                    "--die-with-parent", std::to_string(::getpid())};
   if (s_.candidate_timeout_s > 0) args.insert(args.end(), {"--timeout", std::to_string(s_.candidate_timeout_s)});
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
   // No shell: argv as is; output to a log; its own process group, so that it and its workers can
-  // be killed together.
+  // be killed together; killed with this tuner's thread, so a host program that dies leaves no tune.
   const std::string log_path = stem + ".log";
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  SpawnOptions o;
+  o.in = null_fd;
+  o.out = o.err = log_fd;
+  o.own_group = true;
+  o.death_signal = SIGTERM;  // tiletune tune: its workers go with it
   pid_t pid = -1;
-  int rc;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    rc = stop_ ? ECANCELED : ::posix_spawn(&pid, s_.exe.c_str(), &fa, &attr, argv.data(), environ);
-    if (rc == 0) child_ = pid;
+    if (null_fd < 0 || log_fd < 0) log = "cannot open " + log_path + ": " + std::strerror(errno);
+    else if (stop_) log = "switched off";
+    else {
+      try {
+        pid = spawn_process(args, o);
+        child_ = pid;
+      } catch (const Error& e) {
+        log = e.what();
+      }
+    }
   }
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    log = "cannot start " + s_.exe + ": " + std::strerror(rc);
-    return false;
-  }
+  for (int fd : {null_fd, log_fd})
+    if (fd >= 0) ::close(fd);
+  if (pid < 0) return false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(s_.limit_s);
   int status = -1;  // not an exit status: a child never reaped counts as failed
   for (;;) {

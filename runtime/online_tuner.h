@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "common/temp_dir.h"
+
 #include "solutions/any_problem.h"
 
 namespace tiletune::runtime {
@@ -28,7 +30,6 @@ struct OnlineSettings {
   std::string templates;  // comma-separated template names, "" for all (TILETUNE_ONLINE_TEMPLATES)
   double candidate_timeout_s = 0;  // 0: the tuner's default (TILETUNE_ONLINE_TIMEOUT)
   double limit_s = 900;  // a tune that runs longer than this is killed
-  std::string work_dir;  // configs and logs; "" for a fresh one under $TMPDIR
 };
 
 // Whether TILETUNE_ONLINE asks for online tuning (set, and neither "0" nor "off").
@@ -58,6 +59,7 @@ class OnlineTuner {
   const OnlineSettings& settings() const { return s_; }
 
  private:
+  TempDir dir_{"tiletune-online-"};  // configs and logs
   void loop();
   bool tune(const Problem& p, std::string& log);
 

@@ -65,6 +65,10 @@ Runtime::Runtime(std::unique_ptr<gpu::Device> device, const Databases& dbs) : de
   conv_fallback_templates_ = fallback_templates(info.backend, ProblemKind::Conv);
   if (fallback_templates_.empty())
     throw Error(std::string("no kernel template offers a fallback for backend ") + gpu::to_string(info.backend));
+  // Before any database is read: a key that cannot be read refuses the handle, it is never ignored.
+  std::string key = dbs.trusted_key;
+  if (const char* env = std::getenv("TILETUNE_TRUSTED_KEY"); key.empty() && env && *env) key = env;
+  if (!key.empty()) trusted_key_ = db::Key::load_public(key);
   user_db_path_ = dbs.user;
   if (user_db_path_.empty())
     if (const char* env = std::getenv("TILETUNE_USER_DB")) user_db_path_ = env;
@@ -254,6 +258,10 @@ std::shared_ptr<gpu::Kernel> Runtime::load_winner(Loaded& w) {
         const std::string expected = w.tmpl->name_expression(w.solution, w.problem);
         if (refused.empty() && !code->compiled_from.empty() && code->compiled_from != expected)
           refused = "it was compiled as " + code->compiled_from + ", the winner's parameters say " + expected;
+        if (refused.empty() && trusted_key_) {
+          std::lock_guard<std::mutex> lock(db_mu_);
+          refused = trusted_key_->check(*code, w.db->signature(code->id));
+        }
       }
       if (!refused.empty())
         std::fprintf(stderr, "tiletune: warning: %s: not loading code object %lld of %s: %s; compiling it from source\n",

@@ -5,12 +5,14 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "db/database.h"
+#include "db/signing.h"
 #include "gpu/backend.h"
 #include "gpu/repack.h"
 #include "gpu/vendor.h"
@@ -81,6 +83,9 @@ struct Databases {
   // Winners here take precedence over the shipped ones (online tuning writes here). "" : the
   // environment's TILETUNE_USER_DB, if set; a path that does not exist yet is skipped.
   std::string user;
+  // An Ed25519 public key (PEM): no code object without a valid signature by it is loaded, from
+  // either database (db/signing.h). "" : the environment's TILETUNE_TRUSTED_KEY, if set.
+  std::string trusted_key;
 };
 
 class Runtime {
@@ -210,6 +215,7 @@ class Runtime {
   std::vector<std::unique_ptr<db::Database>> dbs_;  // user first, then shipped (then the user's, opened late)
   std::string user_db_path_;
   db::Database* user_db_ = nullptr;  // in dbs_, once open
+  std::optional<db::Key> trusted_key_;
   std::unordered_map<ProblemKey, std::unique_ptr<Loaded>, ProblemKeyHash> winners_;
   std::vector<TunedEntry> tuned_;           // the winners again, for the pool; same order as
   std::vector<Loaded*> tuned_loaded_;       // these

@@ -9,28 +9,25 @@
 #include <string>
 #include <vector>
 
+#include "common/process.h"
+
 namespace tiletune::testing {
 
 struct Child {
   pid_t pid = -1;
 };
 
-// Starts `argv` with stdout and stderr appended to `log_path`.
-inline Child spawn(const std::vector<std::string>& argv, const std::string& log_path) {
+// Starts `argv` with stdout and stderr appended to `log_path`, `env` ("NAME=value") added to this
+// process's environment.
+inline Child spawn(const std::vector<std::string>& argv, const std::string& log_path,
+                   const std::vector<std::string>& env = {}) {
+  const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  SpawnOptions o;
+  o.out = o.err = fd;
+  o.env = env;
   Child c;
-  c.pid = ::fork();
-  if (c.pid == 0) {
-    int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
+  c.pid = spawn_process(argv, o);
+  if (fd >= 0) ::close(fd);
   return c;
 }
 

@@ -93,4 +93,78 @@ TEST(Resume, SigkillAtSeveralPointsThenResumeLosesAndRedoesNothing) {
   fs::remove_all(dir);
 }
 
+// A tiny host sweep in `dir`: the config and the command that tunes it into dir/sweep.db.
+std::vector<std::string> small_sweep(const fs::path& dir, const char* variants) {
+  const std::string config = (dir / "sweep.json").string();
+  std::ofstream(config) << R"({
+    "problems": [{"dtype": "f32", "transA": "N", "transB": "N", "m": 128, "n": 96, "k": 128}],
+    "templates": {"host_gemm": {"parameters": )" << variants << R"(}},
+    "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 5, "target_ms": 5}
+  })";
+  return {TILETUNE_EXE, "tune", config, "--db", (dir / "sweep.db").string(), "--backend", "host", "--no-vendor"};
+}
+
+// Issue 17: a compile failure belongs to the compiler that produced it. Rerun under the same
+// broken compiler, nothing is tried again; under a working one, every candidate is compiled,
+// measured and a winner found.
+TEST(Resume, ACompileFailureIsRetriedUnderAnotherCompilerNotUnderTheSame) {
+  const fs::path dir = fs::temp_directory_path() / ("tiletune-retry-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path broken = dir / "broken-cxx";
+  std::ofstream(broken) << "#!/bin/sh\necho 'tiletune test: this compiler always fails' >&2\nexit 1\n";
+  fs::permissions(broken, fs::perms::owner_all);
+  const auto cmd = small_sweep(dir, R"({"MT0": [16, 32], "MT1": [16], "KU": [16], "TT0": [8], "TT1": [2]})");
+  const std::vector<std::string> env = {"TILETUNE_HOST_CXX=" + broken.string()};
+  const std::string log = (dir / "log.txt").string();
+  wait_for(spawn(cmd, log, env));
+  auto counts = [&] {
+    db::Database d = db::Database::open((dir / "sweep.db").string(), db::Mode::ReadOnly);
+    return std::make_pair(count(d, "SELECT COUNT(*) FROM measurements WHERE status = 'compile_failed'"),
+                          count(d, "SELECT COUNT(*) FROM winners"));
+  };
+  ASSERT_EQ(counts(), std::make_pair(std::int64_t(2), std::int64_t(0))) << read_file(log);
+  {
+    db::Database d = db::Database::open((dir / "sweep.db").string(), db::Mode::ReadOnly);
+    EXPECT_EQ(count(d, "SELECT COUNT(*) FROM measurements WHERE reason LIKE '%this compiler always fails%'"), 2);
+  }
+
+  const std::string same_log = (dir / "same.txt").string();
+  wait_for(spawn(cmd, same_log, env));
+  EXPECT_NE(read_file(same_log).find("2 already measured, 0 compiled"), std::string::npos) << read_file(same_log);
+
+  const std::string fixed_log = (dir / "fixed.txt").string();
+  ASSERT_EQ(wait_for(spawn(cmd, fixed_log)), 0) << read_file(fixed_log);
+  EXPECT_NE(read_file(fixed_log).find("0 already measured, 2 compiled"), std::string::npos) << read_file(fixed_log);
+  EXPECT_EQ(counts(), std::make_pair(std::int64_t(0), std::int64_t(1))) << read_file(fixed_log);
+  fs::remove_all(dir);
+}
+
+// Issue 17: a tune stopped by SIGTERM or SIGINT while it compiles leaves no temporary directory
+// (nor a compiler's own temporary files, which go into ours) and dies of that signal.
+TEST(Resume, ATuneStoppedBySigtermOrSigintLeavesNoTemporaryFiles) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    const fs::path dir = fs::temp_directory_path() / ("tiletune-stop-" + std::to_string(::getpid()));
+    const fs::path tmp = dir / "tmp";
+    fs::create_directories(tmp);
+    const auto cmd = small_sweep(dir, R"({"MT0": [16, 32, 64], "MT1": [16, 32], "KU": [16, 32, 64], "TT0": [8, 16], "TT1": [2]})");
+    const std::string log = (dir / "log.txt").string();
+    Child c = spawn(cmd, log, {"TMPDIR=" + tmp.string()});
+    // Stopped while a compiler is running: a directory of ours exists.
+    bool compiling = false;
+    for (int i = 0; i < 6000 && !compiling; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      for (const auto& e : fs::directory_iterator(tmp))
+        compiling |= e.path().filename().string().rfind("tiletune-host-", 0) == 0;
+    }
+    ASSERT_TRUE(compiling) << "no compile seen in 60 s: " << read_file(log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ::kill(c.pid, sig);
+    EXPECT_EQ(wait_for(c), 128 + sig) << read_file(log);
+    std::vector<std::string> left;
+    for (const auto& e : fs::recursive_directory_iterator(tmp)) left.push_back(e.path().string());
+    EXPECT_TRUE(left.empty()) << "left behind after signal " << sig << ": " << left.front();
+    fs::remove_all(dir);
+  }
+}
+
 }  // namespace

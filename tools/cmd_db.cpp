@@ -3,12 +3,14 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 
 #include "common/error.h"
 #include "db/database.h"
 #include "db/explain.h"
 #include "db/integrity.h"
 #include "db/ship.h"
+#include "db/signing.h"
 #include "tools/commands.h"
 
 namespace tiletune::tools {
@@ -18,6 +20,7 @@ struct Args {
   std::string db, arch, problem;
   std::string src, dst;
   std::vector<std::string> arches, srcs;
+  std::string sign_key, trusted_key, private_key, public_key;
   bool force = false;
 };
 
@@ -31,13 +34,24 @@ std::string human_bytes(std::uintmax_t n) {
 }
 
 int pack(const Args& a) {
-  db::PackResult r = db::pack(a.src, a.dst, a.arches, a.force);
+  std::optional<db::Key> key;
+  if (!a.sign_key.empty()) key = db::Key::load_private(a.sign_key);
+  db::PackResult r = db::pack(a.src, a.dst, a.arches, a.force, key ? &*key : nullptr);
   std::string arches;
   for (const auto& x : r.arches) arches += (arches.empty() ? "" : ", ") + x;
   std::printf("packed %zu winners (%zu with code objects) of %s\n", r.winners, r.code_objects, arches.c_str());
   std::printf("  %-40s %12s  (%zu measurements)\n", a.src.c_str(), human_bytes(r.source_bytes).c_str(), r.source_measurements);
   std::printf("  %-40s %12s  (%.1f%% of the source; opens read-only)\n", a.dst.c_str(), human_bytes(r.packed_bytes).c_str(),
               r.source_bytes ? 100.0 * double(r.packed_bytes) / double(r.source_bytes) : 0.0);
+  if (key) std::printf("  %zu code objects signed by key %s\n", r.signed_objects, key->id().c_str());
+  return 0;
+}
+
+int keygen(const Args& a) {
+  db::write_key_pair(a.private_key, a.public_key);
+  std::printf("wrote the Ed25519 key %s: private %s (keep it; it signs what `db pack --sign` ships), public %s "
+              "(hand it to the runtimes: TILETUNE_TRUSTED_KEY)\n",
+              db::Key::load_public(a.public_key).id().c_str(), a.private_key.c_str(), a.public_key.c_str());
   return 0;
 }
 
@@ -123,6 +137,14 @@ Run add_db(CLI::App& app) {
   pack_cmd->add_option("dst", a->dst, "database to write")->required();
   pack_cmd->add_option("--arch", a->arches, "only the winners of this arch (repeatable; default: all)");
   pack_cmd->add_flag("--force", a->force, "overwrite dst if it exists");
+  pack_cmd->add_option("--sign", a->sign_key, "sign every code object shipped with this Ed25519 private key (PEM)");
+  check->add_option("--trusted-key", a->trusted_key,
+                    "also check that every code object is signed by this Ed25519 public key (PEM), as a runtime "
+                    "given TILETUNE_TRUSTED_KEY does");
+
+  auto* keygen_cmd = cmd->add_subcommand("keygen", "make an Ed25519 key pair for signed databases (db pack --sign)");
+  keygen_cmd->add_option("private", a->private_key, "private key file to write (mode 0600)")->required();
+  keygen_cmd->add_option("public", a->public_key, "public key file to write")->required();
 
   auto* merge_cmd = cmd->add_subcommand("merge", "merge the sweeps of other databases into dst (created if missing)");
   merge_cmd->add_option("dst", a->dst, "database to merge into")->required();
@@ -134,8 +156,9 @@ Run add_db(CLI::App& app) {
                           "the problem as JSON (fields of a tuning config's problem), or @FILE")->required();
   explain_cmd->add_option("--arch", a->arch, "arch (default: the database's only arch)");
 
-  return [a, problems, winners, show, check, pack_cmd, merge_cmd, explain_cmd] {
+  return [a, problems, winners, show, check, pack_cmd, merge_cmd, explain_cmd, keygen_cmd] {
     if (*pack_cmd) return pack(*a);
+    if (*keygen_cmd) return keygen(*a);
     if (*merge_cmd) return merge(*a);
     if (*explain_cmd) return explain(*a);
     db::Database d = db::Database::open(a->db, db::Mode::ReadOnly);
@@ -144,7 +167,11 @@ Run add_db(CLI::App& app) {
     if (*show) return show_problem(d, a->problem);
     if (*check) {
       std::string result = d.integrity_check();
-      const std::vector<std::string> faults = db::verify_code_objects(d);
+      std::vector<std::string> faults = db::verify_code_objects(d);
+      if (!a->trusted_key.empty()) {
+        const std::vector<std::string> unsigned_ = db::verify_signatures(d, db::Key::load_public(a->trusted_key));
+        faults.insert(faults.end(), unsigned_.begin(), unsigned_.end());
+      }
       std::printf("%s: schema version %d, integrity %s, code objects %s\n", a->db.c_str(), d.schema_version(),
                   result.c_str(), faults.empty() ? "ok" : (std::to_string(faults.size()) + " faults").c_str());
       for (const auto& f : faults) std::printf("  %s\n", f.c_str());

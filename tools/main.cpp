@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "common/error.h"
+#include "common/temp_dir.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   tiletune::tools::Run compile_server = tiletune::tools::add_compile_server(app);
   CLI11_PARSE(app, argc, argv);
   try {
+    tiletune::remove_temp_dirs_on_stop_signals();
     if (app.got_subcommand("tune")) return tune();
     if (app.got_subcommand("db")) return db();
     if (app.got_subcommand("devices")) return devices();

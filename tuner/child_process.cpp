@@ -3,8 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,30 +14,9 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/process.h"
 
 namespace tiletune::tuner {
-namespace {
-
-std::string signal_name(int sig) {
-  static const std::pair<int, const char*> names[] = {
-      {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGILL, "SIGILL"},   {SIGFPE, "SIGFPE"},   {SIGABRT, "SIGABRT"},
-      {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGINT, "SIGINT"},   {SIGPIPE, "SIGPIPE"}, {SIGTRAP, "SIGTRAP"},
-      {SIGSYS, "SIGSYS"},   {SIGXCPU, "SIGXCPU"}, {SIGHUP, "SIGHUP"},   {SIGQUIT, "SIGQUIT"}};
-  std::string name = "signal " + std::to_string(sig);
-  for (const auto& [number, text] : names)
-    if (number == sig) name = text;
-  if (const char* text = ::strsignal(sig)) name += std::string(" (") + text + ")";
-  return name;
-}
-
-}  // namespace
-
-std::string describe_exit(int status) {
-  if (WIFSIGNALED(status)) return "killed by " + signal_name(WTERMSIG(status));
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  return "ended";
-}
-
 bool write_all(int fd, const std::string& text) {
   sigset_t pipe_set, old;
   sigemptyset(&pipe_set);
@@ -68,13 +45,6 @@ ChildProcess::ChildProcess(std::string what, std::vector<std::string> argv, bool
     : what_(std::move(what)), argv_(std::move(argv)), with_thread_(with_thread) {}
 
 void ChildProcess::start() {
-  // Everything the child needs is prepared before fork: between fork and exec only
-  // async-signal-safe calls are allowed (the parent has threads and, on GPUs, a driver).
-  std::vector<std::string> args = argv_;
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
   int in[2], out[2];  // in: parent -> child stdin; out: child stdout -> parent
   if (::pipe2(in, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
   if (::pipe2(out, O_CLOEXEC) != 0) {
@@ -82,27 +52,16 @@ void ChildProcess::start() {
     ::close(in[1]);
     throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
   }
-  const pid_t parent = ::getpid();
-  const bool with_thread = with_thread_;
-  const int max_fd = int(std::min(::sysconf(_SC_OPEN_MAX), 65536L));
-  pid_t pid = ::fork();
-  if (pid < 0) {
+  SpawnOptions o;
+  o.in = in[0];
+  o.out = out[1];
+  o.death_signal = with_thread_ ? SIGTERM : 0;  // tiletune worker or compile-server
+  pid_t pid;
+  try {
+    pid = spawn_process(argv_, o);
+  } catch (const Error& e) {
     for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
-    throw Error("cannot start a " + what_ + " process: fork: " + std::strerror(errno));
-  }
-  if (pid == 0) {
-    if (with_thread) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(126);
-    }
-    if (::dup2(in[0], 0) < 0 || ::dup2(out[1], 1) < 0) ::_exit(126);
-    // The parent's database and driver handles stay in the parent.
-    if (::syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
-      for (int fd = 3; fd < max_fd; ++fd) ::close(fd);
-    ::execv(argv[0], argv.data());
-    const char msg[] = "tiletune: cannot exec a helper process\n";
-    [[maybe_unused]] ssize_t n = ::write(2, msg, sizeof msg - 1);
-    ::_exit(127);
+    throw Error("cannot start a " + what_ + " process: " + e.what());
   }
   ::close(in[0]);
   ::close(out[1]);

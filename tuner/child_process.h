@@ -11,10 +11,9 @@
 #include <string>
 #include <vector>
 
-namespace tiletune::tuner {
+#include "common/process.h"  // describe_exit
 
-// "killed by SIGSEGV (Segmentation fault)", "exited with status 3".
-std::string describe_exit(int status);
+namespace tiletune::tuner {
 
 // Writes all of `text` to `fd`; false when the reader is gone. SIGPIPE is held back meanwhile so
 // that a dead child never kills the sweep.

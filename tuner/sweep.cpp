@@ -87,6 +87,15 @@ std::string compile_cache_key(const std::string& source_hash, const gpu::Compile
   return content_hash(all);
 }
 
+namespace {
+
+bool failed_code_object(db::Database& db, const std::string& cache_key) {
+  const auto code = db.find_code_object(cache_key);
+  return code && !code->ok;
+}
+
+}  // namespace
+
 SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, std::FILE* log) {
   const std::vector<int> device_list = options.devices.empty() ? std::vector<int>{options.device} : options.devices;
   if (device_list.size() > 1 && options.isolation != Isolation::Process)
@@ -171,13 +180,20 @@ SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, 
       std::int64_t sid = db.upsert_solution(c.solution, c.tmpl->source_hash());
       selected[pi].emplace_back(sid, &c);
       HalvingRow row;
-      if (auto m = db.find_measurement(problem_ids[pi], sid, info.arch)) {
-        ++sum.already_done;
-        if (!halving) continue;
-        row = halving_row(*m);
-      }
       gpu::CompileRequest req = c.tmpl->compile_request(c.solution, config.problems[pi], info);
-      Work w{&c, sid, compile_cache_key(c.tmpl->source_hash(), req, compiler_version), row};
+      std::string key = compile_cache_key(c.tmpl->source_hash(), req, compiler_version);
+      if (auto m = db.find_measurement(problem_ids[pi], sid, info.arch)) {
+        // A compile failure is finished only for the compiler (and flags) that failed: under
+        // another one the cache key differs, no failed code object is found for it, and the
+        // candidate is compiled and measured again.
+        const bool retry = m->status == "compile_failed" && !failed_code_object(db, key);
+        if (!retry) {
+          ++sum.already_done;
+          if (!halving) continue;
+          row = halving_row(*m);
+        }
+      }
+      Work w{&c, sid, std::move(key), row};
       if (job_keys.insert(w.cache_key).second) {
         if (db.find_code_object(w.cache_key)) ++sum.compile_cached;
         else {

@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,11 +15,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "common/error.h"
+#include "common/process.h"
+#include "common/temp_dir.h"
 
 namespace tiletune::gpu::host {
 namespace {
@@ -60,46 +62,26 @@ std::vector<std::string> cxx() {
   return argv;
 }
 
-// `name` as execv takes it: a path as given, else the first executable of that name on PATH.
-std::string find_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    const std::string full = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(full.c_str(), X_OK) == 0) return full;
-  }
-  throw Error("host backend: cannot find the compiler '" + name + "' on PATH (set TILETUNE_HOST_CXX)");
-}
-
-// Runs `argv` with no shell between (an argument is never parsed again, whatever a temporary
-// directory's name holds) and returns its exit status (-1: killed) and what it printed on stdout
-// and stderr. The child dies with the thread that started it (a sweep killed outright leaves no
-// compiler behind). Throws Error when it cannot be started: that is the environment's failure, not
-// the candidate's, and nothing is recorded for it.
-std::pair<int, std::string> run_process(const std::vector<std::string>& argv) {
-  // Everything the child needs is made before fork: after it only async-signal-safe calls.
-  const std::string program = find_program(argv.at(0));
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+// Runs `argv` with no shell between and returns its exit status (-1: killed) and what it printed
+// on stdout and stderr. Its temporary files go into `tmpdir` (removed with it, also when a tune is
+// stopped), and it dies with the thread that started it (a sweep killed outright leaves no
+// compiler behind). Throws Error when it cannot be started: that is the environment's failure,
+// not the candidate's, and nothing is recorded for it.
+std::pair<int, std::string> run_process(const std::vector<std::string>& argv, const fs::path& tmpdir) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("host backend: pipe: ") + std::strerror(errno));
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int e = errno;
+  SpawnOptions o;
+  o.out = o.err = fds[1];
+  o.death_signal = SIGKILL;
+  if (!tmpdir.empty()) o.env = {"TMPDIR=" + tmpdir.string()};
+  pid_t pid;
+  try {
+    pid = spawn_process(argv, o);
+  } catch (const Error& e) {
     ::close(fds[0]), ::close(fds[1]);
-    throw Error(std::string("host backend: cannot start the compiler: fork: ") + std::strerror(e));
+    throw Error(std::string("host backend: ") + e.what() + " (the compiler; set TILETUNE_HOST_CXX)");
   }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    ::execv(program.c_str(), args.data());
-    ::_exit(127);
-  }
+  track_child(pid);
   ::close(fds[1]);
   std::string out;
   char buf[4096];
@@ -111,33 +93,13 @@ std::pair<int, std::string> run_process(const std::vector<std::string>& argv) {
   ::close(fds[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw Error(std::string("host backend: waitpid: ") + std::strerror(errno));
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && out.empty())
-    throw Error("host backend: cannot run the compiler " + program);
+    if (errno != EINTR) {
+      untrack_child(pid);
+      throw Error(std::string("host backend: waitpid: ") + std::strerror(errno));
+    }
+  untrack_child(pid);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
-
-fs::path make_temp_dir() {
-  std::string pattern = (fs::temp_directory_path() / "tiletune-host-XXXXXX").string();
-  if (!::mkdtemp(pattern.data())) throw Error("cannot create a temporary directory: " + std::string(std::strerror(errno)));
-  return pattern;
-}
-
-// A private temporary directory, removed with what it holds when it goes.
-class TempDir {
- public:
-  TempDir() : path_(make_temp_dir()) {}
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 void write_file(const fs::path& path, const void* data, size_t size) {
   std::ofstream f(path, std::ios::binary);
@@ -147,19 +109,25 @@ void write_file(const fs::path& path, const void* data, size_t size) {
 
 class HostCompiler final : public Compiler {
  public:
+  // The command as well as what it says of itself: a compile that failed under one compiler (or
+  // TILETUNE_HOST_CXX) is tried again under another, since the cache key and the sweep's retry
+  // of recorded compile failures both go by this.
   std::string version() const override {
-    static const std::string v = [] {
-      std::vector<std::string> argv = cxx();
-      argv.push_back("--version");
-      try {
-        auto [rc, out] = run_process(argv);
-        std::string first = out.substr(0, out.find('\n'));
-        return rc == 0 ? first : "unknown";
-      } catch (const Error&) {
-        return std::string("unknown");  // compile() says why
-      }
-    }();
-    return v;
+    static std::mutex mu;
+    static std::map<std::string, std::string> seen;
+    std::vector<std::string> argv = cxx();
+    std::string command;
+    for (const auto& w : argv) command += (command.empty() ? "" : " ") + w;
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = seen.find(command); it != seen.end()) return it->second;
+    argv.push_back("--version");
+    std::string first = "unknown";  // compile() says why
+    try {
+      auto [rc, out] = run_process(argv, {});
+      if (rc == 0) first = out.substr(0, out.find('\n'));
+    } catch (const Error&) {
+    }
+    return seen[command] = command + ": " + first;
   }
 
   CompileResult compile(const CompileRequest& req) const override {
@@ -173,7 +141,7 @@ class HostCompiler final : public Compiler {
     }
     // A private directory (mkdtemp: mode 0700); failing to make or fill it, or to start the
     // compiler, is thrown: the environment's fault, never recorded against the candidate.
-    const TempDir temp;
+    const TempDir temp("tiletune-host-");
     const fs::path& dir = temp.path();
     for (const auto& [name, text] : req.headers) write_file(dir / name, text.data(), text.size());
     std::string tu = req.source + "\nextern \"C\" void " + kEntry +
@@ -186,7 +154,7 @@ class HostCompiler final : public Compiler {
     for (std::string w; arch_words >> w;) argv.push_back(w);
     argv.insert(argv.end(), req.options.begin(), req.options.end());
     argv.insert(argv.end(), {"-I" + dir.string(), "-o", (dir / "k.so").string(), (dir / "tu.cpp").string()});
-    auto [rc, out] = run_process(argv);
+    auto [rc, out] = run_process(argv, dir);
     result.log = out;
     if (rc == 0) {
       std::ifstream f(dir / "k.so", std::ios::binary);
@@ -326,7 +294,7 @@ class HostDevice final : public Device {
   const Compiler& compiler() const override { return compiler_; }
 
   std::shared_ptr<Kernel> load(const CodeObject& code) override {
-    const TempDir temp;
+    const TempDir temp("tiletune-host-");
     const std::string path = (temp.path() / unique_object_name()).string();
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) throw Error("cannot create " + path + " for a host code object: " + std::strerror(errno));
