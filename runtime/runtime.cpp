@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "db/integrity.h"
 #include "gpu/arguments.h"
 #include "kernel_templates/gemm_params.h"
 
@@ -234,11 +235,50 @@ gpu::Vendor& Runtime::vendor() {
   return *vendor_;
 }
 
+namespace {
+
+// Kernels built from source, by everything that went into them (SHA-256: the parameters come from
+// a database, and no crafted one may collide with another instantiation): another handle in the
+// process (another device's, a trainer's per-thread one) loads them again instead of compiling.
+struct JitCache {
+  static constexpr std::size_t kEntries = 512;  // then new kernels are compiled, not kept
+  std::mutex mu;
+  std::unordered_map<std::string, gpu::CodeObject> objects;
+};
+
+JitCache& jit_cache() {
+  static JitCache* c = new JitCache;  // never destroyed: handles may outlive static destruction
+  return *c;
+}
+
+std::string jit_key(const gpu::CompileRequest& r, const std::string& compiler, gpu::BackendKind backend) {
+  std::string all = std::string(gpu::to_string(backend)) + "\n" + compiler + "\n" + r.arch + "\n" + r.name_expression +
+                    "\n" + db::sha256_hex(r.source.data(), r.source.size());
+  for (const auto& [name, text] : r.headers) all += "\n" + name + " " + db::sha256_hex(text.data(), text.size());
+  for (const auto& o : r.options) all += "\n" + o;
+  return db::sha256_hex(all.data(), all.size());
+}
+
+}  // namespace
+
 std::shared_ptr<gpu::Kernel> Runtime::compile(const KernelTemplate& t, const Solution& s, const Problem& p) {
-  gpu::CompileResult r = dev_->compiler().compile(t.compile_request(s, p, dev_->info()));
-  if (!r.ok) throw Error("compiling " + s.kernel_name() + " failed: " + r.log.substr(0, 2000));
-  ++stats_.jit_compiles;
-  return dev_->load(r.code);
+  const gpu::CompileRequest req = t.compile_request(s, p, dev_->info());
+  const std::string key = jit_key(req, dev_->compiler().version(), dev_->info().backend);
+  JitCache& cache = jit_cache();
+  std::optional<gpu::CodeObject> code;
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    if (auto it = cache.objects.find(key); it != cache.objects.end()) code = it->second;
+  }
+  if (!code) {
+    gpu::CompileResult r = dev_->compiler().compile(req);
+    if (!r.ok) throw Error("compiling " + s.kernel_name() + " failed: " + r.log.substr(0, 2000));
+    code = std::move(r.code);
+    std::lock_guard<std::mutex> lock(cache.mu);
+    if (cache.objects.size() < JitCache::kEntries) cache.objects.emplace(key, *code);
+  }
+  ++stats_.jit_compiles;  // built from source for this handle, by the compiler or the cache
+  return dev_->load(*code);
 }
 
 std::shared_ptr<gpu::Kernel> Runtime::load_winner(Loaded& w) {

@@ -119,6 +119,23 @@ TEST_F(Integrity, ACorruptedCodeObjectIsNeverLoaded) {
   EXPECT_NE(c.find("SHA-256"), std::string::npos) << c;
 }
 
+// A kernel built from source is built once per process: a second handle loads it from the
+// runtime's in-process cache (the compiler, a counting wrapper here, runs once).
+TEST_F(Integrity, ARefusedKernelIsCompiledOncePerProcessNotOncePerHandle) {
+  sql(db_, "UPDATE code_objects SET sha256 = '" + std::string(64, '0') + "' WHERE ok = 1");
+  const fs::path count = dir_ / "compiles", wrapper = dir_ / "counting-cxx";
+  std::ofstream(wrapper) << "#!/bin/sh\ncase \"$*\" in *--version*) ;; *) echo x >> '" << count.string()
+                         << "' ;; esac\nexec c++ \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  ::setenv("TILETUNE_HOST_CXX", wrapper.c_str(), 1);
+  EXPECT_EQ(serve().second, 1u);
+  EXPECT_EQ(serve().second, 1u) << "each handle counts the kernel it built from source";
+  ::unsetenv("TILETUNE_HOST_CXX");
+  std::ifstream in(count);
+  const std::string lines((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(lines, "x\n") << "the compiler ran more than once for one kernel";
+}
+
 TEST_F(Integrity, ALibrarySwappedInWithAPayloadNeverRuns) {
   const fs::path marker = dir_ / "PAYLOAD-RAN";
   const std::vector<std::uint8_t> bytes = payload_library(dir_, marker);
