@@ -2,6 +2,9 @@
 
 #include <cstdlib>
 
+#include "common/env.h"
+#include "common/error.h"
+
 #ifdef TILETUNE_WITH_CUDA
 #include "gpu/cuda/cuda_backend.h"
 #endif
@@ -12,8 +15,9 @@ std::unique_ptr<VendorConv> make_vendor_conv(Device& dev, std::string* why_not) 
 #ifdef TILETUNE_WITH_CUDA
   if (dev.info().backend == BackendKind::Cuda) {
     // The graph API's engines, as PyTorch runs them; TILETUNE_CUDNN_API=legacy keeps the legacy find.
-    const char* api = std::getenv("TILETUNE_CUDNN_API");
-    if (!api || std::string(api) != "legacy")
+    const std::string api = env_text("TILETUNE_CUDNN_API").value_or("graph");
+    if (api != "graph" && api != "legacy") throw Error("TILETUNE_CUDNN_API='" + api.substr(0, 200) + "': takes graph or legacy");
+    if (api == "graph")
       if (auto graph = cuda::make_cudnn_graph_conv(dev, nullptr)) return graph;
     return cuda::make_cudnn_conv(dev, why_not);
   }

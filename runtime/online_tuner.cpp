@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "common/process.h"
 
@@ -26,11 +27,6 @@ namespace tiletune::runtime {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
 
 // The tiletune program beside this library (a build tree, an install's bin/ next to lib/).
 std::string find_exe() {
@@ -55,8 +51,13 @@ std::string tail_of(const std::string& path, std::size_t bytes) {
 }  // namespace
 
 bool online_requested_by_environment() {
-  const std::string on = env_or("TILETUNE_ONLINE", "");
-  return !on.empty() && on != "0" && on != "off";
+  const std::string on = env_text("TILETUNE_ONLINE").value_or("0");
+  for (const char* no : {"0", "off", "no", "false"})
+    if (on == no) return false;
+  for (const char* yes : {"1", "on", "yes", "true"})
+    if (on == yes) return true;
+  throw Error("TILETUNE_ONLINE='" + on.substr(0, 200) +
+              "': takes 1, on, yes or true (tune untuned problems in the background), or 0, off, no, false");
 }
 
 std::string default_user_db() {
@@ -74,12 +75,12 @@ OnlineSettings online_settings_from_environment(const std::string& backend, int 
   s.backend = backend;
   s.device = device;
   s.user_db = user_db;
-  s.after_calls = std::max(1, std::atoi(env_or("TILETUNE_ONLINE_AFTER", "3").c_str()));
-  s.budget = std::max(1, std::atoi(env_or("TILETUNE_ONLINE_BUDGET", "24").c_str()));
-  s.seconds = std::max(1.0, std::atof(env_or("TILETUNE_ONLINE_SECONDS", "30").c_str()));
-  s.search = env_or("TILETUNE_ONLINE_SEARCH", "model");
-  s.templates = env_or("TILETUNE_ONLINE_TEMPLATES", "");
-  s.candidate_timeout_s = std::atof(env_or("TILETUNE_ONLINE_TIMEOUT", "0").c_str());
+  s.after_calls = int(env_integer("TILETUNE_ONLINE_AFTER", 3, 1, 1000000000));
+  s.budget = int(env_integer("TILETUNE_ONLINE_BUDGET", 24, 1, 100000));
+  s.seconds = env_number("TILETUNE_ONLINE_SECONDS", 30, 1, 86400);
+  s.search = env_text("TILETUNE_ONLINE_SEARCH").value_or("model");
+  s.templates = env_text("TILETUNE_ONLINE_TEMPLATES").value_or("");
+  s.candidate_timeout_s = env_number("TILETUNE_ONLINE_TIMEOUT", 0, 0, 86400);
   if (user_db.empty()) {
     if (why) *why = "online tuning needs a user database (tiletune_create_ex's user_db_path or TILETUNE_USER_DB)";
     return s;

@@ -624,8 +624,10 @@ void Runtime::record_untuned() {
   std::ofstream out(tmp);
   out << config.dump(2) << "\n";
   out.close();
-  if (out) std::rename(tmp.c_str(), path);  // whole file or nothing
-  else std::remove(tmp.c_str());
+  if (out && std::rename(tmp.c_str(), path) == 0) return;  // whole file or nothing
+  std::remove(tmp.c_str());
+  std::fprintf(stderr, "tiletune: warning: TILETUNE_RECORD_UNTUNED=%s: cannot write the %zu untuned problems there\n", path,
+               problems.size());
 }
 
 Runtime::~Runtime() {

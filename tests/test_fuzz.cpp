@@ -25,8 +25,8 @@
 #include "gpu/backend.h"
 #include "runtime_test_util.h"
 #include "solutions/expression.h"
+#include "tiny_sweep.h"
 #include "tuner/config.h"
-#include "tuner/sweep.h"
 
 namespace fs = std::filesystem;
 using namespace tiletune;
@@ -135,16 +135,7 @@ class FuzzDatabase : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("tiletune-fuzz-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     seed_db_ = (dir_ / "seed.db").string();
-    const tuner::TuningConfig cfg = tuner::parse_config(R"({"name": "fuzz-seed",
-        "problems": [{"dtype": "f32", "transA": "N", "transB": "N", "m": 24, "n": 16, "k": 8}],
-        "templates": {"host_gemm": {"parameters": {"MT0": [16], "MT1": [16], "KU": [16], "TT0": [8], "TT1": [4]}}},
-        "benchmark": {"warmup": 1, "min_iterations": 2, "max_iterations": 3, "target_ms": 1}})",
-                                                        dir_.string());
-    problem_ = cfg.problems[0].gemm();
-    tuner::SweepOptions o;
-    o.backend = gpu::BackendKind::Host;
-    o.db_path = seed_db_;
-    tuner::run_sweep(cfg, o, stderr);
+    problem_ = tiletune::testing::tune_tiny_host_database(seed_db_, dir_.string());
     { db::Database d = db::Database::open(seed_db_, db::Mode::ReadWrite); }  // checkpoint the WAL into the file
     for (const char* side : {"-wal", "-shm"}) fs::remove(seed_db_ + side);
     bytes_ = read(seed_db_);

@@ -20,8 +20,7 @@
 #include "gpu/backend.h"
 #include "process_util.h"
 #include "runtime_test_util.h"
-#include "tuner/config.h"
-#include "tuner/sweep.h"
+#include "tiny_sweep.h"
 
 namespace fs = std::filesystem;
 using namespace tiletune;
@@ -59,16 +58,7 @@ class Integrity : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     db_ = (dir_ / "tuned.db").string();
-    const tuner::TuningConfig cfg = tuner::parse_config(R"({"name": "integrity",
-        "problems": [{"dtype": "f32", "transA": "N", "transB": "N", "m": 40, "n": 24, "k": 16}],
-        "templates": {"host_gemm": {"parameters": {"MT0": [16], "MT1": [16], "KU": [16], "TT0": [8], "TT1": [4]}}},
-        "benchmark": {"warmup": 1, "min_iterations": 2, "max_iterations": 3, "target_ms": 2}})",
-                                                        dir_.string());
-    problem_ = cfg.problems[0].gemm();
-    tuner::SweepOptions o;
-    o.backend = gpu::BackendKind::Host;
-    o.db_path = db_;
-    ASSERT_EQ(tuner::run_sweep(cfg, o, stderr).winners.size(), 1u);
+    problem_ = tiletune::testing::tune_tiny_host_database(db_, dir_.string());
   }
   void TearDown() override {
     ::unsetenv("TILETUNE_VENDOR");

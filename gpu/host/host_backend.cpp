@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "common/process.h"
 #include "common/temp_dir.h"
@@ -258,11 +259,7 @@ class ThreadPool {
 };
 
 unsigned thread_count() {
-  if (const char* env = std::getenv("TILETUNE_HOST_THREADS")) {
-    int n = std::atoi(env);
-    if (n > 0) return unsigned(n);
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return unsigned(env_integer("TILETUNE_HOST_THREADS", std::max(1u, std::thread::hardware_concurrency()), 1, 4096));
 }
 
 DeviceInfo host_info() {

@@ -1,0 +1,56 @@
+#include "common/env.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "common/error.h"
+
+namespace tiletune {
+namespace {
+
+[[noreturn]] void refuse(const char* name, const std::string& value, const std::string& takes) {
+  throw Error(std::string(name) + "='" + value.substr(0, 200) + "': " + takes);
+}
+
+std::string range(double lo, double hi) {
+  auto text = [](double v) {
+    std::string s = std::to_string(v);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+  };
+  return text(lo) + " to " + text(hi);
+}
+
+}  // namespace
+
+std::optional<std::string> env_text(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+long long env_integer(const char* name, long long fallback, long long lo, long long hi) {
+  const auto v = env_text(name);
+  if (!v) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  const long long n = std::strtoll(v->c_str(), &end, 10);
+  if (errno || end == v->c_str() || *end != '\0' || n < lo || n > hi)
+    refuse(name, *v, "takes a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
+  return n;
+}
+
+double env_number(const char* name, double fallback, double lo, double hi) {
+  const auto v = env_text(name);
+  if (!v) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  const double x = std::strtod(v->c_str(), &end);
+  if (errno || end == v->c_str() || *end != '\0' || !std::isfinite(x) || x < lo || x > hi)
+    refuse(name, *v, "takes a number from " + range(lo, hi));
+  return x;
+}
+
+}  // namespace tiletune
