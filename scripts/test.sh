@@ -11,7 +11,7 @@ cmake --build build -j"$(nproc)"
 (cd build && ctest --output-on-failure -j"$(nproc)" "$@")
 [ "${TILETUNE_SKIP_SANITIZE:-0}" = 1 ] && exit 0
 sanitized=(test_fuzz test_expression test_problem test_conv_problem test_database test_integrity test_pipeline
-           test_host_backend test_ladder test_isolation test_db_tools test_online test_conv_pipeline)
+           test_host_backend test_ladder test_isolation test_db_tools test_online test_conv_pipeline test_environment)
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTILETUNE_SANITIZE=ON -DTILETUNE_CUDA=OFF -DTILETUNE_HIP=OFF \
   -DTILETUNE_BENCHMARKS=OFF -DTILETUNE_EXAMPLES=OFF >/dev/null
 cmake --build build-asan -j"$(nproc)" --target tiletune "${sanitized[@]}"

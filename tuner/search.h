@@ -1,14 +1,11 @@
-// Search strategies: which candidates of one problem a sweep benchmarks, and in what order. The
-// sweep (tuner/sweep.cpp) does the compiling, measuring and recording; this file only decides.
+// What every search strategy shares: the options, the finals, halving's round plans. The
+// strategies themselves (which candidates of a problem, in what order, laid out how) are
+// tuner/strategy.h and tuner/strategies/*.cpp:
 //
 //   exhaustive  every candidate, in enumeration order (budget: the first N).
-//   random      a uniformly random subset of `budget` candidates, drawn from `seed` and the
-//               problem's key: the same seed gives the same subset of the same space.
-//   model       every candidate ranked by an analytical estimate of its time (tuner/model.h), the
-//               best `budget` benchmarked, best first. Templates without a "model" section rank
-//               last (in enumeration order).
-//   halving     successive halving: every candidate gets a short timing (short_benchmark) and
-//               the best third of them (at most `budget`) a full timing.
+//   random      a uniformly random subset of `budget` candidates, from `seed` and the problem's key.
+//   model       every candidate ranked by the analytical estimate of its time, the best `budget`.
+//   halving     successive halving: a short timing for all, a full one for the best third.
 //
 // Whatever the strategy, the problem's fastest fully timed candidates (kFinalists) are then timed
 // once more, one after another on one device, and the later timing is recorded: the winner is not
@@ -39,9 +36,9 @@ struct SearchOptions {
   std::uint64_t seed = 0;               // random: which subset
 };
 
-// Error naming the bad field (unknown strategy, negative seconds).
+// Error naming the bad field (unknown strategy, negative seconds, what the strategy itself needs).
 void validate(const SearchOptions& o);
-const std::vector<std::string>& search_strategies();
+const std::vector<std::string>& search_strategies();  // the registry's names (tuner/strategy.cpp)
 
 // ---- per-problem selection -----------------------------------------------------------------
 struct SearchCandidate {
@@ -49,9 +46,7 @@ struct SearchCandidate {
   const Solution* solution = nullptr;
 };
 
-// Indices into `cands` to benchmark, in the order to benchmark them: exhaustive and halving give
-// all of them (exhaustive: the first `budget`), random and model the subset their budget allows.
-// Deterministic: a resumed sweep selects the same candidates (it then skips the measured ones).
+// The named strategy's selection (Strategy::select): indices into `cands`, in measuring order.
 std::vector<std::size_t> select_candidates(const SearchOptions& o, const std::vector<SearchCandidate>& cands,
                                            const Problem& p, const gpu::DeviceInfo& dev);
 

@@ -1,12 +1,12 @@
 #include "tuner/sweep.h"
 
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +24,8 @@
 #include "tuner/measure_slots.h"
 #include "tuner/progress.h"
 #include "tuner/search.h"
+#include "tuner/strategy.h"
+#include "tuner/sweep_run.h"
 #include "tuner/worker.h"
 
 namespace tiletune::tuner {
@@ -32,17 +34,6 @@ namespace {
 std::string first_lines(const std::string& text, std::size_t max_chars = 600) {
   return text.size() <= max_chars ? text : text.substr(0, max_chars) + "...";
 }
-
-// How a measurement is recorded: the candidate's first (a short one in halving's round one), or
-// a later full timing that replaces its row (halving's rounds two and three, promotions).
-enum class Timing { First, Short, Again, Final, Promote };
-
-struct Work {
-  const Candidate* cand;
-  std::int64_t solution_id;
-  std::string cache_key;
-  HalvingRow row;  // halving: what the database already holds for it (a resumed sweep)
-};
 
 // The devices to measure on, each with its description (all of one arch: one sweep, one arch).
 std::vector<std::pair<int, gpu::DeviceInfo>> sweep_devices(const SweepOptions& o, const gpu::DeviceInfo& first) {
@@ -96,611 +87,643 @@ bool failed_code_object(db::Database& db, const std::string& cache_key) {
 
 }  // namespace
 
-SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, std::FILE* log) {
-  const std::vector<int> device_list = options.devices.empty() ? std::vector<int>{options.device} : options.devices;
-  if (device_list.size() > 1 && options.isolation != Isolation::Process)
-    throw Error("measuring on several devices needs a worker process per device (--isolation process)");
-  // This process compiles for (and, in-process, measures on) the first device.
-  const bool host = options.backend == gpu::BackendKind::Host;
-  std::unique_ptr<gpu::Device> dev = gpu::open_device(options.backend, host ? 0 : device_list[0]);
-  const gpu::DeviceInfo& info = dev->info();
-  const BenchmarkOptions final_bench = final_benchmark(config.benchmark, options.backend);
-  db::Database db = db::Database::open(options.db_path, db::Mode::ReadWrite);
-  const std::string compiler_version = dev->compiler().version();
+// ---- setting up ---------------------------------------------------------------------------------
 
-  SweepSummary sum;
-  sum.arch = info.arch;
-  sum.device_name = info.name;
-  std::fprintf(log, "tiletune: %s device %d: %s (%s, %d multiprocessors), compiler %s\n", gpu::to_string(info.backend),
-               device_list[0], info.name.c_str(), info.arch.c_str(), info.multiprocessors, compiler_version.c_str());
-  std::vector<MeasureSlot> slots;
-  for (const auto& [index, dinfo] : sweep_devices(options, info)) {
+Sweep::Sweep(const TuningConfig& config, const SweepOptions& options, std::FILE* log)
+    : config_(config),
+      options_(options),
+      log_(log),
+      strategy_(find_strategy(config.search.strategy)),
+      host_(options.backend == gpu::BackendKind::Host),
+      device_list_(options.devices.empty() ? std::vector<int>{options.device} : options.devices),
+      dev_(nullptr),
+      final_bench_(final_benchmark(config.benchmark, options.backend)),
+      db_([&] {
+        if (device_list_.size() > 1 && options.isolation != Isolation::Process)
+          throw Error("measuring on several devices needs a worker process per device (--isolation process)");
+        // This process compiles for (and, in-process, measures on) the first device.
+        dev_ = gpu::open_device(options.backend, host_ ? 0 : device_list_[0]);
+        return db::Database::open(options.db_path, db::Mode::ReadWrite);
+      }()),
+      compiler_version_(dev_->compiler().version()),
+      vendor_tflops_(config.problems.size(), -1),
+      unprepared_(config.problems.size()),
+      first_start_(new std::atomic<long long>[config.problems.size()]),
+      started_here_(config.problems.size(), 0),
+      vendor_done_(config.problems.size(), 0),
+      batch_left_(config.problems.size(), 0) {
+  const gpu::DeviceInfo& info = dev_->info();
+  sum_.arch = info.arch;
+  sum_.device_name = info.name;
+  std::fprintf(log_, "tiletune: %s device %d: %s (%s, %d multiprocessors), compiler %s\n", gpu::to_string(info.backend),
+               device_list_[0], info.name.c_str(), info.arch.c_str(), info.multiprocessors, compiler_version_.c_str());
+  for (std::size_t pi = 0; pi < config.problems.size(); ++pi) first_start_[pi] = 0;
+  open_slots();
+  enumerate_candidates();
+  select_work();
+}
+
+Sweep::~Sweep() = default;
+
+void Sweep::open_slots() {
+  for (const auto& [index, dinfo] : sweep_devices(options_, dev_->info())) {
     MeasureSlot s;
     s.device = index;
-    s.device_id = db.upsert_device(
+    s.device_id = db_.upsert_device(
         {gpu::to_string(dinfo.backend), dinfo.arch, dinfo.name, dinfo.multiprocessors, dinfo.driver_version});
-    slots.push_back(std::move(s));
+    slots_.push_back(std::move(s));
   }
+}
 
-  Enumeration e = enumerate(config.templates, config.problems, info);
-  sum.total = e.total;
-  sum.pruned = e.pruned.size();
-  sum.candidates = e.candidates.size();
-  sum.pruned_by_reason = e.pruned_by_reason;
-  if (config.duplicates_dropped)
-    std::fprintf(log, "%zu problem(s) named more than once in the config: each is tuned once\n", config.duplicates_dropped);
-  std::fprintf(log, "enumerated %zu candidates for %zu problems; pruned %zu; %zu remain\n", e.total,
-               config.problems.size(), e.pruned.size(), e.candidates.size());
-  for (const auto& [reason, count] : e.pruned_by_reason) std::fprintf(log, "  pruned %6zu  %s\n", count, reason.c_str());
-  if (options.list_pruned)
+void Sweep::enumerate_candidates() {
+  enumeration_ = enumerate(config_.templates, config_.problems, dev_->info());
+  const Enumeration& e = enumeration_;
+  sum_.total = e.total;
+  sum_.pruned = e.pruned.size();
+  sum_.candidates = e.candidates.size();
+  sum_.pruned_by_reason = e.pruned_by_reason;
+  if (config_.duplicates_dropped)
+    std::fprintf(log_, "%zu problem(s) named more than once in the config: each is tuned once\n", config_.duplicates_dropped);
+  std::fprintf(log_, "enumerated %zu candidates for %zu problems; pruned %zu; %zu remain\n", e.total,
+               config_.problems.size(), e.pruned.size(), e.candidates.size());
+  for (const auto& [reason, count] : e.pruned_by_reason) std::fprintf(log_, "  pruned %6zu  %s\n", count, reason.c_str());
+  if (options_.list_pruned)
     for (const auto& p : e.pruned)
-      std::fprintf(log, "  pruned %s for %s: %s\n", p.solution.kernel_name().c_str(),
-                   config.problems[p.problem_index].key().c_str(), p.reason.c_str());
+      std::fprintf(log_, "  pruned %s for %s: %s\n", p.solution.kernel_name().c_str(),
+                   config_.problems[p.problem_index].key().c_str(), p.reason.c_str());
   // With no candidate left the vendor is still timed, so that the problems have a winner.
-  if (e.candidates.empty() && !options.compare_vendor)
+  if (e.candidates.empty() && !options_.compare_vendor)
     throw Error("no candidate survives pruning for this device: nothing to tune");
   {
-    std::vector<std::size_t> admitted(config.problems.size(), 0);
+    std::vector<std::size_t> admitted(config_.problems.size(), 0);
     for (const auto& c : e.candidates) ++admitted[c.problem_index];
-    std::vector<std::map<std::string, std::size_t>> why(config.problems.size());
+    std::vector<std::map<std::string, std::size_t>> why(config_.problems.size());
     for (const auto& p : e.pruned) ++why[p.problem_index][p.reason.substr(0, p.reason.find(':'))];
-    for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
+    for (std::size_t pi = 0; pi < config_.problems.size(); ++pi) {
       if (admitted[pi]) continue;
       std::string most = "no template of this kind on this backend";
       std::size_t count = 0;
       for (const auto& [reason, n] : why[pi])
         if (n > count) most = reason, count = n;
-      sum.no_candidate.push_back(config.problems[pi].key() + ": " + most);
-      std::fprintf(log, "warning: no generated candidate admits %s (most were pruned by %s)\n",
-                   config.problems[pi].key().c_str(), most.c_str());
+      sum_.no_candidate.push_back(config_.problems[pi].key() + ": " + most);
+      std::fprintf(log_, "warning: no generated candidate admits %s (most were pruned by %s)\n",
+                   config_.problems[pi].key().c_str(), most.c_str());
     }
   }
+}
 
-  // Database ids; which candidates the search strategy picks (tuner/search.h), per problem; and
-  // which of those are already finished (a resumed sweep skips them). Halving keeps its measured
-  // candidates: a short timing is not finished, a later round may still time it fully.
-  validate(config.search);
-  const bool halving = config.search.strategy == "halving";
-  std::vector<std::int64_t> problem_ids;
-  for (const auto& p : config.problems) problem_ids.push_back(db.upsert_problem(p));
-  std::vector<std::vector<const Candidate*>> by_problem(config.problems.size());
-  for (const auto& c : e.candidates) by_problem[c.problem_index].push_back(&c);
-  std::vector<std::vector<Work>> work(config.problems.size());
-  std::vector<std::vector<std::pair<std::int64_t, const Candidate*>>> selected(config.problems.size());  // solution id
+// Database ids; which candidates the strategy picks, per problem; and which of those are already
+// finished (a resumed sweep skips them, unless its strategy plans rounds from them).
+void Sweep::select_work() {
+  validate(config_.search);
+  const gpu::DeviceInfo& info = dev_->info();
+  for (const auto& p : config_.problems) problem_ids_.push_back(db_.upsert_problem(p));
+  std::vector<std::vector<const Candidate*>> by_problem(config_.problems.size());
+  for (const auto& c : enumeration_.candidates) by_problem[c.problem_index].push_back(&c);
+  work_.resize(config_.problems.size());
+  selected_.resize(config_.problems.size());
   std::vector<CompileJob> jobs;  // in the order the measuring asks for them (sorted below)
   std::vector<std::pair<std::size_t, std::size_t>> job_at;  // per job: the (problem, rank) first needing it
   std::unordered_set<std::string> job_keys;
-  for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
+  for (std::size_t pi = 0; pi < config_.problems.size(); ++pi) {
     std::vector<SearchCandidate> sc;
     for (const Candidate* c : by_problem[pi]) sc.push_back({c->tmpl.get(), &c->solution});
-    std::vector<std::size_t> pick = select_candidates(config.search, sc, config.problems[pi], info);
-    sum.not_selected += by_problem[pi].size() - pick.size();
+    std::vector<std::size_t> pick = strategy_.select(config_.search, sc, config_.problems[pi], info);
+    sum_.not_selected += by_problem[pi].size() - pick.size();
     for (std::size_t i : pick) {
       const Candidate& c = *by_problem[pi][i];
-      std::int64_t sid = db.upsert_solution(c.solution, c.tmpl->source_hash());
-      selected[pi].emplace_back(sid, &c);
+      std::int64_t sid = db_.upsert_solution(c.solution, c.tmpl->source_hash());
+      selected_[pi].emplace_back(sid, &c);
       HalvingRow row;
-      gpu::CompileRequest req = c.tmpl->compile_request(c.solution, config.problems[pi], info);
-      std::string key = compile_cache_key(c.tmpl->source_hash(), req, compiler_version);
-      if (auto m = db.find_measurement(problem_ids[pi], sid, info.arch)) {
+      gpu::CompileRequest req = c.tmpl->compile_request(c.solution, config_.problems[pi], info);
+      std::string key = compile_cache_key(c.tmpl->source_hash(), req, compiler_version_);
+      if (auto m = db_.find_measurement(problem_ids_[pi], sid, info.arch)) {
         // A compile failure is finished only for the compiler (and flags) that failed: under
         // another one the cache key differs, no failed code object is found for it, and the
         // candidate is compiled and measured again.
-        const bool retry = m->status == "compile_failed" && !failed_code_object(db, key);
+        const bool retry = m->status == "compile_failed" && !failed_code_object(db_, key);
         if (!retry) {
-          ++sum.already_done;
-          if (!halving) continue;
+          ++sum_.already_done;
+          if (!strategy_.in_rounds()) continue;
           row = halving_row(*m);
         }
       }
       Work w{&c, sid, std::move(key), row};
       if (job_keys.insert(w.cache_key).second) {
-        if (db.find_code_object(w.cache_key)) ++sum.compile_cached;
+        if (db_.find_code_object(w.cache_key)) ++sum_.compile_cached;
         else {
           jobs.push_back({w.cache_key, c.solution.kernel_name(), std::move(req), sid});
-          job_at.emplace_back(pi, work[pi].size());
+          job_at.emplace_back(pi, work_[pi].size());
         }
       }
-      work[pi].push_back(std::move(w));
+      work_[pi].push_back(std::move(w));
     }
   }
-  {
-    // The measuring side starts the first `slots` problems at once (one device each, see
-    // SlotRunner; halving goes one problem at a time on all of them) and then takes the next
-    // ones in order: compile in the same order, the first candidates of those problems first.
-    const std::size_t together = halving ? 1 : slots.size();
-    std::vector<std::size_t> order(jobs.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    auto key = [&](std::size_t i) {
-      const auto [pi, rank] = job_at[i];
-      return std::make_tuple(pi / together, rank, pi % together);
-    };
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
-    std::vector<CompileJob> sorted;
-    for (std::size_t i : order) sorted.push_back(std::move(jobs[i]));
-    jobs = std::move(sorted);
-  }
-  if (config.search.strategy != "exhaustive" || config.search.budget || config.search.budget_seconds > 0)
-    std::fprintf(log, "search: %s (budget %zu candidates, %g s per problem, seed %llu): %zu candidates not selected\n",
-                 config.search.strategy.c_str(), config.search.budget, config.search.budget_seconds,
-                 static_cast<unsigned long long>(config.search.seed), sum.not_selected);
-  if (sum.already_done) std::fprintf(log, "resuming: %zu candidates already measured in %s\n", sum.already_done, options.db_path.c_str());
+  order_compile_jobs(jobs, job_at);
+  const SearchOptions& s = config_.search;
+  if (s.strategy != "exhaustive" || s.budget || s.budget_seconds > 0)
+    std::fprintf(log_, "search: %s (budget %zu candidates, %g s per problem, seed %llu): %zu candidates not selected\n",
+                 s.strategy.c_str(), s.budget, s.budget_seconds, static_cast<unsigned long long>(s.seed), sum_.not_selected);
+  if (sum_.already_done)
+    std::fprintf(log_, "resuming: %zu candidates already measured in %s\n", sum_.already_done, options_.db_path.c_str());
+  start(std::move(jobs));
+}
 
-  // Measuring needs a device per slot: this process's, or a worker process per device.
-  if (options.isolation == Isolation::InProcess) {
-    slots[0].local = std::make_unique<Measurer>(*dev, db);
+// The measuring side starts the first `slots` problems at once (one device each, see SlotRunner;
+// a strategy in rounds goes one problem at a time on all of them) and then takes the next ones in
+// order: compile in the same order, the first candidates of those problems first.
+void Sweep::order_compile_jobs(std::vector<CompileJob>& jobs,
+                               const std::vector<std::pair<std::size_t, std::size_t>>& job_at) const {
+  const std::size_t together = strategy_.in_rounds() ? 1 : slots_.size();
+  std::vector<std::size_t> order(jobs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto key = [&](std::size_t i) {
+    const auto [pi, rank] = job_at[i];
+    return std::make_tuple(pi / together, rank, pi % together);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+  std::vector<CompileJob> sorted;
+  for (std::size_t i : order) sorted.push_back(std::move(jobs[i]));
+  jobs = std::move(sorted);
+}
+
+// The measuring slots (this process's device, or a worker process per device), the progress line,
+// the compile pool and the workers, which start while the pool compiles.
+void Sweep::start(std::vector<CompileJob> jobs) {
+  const gpu::DeviceInfo& info = dev_->info();
+  if (options_.isolation == Isolation::InProcess) {
+    slots_[0].local = std::make_unique<Measurer>(*dev_, db_);
   } else {
-    if (options.worker_exe.empty()) throw Error("process isolation needs the path of the tiletune program (worker_exe)");
-    for (auto& s : slots)
-      s.worker = std::make_unique<WorkerProcess>(options.worker_exe, info.backend, host ? 0 : s.device, options.db_path,
-                                                 info.arch);
+    if (options_.worker_exe.empty()) throw Error("process isolation needs the path of the tiletune program (worker_exe)");
+    for (auto& s : slots_)
+      s.worker = std::make_unique<WorkerProcess>(options_.worker_exe, info.backend, host_ ? 0 : s.device,
+                                                 options_.db_path, info.arch);
   }
-
   std::size_t planned = 0;
-  for (const auto& ws : work) {
-    std::size_t fresh = 0, full = 0;
-    for (const Work& w : ws) {
-      fresh += !w.row.measured;
-      full += std::isfinite(w.row.full_ms);
-    }
-    planned += fresh;
-    if (halving) {
-      std::size_t keep = (ws.size() + 2) / 3;
-      if (config.search.budget) keep = std::min(keep, config.search.budget);
-      if (keep > full) planned += keep - full;
-    }
-  }
-
-  // Everything below may run on several threads at once (compile threads, one per measuring
-  // slot): `mu` guards the summary, the database connection `db` and the best-so-far.
-  std::mutex mu;
-  Progress progress(log);
-  const std::size_t compile_stage = jobs.empty() ? 0 : progress.add_stage("compile", jobs.size());
-  const std::size_t measure_stage = progress.add_stage("measure", planned);
-  const unsigned threads = options.compile_jobs > 0 ? unsigned(options.compile_jobs)
-                                                    : std::max(1u, std::thread::hardware_concurrency());
+  for (std::size_t pi = 0; pi < work_.size(); ++pi) planned += strategy_.planned(rows(pi), config_.search);
+  progress_ = std::make_unique<Progress>(log_);
+  compile_stage_ = jobs.empty() ? 0 : progress_->add_stage("compile", jobs.size());
+  measure_stage_ = progress_->add_stage("measure", planned);
+  const unsigned threads = options_.compile_jobs > 0 ? unsigned(options_.compile_jobs)
+                                                     : std::max(1u, std::thread::hardware_concurrency());
   // --compile-servers (compile_exe set): a compile server process per compile thread, since NVRTC
   // compiles one program at a time per process (tuner/compile_process.h).
-  std::unique_ptr<ProcessCompiler> servers;
-  if (!options.compile_exe.empty() && !host && threads > 1 && jobs.size() > 1)
-    servers = std::make_unique<ProcessCompiler>(options.compile_exe, info.backend, dev->compiler());
-  const gpu::Compiler& compiler = servers ? static_cast<const gpu::Compiler&>(*servers) : dev->compiler();
-  CompilePool compile(std::move(jobs), compiler, options.db_path, info.arch, compiler_version, threads,
-                      [&](const CompileJob&, bool ok) {
-                        {
-                          std::lock_guard<std::mutex> lock(mu);
-                          ++(ok ? sum.compiled : sum.compile_failed);
-                        }
-                        progress.step(compile_stage);
-                      });
-  if (options.isolation == Isolation::Process) {
-    // The workers start while the pool compiles (a device slow to open does not hold the
-    // compiler up); one whose worker does not start is left out, not the sweep stopped (unless
-    // none starts). The compile order above planned for every device: only an ordering.
-    sum.devices_left_out = start_workers(slots);
-    for (const auto& l : sum.devices_left_out) progress.message("left out " + l);
-    std::string names;
-    for (const auto& s : slots) names += (names.empty() ? "" : ",") + std::to_string(s.device);
-    char line[512];
-    std::snprintf(line, sizeof line, "measuring in %zu worker process%s (%s %s: %s), time-out %g s per candidate, %g s to prepare a problem",
-                  slots.size(), slots.size() > 1 ? "es" : "", host && slots.size() > 1 ? "logical workers" : slots.size() > 1 ? "devices" : "device",
-                  names.c_str(), options.worker_exe.c_str(), config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
-    progress.message(line);
+  if (!options_.compile_exe.empty() && !host_ && threads > 1 && jobs.size() > 1)
+    servers_ = std::make_unique<ProcessCompiler>(options_.compile_exe, info.backend, dev_->compiler());
+  const gpu::Compiler& compiler = servers_ ? static_cast<const gpu::Compiler&>(*servers_) : dev_->compiler();
+  compile_ = std::make_unique<CompilePool>(std::move(jobs), compiler, options_.db_path, info.arch, compiler_version_,
+                                           threads, [this](const CompileJob&, bool ok) {
+                                             {
+                                               std::lock_guard<std::mutex> lock(mu_);
+                                               ++(ok ? sum_.compiled : sum_.compile_failed);
+                                             }
+                                             progress_->step(compile_stage_);
+                                           });
+  if (options_.isolation == Isolation::Process) start_measuring();
+}
+
+// The workers start while the pool compiles (a device slow to open does not hold the compiler
+// up); one whose worker does not start is left out, not the sweep stopped (unless none starts).
+void Sweep::start_measuring() {
+  sum_.devices_left_out = start_workers(slots_);
+  for (const auto& l : sum_.devices_left_out) progress_->message("left out " + l);
+  std::string names;
+  for (const auto& s : slots_) names += (names.empty() ? "" : ",") + std::to_string(s.device);
+  char line[512];
+  std::snprintf(line, sizeof line, "measuring in %zu worker process%s (%s %s: %s), time-out %g s per candidate, %g s to prepare a problem",
+                slots_.size(), slots_.size() > 1 ? "es" : "", host_ && slots_.size() > 1 ? "logical workers" : slots_.size() > 1 ? "devices" : "device",
+                names.c_str(), options_.worker_exe.c_str(), config_.benchmark.timeout_s, config_.benchmark.prepare_timeout_s);
+  progress_->message(line);
+}
+
+// ---- measuring and recording --------------------------------------------------------------------
+
+long long Sweep::now_ns() const {
+  return (long long)std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The one way a measurement becomes its database record.
+db::MeasurementRecord Sweep::new_record(std::size_t pi, std::int64_t solution_id, const MeasureSlot& slot) const {
+  db::MeasurementRecord m;
+  m.problem_id = problem_ids_[pi];
+  m.solution_id = solution_id;
+  m.device_id = slot.device_id;
+  m.arch = dev_->info().arch;
+  m.sweep = config_.name;
+  return m;
+}
+
+namespace {
+void take_result(db::MeasurementRecord& m, const MeasureResult& res, const Problem& problem) {
+  m.status = res.status;
+  m.reason = res.reason;
+  m.rel_error = res.rel_error;
+  if (res.status != "ok") return;
+  m.min_ms = res.min_ms;
+  m.median_ms = res.median_ms;
+  m.max_ms = res.max_ms;
+  m.tflops = problem.flops() / (res.median_ms * 1e-3) / 1e12;
+}
+}  // namespace
+
+// Measures one candidate with `bench` on `slot` and records it (failures too: a rerun does not
+// retry them). Empty when the problem could not be prepared.
+std::optional<db::MeasurementRecord> Sweep::measure_one(MeasureSlot& slot, std::size_t pi, const Work& w,
+                                                        const BenchmarkOptions& bench, Timing timing, bool count_step) {
+  const Problem& problem = config_.problems[pi];
+  compile_->wait(w.cache_key);
+  long long unset = 0;
+  first_start_[pi].compare_exchange_strong(unset, now_ns());
+  db::MeasurementRecord m = new_record(pi, w.solution_id, slot);
+  std::optional<db::CodeObjectRecord> code;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    code = db_.find_code_object(w.cache_key);
   }
-
-  std::vector<double> vendor_tflops(config.problems.size(), -1);
-  double best_tflops = 0;
-  // A problem whose data a worker could not prepare in time: nothing of it is recorded (no
-  // candidate is to blame), its remaining candidates are skipped, a rerun tries it again.
-  std::vector<std::string> unprepared(config.problems.size());
-  // Per problem: when its first candidate's code object was ready and its measuring began
-  // (steady-clock nanoseconds, 0 until then): its seconds budget counts from there, not from
-  // a wait for the compiler.
-  std::unique_ptr<std::atomic<long long>[]> first_start(new std::atomic<long long>[config.problems.size()]);
-  for (std::size_t pi = 0; pi < config.problems.size(); ++pi) first_start[pi] = 0;
-  auto now_ns = [] {
-    return (long long)std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch()).count();
-  };
-  // The one way a measurement becomes its database record.
-  auto new_record = [&](std::size_t pi, std::int64_t solution_id, const MeasureSlot& slot) {
-    db::MeasurementRecord m;
-    m.problem_id = problem_ids[pi];
-    m.solution_id = solution_id;
-    m.device_id = slot.device_id;
-    m.arch = info.arch;
-    m.sweep = config.name;
-    return m;
-  };
-  auto take_result = [](db::MeasurementRecord& m, const MeasureResult& res, const Problem& problem) {
-    m.status = res.status;
-    m.reason = res.reason;
-    m.rel_error = res.rel_error;
-    if (res.status != "ok") return;
-    m.min_ms = res.min_ms;
-    m.median_ms = res.median_ms;
-    m.max_ms = res.max_ms;
-    m.tflops = problem.flops() / (res.median_ms * 1e-3) / 1e12;
-  };
-  // Measures one candidate with `bench` on `slot` and records it (failures too: a rerun does not
-  // retry them). Empty when the problem could not be prepared.
-  auto measure_one = [&](MeasureSlot& slot, std::size_t pi, const Work& w, const BenchmarkOptions& bench, Timing timing,
-                         bool count_step) -> std::optional<db::MeasurementRecord> {
-    const Problem& problem = config.problems[pi];
-    compile.wait(w.cache_key);
-    long long unset = 0;
-    first_start[pi].compare_exchange_strong(unset, now_ns());
-    db::MeasurementRecord m = new_record(pi, w.solution_id, slot);
-    std::optional<db::CodeObjectRecord> code;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      code = db.find_code_object(w.cache_key);
-    }
-    if (!code || !code->ok) {
-      m.status = "compile_failed";
-      m.reason = code ? first_lines(code->log) : "code object missing";
-    } else {
-      m.code_object_id = code->id;
-      MeasureRequest r;
-      r.problem = problem;
-      r.solution = w.cand->solution;
-      r.code_object_id = code->id;
-      r.benchmark = bench;
-      r.tmpl = w.cand->tmpl.get();
-      MeasureResult res = slot.measure(r, config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        sum.prepare_s += res.prepare_s;
-        sum.validate_s += res.validate_s;
-        sum.timing_s += res.timing_s;
-      }
-      if (res.status == kPrepareTimeout) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (unprepared[pi].empty()) unprepared[pi] = res.reason;
-        return std::nullopt;
-      }
-      take_result(m, res, problem);
-      if (res.status == "ok") {
-        if (timing == Timing::Short) m.reason = kShortTimingReason;  // until a full timing replaces it
-        if (timing == Timing::Final) m.reason = kFinalTimingReason;
-        if (timing == Timing::Promote) m.reason = kPromotedReason;
-      }
-    }
-    char note[128];
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (m.status == "ok" && timing != Timing::Short) best_tflops = std::max(best_tflops, m.tflops);
-      if (timing != Timing::First && timing != Timing::Short) ++sum.remeasured;  // recorded all the same
-      else if (m.status == "ok") ++sum.benchmarked;
-      else if (m.status == "invalid") ++sum.invalid;
-      else if (m.status == "launch_failed") ++sum.launch_failed;
-      else if (m.status == "crashed") ++sum.crashed;
-      else if (m.status == "timeout") ++sum.timed_out;
-      db.put_measurement(m);
-      ++slot.measured;
-      std::snprintf(note, sizeof note, "best %.2f TFLOP/s", best_tflops);
-    }
-    if (m.status == "crashed" || m.status == "timeout")
-      progress.message(w.cand->solution.kernel_name() + ": " + m.status + ": " + m.reason);
-    // In this process a crashed device cannot go on: the culprit is recorded, a rerun resumes
-    // after it. (A worker process is simply replaced.)
-    if (m.status == "crashed" && slot.local)
-      throw Error("the device failed after " + w.cand->solution.kernel_name() + " (" + m.reason +
-                  "); it is recorded as crashed, rerun the same command to resume");
-    if (count_step) progress.step(measure_stage, note);
-    return m;
-  };
-
-  auto problem_unprepared = [&](std::size_t pi) {
-    std::lock_guard<std::mutex> lock(mu);
-    return !unprepared[pi].empty();
-  };
-
-  using clock = std::chrono::steady_clock;
-  // On the host the kernels being timed use every core: a compiler running beside them would
-  // disturb their timings, so there the whole compile stage comes first.
-  if (options.backend == gpu::BackendKind::Host) compile.wait_all();
-  const auto measure_start = clock::now();
-  // The vendor library on problem pi, timed by `slot` (whose worker has the problem's data when it
-  // just measured its candidates); the result goes beside the winners.
-  std::vector<char> vendor_done(config.problems.size(), 0);
-  // The vendor library is a candidate like any other: its default and each of its other
-  // algorithms (cuBLASLt's heuristic's first few) are measurements that can be the winner, which
-  // the runtime then serves by calling the library with that algorithm. Their "source" is the
-  // library's name.
-  // The fastest few are timed again for final_ms, as the kernels' finalists are.
-  auto measure_vendor_choice = [&](MeasureSlot& slot, std::size_t pi, const Solution& choice, int alternatives,
-                                   bool final) {
-    const Problem& problem = config.problems[pi];
+  if (!code || !code->ok) {
+    m.status = "compile_failed";
+    m.reason = code ? first_lines(code->log) : "code object missing";
+  } else {
+    m.code_object_id = code->id;
     MeasureRequest r;
     r.problem = problem;
-    r.vendor = true;
-    r.solution = choice;
-    r.vendor_alternatives = alternatives;
-    r.benchmark = final ? final_bench : config.benchmark;
-    MeasureResult res = slot.measure(r, config.benchmark.timeout_s, config.benchmark.prepare_timeout_s);
-    std::lock_guard<std::mutex> lock(mu);
-    if (res.status != "unsupported" && !res.vendor.empty()) {
-      db::MeasurementRecord m = new_record(pi, db.upsert_solution(choice, res.vendor), slot);
-      take_result(m, res, problem);
-      if (final && m.status == "ok") m.reason = kFinalTimingReason;
-      db.put_measurement(m);
-    }
-    return res;
-  };
-  auto compare_vendor = [&](MeasureSlot& slot, std::size_t pi) {
-    const Problem& problem = config.problems[pi];
-    MeasureResult res = measure_vendor_choice(slot, pi, Solution{kVendorTemplate, {}}, options.vendor_algorithms, false);
-    struct Timed {
-      double ms;
-      Solution choice;
-      bool final = false;
-    };
-    std::vector<Timed> timed;
-    if (res.status == "ok") timed.push_back({res.median_ms, Solution{kVendorTemplate, {}}});
-    for (const auto& choice : res.alternatives) {
-      const MeasureResult alt = measure_vendor_choice(slot, pi, Solution{kVendorTemplate, choice}, 0, false);
-      if (alt.status == "crashed" && slot.local) throw Error("the device failed in the vendor library (" + alt.reason + ")");
-      if (alt.status == "ok") timed.push_back({alt.median_ms, Solution{kVendorTemplate, choice}});
-    }
-    // As the kernels' finals: until the fastest few are all timed for final_ms (a longer timing
-    // may drop one behind the next, which is then timed so too); the default alone too, so that
-    // the vendor is compared with the kernels' finalists under the same sustained load.
-    for (bool more = !timed.empty(); more;) {
-      more = false;
-      std::stable_sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) { return a.ms < b.ms; });
-      for (std::size_t i = 0; i < std::min(kFinalists, timed.size()) && !more; ++i) {
-        if (timed[i].final) continue;
-        const MeasureResult again = measure_vendor_choice(slot, pi, timed[i].choice, 0, true);
-        if (again.status == "crashed" && slot.local)
-          throw Error("the device failed in the vendor library (" + again.reason + ")");
-        timed[i].final = true;
-        timed[i].ms = again.status == "ok" ? again.median_ms : std::numeric_limits<double>::infinity();
-        if (timed[i].choice.params.empty() && again.status == "ok") res.median_ms = again.median_ms;
-        more = true;
+    r.solution = w.cand->solution;
+    r.code_object_id = code->id;
+    r.benchmark = bench;
+    r.tmpl = w.cand->tmpl.get();
+    MeasureResult res = slot.measure(r, config_.benchmark.timeout_s, config_.benchmark.prepare_timeout_s);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sum_.prepare_s += res.prepare_s;
+      sum_.validate_s += res.validate_s;
+      sum_.timing_s += res.timing_s;
+      if (res.status == kPrepareTimeout) {
+        if (unprepared_[pi].empty()) unprepared_[pi] = res.reason;
+        return std::nullopt;
       }
     }
-    std::lock_guard<std::mutex> lock(mu);
-    vendor_done[pi] = 1;
-    if (!res.vendor.empty()) sum.vendor = res.vendor;
-    if (res.status == "ok" || res.status == "invalid") {
-      if (res.status == "invalid")
-        progress.message("warning: " + res.vendor + " disagrees with the reference on " + problem.key() + ": " + res.reason);
-      if (res.median_ms > 0) vendor_tflops[pi] = problem.flops() / (res.median_ms * 1e-3) / 1e12;
-    } else if (res.status != "unsupported") {
-      progress.message("warning: the vendor library failed on " + problem.key() + ": " + res.status + ": " + res.reason);
-      if (res.status == "crashed" && slot.local) throw Error("the device failed in the vendor library (" + res.reason + ")");
+    take_result(m, res, problem);
+    if (res.status == "ok") {
+      if (timing == Timing::Short) m.reason = kShortTimingReason;  // until a full timing replaces it
+      if (timing == Timing::Final) m.reason = kFinalTimingReason;
+      if (timing == Timing::Promote) m.reason = kPromotedReason;
     }
+  }
+  record(m, slot, w, timing, count_step);
+  return m;
+}
+
+void Sweep::record(db::MeasurementRecord& m, MeasureSlot& slot, const Work& w, Timing timing, bool count_step) {
+  char note[128];
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (m.status == "ok" && timing != Timing::Short) best_tflops_ = std::max(best_tflops_, m.tflops);
+    if (timing != Timing::First && timing != Timing::Short) ++sum_.remeasured;  // recorded all the same
+    else if (m.status == "ok") ++sum_.benchmarked;
+    else if (m.status == "invalid") ++sum_.invalid;
+    else if (m.status == "launch_failed") ++sum_.launch_failed;
+    else if (m.status == "crashed") ++sum_.crashed;
+    else if (m.status == "timeout") ++sum_.timed_out;
+    db_.put_measurement(m);
+    ++slot.measured;
+    std::snprintf(note, sizeof note, "best %.2f TFLOP/s", best_tflops_);
+  }
+  if (m.status == "crashed" || m.status == "timeout")
+    progress_->message(w.cand->solution.kernel_name() + ": " + m.status + ": " + m.reason);
+  // In this process a crashed device cannot go on: the culprit is recorded, a rerun resumes
+  // after it. (A worker process is simply replaced.)
+  if (m.status == "crashed" && slot.local)
+    throw Error("the device failed after " + w.cand->solution.kernel_name() + " (" + m.reason +
+                "); it is recorded as crashed, rerun the same command to resume");
+  if (count_step) progress_->step(measure_stage_, note);
+}
+
+bool Sweep::unprepared(std::size_t pi) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !unprepared_[pi].empty();
+}
+
+std::vector<std::size_t> Sweep::fresh(std::size_t pi) const {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < work_[pi].size(); ++i)
+    if (!work_[pi][i].row.measured) out.push_back(i);
+  return out;
+}
+
+std::vector<HalvingRow> Sweep::rows(std::size_t pi) const {
+  std::vector<HalvingRow> r;
+  for (const Work& w : work_[pi]) r.push_back(w.row);
+  return r;
+}
+
+// ---- the vendor library ---------------------------------------------------------------------------
+
+// The vendor library is a candidate like any other: its default and each of its other algorithms
+// (cuBLASLt's heuristic's first few) are measurements that can be the winner, which the runtime
+// then serves by calling the library with that algorithm. Their "source" is the library's name.
+MeasureResult Sweep::measure_vendor_choice(MeasureSlot& slot, std::size_t pi, const Solution& choice, int alternatives,
+                                           bool final) {
+  const Problem& problem = config_.problems[pi];
+  MeasureRequest r;
+  r.problem = problem;
+  r.vendor = true;
+  r.solution = choice;
+  r.vendor_alternatives = alternatives;
+  r.benchmark = final ? final_bench_ : config_.benchmark;
+  MeasureResult res = slot.measure(r, config_.benchmark.timeout_s, config_.benchmark.prepare_timeout_s);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (res.status != "unsupported" && !res.vendor.empty()) {
+    db::MeasurementRecord m = new_record(pi, db_.upsert_solution(choice, res.vendor), slot);
+    take_result(m, res, problem);
+    if (final && m.status == "ok") m.reason = kFinalTimingReason;
+    db_.put_measurement(m);
+  }
+  return res;
+}
+
+// The vendor on problem pi, timed by `slot` (whose worker has the problem's data when it just
+// measured its candidates): its default, its other algorithms, and - as the kernels' finals - the
+// fastest few again for final_ms, until they are all so timed (a longer timing may drop one
+// behind the next, which is then timed so too); the default alone too, so that the vendor is
+// compared with the kernels' finalists under the same sustained load.
+void Sweep::compare_vendor(MeasureSlot& slot, std::size_t pi) {
+  const Solution library_default{kVendorTemplate, {}};
+  MeasureResult res = measure_vendor_choice(slot, pi, library_default, options_.vendor_algorithms, false);
+  struct Timed {
+    double ms;
+    Solution choice;
+    bool final = false;
   };
-  SlotRunner runner(slots);
-  // Per problem: how many candidates were handed out. Whether its seconds budget (counted from
-  // first_start) allows another one (always while nothing measures yet; with `first_of_round`,
-  // the first of each round too). Asked under the runner's lock, or by a problem's finals when
-  // none of its tasks can be admitted any more.
-  std::vector<std::size_t> started_here(config.problems.size(), 0);
-  auto in_budget = [&](std::size_t pi, std::size_t& started_in_round, bool first_of_round) {
-    const long long t0 = first_start[pi].load();
-    bool ok = config.search.budget_seconds <= 0 || started_here[pi] == 0 || t0 == 0 ||
-              (first_of_round && started_in_round == 0) || (now_ns() - t0) * 1e-9 < config.search.budget_seconds;
-    if (ok) {
-      ++started_here[pi];
-      ++started_in_round;
+  std::vector<Timed> timed;
+  if (res.status == "ok") timed.push_back({res.median_ms, library_default});
+  for (const auto& choice : res.alternatives) {
+    const MeasureResult alt = measure_vendor_choice(slot, pi, Solution{kVendorTemplate, choice}, 0, false);
+    if (alt.status == "crashed" && slot.local) throw Error("the device failed in the vendor library (" + alt.reason + ")");
+    if (alt.status == "ok") timed.push_back({alt.median_ms, Solution{kVendorTemplate, choice}});
+  }
+  for (bool more = !timed.empty(); more;) {
+    more = false;
+    std::stable_sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) { return a.ms < b.ms; });
+    for (std::size_t i = 0; i < std::min(kFinalists, timed.size()) && !more; ++i) {
+      if (timed[i].final) continue;
+      const MeasureResult again = measure_vendor_choice(slot, pi, timed[i].choice, 0, true);
+      if (again.status == "crashed" && slot.local) throw Error("the device failed in the vendor library (" + again.reason + ")");
+      timed[i].final = true;
+      timed[i].ms = again.status == "ok" ? again.median_ms : std::numeric_limits<double>::infinity();
+      if (timed[i].choice.params.empty() && again.status == "ok") res.median_ms = again.median_ms;
+      more = true;
     }
+  }
+  note_vendor(pi, res, slot);
+}
+
+// The vendor's default, beside the winners in the summary; its failures are warnings.
+void Sweep::note_vendor(std::size_t pi, const MeasureResult& res, const MeasureSlot& slot) {
+  const Problem& problem = config_.problems[pi];
+  std::lock_guard<std::mutex> lock(mu_);
+  vendor_done_[pi] = 1;
+  if (!res.vendor.empty()) sum_.vendor = res.vendor;
+  if (res.status == "ok" || res.status == "invalid") {
+    if (res.status == "invalid")
+      progress_->message("warning: " + res.vendor + " disagrees with the reference on " + problem.key() + ": " + res.reason);
+    if (res.median_ms > 0) vendor_tflops_[pi] = problem.flops() / (res.median_ms * 1e-3) / 1e12;
+  } else if (res.status != "unsupported") {
+    progress_->message("warning: the vendor library failed on " + problem.key() + ": " + res.status + ": " + res.reason);
+    if (res.status == "crashed" && slot.local) throw Error("the device failed in the vendor library (" + res.reason + ")");
+  }
+}
+
+// ---- budgets, finals, promotions ------------------------------------------------------------------
+
+// Whether problem pi's seconds budget (counted from first_start_) allows another candidate: always
+// while nothing measures yet, and with `first_of_round` the first of each round too. Asked under
+// the runner's lock, or by a problem's finals when none of its tasks can be admitted any more.
+bool Sweep::in_budget(std::size_t pi, std::size_t& started_in_round, bool first_of_round) {
+  const long long t0 = first_start_[pi].load();
+  bool ok = config_.search.budget_seconds <= 0 || started_here_[pi] == 0 || t0 == 0 ||
+            (first_of_round && started_in_round == 0) || (now_ns() - t0) * 1e-9 < config_.search.budget_seconds;
+  if (ok) {
+    ++started_here_[pi];
+    ++started_in_round;
+  }
+  return ok;
+}
+
+// The Work to time candidate `sid` of problem pi once more (finals, promotions), whether or not
+// this sweep measured it first; a code object gone since (a packed database) is compiled again
+// here, on this thread, so that a rerun does not skip the candidate forever. None when it does
+// not compile.
+std::optional<Sweep::Work> Sweep::measured_again(std::size_t pi, std::int64_t sid, const Candidate* c) {
+  gpu::CompileRequest req = c->tmpl->compile_request(c->solution, config_.problems[pi], dev_->info());
+  Work w{c, sid, compile_cache_key(c->tmpl->source_hash(), req, compiler_version_), {}};
+  compile_->wait(w.cache_key);
+  if (compile_->compile_now({w.cache_key, c->solution.kernel_name(), std::move(req), sid})) {  // only if it is gone
+    std::lock_guard<std::mutex> lock(mu_);
+    ++sum_.recompiled;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto code = db_.find_code_object(w.cache_key);
+  if (!code || !code->ok) return std::nullopt;
+  return w;
+}
+
+void Sweep::candidate_done(std::size_t pi) {
+  std::lock_guard<std::mutex> lock(batch_mu_);
+  --batch_left_[pi];
+  batch_cv_.notify_all();
+}
+
+// Every strategy's finals: the problem's fastest fully timed candidates of this config (kFinalists,
+// from what the database holds, so that a resumed sweep counts those measured before) timed once
+// more one after another on `slot`'s device, the later timing recorded: a winner is then not the
+// luck of one timing, and the finalists were compared on the same GPU. First waits for the
+// problem's batch tasks still running on other slots. Not past a seconds budget.
+void Sweep::final_round(MeasureSlot& slot, std::size_t pi) {
+  {
+    std::unique_lock<std::mutex> lock(batch_mu_);
+    batch_cv_.wait(lock, [&] { return batch_left_[pi] == 0; });
+  }
+  // Until the fastest few are all re-timed: a re-timing may drop a finalist behind the next
+  // candidate, which then gets its second timing too (each candidate at most once), so that a
+  // rerun finds the finals done.
+  std::size_t started_in_round = 0;
+  for (bool more = true; more;) {
+    more = false;
+    std::vector<HalvingRow> rows;
+    std::vector<std::size_t> at;  // position in selected_[pi]
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (std::size_t i = 0; i < selected_[pi].size(); ++i)
+        if (auto m = db_.find_measurement(problem_ids_[pi], selected_[pi][i].first, dev_->info().arch)) {
+          rows.push_back(halving_row(*m));
+          at.push_back(i);
+        }
+    }
+    for (std::size_t k : finalists(rows, strategy_.in_rounds())) {
+      const auto& [sid, c] = selected_[pi][at[k]];
+      std::optional<Work> w = measured_again(pi, sid, c);
+      if (!w) continue;
+      // No task of this problem is admitted any more (this one came last), so in_budget's
+      // counters for it are this thread's alone.
+      if (unprepared(pi) || !in_budget(pi, started_in_round, false)) return;
+      // Anything recorded changes the order (a failed re-timing drops the candidate): look again.
+      if (measure_one(slot, pi, *w, final_bench_, Timing::Final, false)) more = true;
+    }
+  }
+}
+
+// Whatever the strategy and however often the sweep was resumed: the problem's winner is never a
+// short timing. While it is one, it is fully timed (and may then lose its place). Outside rounds
+// (a database a halving sweep began) a promotion is followed by the finals again, which may in
+// turn leave a short timing on top: each candidate is promoted once.
+void Sweep::promote_short_winners(std::size_t pi) {
+  const Problem& problem = config_.problems[pi];
+  for (bool again = true; again;) {
+    again = false;
+    for (std::size_t guard = 0; guard < selected_[pi].size(); ++guard) {
+      auto win = db_.find_winner(dev_->info().arch, problem.key());
+      if (!win) break;
+      auto rec = db_.find_measurement(problem_ids_[pi], win->solution_id, dev_->info().arch);
+      if (!rec || rec->reason != kShortTimingReason) break;
+      auto it = std::find_if(selected_[pi].begin(), selected_[pi].end(),
+                             [&](const auto& sc) { return sc.first == win->solution_id; });
+      if (it == selected_[pi].end()) break;  // not a candidate of this config: leave it
+      std::optional<Work> w = measured_again(pi, it->first, it->second);
+      if (!w || !measure_one(slots_[0], pi, *w, config_.benchmark, Timing::Promote, false)) break;
+      if (sum_.short_timed) --sum_.short_timed;
+      ++sum_.promoted;
+      again = !strategy_.in_rounds();
+    }
+    if (again) final_round(slots_[0], pi);
+  }
+}
+
+// ---- what strategies lay out --------------------------------------------------------------------
+
+void Sweep::measure_batch() {
+  constexpr std::size_t kFinish = std::size_t(-1);
+  std::vector<std::pair<std::size_t, std::size_t>> tasks;  // (problem, work item or kFinish)
+  for (std::size_t pi = 0; pi < work_.size(); ++pi) {
+    for (std::size_t i = 0; i < work_[pi].size(); ++i)
+      if (!work_[pi][i].row.measured) tasks.emplace_back(pi, i), ++batch_left_[pi];
+    tasks.emplace_back(pi, kFinish);
+  }
+  std::vector<std::size_t> started(config_.problems.size(), 0);
+  std::size_t skipped = 0;
+  auto may_start = [&](std::size_t t) {
+    const auto [pi, i] = tasks[t];
+    if (i == kFinish) return !unprepared(pi);
+    bool ok = !unprepared(pi);  // not over budget: skipped as a whole
+    if (ok) {
+      ok = in_budget(pi, started[pi], false);
+      skipped += !ok;
+    }
+    if (!ok) candidate_done(pi);  // a task not run is one the finals need not wait for
     return ok;
   };
-  // The finals of problem `pi`, every strategy: its fastest fully timed candidates of this config
-  // (kFinalists, from what the database holds, so that a resumed sweep counts those measured
-  // before) timed once more one after another on `slot`'s device, the later timing recorded; a
-  // winner is then not the luck of one timing, and the finalists were compared on the same GPU.
-  // The batch's finish task first waits for the problem's candidates still timed on other slots
-  // (handed out before it, they finish on their own). Not past a seconds budget.
-  // measured_again: the Work to time candidate `sid` of problem `pi` once more (finals,
-  // promotions), whether or not this sweep measured it first; a code object gone since (a
-  // packed database) is compiled again here, on this thread, so that a rerun does not skip the
-  // candidate forever. None when it does not compile.
-  auto measured_again = [&](std::size_t pi, std::int64_t sid, const Candidate* c) -> std::optional<Work> {
-    gpu::CompileRequest req = c->tmpl->compile_request(c->solution, config.problems[pi], info);
-    Work w{c, sid, compile_cache_key(c->tmpl->source_hash(), req, compiler_version), {}};
-    compile.wait(w.cache_key);
-    if (compile.compile_now({w.cache_key, c->solution.kernel_name(), std::move(req), sid})) {  // only if it is gone
-      std::lock_guard<std::mutex> lock(mu);
-      ++sum.recompiled;
+  auto task = [&](MeasureSlot& slot, std::size_t t) {
+    const auto [pi, i] = tasks[t];
+    if (i == kFinish) {
+      final_round(slot, pi);
+      if (options_.compare_vendor) compare_vendor(slot, pi);
+      return;
     }
-    std::lock_guard<std::mutex> lock(mu);
-    auto code = db.find_code_object(w.cache_key);
-    if (!code || !code->ok) return std::nullopt;
-    return w;
+    struct Done {  // also when the measurement throws: the finals must not wait forever
+      std::function<void()> f;
+      ~Done() { f(); }
+    } done{[&, pi = pi] { candidate_done(pi); }};
+    measure_one(slot, pi, work_[pi][i], config_.benchmark, Timing::First, true);
   };
-  std::vector<std::size_t> batch_left(config.problems.size(), 0);  // a problem's candidate tasks not yet finished
-  std::mutex batch_mu;
-  std::condition_variable batch_cv;
-  auto candidate_done = [&](std::size_t pi) {
-    std::lock_guard<std::mutex> lock(batch_mu);
-    --batch_left[pi];
-    batch_cv.notify_all();
-  };
-  auto final_round = [&](MeasureSlot& slot, std::size_t pi) {
-    {
-      std::unique_lock<std::mutex> lock(batch_mu);
-      batch_cv.wait(lock, [&] { return batch_left[pi] == 0; });
-    }
-    // Until the fastest few are all re-timed: a re-timing may drop a finalist behind the next
-    // candidate, which then gets its second timing too (each candidate at most once), so that a
-    // rerun finds the finals done.
-    std::size_t started_in_round = 0;
-    for (bool more = true; more;) {
-      more = false;
-      std::vector<HalvingRow> rows;
-      std::vector<std::size_t> at;  // position in selected[pi]
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        for (std::size_t i = 0; i < selected[pi].size(); ++i)
-          if (auto m = db.find_measurement(problem_ids[pi], selected[pi][i].first, info.arch)) {
-            rows.push_back(halving_row(*m));
-            at.push_back(i);
-          }
-      }
-      for (std::size_t k : finalists(rows, halving)) {
-        const auto& [sid, c] = selected[pi][at[k]];
-        std::optional<Work> w = measured_again(pi, sid, c);
-        if (!w) continue;
-        // No task of this problem is admitted any more (this one came last), so in_budget's
-        // counters for it are this thread's alone.
-        if (problem_unprepared(pi) || !in_budget(pi, started_in_round, false)) return;
-        // Anything recorded changes the order (a failed re-timing drops the candidate): look again.
-        if (measure_one(slot, pi, *w, final_bench, Timing::Final, false)) more = true;
-      }
-    }
-  };
-  if (!halving) {
-    // One batch over every problem's fresh candidates: the slots spread over the problems (see
-    // SlotRunner) instead of all waiting for the slowest one at the end of each problem, and a
-    // worker prepares the data of only the problems it measures.
-    // Each problem's last task is its finals and the vendor comparison, so that they run where
-    // the data is while other devices go on with other problems.
-    constexpr std::size_t kFinish = std::size_t(-1);
-    std::vector<std::pair<std::size_t, std::size_t>> tasks;  // (problem, work item or kFinish)
-    for (std::size_t pi = 0; pi < work.size(); ++pi) {
-      for (std::size_t i = 0; i < work[pi].size(); ++i)
-        if (!work[pi][i].row.measured) tasks.emplace_back(pi, i), ++batch_left[pi];
-      tasks.emplace_back(pi, kFinish);
-    }
-    std::vector<std::size_t> started(config.problems.size(), 0);
-    std::size_t skipped = 0;
-    runner.run(
-        tasks.size(),
-        [&](std::size_t t) {
-          const auto [pi, i] = tasks[t];
-          if (i == kFinish) return !problem_unprepared(pi);
-          bool ok = !problem_unprepared(pi);  // not over budget: skipped as a whole
-          if (ok) {
-            ok = in_budget(pi, started[pi], false);
-            skipped += !ok;
-          }
-          if (!ok) candidate_done(pi);  // a task not run is one the finals need not wait for
-          return ok;
-        },
-        [&](MeasureSlot& slot, std::size_t t) {
-          const auto [pi, i] = tasks[t];
-          if (i == kFinish) {
-            final_round(slot, pi);
-            if (options.compare_vendor) compare_vendor(slot, pi);
-            return;
-          }
-          struct Done {  // also when the measurement throws: the finals must not wait forever
-            std::function<void()> f;
-            ~Done() { f(); }
-          } done{[&, pi = pi] { candidate_done(pi); }};
-          measure_one(slot, pi, work[pi][i], config.benchmark, Timing::First, true);
-        },
-        [&](std::size_t t) { return tasks[t].first; },
-        // While the compiler is behind, a slot takes up to kProblemsKept - 1 problems at once, so
-        // that each new code object gives it a candidate of each (its worker keeps their data).
-        // Not with a seconds budget: a problem's seconds run from its first candidate on, also
-        // while its slot is busy with the others.
-        [&](std::size_t t) { return tasks[t].second == kFinish || compile.ready(work[tasks[t].first][tasks[t].second].cache_key); },
-        config.search.budget_seconds > 0 ? 1 : kProblemsKept - 1);
-    sum.over_budget += skipped;
-  }
-  for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
-    const Problem& problem = config.problems[pi];
-    std::vector<Work>& ws = work[pi];
-    // One round: `which` measured over all slots, each as it frees up.
-    auto round = [&](const std::vector<std::size_t>& which, const BenchmarkOptions& bench, Timing timing,
-                     bool first_of_round) {
-      std::size_t started = 0, skipped = 0;
-      runner.run(
-          which.size(),
-          [&](std::size_t) {
-            if (problem_unprepared(pi)) return false;  // not over budget: skipped as a whole
-            bool ok = in_budget(pi, started, first_of_round);
-            skipped += !ok;
-            return ok;
-          },
-          [&](MeasureSlot& slot, std::size_t n) {
-            Work& w = ws[which[n]];
-            std::optional<db::MeasurementRecord> m = measure_one(slot, pi, w, bench, timing, true);
-            if (!m) return;
-            std::lock_guard<std::mutex> lock(mu);
-            w.row = halving_row(*m);
-            if (timing == Timing::Short && m->status == "ok") ++sum.short_timed;
-            if (timing == Timing::Again) {
-              if (sum.short_timed) --sum.short_timed;
-              ++sum.fully_timed;
-            }
-          });
-      return skipped;
-    };
-    std::vector<std::size_t> fresh;
-    for (std::size_t i = 0; i < ws.size(); ++i)
-      if (!ws[i].row.measured) fresh.push_back(i);
-    if (halving) {
-      // Round 1: a short timing for every candidate not yet measured, recorded as 'ok' with
-      // kShortTimingReason. Round 2: the best third (at most the budget) fully timed, counting
-      // those a stopped sweep already timed fully; the row is replaced. Each round waits for the
-      // one before it: which candidates go on depends on all of its timings.
-      sum.over_budget += round(fresh, short_benchmark(config.benchmark), Timing::Short, false);
-      auto rows = [&] {
-        std::vector<HalvingRow> r;
-        for (const Work& w : ws) r.push_back(w.row);
-        return r;
-      };
-      if (!problem_unprepared(pi)) round(halving_round2(rows(), config.search.budget), config.benchmark, Timing::Again, true);
-    }
-    if (halving && !problem_unprepared(pi)) final_round(slots[0], pi);
-    if (problem_unprepared(pi)) {
-      sum.unprepared.push_back(problem.key() + ": " + unprepared[pi]);
-      progress.message("skipping " + problem.key() + ": " + unprepared[pi] +
-                       "; nothing is recorded for it, a rerun tries again (--prepare-timeout sets the limit)");
-      continue;
-    }
-    // Whatever the strategy and however often the sweep was resumed: the problem's winner is
-    // never a short timing. While it is one, it is fully timed (and may then lose its place).
-    // Outside halving (a database a halving sweep began) a promotion is followed by the finals
-    // again, which may in turn leave a short timing on top: each candidate is promoted once.
-    for (bool again = true; again;) {
-      again = false;
-      for (std::size_t guard = 0; guard < selected[pi].size(); ++guard) {
-        auto win = db.find_winner(info.arch, problem.key());
-        if (!win) break;
-        auto rec = db.find_measurement(problem_ids[pi], win->solution_id, info.arch);
-        if (!rec || rec->reason != kShortTimingReason) break;
-        auto it = std::find_if(selected[pi].begin(), selected[pi].end(),
-                               [&](const auto& sc) { return sc.first == win->solution_id; });
-        if (it == selected[pi].end()) break;  // not a candidate of this config: leave it
-        std::optional<Work> w = measured_again(pi, it->first, it->second);
-        if (!w || !measure_one(slots[0], pi, *w, config.benchmark, Timing::Promote, false)) break;
-        if (sum.short_timed) --sum.short_timed;
-        ++sum.promoted;
-        again = !halving;
-      }
-      if (again) final_round(slots[0], pi);
-    }
-    if (options.compare_vendor && !vendor_done[pi]) compare_vendor(slots[0], pi);
-  }
-  compile.wait_all();  // a compile that failed with an exception fails the sweep, as before
-  sum.measure_wall_s = std::chrono::duration<double>(clock::now() - measure_start).count();
-  const CompilePool::Stats cs = compile.stats();
-  sum.compile_wall_s = cs.wall_s, sum.compile_busy_s = cs.busy_s, sum.compile_cpu_s = cs.cpu_s;
-  sum.compile_threads = cs.threads;
-  sum.compile_cpu_known = !host;
-  int worker_starts = 0;
-  for (const auto& s : slots) {
-    worker_starts += s.worker_starts();
-    sum.per_device.push_back({s.device, s.measured, s.worker_starts()});
-  }
-  progress.finish(std::to_string(sum.benchmarked) + " benchmarked, " + std::to_string(sum.invalid) + " invalid, " +
-                  std::to_string(sum.launch_failed) + " failed to launch, " + std::to_string(sum.crashed) +
-                  " crashed, " + std::to_string(sum.timed_out) + " timed out" +
-                  (worker_starts > int(slots.size()) ? " (" + std::to_string(worker_starts) + " worker processes)" : ""));
-  for (auto& s : slots) s.worker.reset();  // ends the workers
+  // While the compiler is behind, a slot takes up to kProblemsKept - 1 problems at once, so that
+  // each new code object gives it a candidate of each (its worker keeps their data). Not with a
+  // seconds budget: a problem's seconds run from its first candidate on, also while its slot is
+  // busy with the others.
+  runner_->run(
+      tasks.size(), may_start, task, [&](std::size_t t) { return tasks[t].first; },
+      [&](std::size_t t) { return tasks[t].second == kFinish || compile_->ready(work_[tasks[t].first][tasks[t].second].cache_key); },
+      config_.search.budget_seconds > 0 ? 1 : kProblemsKept - 1);
+  sum_.over_budget += skipped;
+}
 
-  std::vector<db::WinnerRecord> winners = db.winners(info.arch);
-  for (std::size_t pi = 0; pi < config.problems.size(); ++pi)
+std::size_t Sweep::round(std::size_t pi, const std::vector<std::size_t>& which, const BenchmarkOptions& bench,
+                         Timing timing, bool first_of_round) {
+  std::size_t started = 0, skipped = 0;
+  runner_->run(
+      which.size(),
+      [&](std::size_t) {
+        if (unprepared(pi)) return false;  // not over budget: skipped as a whole
+        bool ok = in_budget(pi, started, first_of_round);
+        skipped += !ok;
+        return ok;
+      },
+      [&](MeasureSlot& slot, std::size_t n) {
+        Work& w = work_[pi][which[n]];
+        std::optional<db::MeasurementRecord> m = measure_one(slot, pi, w, bench, timing, true);
+        if (!m) return;
+        std::lock_guard<std::mutex> lock(mu_);
+        w.row = halving_row(*m);
+        if (timing == Timing::Short && m->status == "ok") ++sum_.short_timed;
+        if (timing == Timing::Again) {
+          if (sum_.short_timed) --sum_.short_timed;
+          ++sum_.fully_timed;
+        }
+      });
+  return skipped;
+}
+
+void Sweep::finish_problem(std::size_t pi) {
+  const Problem& problem = config_.problems[pi];
+  if (unprepared(pi)) {
+    sum_.unprepared.push_back(problem.key() + ": " + unprepared_[pi]);
+    progress_->message("skipping " + problem.key() + ": " + unprepared_[pi] +
+                       "; nothing is recorded for it, a rerun tries again (--prepare-timeout sets the limit)");
+    return;
+  }
+  promote_short_winners(pi);
+  if (options_.compare_vendor && !vendor_done_[pi]) compare_vendor(slots_[0], pi);
+}
+
+// ---- the run and its summary -------------------------------------------------------------------
+
+SweepSummary Sweep::run() {
+  // On the host the kernels being timed use every core: a compiler running beside them would
+  // disturb their timings, so there the whole compile stage comes first.
+  if (host_) compile_->wait_all();
+  measure_start_ = std::chrono::steady_clock::now();
+  runner_ = std::make_unique<SlotRunner>(slots_);
+  strategy_.measure(*this);
+  return finish();
+}
+
+SweepSummary Sweep::finish() {
+  compile_->wait_all();  // a compile that failed with an exception fails the sweep
+  sum_.measure_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - measure_start_).count();
+  const CompilePool::Stats cs = compile_->stats();
+  sum_.compile_wall_s = cs.wall_s, sum_.compile_busy_s = cs.busy_s, sum_.compile_cpu_s = cs.cpu_s;
+  sum_.compile_threads = cs.threads;
+  sum_.compile_cpu_known = !host_;
+  int worker_starts = 0;
+  for (const auto& s : slots_) {
+    worker_starts += s.worker_starts();
+    sum_.per_device.push_back({s.device, s.measured, s.worker_starts()});
+  }
+  progress_->finish(std::to_string(sum_.benchmarked) + " benchmarked, " + std::to_string(sum_.invalid) + " invalid, " +
+                    std::to_string(sum_.launch_failed) + " failed to launch, " + std::to_string(sum_.crashed) +
+                    " crashed, " + std::to_string(sum_.timed_out) + " timed out" +
+                    (worker_starts > int(slots_.size()) ? " (" + std::to_string(worker_starts) + " worker processes)" : ""));
+  for (auto& s : slots_) s.worker.reset();  // ends the workers
+  std::vector<db::WinnerRecord> winners = db_.winners(dev_->info().arch);
+  for (std::size_t pi = 0; pi < config_.problems.size(); ++pi)
     for (const auto& w : winners)
-      if (w.problem_id == problem_ids[pi])
-        sum.winners.push_back({config.problems[pi], w.solution.kernel_name(), w.median_ms, w.tflops, vendor_tflops[pi]});
-  return sum;
+      if (w.problem_id == problem_ids_[pi])
+        sum_.winners.push_back({config_.problems[pi], w.solution.kernel_name(), w.median_ms, w.tflops, vendor_tflops_[pi]});
+  return sum_;
+}
+
+SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, std::FILE* log) {
+  Sweep sweep(config, options, log);
+  return sweep.run();
 }
 
 void print_summary(const SweepSummary& s, std::FILE* out) {
