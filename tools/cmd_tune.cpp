@@ -18,20 +18,21 @@
 
 namespace tiletune::tools {
 
-Run add_tune(CLI::App& app) {
-  struct Args {
-    std::string config, db = "tiletune.db", backend = "auto";
-    std::string isolation = "process";
-    int device = 0, jobs = 0, vendor_algorithms = 8, parent = 0;
-    double timeout = 0, prepare_timeout = 0;
-    std::string search, devices;
-    long long budget = -1;
-    double budget_seconds = -1;
-    long long seed = -1;
-    bool no_vendor = false, list_pruned = false, compile_servers = false;
-  };
-  auto a = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("tune", "run a tuning sweep: config -> solution database");
+namespace {
+
+struct TuneArgs {
+  std::string config, db = "tiletune.db", backend = "auto";
+  std::string isolation = "process";
+  int device = 0, jobs = 0, vendor_algorithms = 8, parent = 0;
+  double timeout = 0, prepare_timeout = 0;
+  std::string search, devices;
+  long long budget = -1;
+  double budget_seconds = -1;
+  long long seed = -1;
+  bool no_vendor = false, list_pruned = false, compile_servers = false;
+};
+
+void add_tune_options(CLI::App* cmd, const std::shared_ptr<TuneArgs>& a) {
   cmd->add_option("config", a->config, "tuning config (JSON); see configs/")->required();
   cmd->add_option("--db", a->db, "solution database to write (created if missing; a rerun resumes)")->capture_default_str();
   cmd->add_option("--backend", a->backend, "auto | cuda | hip | host")->capture_default_str();
@@ -77,6 +78,48 @@ Run add_tune(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", a->seed, "random: which subset (default: the config's search.seed, else 0)")
       ->check(CLI::NonNegativeNumber);
+}
+
+// The config as the command line amends it, and the sweep's options.
+tuner::SweepOptions sweep_options(const TuneArgs& args, tuner::TuningConfig& config) {
+  const TuneArgs* a = &args;
+  if (!a->search.empty()) config.search.strategy = a->search;
+  if (a->budget >= 0) config.search.budget = static_cast<std::size_t>(a->budget);
+  if (a->budget_seconds >= 0) config.search.budget_seconds = a->budget_seconds;
+  if (a->seed >= 0) config.search.seed = static_cast<std::uint64_t>(a->seed);
+  tuner::validate(config.search);
+  tuner::SweepOptions o;
+  o.backend = gpu::resolve_backend(a->backend);
+  o.device = a->device;
+  if (!a->devices.empty()) o.devices = tuner::parse_device_list(a->devices, o.backend);
+  o.db_path = a->db;
+  o.compile_jobs = a->jobs;
+  o.compare_vendor = !a->no_vendor;
+  o.vendor_algorithms = a->vendor_algorithms;
+  o.list_pruned = a->list_pruned;
+  if (a->timeout > 0) config.benchmark.timeout_s = a->timeout;
+  if (a->prepare_timeout > 0) config.benchmark.prepare_timeout_s = a->prepare_timeout;
+  std::error_code ec;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (a->isolation == "process") {
+    o.isolation = tuner::Isolation::Process;
+    o.worker_exe = self;
+    if (ec) throw Error("cannot find this program's path for its worker processes (/proc/self/exe): " + ec.message() +
+                        "; use --isolation none");
+  }
+  if (a->compile_servers) {
+    if (ec) throw Error("cannot find this program's path for its compile servers (/proc/self/exe): " + ec.message());
+    o.compile_exe = self;
+  }
+  return o;
+}
+
+}  // namespace
+
+Run add_tune(CLI::App& app) {
+  auto a = std::make_shared<TuneArgs>();
+  CLI::App* cmd = app.add_subcommand("tune", "run a tuning sweep: config -> solution database");
+  add_tune_options(cmd, a);
   return [a] {
     tuner::TuningConfig config = tuner::load_config(a->config);
     if (a->parent > 0) {
@@ -86,34 +129,7 @@ Run add_tune(CLI::App& app) {
         return 1;
       }
     }
-    if (!a->search.empty()) config.search.strategy = a->search;
-    if (a->budget >= 0) config.search.budget = static_cast<std::size_t>(a->budget);
-    if (a->budget_seconds >= 0) config.search.budget_seconds = a->budget_seconds;
-    if (a->seed >= 0) config.search.seed = static_cast<std::uint64_t>(a->seed);
-    tuner::validate(config.search);
-    tuner::SweepOptions o;
-    o.backend = gpu::resolve_backend(a->backend);
-    o.device = a->device;
-    if (!a->devices.empty()) o.devices = tuner::parse_device_list(a->devices, o.backend);
-    o.db_path = a->db;
-    o.compile_jobs = a->jobs;
-    o.compare_vendor = !a->no_vendor;
-    o.vendor_algorithms = a->vendor_algorithms;
-    o.list_pruned = a->list_pruned;
-    if (a->timeout > 0) config.benchmark.timeout_s = a->timeout;
-    if (a->prepare_timeout > 0) config.benchmark.prepare_timeout_s = a->prepare_timeout;
-    std::error_code ec;
-    const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-    if (a->isolation == "process") {
-      o.isolation = tuner::Isolation::Process;
-      o.worker_exe = self;
-      if (ec) throw Error("cannot find this program's path for its worker processes (/proc/self/exe): " + ec.message() +
-                          "; use --isolation none");
-    }
-    if (a->compile_servers) {
-      if (ec) throw Error("cannot find this program's path for its compile servers (/proc/self/exe): " + ec.message());
-      o.compile_exe = self;
-    }
+    const tuner::SweepOptions o = sweep_options(*a, config);
     tuner::SweepSummary s = tuner::run_sweep(config, o);
     tuner::print_summary(s, stdout);
     std::printf("\nwrote %s\n", a->db.c_str());

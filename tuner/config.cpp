@@ -165,103 +165,114 @@ void add_shapes(const json& spec, const std::string& base_dir, std::vector<Probl
 
 }  // namespace
 
+namespace {
+
+// "problems" and "shapes", each problem once: a problem named twice would be measured twice and,
+// under halving, its short timings would overwrite the full ones (the first mention is kept).
+void parse_problems(const json& j, const std::string& base_dir, TuningConfig& c) {
+  for (const auto& p : j.value("problems", json::array())) add_problems(p, c.problems);
+  if (j.contains("shapes")) {
+    if (j["shapes"].is_array())
+      for (const auto& s : j["shapes"]) add_shapes(s, base_dir, c.problems);
+    else
+      add_shapes(j["shapes"], base_dir, c.problems);
+  }
+  if (c.problems.empty()) throw Error("the config names no problems (give \"problems\" or \"shapes\")");
+  std::set<std::string> seen;
+  std::vector<Problem> unique;
+  for (auto& p : c.problems)
+    if (seen.insert(p.canonical().key()).second) unique.push_back(std::move(p));
+  c.duplicates_dropped = c.problems.size() - unique.size();
+  c.problems = std::move(unique);
+}
+
+// "templates": each named template with its space narrowed or widened (default: every builtin one).
+void parse_templates(const json& j, TuningConfig& c) {
+  if (!j.contains("templates")) {
+    c.templates = builtin_templates();
+    return;
+  }
+  for (const auto& [name, spec] : j["templates"].items()) {
+    only_keys(spec, {"parameters", "constraints", "repack"}, "template \"" + name + "\"");
+    KernelTemplate t = find_template(name);
+    if (spec.contains("repack")) {
+      if (!spec["repack"].is_boolean()) throw Error("template \"" + name + "\": \"repack\" must be true or false");
+      t.set_offers_repack(spec["repack"].get<bool>());
+    }
+    const json params = spec.value("parameters", json::object()), constraints = spec.value("constraints", json::object());
+    for (const auto& [param, values] : params.items()) {
+      if (!values.is_array()) throw Error("template \"" + name + "\": parameter " + param + " needs a list of values");
+      std::vector<std::int64_t> ints;
+      for (const auto& v : values) ints.push_back(json_integer(v, "template \"" + name + "\": a value of " + param));
+      t.set_values(param, ints);
+    }
+    for (const auto& [cname, expr] : constraints.items()) t.add_constraint(cname, expr.get<std::string>());
+    c.templates.push_back(std::move(t));
+  }
+}
+
+// "benchmark": integers where counts are meant, and every setting within what a sweep can use.
+void parse_benchmark(const json& b, BenchmarkOptions& o) {
+  only_keys(b, {"warmup", "min_iterations", "max_iterations", "target_ms", "timeout_s", "prepare_timeout_s",
+                "flush_l2", "final_ms"},
+            "\"benchmark\"");
+  o.flush_l2 = b.value("flush_l2", o.flush_l2);
+  auto count = [&](const char* name, int fallback, int lo, int hi) {
+    const std::int64_t v = json_integer_or(b, name, fallback);
+    if (v < lo || v > hi)
+      throw Error("benchmark: " + std::string(name) + " must be between " + std::to_string(lo) + " and " +
+                  std::to_string(hi) + ", got " + std::to_string(v));
+    return int(v);
+  };
+  auto positive = [&](const char* name, double fallback, double hi) {
+    if (!b.contains(name)) return fallback;
+    if (!b[name].is_number()) throw Error(std::string("benchmark: ") + name + " must be a number");
+    const double v = b[name].get<double>();
+    if (!(v > 0 && v <= hi))
+      throw Error("benchmark: " + std::string(name) + " must be > 0 and at most " + std::to_string(hi) + ", got " +
+                  b[name].dump());
+    return v;
+  };
+  o.warmup = count("warmup", o.warmup, 0, 10000);
+  o.min_iterations = count("min_iterations", o.min_iterations, 1, 1000000);
+  o.max_iterations = count("max_iterations", o.max_iterations, 1, 1000000);
+  o.target_ms = positive("target_ms", o.target_ms, 600000);
+  if (b.contains("final_ms")) {
+    if (!b["final_ms"].is_number()) throw Error("benchmark: final_ms must be a number");
+    o.final_ms = b["final_ms"].get<double>();
+    if (!(o.final_ms >= 0 && o.final_ms <= 60000)) throw Error("benchmark: final_ms must be between 0 and 60000 milliseconds");
+  }
+  o.timeout_s = positive("timeout_s", o.timeout_s, 86400);
+  o.prepare_timeout_s = positive("prepare_timeout_s", o.prepare_timeout_s, 86400);
+  if (o.min_iterations < 1 || o.max_iterations < o.min_iterations)
+    throw Error("benchmark: need 1 <= min_iterations <= max_iterations");
+}
+
+void parse_search(const json& s, SearchOptions& o) {
+  only_keys(s, {"strategy", "budget", "budget_seconds", "seed"}, "\"search\"");
+  o.strategy = s.value("strategy", o.strategy);
+  if (s.contains("budget")) {
+    if (!s["budget"].is_number_integer() || s["budget"].get<std::int64_t>() < 0)
+      throw Error("search: budget must be an integer >= 0 (candidates per problem; 0 = all)");
+    o.budget = s["budget"].get<std::size_t>();
+  }
+  o.budget_seconds = s.value("budget_seconds", o.budget_seconds);
+  o.seed = s.value("seed", o.seed);
+  validate(o);
+}
+
+}  // namespace
+
 TuningConfig parse_config(const std::string& text, const std::string& base_dir) {
   const json j = parse_json(text, "the config");
   only_keys(j, {"name", "problems", "shapes", "templates", "benchmark", "search", "about"}, "the config");
   TuningConfig c;
   try {
     c.name = j.value("name", c.name);
-    for (const auto& p : j.value("problems", json::array())) add_problems(p, c.problems);
-    if (j.contains("shapes")) {
-      if (j["shapes"].is_array())
-        for (const auto& s : j["shapes"]) add_shapes(s, base_dir, c.problems);
-      else
-        add_shapes(j["shapes"], base_dir, c.problems);
-    }
-    if (c.problems.empty()) throw Error("the config names no problems (give \"problems\" or \"shapes\")");
-    // A problem named twice would be measured twice and, under halving, its short timings would
-    // overwrite the full ones: keep the first mention of each key.
-    std::set<std::string> seen;
-    std::vector<Problem> unique;
-    for (auto& p : c.problems)
-      if (seen.insert(p.canonical().key()).second) unique.push_back(std::move(p));
-    c.duplicates_dropped = c.problems.size() - unique.size();
-    c.problems = std::move(unique);
-
-    if (j.contains("templates")) {
-      for (const auto& [name, spec] : j["templates"].items()) {
-        only_keys(spec, {"parameters", "constraints", "repack"}, "template \"" + name + "\"");
-        KernelTemplate t = find_template(name);
-        if (spec.contains("repack")) {
-          if (!spec["repack"].is_boolean()) throw Error("template \"" + name + "\": \"repack\" must be true or false");
-          t.set_offers_repack(spec["repack"].get<bool>());
-        }
-        const json params = spec.value("parameters", json::object()), constraints = spec.value("constraints", json::object());
-        for (const auto& [param, values] : params.items()) {
-          if (!values.is_array()) throw Error("template \"" + name + "\": parameter " + param + " needs a list of values");
-          std::vector<std::int64_t> ints;
-          for (const auto& v : values) ints.push_back(json_integer(v, "template \"" + name + "\": a value of " + param));
-          t.set_values(param, ints);
-        }
-        for (const auto& [cname, expr] : constraints.items())
-          t.add_constraint(cname, expr.get<std::string>());
-        c.templates.push_back(std::move(t));
-      }
-    } else {
-      c.templates = builtin_templates();
-    }
-
-    if (j.contains("benchmark")) {
-      const json& b = j["benchmark"];
-      only_keys(b, {"warmup", "min_iterations", "max_iterations", "target_ms", "timeout_s", "prepare_timeout_s",
-                    "flush_l2", "final_ms"},
-                "\"benchmark\"");
-      c.benchmark.flush_l2 = b.value("flush_l2", c.benchmark.flush_l2);
-      // Integers where counts are meant, and every setting within what a sweep can use.
-      auto count = [&](const char* name, int fallback, int lo, int hi) {
-        const std::int64_t v = json_integer_or(b, name, fallback);
-        if (v < lo || v > hi)
-          throw Error("benchmark: " + std::string(name) + " must be between " + std::to_string(lo) + " and " +
-                      std::to_string(hi) + ", got " + std::to_string(v));
-        return int(v);
-      };
-      auto positive = [&](const char* name, double fallback, double hi) {
-        if (!b.contains(name)) return fallback;
-        if (!b[name].is_number()) throw Error(std::string("benchmark: ") + name + " must be a number");
-        const double v = b[name].get<double>();
-        if (!(v > 0 && v <= hi))
-          throw Error("benchmark: " + std::string(name) + " must be > 0 and at most " + std::to_string(hi) + ", got " +
-                      b[name].dump());
-        return v;
-      };
-      c.benchmark.warmup = count("warmup", c.benchmark.warmup, 0, 10000);
-      c.benchmark.min_iterations = count("min_iterations", c.benchmark.min_iterations, 1, 1000000);
-      c.benchmark.max_iterations = count("max_iterations", c.benchmark.max_iterations, 1, 1000000);
-      c.benchmark.target_ms = positive("target_ms", c.benchmark.target_ms, 600000);
-      if (b.contains("final_ms")) {
-        if (!b["final_ms"].is_number()) throw Error("benchmark: final_ms must be a number");
-        c.benchmark.final_ms = b["final_ms"].get<double>();
-        if (!(c.benchmark.final_ms >= 0 && c.benchmark.final_ms <= 60000))
-          throw Error("benchmark: final_ms must be between 0 and 60000 milliseconds");
-      }
-      c.benchmark.timeout_s = positive("timeout_s", c.benchmark.timeout_s, 86400);
-      c.benchmark.prepare_timeout_s = positive("prepare_timeout_s", c.benchmark.prepare_timeout_s, 86400);
-      if (c.benchmark.min_iterations < 1 || c.benchmark.max_iterations < c.benchmark.min_iterations)
-        throw Error("benchmark: need 1 <= min_iterations <= max_iterations");
-    }
-    if (j.contains("search")) {
-      const json& s = j["search"];
-      only_keys(s, {"strategy", "budget", "budget_seconds", "seed"}, "\"search\"");
-      c.search.strategy = s.value("strategy", c.search.strategy);
-      if (s.contains("budget")) {
-        if (!s["budget"].is_number_integer() || s["budget"].get<std::int64_t>() < 0)
-          throw Error("search: budget must be an integer >= 0 (candidates per problem; 0 = all)");
-        c.search.budget = s["budget"].get<std::size_t>();
-      }
-      c.search.budget_seconds = s.value("budget_seconds", c.search.budget_seconds);
-      c.search.seed = s.value("seed", c.search.seed);
-      validate(c.search);
-    }
+    parse_problems(j, base_dir, c);
+    parse_templates(j, c);
+    if (j.contains("benchmark")) parse_benchmark(j["benchmark"], c.benchmark);
+    if (j.contains("search")) parse_search(j["search"], c.search);
   } catch (const json::exception& e) {
     throw Error(std::string("config: ") + e.what());
   }
