@@ -21,13 +21,6 @@ std::string join(const std::vector<std::string>& v) {
   return s.empty() ? "none" : s;
 }
 
-int leading_int(const std::string& s, std::size_t from) {
-  std::size_t end = from;
-  while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
-  if (end == from || end - from > 6) return -1;
-  return std::atoi(s.substr(from, end - from).c_str());
-}
-
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -78,41 +71,10 @@ gpu::DeviceInfo device_for_arch(const std::string& arch, const std::optional<Dev
     d.multiprocessors = int(std::max<std::int64_t>(1, measured_on->multiprocessors));
     d.driver_version = measured_on->driver_version;
   }
-  std::string backend = measured_on ? measured_on->backend : "";
-  if (backend.empty()) backend = arch.rfind("sm_", 0) == 0 ? "cuda" : arch.rfind("gfx", 0) == 0 ? "hip" : "host";
-  d.backend = gpu::backend_from_string(backend);
-  switch (d.backend) {
-    case gpu::BackendKind::Cuda: {
-      const int cc = arch.rfind("sm_", 0) == 0 ? leading_int(arch, 3) : -1;
-      d.compute_capability = std::max(cc, 0);
-      d.max_threads_per_block = 1024;
-      d.warp_size = 32;
-      d.shared_bytes_per_block = 48 * 1024;
-      // Opt-in shared memory per block by compute capability (CUDA programming guide, table 21).
-      d.shared_bytes_optin = cc >= 90 && cc < 100 ? 232448
-                             : cc == 100 || cc == 103 ? 232448
-                             : cc == 80 || cc == 87   ? 166912
-                             : cc == 86 || cc == 89 || cc >= 120 ? 101376
-                             : cc == 75 ? 65536
-                             : cc == 70 || cc == 72 ? 98304
-                                        : 48 * 1024;
-      if (!measured_on) d.multiprocessors = 132;
-      break;
-    }
-    case gpu::BackendKind::Hip: {
-      const int gen = arch.rfind("gfx", 0) == 0 ? leading_int(arch, 3) : -1;
-      d.warp_size = gen >= 1000 ? 32 : 64;  // RDNA (gfx10xx, gfx11xx, gfx12xx) runs wave32 under HIP
-      d.max_threads_per_block = 1024;
-      d.shared_bytes_per_block = d.shared_bytes_optin = 65536;
-      if (!measured_on) d.multiprocessors = 104;
-      break;
-    }
-    case gpu::BackendKind::Host:
-      d.max_threads_per_block = 1;
-      d.shared_bytes_per_block = 0;
-      d.warp_size = 1;
-      break;
-  }
+  const gpu::BackendTraits& t = measured_on && !measured_on->backend.empty() ? gpu::traits_named(measured_on->backend)
+                                                                           : gpu::traits_for_arch(arch);
+  d.backend = t.kind;
+  t.assume_from_arch(d, measured_on.has_value());
   if (d.name.empty()) d.name = "(not in the database; assumed from the arch)";
   return d;
 }

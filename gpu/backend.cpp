@@ -30,8 +30,8 @@ BackendKind resolve_backend(const std::string& name) {
     if (!backend_built(kind)) throw Error("backend " + name + " is not built into this binary");
     return kind;
   }
-  for (auto kind : {BackendKind::Cuda, BackendKind::Hip})
-    if (backend_built(kind) && !list_devices(kind).empty()) return kind;
+  for (const BackendTraits* t : all_backend_traits())  // highest rank first
+    if (backend_built(t->kind) && (t->auto_rank == 0 || !list_devices(t->kind).empty())) return t->kind;
   return BackendKind::Host;
 }
 

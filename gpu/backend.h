@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "gpu/backend_traits.h"
+
 namespace tiletune::gpu {
 
 enum class BackendKind { Host, Cuda, Hip };

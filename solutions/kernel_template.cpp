@@ -285,11 +285,7 @@ gpu::CompileRequest KernelTemplate::compile_request(const Solution& s, const Pro
                                                     const gpu::DeviceInfo& dev) const {
   gpu::CompileRequest r;
   r.headers = sources_ ? *sources_ : embedded_kernel_sources();
-  switch (dev.backend) {
-    case gpu::BackendKind::Cuda: r.source = "#include \"prelude_cuda.h\"\n"; break;
-    case gpu::BackendKind::Hip: r.source = "#include \"prelude_hip.h\"\n"; break;
-    case gpu::BackendKind::Host: break;
-  }
+  if (const char* prelude = gpu::traits(dev.backend).prelude; *prelude) r.source = "#include \"" + std::string(prelude) + "\"\n";
   r.source += "#include \"" + source_ + "\"\n";
   r.name_expression = name_expression(s, p);
   r.arch = dev.arch;

@@ -11,36 +11,32 @@ namespace tiletune {
 ModelMachine model_machine(const gpu::DeviceInfo& dev, const GemmProblem& p) {
   ModelMachine m;
   const bool half = size_of(p.a_type) == 2;
-  switch (dev.backend) {
-    case gpu::BackendKind::Cuda:
-    case gpu::BackendKind::Hip: {
-      // H200 datasheet figures (dense tensor-core bf16/fp16 989 TFLOP/s, tf32 494, fp32 FMA 67);
-      // ~10 TB/s from L2 to the SMs; 128 bytes per clock of shared memory per SM at ~1.98 GHz;
-      // a quarter of that for stores from registers; ~1 us for a global load under load.
-      const double clock = 1.98e9;
-      m.flops_per_s = half ? 989e12 : p.compute_tf32 ? 494e12 : 67e12;
-      m.l2_bytes_per_s = 10e12;
-      m.shared_bytes_per_s = 128 * clock;
-      m.store_bytes_per_s = 32 * clock;
-      m.load_latency_s = 1e-6;
-      m.max_threads_per_mp = dev.backend == gpu::BackendKind::Hip ? 2560 : 2048;
-      m.shared_per_mp = std::max<std::int64_t>(dev.shared_bytes_optin, dev.shared_bytes_per_block) + 1024;
-      m.registers_per_mp = 65536;
-      break;
-    }
-    case gpu::BackendKind::Host:
-      // One "multiprocessor" per pool thread running one tile at a time; caches are private, so
-      // shared-memory and latency terms do not apply.
-      m.flops_per_s = 50e9 * std::max(1, dev.multiprocessors);
-      m.l2_bytes_per_s = 100e9;
-      m.shared_bytes_per_s = std::numeric_limits<double>::infinity();
-      m.store_bytes_per_s = 20e9;
-      m.load_latency_s = 0;
-      m.max_threads_per_mp = 1;
-      m.shared_per_mp = std::numeric_limits<std::int64_t>::max();
-      m.registers_per_mp = std::numeric_limits<std::int64_t>::max();
-      break;
+  const gpu::BackendTraits& backend = gpu::traits(dev.backend);
+  if (backend.host_memory) {
+    // One "multiprocessor" per pool thread running one tile at a time; caches are private, so
+    // shared-memory and latency terms do not apply.
+    m.flops_per_s = 50e9 * std::max(1, dev.multiprocessors);
+    m.l2_bytes_per_s = 100e9;
+    m.shared_bytes_per_s = std::numeric_limits<double>::infinity();
+    m.store_bytes_per_s = 20e9;
+    m.load_latency_s = 0;
+    m.max_threads_per_mp = backend.threads_per_mp;
+    m.shared_per_mp = std::numeric_limits<std::int64_t>::max();
+    m.registers_per_mp = std::numeric_limits<std::int64_t>::max();
+    return m;
   }
+  // H200 datasheet figures (dense tensor-core bf16/fp16 989 TFLOP/s, tf32 494, fp32 FMA 67);
+  // ~10 TB/s from L2 to the SMs; 128 bytes per clock of shared memory per SM at ~1.98 GHz;
+  // a quarter of that for stores from registers; ~1 us for a global load under load.
+  const double clock = 1.98e9;
+  m.flops_per_s = half ? 989e12 : p.compute_tf32 ? 494e12 : 67e12;
+  m.l2_bytes_per_s = 10e12;
+  m.shared_bytes_per_s = 128 * clock;
+  m.store_bytes_per_s = 32 * clock;
+  m.load_latency_s = 1e-6;
+  m.max_threads_per_mp = backend.threads_per_mp;
+  m.shared_per_mp = std::max<std::int64_t>(dev.shared_bytes_optin, dev.shared_bytes_per_block) + 1024;
+  m.registers_per_mp = 65536;
   return m;
 }
 

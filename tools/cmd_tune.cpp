@@ -165,7 +165,8 @@ Run add_worker(CLI::App& app) {
 Run add_devices(CLI::App& app) {
   app.add_subcommand("devices", "list the backends built in and the devices they find");
   return [] {
-    for (auto kind : {gpu::BackendKind::Cuda, gpu::BackendKind::Hip, gpu::BackendKind::Host}) {
+    for (const gpu::BackendTraits* t : gpu::all_backend_traits()) {
+      const gpu::BackendKind kind = t->kind;
       if (!gpu::backend_built(kind)) {
         std::printf("%-5s not built\n", gpu::to_string(kind));
         continue;

@@ -46,7 +46,7 @@ ConvData::ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate, st
       dev.copy_to_device(bufs[t]->back().get(), host_[t].data(), host_[t].size());
     }
 
-  const bool on_gpu = dev.info().backend != gpu::BackendKind::Host;
+  const bool on_gpu = !gpu::traits(dev.info().backend).host_memory;
   const OutputLayout layout = OutputLayout::flat(p.out_type, counts[out]);
   if (on_gpu && p.flops() > device_reference_flops) {
     check_ = try_device_check(dev, layout, reference_on_device());

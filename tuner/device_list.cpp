@@ -8,7 +8,7 @@
 namespace tiletune::tuner {
 
 std::vector<int> parse_device_list(const std::string& text, gpu::BackendKind backend) {
-  const bool host = backend == gpu::BackendKind::Host;
+  const bool host = gpu::traits(backend).host_memory;  // logical workers on the one CPU
   const std::vector<gpu::DeviceInfo> found = gpu::list_devices(backend);
   if (found.empty()) throw Error(std::string("--devices: the ") + gpu::to_string(backend) + " backend finds no device");
   std::vector<int> out;

@@ -66,7 +66,7 @@ ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rota
   }
 
   // op(A) op(B) in fp64; on a GPU, large problems use the naive device reference kernel.
-  bool on_device = dev.info().backend != gpu::BackendKind::Host && p.flops() > device_reference_flops && p.n <= 65535;
+  const bool on_device = !gpu::traits(dev.info().backend).host_memory && p.flops() > device_reference_flops && p.n <= 65535;
   if (on_device) products_on_device();
   else products_on_host();
   for (std::int64_t b = 0; b < p.batch; ++b)
@@ -78,7 +78,7 @@ ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rota
       }
   // On a GPU, validation compares and restores C on the device: uploads once per problem here
   // instead of moving C across the bus twice per candidate.
-  if (dev.info().backend != gpu::BackendKind::Host) {
+  if (!gpu::traits(dev.info().backend).host_memory) {
     check_ = try_device_check(dev, OutputLayout::of_c(p), reference_);
     if (!p.beta_zero) {
       try {
@@ -117,9 +117,7 @@ gpu::CompileRequest reference_kernel_request(const gpu::DeviceInfo& dev, const s
                                              const std::string& name_expression) {
   gpu::CompileRequest req;
   req.headers = embedded_kernel_sources();
-  req.source = std::string(dev.backend == gpu::BackendKind::Cuda ? "#include \"prelude_cuda.h\"\n"
-                                                                 : "#include \"prelude_hip.h\"\n") +
-               "#include \"" + header + "\"\n";
+  req.source = "#include \"" + std::string(gpu::traits(dev.backend).prelude) + "\"\n#include \"" + header + "\"\n";
   req.name_expression = name_expression;
   req.arch = dev.arch;
   return req;

@@ -17,7 +17,8 @@ void validate(const SearchOptions& o) {
 
 BenchmarkOptions final_benchmark(const BenchmarkOptions& full, gpu::BackendKind backend) {
   BenchmarkOptions b = full;
-  const double ms = full.final_ms >= 0 ? full.final_ms : backend == gpu::BackendKind::Host ? full.target_ms : 100.0;
+  const double sustained = gpu::traits(backend).final_ms;
+  const double ms = full.final_ms >= 0 ? full.final_ms : sustained > 0 ? sustained : full.target_ms;
   b.target_ms = std::max(full.target_ms, ms);
   // Enough runs to fill the time with short kernels too (an event per run: 20000 at most).
   b.max_iterations = std::max(full.max_iterations, std::min(20000, int(b.target_ms / 0.005)));

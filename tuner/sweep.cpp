@@ -39,7 +39,7 @@ std::string first_lines(const std::string& text, std::size_t max_chars = 600) {
 std::vector<std::pair<int, gpu::DeviceInfo>> sweep_devices(const SweepOptions& o, const gpu::DeviceInfo& first) {
   std::vector<int> indices = o.devices.empty() ? std::vector<int>{o.device} : o.devices;
   std::vector<std::pair<int, gpu::DeviceInfo>> out;
-  if (o.backend == gpu::BackendKind::Host) {
+  if (gpu::traits(o.backend).host_memory) {
     for (int i : indices) out.emplace_back(i, first);  // logical workers on the one CPU
     return out;
   }
@@ -94,7 +94,7 @@ Sweep::Sweep(const TuningConfig& config, const SweepOptions& options, std::FILE*
       options_(options),
       log_(log),
       strategy_(find_strategy(config.search.strategy)),
-      host_(options.backend == gpu::BackendKind::Host),
+      host_(gpu::traits(options.backend).host_memory),
       device_list_(options.devices.empty() ? std::vector<int>{options.device} : options.devices),
       dev_(nullptr),
       final_bench_(final_benchmark(config.benchmark, options.backend)),
