@@ -10,19 +10,44 @@
 #endif
 
 namespace tiletune::gpu {
+namespace {
 
-bool backend_built(BackendKind kind) {
-  switch (kind) {
-    case BackendKind::Host: return true;
+// The backends built into this binary: one line each (their traits are in gpu/backend_traits.cpp).
+struct Built {
+  BackendKind kind;
+  std::unique_ptr<Compiler> (*make_compiler)();
+  std::vector<DeviceInfo> (*list_devices)();
+  std::unique_ptr<Device> (*open_device)(int index);
+};
+
+const std::vector<Built>& built() {
+  static const std::vector<Built> all = {
+      {BackendKind::Host, host::make_compiler, host::list_devices, host::open_device},
 #ifdef TILETUNE_WITH_CUDA
-    case BackendKind::Cuda: return true;
+      {BackendKind::Cuda, cuda::make_compiler, cuda::list_devices, cuda::open_device},
 #endif
 #ifdef TILETUNE_WITH_HIP
-    case BackendKind::Hip: return true;
+      {BackendKind::Hip, hip::make_compiler, hip::list_devices, hip::open_device},
 #endif
-    default: return false;
-  }
+  };
+  return all;
 }
+
+const Built* find_built(BackendKind kind) {
+  for (const Built& b : built())
+    if (b.kind == kind) return &b;
+  return nullptr;
+}
+
+const Built& require_built(BackendKind kind) {
+  if (const Built* b = find_built(kind)) return *b;
+  throw Error(std::string("backend ") + to_string(kind) +
+              " was not built into this binary (configure with its toolkit installed)");
+}
+
+}  // namespace
+
+bool backend_built(BackendKind kind) { return find_built(kind) != nullptr; }
 
 BackendKind resolve_backend(const std::string& name) {
   if (name != "auto") {
@@ -35,48 +60,13 @@ BackendKind resolve_backend(const std::string& name) {
   return BackendKind::Host;
 }
 
-[[noreturn]] static void not_built(BackendKind kind) {
-  throw Error(std::string("backend ") + to_string(kind) +
-              " was not built into this binary (configure with its toolkit installed)");
-}
-
-std::unique_ptr<Compiler> make_compiler(BackendKind kind) {
-  switch (kind) {
-    case BackendKind::Host: return host::make_compiler();
-#ifdef TILETUNE_WITH_CUDA
-    case BackendKind::Cuda: return cuda::make_compiler();
-#endif
-#ifdef TILETUNE_WITH_HIP
-    case BackendKind::Hip: return hip::make_compiler();
-#endif
-    default: not_built(kind);
-  }
-}
+std::unique_ptr<Compiler> make_compiler(BackendKind kind) { return require_built(kind).make_compiler(); }
 
 std::vector<DeviceInfo> list_devices(BackendKind kind) {
-  switch (kind) {
-    case BackendKind::Host: return host::list_devices();
-#ifdef TILETUNE_WITH_CUDA
-    case BackendKind::Cuda: return cuda::list_devices();
-#endif
-#ifdef TILETUNE_WITH_HIP
-    case BackendKind::Hip: return hip::list_devices();
-#endif
-    default: return {};
-  }
+  const Built* b = find_built(kind);
+  return b ? b->list_devices() : std::vector<DeviceInfo>{};
 }
 
-std::unique_ptr<Device> open_device(BackendKind kind, int index) {
-  switch (kind) {
-    case BackendKind::Host: return host::open_device(index);
-#ifdef TILETUNE_WITH_CUDA
-    case BackendKind::Cuda: return cuda::open_device(index);
-#endif
-#ifdef TILETUNE_WITH_HIP
-    case BackendKind::Hip: return hip::open_device(index);
-#endif
-    default: not_built(kind);
-  }
-}
+std::unique_ptr<Device> open_device(BackendKind kind, int index) { return require_built(kind).open_device(index); }
 
 }  // namespace tiletune::gpu
