@@ -20,13 +20,14 @@ std::vector<std::uint8_t> bytes_of(const T& p) {
 
 std::vector<std::uint8_t> kernel_arguments(const KernelTemplate& t, const TtGemmParams& p, const GemmProblem& problem,
                                            const Variables& vars) {
-  if (t.arguments() == "gemm") return bytes_of(p);
+  if (t.arguments() == KernelTemplate::Arguments::Params) return bytes_of(p);
 #ifdef TILETUNE_WITH_TMA
-  if (t.arguments() == "gemm_tma") return cuda::make_tma_gemm_arguments(p, problem, vars);
-#endif
+  return cuda::make_tma_gemm_arguments(p, problem, vars);
+#else
   (void)problem;
   (void)vars;
-  throw Error("template " + t.name() + ": arguments '" + t.arguments() + "' are not available in this build");
+  throw Error("template " + t.name() + ": arguments '" + t.arguments_name() + "' are not available in this build");
+#endif
 }
 
 TtConvParams conv_arguments(const ConvProblem& p, void* x, void* wt, void* y) {
@@ -45,13 +46,14 @@ TtConvParams conv_arguments(const ConvProblem& p, void* x, void* wt, void* y) {
 
 std::vector<std::uint8_t> conv_kernel_arguments(const KernelTemplate& t, const TtConvParams& p,
                                                 const ConvProblem& problem, const Variables& vars) {
-  if (t.arguments() == "conv") return bytes_of(p);
+  if (t.arguments() == KernelTemplate::Arguments::Params) return bytes_of(p);
 #ifdef TILETUNE_WITH_TMA
-  if (t.arguments() == "conv_tma") return cuda::make_tma_conv_arguments(p, problem, vars);
-#endif
+  return cuda::make_tma_conv_arguments(p, problem, vars);
+#else
   (void)problem;
   (void)vars;
-  throw Error("template " + t.name() + ": arguments '" + t.arguments() + "' are not available in this build");
+  throw Error("template " + t.name() + ": arguments '" + t.arguments_name() + "' are not available in this build");
+#endif
 }
 
 }  // namespace tiletune::gpu

@@ -334,12 +334,11 @@ std::shared_ptr<gpu::Kernel> Runtime::fallback_kernel(const KernelTemplate& t, c
 
 void Runtime::launch(gpu::Kernel& kernel, Launchable& how, Call& call, gpu::Stream stream) {
   void* workspace = how.workspaces.get(*dev_, how.workspace_bytes, stream);
-  const std::string& kind = how.tmpl->arguments();
   if (how.repack) {  // the operands the kernel reads from copies (gpu/repack.h), made on its stream
     call.gemm.workspace = workspace;
     call.gemm = gpu::repack_operands(*dev_, *how.tmpl, how.vars, call.problem.gemm(), call.gemm, stream);
   }
-  if (kind == "gemm" || kind == "conv") {  // the hot path: no allocation
+  if (how.tmpl->arguments() == KernelTemplate::Arguments::Params) {  // the hot path: no allocation
     void*& slot = call.problem.is_conv() ? call.conv.workspace : call.gemm.workspace;
     slot = workspace;
     dev_->launch(kernel, how.dims, call.args(), call.problem.is_conv() ? sizeof call.conv : sizeof call.gemm, stream);
@@ -389,7 +388,7 @@ bool Runtime::can_run(const KernelTemplate& t, const Solution& s, const GemmProb
 
 bool Runtime::admits(const Launchable& how, const Call& call) const {
   if (call.problem.is_conv())  // TMA templates read x and the filters through descriptors on 16-byte bases
-    return how.tmpl->arguments() != "conv_tma" || (aligned16(call.ptr[0]) && aligned16(call.ptr[1]));
+    return how.tmpl->arguments() != KernelTemplate::Arguments::ParamsWithTma || (aligned16(call.ptr[0]) && aligned16(call.ptr[1]));
   // Pointers aligned to 16 bytes satisfy any vector width the tuner allowed for these ld's.
   if (aligned16(call.ptr[0]) && aligned16(call.ptr[1]) && aligned16(call.ptr[2])) return true;
   return can_run(*how.tmpl, how.solution, call.problem.gemm(), call.ptr[0], call.ptr[1], call.ptr[2]);

@@ -64,7 +64,7 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
     t.cluster_y_ = Expression::parse(l.value("cluster_y", std::string("1")));
     t.persistent_ = l.value("persistent", false);
     t.workspace_ = Expression::parse(j.value("workspace_bytes", std::string("0")));
-    t.arguments_ = j.value("arguments", std::string("gemm"));
+    const std::string arguments = j.value("arguments", std::string("gemm"));
     t.fallback_rank_ = j.value("fallback_rank", -1);
     t.repack_ = j.value("repack", false);
     const std::string kind = j.value("problem", std::string("gemm"));
@@ -90,10 +90,11 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
         if (!t.model_.count(key)) throw Error(where + ": \"model\" needs '" + key + "'");
       t.has_model_ = true;
     }
-    if (t.arguments_ != "gemm" && t.arguments_ != "gemm_tma" && t.arguments_ != "conv" && t.arguments_ != "conv_tma")
-      throw Error(where + ": unknown \"arguments\" kind '" + t.arguments_ + "' (gemm, gemm_tma, conv or conv_tma)");
-    if ((t.arguments_ == "conv" || t.arguments_ == "conv_tma") != (t.kind_ == ProblemKind::Conv))
+    if (arguments != "gemm" && arguments != "gemm_tma" && arguments != "conv" && arguments != "conv_tma")
+      throw Error(where + ": unknown \"arguments\" kind '" + arguments + "' (gemm, gemm_tma, conv or conv_tma)");
+    if ((arguments == "conv" || arguments == "conv_tma") != (t.kind_ == ProblemKind::Conv))
       throw Error(where + ": \"arguments\" conv and conv_tma go with \"problem\" conv, and only with it");
+    t.arguments_ = arguments == "gemm_tma" || arguments == "conv_tma" ? Arguments::ParamsWithTma : Arguments::Params;
   } catch (const nlohmann::json::exception& e) {
     throw Error(where + ": " + e.what());
   }
@@ -279,6 +280,12 @@ std::string KernelTemplate::name_expression(const Solution& s, const Problem& pr
     }
   }
   return out;
+}
+
+const char* KernelTemplate::arguments_name() const {
+  const bool conv = kind_ == ProblemKind::Conv;
+  if (arguments_ == Arguments::Params) return conv ? "conv" : "gemm";
+  return conv ? "conv_tma" : "gemm_tma";
 }
 
 gpu::CompileRequest KernelTemplate::compile_request(const Solution& s, const Problem& p,

@@ -85,10 +85,13 @@ class KernelTemplate {
     return r != vars.end() && r->second > 0 ? repack_offset(vars) + r->second : workspace_.eval(vars);
   }
   std::int64_t repack_offset(const Variables& vars) const { return (workspace_.eval(vars) + 255) / 256 * 256; }
-  // How the kernel's single argument is built: "gemm" (TtGemmParams as is), "gemm_tma"
-  // (TtGemmParams plus TMA descriptors, built by the CUDA backend), "conv" (TtConvParams) or
-  // "conv_tma" (TtConvParams plus TMA descriptors: kernel_templates/conv_tma_params.h).
-  const std::string& arguments() const { return arguments_; }
+  // How the kernel's single argument is built: the operation's params as they are (TtGemmParams,
+  // TtConvParams), or those plus TMA descriptors built by the CUDA backend for the call's pointers
+  // (kernel_templates/gemm_tma_params.h, conv_tma_params.h). The JSON says "gemm", "conv",
+  // "gemm_tma" or "conv_tma".
+  enum class Arguments { Params, ParamsWithTma };
+  Arguments arguments() const { return arguments_; }
+  const char* arguments_name() const;  // as the JSON says it
   // Preference of this template's default as the runtime's kernel for untuned problems: lower is
   // tried first; -1 (no "fallback_rank" in the JSON) means never. A template that declares a rank
   // promises its default is valid for every problem its constraints admit.
@@ -110,7 +113,8 @@ class KernelTemplate {
   const std::string& source_hash() const;
 
  private:
-  std::string name_, source_, instance_, arguments_ = "gemm";
+  std::string name_, source_, instance_;
+  Arguments arguments_ = Arguments::Params;
   std::vector<gpu::BackendKind> backends_;
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> params_;
   std::map<std::string, std::int64_t> defaults_;

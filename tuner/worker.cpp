@@ -276,7 +276,7 @@ MeasureResult Measurer::measure_conv_kernel(const MeasureRequest& r, const std::
   const Variables vars = tmpl.variables(r.solution, r.problem, dev_.info());
   const gpu::LaunchDims dims = tmpl.launch_dims(vars);
   return validate_and_time(dev_, r, tmpl, vars, data, clock, on_ready, [&](const TtConvParams& args) {
-    if (tmpl.arguments() == "conv") {
+    if (tmpl.arguments() == KernelTemplate::Arguments::Params) {
       dev_.launch(*kernel, dims, &args, sizeof args);
     } else {  // TMA descriptors for this copy's buffers
       std::vector<std::uint8_t> bytes = gpu::conv_kernel_arguments(tmpl, args, data.problem(), vars);
