@@ -25,12 +25,11 @@ void copy_operand(Device& dev, void* dst, std::int64_t ld2, const void* src, std
 
 }  // namespace
 
-TtGemmParams repack_operands(Device& dev, const KernelTemplate& t, const Variables& vars, const GemmProblem& problem,
+TtGemmParams repack_operands(Device& dev, const KernelTemplate& t, const Variables& vars, const RepackPlan& plan,
                              TtGemmParams args, Stream stream) {
   if (!repacks(vars)) return args;
   if (!args.workspace) throw Error("repacking " + t.name() + ": no workspace");
-  const GemmProblem p = problem.canonical();
-  const RepackPlan plan = repack_plan(p);
+  const GemmProblem& p = plan.kernel_problem;  // sizes, types and batch as the caller's; ld's as copied
   char* region = static_cast<char*>(args.workspace) + t.repack_offset(vars);
   const int bytes = size_of(p.a_type);
   const GemmProblem& k = plan.kernel_problem;

@@ -15,9 +15,9 @@ inline bool repacks(const Variables& vars) {
   return r != vars.end() && r->second > 0;
 }
 
-// `args` (for `problem` as the caller gave it, workspace set) with the operands repack_plan copies
+// `args` (for the problem `plan` was made for, workspace set) with the operands the plan copies
 // copied into the workspace and pointed at there. Enqueued on `stream`.
-TtGemmParams repack_operands(Device& dev, const KernelTemplate& t, const Variables& vars, const GemmProblem& problem,
+TtGemmParams repack_operands(Device& dev, const KernelTemplate& t, const Variables& vars, const RepackPlan& plan,
                              TtGemmParams args, Stream stream);
 
 }  // namespace tiletune::gpu

@@ -336,7 +336,7 @@ void Runtime::launch(gpu::Kernel& kernel, Launchable& how, Call& call, gpu::Stre
   void* workspace = how.workspaces.get(*dev_, how.workspace_bytes, stream);
   if (how.repack) {  // the operands the kernel reads from copies (gpu/repack.h), made on its stream
     call.gemm.workspace = workspace;
-    call.gemm = gpu::repack_operands(*dev_, *how.tmpl, how.vars, call.problem.gemm(), call.gemm, stream);
+    call.gemm = gpu::repack_operands(*dev_, *how.tmpl, how.vars, how.repack_plan, call.gemm, stream);
   }
   if (how.tmpl->arguments() == KernelTemplate::Arguments::Params) {  // the hot path: no allocation
     void*& slot = call.problem.is_conv() ? call.conv.workspace : call.gemm.workspace;
@@ -350,7 +350,7 @@ void Runtime::launch(gpu::Kernel& kernel, Launchable& how, Call& call, gpu::Stre
     how.arguments.use(call.conv, [&] { return gpu::conv_kernel_arguments(*how.tmpl, call.conv, call.problem.conv(), how.vars); }, send);
   } else {
     call.gemm.workspace = workspace;
-    const GemmProblem& kernel_problem = how.repack ? how.kernel_problem : call.problem.gemm();
+    const GemmProblem& kernel_problem = how.repack ? how.repack_plan.kernel_problem : call.problem.gemm();
     how.arguments.use(call.gemm, [&] { return gpu::kernel_arguments(*how.tmpl, call.gemm, kernel_problem, how.vars); }, send);
   }
 }

@@ -131,11 +131,11 @@ class Runtime {
     ArgumentCache arguments;
     std::atomic<bool> vendor_failed{false};  // the vendor threw on this problem: not asked again
     gpu::VendorChoice vendor_choice;          // the vendor's algorithm for it ({}: its default)
-    bool repack = false;                      // copies A and/or B first (gpu/repack.h) ...
-    GemmProblem kernel_problem;               // ... and then runs this problem
+    bool repack = false;                      // copies A and/or B first (gpu/repack.h) as planned here,
+    RepackPlan repack_plan;                   // once for the problem: its kernel_problem is what runs
     void set_repack(const Problem& p) {       // from `vars`
       repack = !p.is_conv() && gpu::repacks(vars);
-      if (repack) kernel_problem = repack_plan(p.gemm()).kernel_problem;
+      if (repack) repack_plan = tiletune::repack_plan(p.gemm());
     }
   };
 

@@ -260,9 +260,10 @@ MeasureResult Measurer::measure_kernel(const MeasureRequest& r, const std::funct
   const Variables vars = tmpl.variables(r.solution, problem, dev_.info());
   const gpu::LaunchDims dims = tmpl.launch_dims(vars);
   // With REPACK the operand copies are part of every run, timed with the kernel.
-  const GemmProblem kernel_problem = gpu::repacks(vars) ? repack_plan(problem).kernel_problem : problem;
+  const RepackPlan plan = gpu::repacks(vars) ? repack_plan(problem) : RepackPlan{problem, {}, {}, 0};
+  const GemmProblem& kernel_problem = plan.kernel_problem;
   return validate_and_time(dev_, r, tmpl, vars, data, clock, on_ready, [&](const TtGemmParams& args) {
-    const TtGemmParams a = gpu::repack_operands(dev_, tmpl, vars, problem, args, nullptr);
+    const TtGemmParams a = gpu::repack_operands(dev_, tmpl, vars, plan, args, nullptr);
     std::vector<std::uint8_t> bytes = gpu::kernel_arguments(tmpl, a, kernel_problem, vars);
     dev_.launch(*kernel, dims, bytes.data(), bytes.size());
   });
