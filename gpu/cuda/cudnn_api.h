@@ -78,13 +78,6 @@ struct Api {
 // tried), else libcudnn.so.9, then libcudnn.so. nullptr if it cannot be loaded; `why` then says why.
 void* library(std::string* why);
 
-// Looks `name` up in `lib` into `fn`; an absent one is added to `missing` (comma-separated).
-template <class F>
-void symbol(void* lib, F& fn, const char* name, std::string& missing) {
-  fn = reinterpret_cast<F>(::dlsym(lib, name));
-  if (!fn) missing += std::string(missing.empty() ? "" : ", ") + name;
-}
-
 // The legacy API's entry points of library(); nullptr, with `why`, when it or one of them is missing.
 const Api* api(std::string* why);
 

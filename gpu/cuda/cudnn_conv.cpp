@@ -10,9 +10,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "gpu/cuda/cuda_backend.h"
 #include "gpu/cuda/cudnn_api.h"
+#include "gpu/shared_library.h"
 #include "gpu/vendor_conv.h"
 
 #if __has_include(<cudnn.h>)
@@ -41,14 +43,10 @@ namespace cudnn {
 void* library(std::string* why) {
   static std::string error;
   static void* const handle = [] {
-    std::vector<std::string> names;
-    if (const char* env = std::getenv("TILETUNE_CUDNN_LIB"); env && *env) names = {env};
-    else names = {"libcudnn.so.9", "libcudnn.so"};
-    for (const auto& n : names) {
-      if (void* h = ::dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
-      const char* e = ::dlerror();
-      error += (error.empty() ? "" : "; ") + std::string(e ? e : n + ": cannot be loaded");
-    }
+    const auto env = env_text("TILETUNE_CUDNN_LIB");
+    if (void* h = open_library(env ? std::vector<std::string>{*env} : std::vector<std::string>{"libcudnn.so.9", "libcudnn.so"},
+                               &error))
+      return h;
     error = "cuDNN not found (" + error + "); set TILETUNE_CUDNN_LIB to the path of libcudnn.so.9";
     return static_cast<void*>(nullptr);
   }();
@@ -62,7 +60,7 @@ const Api* api(std::string* why) {
     static Api a{};
     void* h = library(&error);
     if (!h) return nullptr;
-    auto sym = [&](auto& fn, const char* name) { symbol(h, fn, name, error); };
+    auto sym = [&](auto& fn, const char* name) { bind_symbol(h, fn, name, error); };
     sym(a.create, "cudnnCreate");
     sym(a.destroy, "cudnnDestroy");
     sym(a.error_string, "cudnnGetErrorString");

@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "gpu/cuda/cuda_backend.h"
 #include "gpu/cuda/cudnn_api.h"
+#include "gpu/shared_library.h"
 #include "gpu/vendor_conv.h"
 
 namespace tiletune::gpu::cuda {
@@ -45,7 +46,7 @@ const GraphApi* graph_api(std::string* why) {
     static GraphApi a;
     void* h = cudnn::library(&error);
     if (!h) return nullptr;
-    auto sym = [&](auto& fn, const char* name) { cudnn::symbol(h, fn, name, error); };
+    auto sym = [&](auto& fn, const char* name) { bind_symbol(h, fn, name, error); };
     sym(a.create, "cudnnCreate");
     sym(a.destroy, "cudnnDestroy");
     sym(a.set_stream, "cudnnSetStream");
