@@ -1,5 +1,6 @@
 // cuBLAS as the yardstick, and cuBLASLt's other algorithms as candidates of a sweep. Loaded with
 // dlopen so that the tuner runs where they are absent.
+#include <array>
 #include <cublasLt.h>
 #include <cublas_api.h>
 
@@ -210,7 +211,14 @@ class CublasGemm final : public VendorGemm {
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
     std::map<VendorChoice, std::optional<cublasLtMatmulAlgo_t>> algos;
   };
-  using PlanKey = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>;
+  // Everything a plan's descriptors say: the problem's fields and the call's batch strides, as
+  // integers (no key text is built on a call).
+  using PlanKey = std::array<std::int64_t, 16>;
+  static PlanKey plan_key(const GemmProblem& problem, const TtGemmParams& a) {
+    const GemmProblem p = problem.canonical();
+    return {std::int64_t(p.a_type), std::int64_t(p.c_type), p.trans_a, p.trans_b, p.m, p.n, p.k, p.batch, p.lda,
+            p.ldb, p.ldc, p.beta_zero, p.compute_tf32, a.stride_a, a.stride_b, a.stride_c};
+  }
 
   static cublasComputeType_t compute(const GemmProblem& p) {
     return p.compute_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -226,7 +234,7 @@ class CublasGemm final : public VendorGemm {
   Plan* plan_for(const GemmProblem& p, const TtGemmParams& a) {
     if (!lt_) return nullptr;
     // The batch strides are in the key already; the problem key holds no pointers.
-    PlanKey key{p.key(), a.stride_a, a.stride_b, a.stride_c};
+    const PlanKey key = plan_key(p, a);
     if (auto it = plans_.find(key); it != plans_.end()) return it->second.op ? &it->second : nullptr;
     Plan& plan = plans_[key];
     const cudaDataType in = cuda_type(p.a_type), out = cuda_type(p.c_type);
