@@ -1,10 +1,10 @@
 // cuBLAS as the yardstick, and cuBLASLt's other algorithms as candidates of a sweep. Loaded with
 // dlopen so that the tuner runs where they are absent.
-#include <array>
 #include <cublasLt.h>
 #include <cublas_api.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <mutex>
 #include <optional>
