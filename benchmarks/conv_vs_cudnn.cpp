@@ -17,7 +17,7 @@
 #include "common/error.h"
 #include "db/database.h"
 #include "gpu/backend.h"
-#include "gpu/vendor_conv.h"
+#include "vendors/vendor_conv.h"
 #include "runtime/tiletune.hpp"
 #include "solutions/any_problem.h"
 #include "tuner/benchmark.h"

@@ -7,7 +7,7 @@
 
 #include "db/database.h"
 #include "gpu/backend.h"
-#include "gpu/vendor_gemm.h"
+#include "vendors/vendor_gemm.h"
 #include "runtime/runtime.h"
 #include "runtime/tiletune.h"
 

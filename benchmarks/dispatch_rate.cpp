@@ -14,7 +14,7 @@
 
 #include "common/error.h"
 #include "gpu/backend.h"
-#include "gpu/vendor_gemm.h"
+#include "vendors/vendor_gemm.h"
 #include "runtime/tiletune.hpp"
 #include "tuner/problem_data.h"
 

@@ -13,7 +13,7 @@
 #include "gpu/backend.h"
 #include "benchmarks/report.h"
 #include "runtime/api_types.h"
-#include "gpu/vendor_gemm.h"
+#include "vendors/vendor_gemm.h"
 #include "runtime/tiletune.hpp"
 #include "tuner/benchmark.h"
 #include "tuner/problem_data.h"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "gpu/vendor.h"
+#include "vendors/vendor.h"
 
 namespace tiletune::db {
 namespace {

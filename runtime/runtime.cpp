@@ -15,7 +15,7 @@
 
 #include "common/error.h"
 #include "db/integrity.h"
-#include "gpu/arguments.h"
+#include "ops/arguments.h"
 #include "kernel_templates/gemm_params.h"
 
 namespace tiletune::runtime {
@@ -334,7 +334,7 @@ std::shared_ptr<gpu::Kernel> Runtime::fallback_kernel(const KernelTemplate& t, c
 
 void Runtime::launch(gpu::Kernel& kernel, Launchable& how, Call& call, gpu::Stream stream) {
   void* workspace = how.workspaces.get(*dev_, how.workspace_bytes, stream);
-  if (how.repack) {  // the operands the kernel reads from copies (gpu/repack.h), made on its stream
+  if (how.repack) {  // the operands the kernel reads from copies (ops/repack.h), made on its stream
     call.gemm.workspace = workspace;
     call.gemm = gpu::repack_operands(*dev_, *how.tmpl, how.vars, how.repack_plan, call.gemm, stream);
   }
@@ -372,7 +372,7 @@ static bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p
 
 void Runtime::lower_alignment(Variables& vars, const GemmProblem& p, const void* a, const void* b, const void* c) {
   int ab = size_of(p.a_type), cb = size_of(p.c_type);
-  // An operand the solution copies is read from the workspace, whatever its pointer (gpu/repack.h).
+  // An operand the solution copies is read from the workspace, whatever its pointer (ops/repack.h).
   const RepackPlan plan = gpu::repacks(vars) ? repack_plan(p) : RepackPlan{};
   if (!plan.a.copied) vars["ALIGN_A"] = std::min<std::int64_t>(vars["ALIGN_A"], pointer_alignment(a, ab));
   if (!plan.b.copied) vars["ALIGN_B"] = std::min<std::int64_t>(vars["ALIGN_B"], pointer_alignment(b, ab));

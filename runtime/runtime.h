@@ -14,8 +14,8 @@
 #include "db/database.h"
 #include "db/signing.h"
 #include "gpu/backend.h"
-#include "gpu/repack.h"
-#include "gpu/vendor.h"
+#include "ops/repack.h"
+#include "vendors/vendor.h"
 #include "runtime/online_tuner.h"
 #include "kernel_templates/conv_params.h"
 #include "kernel_templates/gemm_params.h"
@@ -131,7 +131,7 @@ class Runtime {
     ArgumentCache arguments;
     std::atomic<bool> vendor_failed{false};  // the vendor threw on this problem: not asked again
     gpu::VendorChoice vendor_choice;          // the vendor's algorithm for it ({}: its default)
-    bool repack = false;                      // copies A and/or B first (gpu/repack.h) as planned here,
+    bool repack = false;                      // copies A and/or B first (ops/repack.h) as planned here,
     RepackPlan repack_plan;                   // once for the problem: its kernel_problem is what runs
     void set_repack(const Problem& p) {       // from `vars`
       repack = !p.is_conv() && gpu::repacks(vars);

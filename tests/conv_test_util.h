@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpu/arguments.h"
+#include "ops/arguments.h"
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
 #include "tuner/conv_data.h"

@@ -11,10 +11,10 @@
 #include <map>
 #include <thread>
 
-#include "gpu/arguments.h"
+#include "ops/arguments.h"
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
-#include "gpu/cuda/tma_arguments.h"
+#include "ops/cuda/tma_arguments.h"
 #include "runtime/tiletune.hpp"
 #include "tuner/compile_process.h"
 #include "tuner/config.h"

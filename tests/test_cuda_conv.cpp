@@ -9,8 +9,8 @@
 
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
-#include "gpu/cuda/cudnn_api.h"
-#include "gpu/vendor_conv.h"
+#include "vendors/cuda/cudnn_api.h"
+#include "vendors/vendor_conv.h"
 #include "tests/conv_test_util.h"
 #include "tests/test_util.h"
 #include "tuner/conv_data.h"

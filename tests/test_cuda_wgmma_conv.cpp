@@ -18,7 +18,7 @@
 
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
-#include "gpu/cuda/tma_arguments.h"
+#include "ops/cuda/tma_arguments.h"
 #include "kernel_templates/conv_tma_params.h"
 #include "runtime/tiletune.hpp"
 #include "tests/conv_test_util.h"

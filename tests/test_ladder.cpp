@@ -15,7 +15,6 @@
 #include "db/ship.h"
 #include "gpu/backend.h"
 #include "gpu/host/host_backend.h"
-#include "gpu/vendor.h"
 #include "process_util.h"
 #include "runtime_test_util.h"
 #include "solutions/kernel_template.h"
@@ -24,6 +23,8 @@
 #include "tuner/config.h"
 #include "tuner/search.h"
 #include "tuner/sweep.h"
+#include "vendors/libraries.h"
+#include "vendors/vendor.h"
 
 namespace fs = std::filesystem;
 using namespace tiletune;

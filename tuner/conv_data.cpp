@@ -5,7 +5,7 @@
 #include <random>
 
 #include "common/error.h"
-#include "gpu/arguments.h"
+#include "ops/arguments.h"
 #include "solutions/any_problem.h"
 #include "tuner/conv_reference.h"
 #include "tuner/elements.h"

@@ -17,7 +17,7 @@
 
 #include "common/error.h"
 #include "db/database.h"
-#include "gpu/vendor.h"
+#include "vendors/vendor.h"
 #include "tuner/compile_pool.h"
 #include "tuner/compile_process.h"
 #include "tuner/enumerator.h"

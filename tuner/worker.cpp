@@ -17,9 +17,9 @@
 
 #include "common/error.h"
 #include "db/database.h"
-#include "gpu/arguments.h"
-#include "gpu/repack.h"
-#include "gpu/vendor.h"
+#include "ops/arguments.h"
+#include "ops/repack.h"
+#include "vendors/vendor.h"
 #include "tuner/benchmark.h"
 #include "tuner/conv_data.h"
 #include "tuner/problem_data.h"

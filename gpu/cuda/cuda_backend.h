@@ -10,11 +10,6 @@
 
 #include "gpu/backend.h"
 
-namespace tiletune::gpu {
-class VendorGemm;
-class VendorConv;
-}
-
 namespace tiletune::gpu::cuda {
 
 std::unique_ptr<Compiler> make_compiler();
@@ -30,12 +25,5 @@ decltype(&::cuTensorMapEncodeTiled) tensor_map_encoder();
 // The driver's cuTensorMapEncodeIm2col (wgmma_conv's activations); nullptr without a driver.
 decltype(&::cuTensorMapEncodeIm2col) im2col_map_encoder();
 
-// cuBLAS as the vendor yardstick (gpu/cuda/cublas_gemm.cpp); nullptr when it cannot be loaded.
-std::unique_ptr<VendorGemm> make_cublas_gemm(Device& dev);
-// cuDNN likewise (gpu/cuda/cudnn_conv.cpp); nullptr, with the reason in `why_not`, when it cannot be loaded.
-std::unique_ptr<VendorConv> make_cudnn_conv(Device& dev, std::string* why_not);
-// cuDNN through its graph API (gpu/cuda/cudnn_graph.cpp), the engines PyTorch runs; nullptr, with
-// the reason, when it cannot be loaded or was not compiled in.
-std::unique_ptr<VendorConv> make_cudnn_graph_conv(Device& dev, std::string* why_not);
 
 }  // namespace tiletune::gpu::cuda

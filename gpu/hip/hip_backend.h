@@ -24,7 +24,5 @@ std::unique_ptr<Compiler> make_compiler();
 // Empty, quietly, when there is no AMD GPU or no driver (/dev/kfd absent, hipGetDeviceCount fails).
 std::vector<DeviceInfo> list_devices();
 std::unique_ptr<Device> open_device(int index);  // throws Error for a bad index or a HIP failure
-// rocBLAS on `dev`, loaded at run time (gpu/hip/rocblas_gemm.cpp); nullptr with the reason when absent.
-std::unique_ptr<VendorGemm> make_rocblas_gemm(Device& dev, std::string* why_not);
 
 }  // namespace tiletune::gpu::hip

@@ -8,7 +8,8 @@
 
 #include "common/error.h"
 #include "gpu/host/host_backend.h"
-#include "gpu/shared_library.h"
+#include "vendors/libraries.h"
+#include "vendors/shared_library.h"
 
 namespace tiletune::gpu::host {
 namespace {

@@ -1,4 +1,4 @@
-#include "gpu/vendor.h"
+#include "vendors/vendor.h"
 
 #include "common/error.h"
 

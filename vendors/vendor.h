@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "gpu/vendor_conv.h"
-#include "gpu/vendor_gemm.h"
+#include "vendors/vendor_conv.h"
+#include "vendors/vendor_gemm.h"
 #include "solutions/any_problem.h"
 
 namespace tiletune::gpu {

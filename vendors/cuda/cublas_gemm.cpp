@@ -13,8 +13,9 @@
 
 #include "common/error.h"
 #include "gpu/cuda/cuda_backend.h"
-#include "gpu/shared_library.h"
-#include "gpu/vendor_gemm.h"
+#include "vendors/libraries.h"
+#include "vendors/shared_library.h"
+#include "vendors/vendor_gemm.h"
 
 namespace tiletune::gpu::cuda {
 namespace {

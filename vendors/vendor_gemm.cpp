@@ -1,6 +1,7 @@
-#include "gpu/vendor_gemm.h"
+#include "vendors/vendor_gemm.h"
 
 #include "gpu/host/host_backend.h"
+#include "vendors/libraries.h"
 #ifdef TILETUNE_WITH_CUDA
 #include "gpu/cuda/cuda_backend.h"
 #endif

@@ -1,9 +1,10 @@
-#include "gpu/vendor_conv.h"
+#include "vendors/vendor_conv.h"
 
 #include <cstdlib>
 
 #include "common/env.h"
 #include "common/error.h"
+#include "vendors/libraries.h"
 
 #ifdef TILETUNE_WITH_CUDA
 #include "gpu/cuda/cuda_backend.h"

@@ -1,4 +1,4 @@
-// cuDNN as the convolution yardstick, loaded with dlopen (gpu/cuda/cudnn_api.h says why). The
+// cuDNN as the convolution yardstick, loaded with dlopen (vendors/cuda/cudnn_api.h says why). The
 // algorithm is cuDNN's own choice: its find (cudnnFind*AlgorithmEx) times every algorithm on our
 // buffers with a generous workspace, as frameworks' benchmark mode does, and the fastest is kept.
 #include <dlfcn.h>
@@ -13,9 +13,10 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "gpu/cuda/cuda_backend.h"
-#include "gpu/cuda/cudnn_api.h"
-#include "gpu/shared_library.h"
-#include "gpu/vendor_conv.h"
+#include "vendors/cuda/cudnn_api.h"
+#include "vendors/libraries.h"
+#include "vendors/shared_library.h"
+#include "vendors/vendor_conv.h"
 
 #if __has_include(<cudnn.h>)
 #include <cudnn.h>

@@ -18,9 +18,10 @@
 
 #include "common/error.h"
 #include "gpu/cuda/cuda_backend.h"
-#include "gpu/cuda/cudnn_api.h"
-#include "gpu/shared_library.h"
-#include "gpu/vendor_conv.h"
+#include "vendors/cuda/cudnn_api.h"
+#include "vendors/libraries.h"
+#include "vendors/shared_library.h"
+#include "vendors/vendor_conv.h"
 
 namespace tiletune::gpu::cuda {
 namespace {
@@ -377,7 +378,7 @@ std::unique_ptr<VendorConv> make_cudnn_graph_conv(Device& dev, std::string* why_
 }  // namespace tiletune::gpu::cuda
 #else  // no cuDNN headers at build time: the legacy path only
 #include "gpu/cuda/cuda_backend.h"
-#include "gpu/vendor_conv.h"
+#include "vendors/vendor_conv.h"
 
 namespace tiletune::gpu::cuda {
 std::unique_ptr<VendorConv> make_cudnn_graph_conv(Device&, std::string* why_not) {

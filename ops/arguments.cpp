@@ -1,10 +1,10 @@
-#include "gpu/arguments.h"
+#include "ops/arguments.h"
 
 #include <cstring>
 
 #include "common/error.h"
 #ifdef TILETUNE_WITH_TMA
-#include "gpu/cuda/tma_arguments.h"
+#include "ops/cuda/tma_arguments.h"
 #endif
 
 namespace tiletune::gpu {

@@ -1,4 +1,4 @@
-#include "gpu/repack.h"
+#include "ops/repack.h"
 
 #include "common/error.h"
 

@@ -1,6 +1,6 @@
 // TMA tensor maps for the Hopper wgmma template; see tma_arguments.h and
 // kernel_templates/wgmma_gemm.cuh for the shared-memory layouts these boxes fill.
-#include "gpu/cuda/tma_arguments.h"
+#include "ops/cuda/tma_arguments.h"
 
 #include <cstring>
 #include <string>
