@@ -53,4 +53,14 @@ double env_number(const char* name, double fallback, double lo, double hi) {
   return x;
 }
 
+bool env_switch(const char* name, bool fallback) {
+  const auto v = env_text(name);
+  if (!v) return fallback;
+  for (const char* yes : {"1", "on", "yes", "true"})
+    if (*v == yes) return true;
+  for (const char* no : {"0", "off", "no", "false"})
+    if (*v == no) return false;
+  refuse(name, *v, "takes 1, on, yes or true, or 0, off, no or false");
+}
+
 }  // namespace tiletune

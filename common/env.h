@@ -12,5 +12,7 @@ std::optional<std::string> env_text(const char* name);
 long long env_integer(const char* name, long long fallback, long long lo, long long hi);
 // A finite number in [lo, hi]; `fallback` when unset or empty.
 double env_number(const char* name, double fallback, double lo, double hi);
+// A switch: 1, on, yes, true or 0, off, no, false; `fallback` when unset or empty.
+bool env_switch(const char* name, bool fallback);
 
 }  // namespace tiletune

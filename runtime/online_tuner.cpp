@@ -51,13 +51,7 @@ std::string tail_of(const std::string& path, std::size_t bytes) {
 }  // namespace
 
 bool online_requested_by_environment() {
-  const std::string on = env_text("TILETUNE_ONLINE").value_or("0");
-  for (const char* no : {"0", "off", "no", "false"})
-    if (on == no) return false;
-  for (const char* yes : {"1", "on", "yes", "true"})
-    if (on == yes) return true;
-  throw Error("TILETUNE_ONLINE='" + on.substr(0, 200) +
-              "': takes 1, on, yes or true (tune untuned problems in the background), or 0, off, no, false");
+  return env_switch("TILETUNE_ONLINE", false);
 }
 
 std::string default_user_db() {

@@ -15,6 +15,7 @@
 #include "tuner/search.h"
 #include "tuner/sweep.h"
 #include "tuner/worker.h"
+#include "vendors/vendor.h"
 
 namespace tiletune::tools {
 
@@ -129,7 +130,8 @@ Run add_tune(CLI::App& app) {
         return 1;
       }
     }
-    const tuner::SweepOptions o = sweep_options(*a, config);
+    tuner::SweepOptions o = sweep_options(*a, config);
+    if (gpu::vendor_disabled()) o.compare_vendor = false;  // and a TILETUNE_VENDOR it does not take stops here
     tuner::SweepSummary s = tuner::run_sweep(config, o);
     tuner::print_summary(s, stdout);
     std::printf("\nwrote %s\n", a->db.c_str());

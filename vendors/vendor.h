@@ -6,20 +6,19 @@
 #include <memory>
 #include <string>
 
+#include "common/env.h"
+#include "solutions/any_problem.h"
 #include "vendors/vendor_conv.h"
 #include "vendors/vendor_gemm.h"
-#include "solutions/any_problem.h"
 
 namespace tiletune::gpu {
 
 // What each backend's vendor libraries compute, known without loading them (`db explain` states
 // the ladder without a device): "" when the problem is in their scope, else why not. A library
 // that fails to load at run time narrows this further (Vendor::unsupported).
-// TILETUNE_VENDOR=off (or 0) takes the vendor out of sweeps and of the ladder everywhere.
-inline bool vendor_disabled() {
-  const char* v = std::getenv("TILETUNE_VENDOR");
-  return v && (std::string(v) == "off" || std::string(v) == "0");
-}
+// TILETUNE_VENDOR=off (or 0) takes the vendor out of sweeps and of the ladder everywhere; a value
+// it does not take is an Error naming it.
+inline bool vendor_disabled() { return !env_switch("TILETUNE_VENDOR", true); }
 
 // `disabled`: vendor_disabled(), read once by the caller (it is on every call's path).
 inline std::string vendor_scope(BackendKind backend, const Problem& p, bool disabled = vendor_disabled()) {
