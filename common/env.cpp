@@ -1,6 +1,6 @@
 #include "common/env.h"
 
-#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -34,10 +34,10 @@ std::optional<std::string> env_text(const char* name) {
 long long env_integer(const char* name, long long fallback, long long lo, long long hi) {
   const auto v = env_text(name);
   if (!v) return fallback;
-  errno = 0;
-  char* end = nullptr;
-  const long long n = std::strtoll(v->c_str(), &end, 10);
-  if (errno || end == v->c_str() || *end != '\0' || n < lo || n > hi)
+  // from_chars: the whole text, no sign but '-', no blanks, whatever the locale.
+  long long n = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+  if (ec != std::errc() || end != v->data() + v->size() || n < lo || n > hi)
     refuse(name, *v, "takes a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
   return n;
 }
@@ -45,10 +45,9 @@ long long env_integer(const char* name, long long fallback, long long lo, long l
 double env_number(const char* name, double fallback, double lo, double hi) {
   const auto v = env_text(name);
   if (!v) return fallback;
-  errno = 0;
-  char* end = nullptr;
-  const double x = std::strtod(v->c_str(), &end);
-  if (errno || end == v->c_str() || *end != '\0' || !std::isfinite(x) || x < lo || x > hi)
+  double x = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
+  if (ec != std::errc() || end != v->data() + v->size() || !std::isfinite(x) || x < lo || x > hi)
     refuse(name, *v, "takes a number from " + range(lo, hi));
   return x;
 }

@@ -86,6 +86,17 @@ pid_t spawn_process(const std::vector<std::string>& argv_in, const SpawnOptions&
   // Error naming the reason, not a child that exits 127.
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) throw Error(std::string("cannot start ") + program + ": pipe: " + std::strerror(errno));
+  for (int& fd : report)  // above stdio, which the child's dup2s below must not overwrite
+    if (fd < 3) {
+      const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+      ::close(fd);
+      fd = moved;
+    }
+  if (report[0] < 0 || report[1] < 0) {
+    for (int fd : report)
+      if (fd >= 0) ::close(fd);
+    throw Error(std::string("cannot start ") + program + ": fcntl: " + std::strerror(errno));
+  }
   const int max_fd = int(std::min(::sysconf(_SC_OPEN_MAX), 65536L));
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -104,10 +115,19 @@ pid_t spawn_process(const std::vector<std::string>& argv_in, const SpawnOptions&
       if (::getppid() != parent) ::_exit(127);
     }
     if (o.own_group && ::setpgid(0, 0) != 0) fail(errno);
+    // The parent's stop handler (common/temp_dir.h) is not the child's until exec resets it.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction old {};
+      if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler != SIG_IGN) ::signal(sig, SIG_DFL);
+    }
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    const int fds[3] = {o.in, o.out, o.err};
+    // Sources below 3 are moved up first, so that no dup2 overwrites one still to be copied (a
+    // parent with closed stdio) and each target ends up without close-on-exec.
+    int fds[3] = {o.in, o.out, o.err};
+    for (int& fd : fds)
+      if (fd >= 0 && fd < 3 && (fd = ::fcntl(fd, F_DUPFD, 3)) < 0) fail(errno);
     for (int i = 0; i < 3; ++i)
       if (fds[i] >= 0 && ::dup2(fds[i], i) < 0) fail(errno);
     close_range_of(3, report[1] - 1, max_fd);

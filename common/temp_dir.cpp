@@ -117,7 +117,13 @@ void remove_temp_dirs_on_stop_signals() {
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+    // A signal the program was started with ignored (nohup's SIGHUP, SIGINT of a background job
+    // in a script) stays ignored: the program was not meant to stop on it.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction old {};
+      if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+      ::sigaction(sig, &sa, nullptr);
+    }
   });
 }
 

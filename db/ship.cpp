@@ -195,7 +195,8 @@ PackResult pack(const std::string& src_path, const std::string& dst_path, const 
       if (sign) {
         std::vector<std::int64_t> ids;
         out.for_each_code_object([&](const CodeObjectRecord& c) {
-          if (c.ok) ids.push_back(c.id);
+          if (c.ok && !c.compiled_from.empty()) ids.push_back(c.id);
+          else if (c.ok) ++result.unsigned_objects;  // compiled before schema 5: retune to sign it
         });
         for (std::int64_t id : ids) {
           out.put_signature(sign->sign(*out.code_object(id)));

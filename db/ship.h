@@ -17,6 +17,7 @@ struct PackResult {
   std::size_t code_objects = 0;
   std::size_t source_measurements = 0;
   std::size_t signed_objects = 0;  // with a signing key
+  std::size_t unsigned_objects = 0;  // ... and not signed: they do not record what they were compiled as
 };
 
 class Key;

@@ -80,6 +80,8 @@ Key Key::load_public(const std::string& path) {
 
 SignatureRecord Key::sign(const CodeObjectRecord& code) const {
   if (!private_) throw Error("key " + id_ + " is a public key: it cannot sign");
+  if (code.compiled_from.empty())  // nothing would tie it to the parameters of the solution it runs
+    throw Error("code object " + std::to_string(code.id) + " does not record what it was compiled as: it cannot be signed");
   const std::string m = message(code);
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   SignatureRecord s;
@@ -96,6 +98,9 @@ SignatureRecord Key::sign(const CodeObjectRecord& code) const {
 
 std::string Key::check(const CodeObjectRecord& code, const std::optional<SignatureRecord>& sig) const {
   if (!sig) return "it is not signed (the runtime trusts only code signed by key " + id_ + ")";
+  if (code.compiled_from.empty())
+    return "it does not record what it was compiled as (a database from before schema 5), so its signature cannot tie "
+           "it to its solution's parameters";
   if (sig->key_id != id_) return "it is signed by key " + sig->key_id + ", not by the trusted key " + id_;
   const std::string m = message(code);
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);

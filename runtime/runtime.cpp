@@ -70,6 +70,7 @@ Runtime::Runtime(std::unique_ptr<gpu::Device> device, const Databases& dbs) : de
   std::string key = dbs.trusted_key;
   if (const char* env = std::getenv("TILETUNE_TRUSTED_KEY"); key.empty() && env && *env) key = env;
   if (!key.empty()) trusted_key_ = db::Key::load_public(key);
+  gpu::vendor_disabled();  // a TILETUNE_VENDOR it does not take refuses the handle, not each call
   user_db_path_ = dbs.user;
   if (user_db_path_.empty())
     if (const char* env = std::getenv("TILETUNE_USER_DB")) user_db_path_ = env;

@@ -191,6 +191,18 @@ TEST_F(Signed, ASignedCodeObjectLoadsAndAnUnsignedOneIsBuiltFromSource) {
   EXPECT_NE(c.find("not signed"), std::string::npos) << c;
 }
 
+// A code object that does not say what it was compiled as (tuned before schema 5) is not signed:
+// nothing would tie it to the parameters of the solution that runs it.
+TEST_F(Signed, AnObjectWithoutItsInstantiationIsNotSignedAndNotTrusted) {
+  sql(db_, "UPDATE code_objects SET compiled_from = ''");
+  const std::string old = (dir_ / "old.db").string();
+  const std::string packed = tool({"db", "pack", db_, old, "--sign", key_});
+  ASSERT_EQ(packed.rfind("0: ", 0), 0u) << packed;
+  EXPECT_NE(packed.find("1 code objects not signed"), std::string::npos) << packed;
+  trust(pub_);
+  EXPECT_EQ(serve(old).second, 1u) << "built from source";
+}
+
 TEST_F(Signed, AnotherKeysSignatureIsRefused) {
   const std::string other = (dir_ / "other.pem").string(), other_pub = (dir_ / "other.pub").string();
   ASSERT_EQ(tool({"db", "keygen", other, other_pub}).rfind("0: ", 0), 0u);

@@ -167,4 +167,28 @@ TEST(Resume, ATuneStoppedBySigtermOrSigintLeavesNoTemporaryFiles) {
   }
 }
 
+// A tune started with SIGHUP ignored (nohup) keeps it ignored: closing the terminal does not stop it.
+TEST(Resume, ATuneStartedUnderNohupIgnoresSighup) {
+  const fs::path dir = fs::temp_directory_path() / ("tiletune-nohup-" + std::to_string(::getpid()));
+  const fs::path tmp = dir / "tmp";
+  fs::create_directories(tmp);
+  const auto cmd = small_sweep(dir, R"({"MT0": [16, 32, 64], "MT1": [16, 32], "KU": [16, 32], "TT0": [8], "TT1": [2]})");
+  const std::string log = (dir / "log.txt").string();
+  struct sigaction ignore {}, old {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGHUP, &ignore, &old);
+  Child c = spawn(cmd, log, {"TMPDIR=" + tmp.string()});
+  ::sigaction(SIGHUP, &old, nullptr);
+  bool compiling = false;
+  for (int i = 0; i < 6000 && !compiling; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (const auto& e : fs::directory_iterator(tmp))
+      compiling |= e.path().filename().string().rfind("tiletune-host-", 0) == 0;
+  }
+  ASSERT_TRUE(compiling) << read_file(log);
+  ::kill(c.pid, SIGHUP);
+  EXPECT_EQ(wait_for(c), 0) << read_file(log);
+  fs::remove_all(dir);
+}
+
 }  // namespace

@@ -44,6 +44,10 @@ int pack(const Args& a) {
   std::printf("  %-40s %12s  (%.1f%% of the source; opens read-only)\n", a.dst.c_str(), human_bytes(r.packed_bytes).c_str(),
               r.source_bytes ? 100.0 * double(r.packed_bytes) / double(r.source_bytes) : 0.0);
   if (key) std::printf("  %zu code objects signed by key %s\n", r.signed_objects, key->id().c_str());
+  if (r.unsigned_objects)
+    std::printf("  %zu code objects not signed: they do not record what they were compiled as (tuned before schema "
+                "5); a runtime trusting the key builds them from source\n",
+                r.unsigned_objects);
   return 0;
 }
 

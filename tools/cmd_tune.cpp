@@ -124,14 +124,14 @@ Run add_tune(CLI::App& app) {
   return [a] {
     tuner::TuningConfig config = tuner::load_config(a->config);
     if (a->parent > 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // it removes its temporary directories, then dies
       if (::getppid() != a->parent) {  // it ended before the line above: nothing to tune for
         std::fprintf(stderr, "tiletune tune: --die-with-parent %d: the parent process is gone (or is not it)\n", a->parent);
         return 1;
       }
     }
-    tuner::SweepOptions o = sweep_options(*a, config);
-    if (gpu::vendor_disabled()) o.compare_vendor = false;  // and a TILETUNE_VENDOR it does not take stops here
+    const tuner::SweepOptions o = sweep_options(*a, config);
+    gpu::vendor_disabled();  // a TILETUNE_VENDOR it does not take stops the tune here, not in a worker
     tuner::SweepSummary s = tuner::run_sweep(config, o);
     tuner::print_summary(s, stdout);
     std::printf("\nwrote %s\n", a->db.c_str());
