@@ -40,7 +40,10 @@ void on_stop_signal(int sig) {
 }
 
 void remove_all_live(Live& l) {
-  for (pid_t pid : l.children) ::kill(pid, SIGKILL);
+  for (pid_t pid : l.children) {
+    ::kill(-pid, SIGKILL);  // its process group, when it leads one (a compiler and what it started)
+    ::kill(pid, SIGKILL);
+  }
   for (const auto& dir : l.dirs) {
     // A child killed a moment ago may still be writing: try again briefly.
     for (int attempt = 0; attempt < 20; ++attempt) {

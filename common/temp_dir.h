@@ -27,8 +27,8 @@ class TempDir {
 // TempDir is removed, and the process then dies of that signal as it would have without this.
 void remove_temp_dirs_on_stop_signals();
 
-// A child that writes into a TempDir (a compiler): killed before the directories are removed, so
-// that it cannot write into one again while it goes.
+// A child that writes into a TempDir (a compiler): killed, with its process group when it leads
+// one, before the directories are removed, so that nothing it started writes into one again.
 void track_child(pid_t pid);
 void untrack_child(pid_t pid);
 

@@ -74,6 +74,7 @@ std::pair<int, std::string> run_process(const std::vector<std::string>& argv, co
   SpawnOptions o;
   o.out = o.err = fds[1];
   o.death_signal = SIGKILL;
+  o.own_group = true;  // so that a stopped tune kills the compiler's own children (cc1plus, as) too
   if (!tmpdir.empty()) o.env = {"TMPDIR=" + tmpdir.string()};
   pid_t pid;
   try {
