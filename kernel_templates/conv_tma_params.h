@@ -1,6 +1,6 @@
 // The by-value argument of templates whose JSON says "arguments": "conv_tma" (the Hopper wgmma
 // convolution, wgmma_conv.cuh): the convolution's parameters plus two TMA tensor maps built on the
-// host by ops/cuda/tma_arguments.cpp (encode_tma_conv_arguments), passed as a __grid_constant__
+// host by gpu/cuda/tma_arguments.cpp (encode_tma_conv_arguments), passed as a __grid_constant__
 // kernel parameter. Compiled by NVRTC and by the host compiler; the host copies a TtConvTmaParams
 // byte for byte into the launch argument.
 #ifndef TILETUNE_CONV_TMA_PARAMS_H

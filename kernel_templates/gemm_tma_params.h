@@ -1,6 +1,6 @@
 // The by-value argument of templates whose JSON says "arguments": "gemm_tma" (the Hopper wgmma
 // template): the plain GEMM parameters plus one TMA tensor map per operand, built on the host by
-// ops/cuda/tma_arguments.cpp (cuTensorMapEncodeTiled) and passed as a __grid_constant__ kernel
+// gpu/cuda/tma_arguments.cpp (cuTensorMapEncodeTiled) and passed as a __grid_constant__ kernel
 // parameter. Compiled by NVRTC and by the host compiler: fundamental types only, no includes
 // beyond gemm_params.h. The host copies a TtGemmTmaParams byte for byte into the launch argument,
 // so the layout (64-byte aligned maps first) must read the same on both sides.

@@ -1,5 +1,5 @@
 // Coordinates of the Hopper convolution's TMA copies (wgmma_conv.cuh), as plain functions shared by
-// the kernel, the host side that encodes the tensor maps (ops/cuda/tma_arguments.cpp) and a host
+// the kernel, the host side that encodes the tensor maps (gpu/cuda/tma_arguments.cpp) and a host
 // test (tests/test_wgmma_conv_index.cpp) that replays the TMA im2col traversal against the
 // convolution's definition.
 //
