@@ -22,8 +22,8 @@
 #include "solutions/any_problem.h"
 #include "tuner/benchmark.h"
 #include "tuner/config.h"
-#include "tuner/conv_data.h"
-#include "tuner/elements.h"
+#include "ops/conv/inputs.h"
+#include "ops/elements.h"
 
 using namespace tiletune;
 
@@ -34,7 +34,7 @@ double relative_difference(const std::vector<std::uint8_t>& a, const std::vector
   double err = 0, ref = 0;
   const std::int64_t n = std::int64_t(a.size()) / size_of(t);
   for (std::int64_t i = 0; i < n; ++i) {
-    const double x = tuner::load_element(a.data(), i, t), y = tuner::load_element(b.data(), i, t);
+    const double x = ops::load_element(a.data(), i, t), y = ops::load_element(b.data(), i, t);
     err += (x - y) * (x - y);
     ref += y * y;
   }
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     for (const ConvProblem& p : problems) {
       const std::string what = Problem(p).describe();
       try {
-        tuner::ConvData data(*dev, p);
+        ops::ConvInputs data(*dev, p);
         const tiletune_conv_desc_t d = api_desc(p);
         auto ours = [&](const TtConvParams& a) {
           switch (p.direction) {
@@ -110,10 +110,10 @@ int main(int argc, char** argv) {
         };
         auto theirs = [&](const TtConvParams& a) { vendor->run(p, a); };
         const tiletune_stats_t before = rt.stats();
-        const tuner::ValidationResult v_ours = data.validate(ours);
+        const ops::ValidationResult v_ours = data.validate(ours);
         const std::string rule = dispatch_rule(before, rt.stats());
         const std::vector<std::uint8_t> out_ours = data.read_output();
-        tuner::ValidationResult v_theirs;
+        ops::ValidationResult v_theirs;
         v_theirs.rel_error = NAN;  // not run
         double agreement = NAN;
         if (vendor && vendor->unsupported(p).empty()) {

@@ -16,7 +16,7 @@
 #include "gpu/backend.h"
 #include "vendors/vendor_gemm.h"
 #include "runtime/tiletune.hpp"
-#include "tuner/problem_data.h"
+#include "ops/gemm/inputs.h"
 
 using namespace tiletune;
 
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     for (const auto& text : problems_json) {
       const GemmProblem p = nlohmann::json::parse(text).get<GemmProblem>().canonical();
       p.validate();
-      tuner::ProblemData data(*dev, p, /*rotate=*/false);
+      ops::GemmInputs data(*dev, p, /*rotate=*/false);
       const TtGemmParams a = data.params(0);
       auto ours = [&]() {
         rt.gemm_strided_batched_ex(p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
       auto theirs = [&]() { vendor->run(p, a); };
       // Which path the runtime takes for this problem (exact winner, nearest tuned, fallback).
       const auto before = rt.stats();
-      const tuner::ValidationResult v = data.validate([&](const TtGemmParams&) { ours(); });
+      const ops::ValidationResult v = data.validate([&](const TtGemmParams&) { ours(); });
       const auto after = rt.stats();
       const char* path = after.tuned > before.tuned     ? "tuned"
                          : after.nearest > before.nearest ? "nearest"

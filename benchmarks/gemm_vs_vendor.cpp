@@ -16,7 +16,7 @@
 #include "vendors/vendor_gemm.h"
 #include "runtime/tiletune.hpp"
 #include "tuner/benchmark.h"
-#include "tuner/problem_data.h"
+#include "ops/gemm/inputs.h"
 
 using namespace tiletune;
 
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
     for (const auto& w : winners) {
       if (w.problem.is_conv()) continue;  // GEMMs only; convolutions get their own comparison
       const GemmProblem p = w.problem.gemm().canonical();
-      tuner::ProblemData data(*dev, p);
+      ops::GemmInputs data(*dev, p);
       auto ours = [&](const TtGemmParams& a) {
         rt.gemm_strided_batched_ex(p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
                                    p.m, p.n, p.k, a.alpha, a.a, api_type(p.a_type), p.lda, p.stride_a, a.b, p.ldb,
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
       };
       auto theirs = [&](const TtGemmParams& a) { vendor->run(p, a); };
       const std::uint64_t fallbacks_before = rt.stats().fallbacks;
-      tuner::ValidationResult v_ours = data.validate(ours), v_theirs;
+      ops::ValidationResult v_ours = data.validate(ours), v_theirs;
       // A row only counts if the runtime ran the tuned winner, not its fallback.
       const bool ran_winner = rt.stats().fallbacks == fallbacks_before;
       if (vendor) v_theirs = data.validate(theirs);

@@ -1,34 +1,6 @@
 #include "ops/arguments.h"
 
-#include <cstring>
-
-#include "common/error.h"
-#ifdef TILETUNE_WITH_TMA
-#include "ops/cuda/tma_arguments.h"
-#endif
-
-namespace tiletune::gpu {
-
-namespace {
-template <class T>
-std::vector<std::uint8_t> bytes_of(const T& p) {
-  std::vector<std::uint8_t> bytes(sizeof p);
-  std::memcpy(bytes.data(), &p, sizeof p);
-  return bytes;
-}
-}  // namespace
-
-std::vector<std::uint8_t> kernel_arguments(const KernelTemplate& t, const TtGemmParams& p, const GemmProblem& problem,
-                                           const Variables& vars) {
-  if (t.arguments() == KernelTemplate::Arguments::Params) return bytes_of(p);
-#ifdef TILETUNE_WITH_TMA
-  return cuda::make_tma_gemm_arguments(p, problem, vars);
-#else
-  (void)problem;
-  (void)vars;
-  throw Error("template " + t.name() + ": arguments '" + t.arguments_name() + "' are not available in this build");
-#endif
-}
+namespace tiletune::ops {
 
 TtConvParams conv_arguments(const ConvProblem& p, void* x, void* wt, void* y) {
   const ImplicitGemm g = p.implicit_gemm();
@@ -44,16 +16,4 @@ TtConvParams conv_arguments(const ConvProblem& p, void* x, void* wt, void* y) {
   return a;
 }
 
-std::vector<std::uint8_t> conv_kernel_arguments(const KernelTemplate& t, const TtConvParams& p,
-                                                const ConvProblem& problem, const Variables& vars) {
-  if (t.arguments() == KernelTemplate::Arguments::Params) return bytes_of(p);
-#ifdef TILETUNE_WITH_TMA
-  return cuda::make_tma_conv_arguments(p, problem, vars);
-#else
-  (void)problem;
-  (void)vars;
-  throw Error("template " + t.name() + ": arguments '" + t.arguments_name() + "' are not available in this build");
-#endif
-}
-
-}  // namespace tiletune::gpu
+}  // namespace tiletune::ops

@@ -1,26 +1,25 @@
-// The single by-value argument of a template's kernels, as its JSON's "arguments" names it.
+// The kernel parameters of a call, and the argument bytes a template's kernels take for them.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "kernel_templates/conv_params.h"
-#include "kernel_templates/gemm_params.h"
-#include "solutions/kernel_template.h"
+#include "ops/operation.h"
 
-namespace tiletune::gpu {
+namespace tiletune::ops {
 
-// "gemm": the bytes of `p`. "gemm_tma": TtGemmTmaParams with TMA descriptors for p's pointers,
-// built by the CUDA backend (Error where CUDA is not built in).
-std::vector<std::uint8_t> kernel_arguments(const KernelTemplate& t, const TtGemmParams& p, const GemmProblem& problem,
-                                           const Variables& vars);
-
-// A convolution kernel's argument ("conv"): sizes from the canonical problem, tensors by role.
+// A convolution call's parameters: sizes from the canonical problem, tensors by role.
 TtConvParams conv_arguments(const ConvProblem& p, void* x, void* wt, void* y);
 
-// The bytes a convolution kernel takes: "conv": `p` as is; "conv_tma": TtConvTmaParams with TMA
-// descriptors for p's pointers, built by the CUDA backend (Error where CUDA is not built in).
-// `problem` is the canonical problem of `p`, vars the candidate's variables.
-std::vector<std::uint8_t> conv_kernel_arguments(const KernelTemplate& t, const TtConvParams& p,
-                                                const ConvProblem& problem, const Variables& vars);
+// The bytes of `t`'s kernel argument for `params`: the struct as is, or the TMA descriptors of
+// Operation::tma_arguments.
+inline std::vector<std::uint8_t> kernel_arguments(const KernelTemplate& t, const CallParams& params,
+                                                  const Problem& kernel_problem, const Variables& vars) {
+  if (t.arguments() == KernelTemplate::Arguments::Params) {
+    const auto* b = static_cast<const std::uint8_t*>(params.data());
+    return {b, b + params.size()};
+  }
+  return operation(params.kind).tma_arguments(t, params, kernel_problem, vars);
+}
 
-}  // namespace tiletune::gpu
+}  // namespace tiletune::ops

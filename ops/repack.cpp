@@ -2,15 +2,15 @@
 
 #include "common/error.h"
 
-namespace tiletune::gpu {
+namespace tiletune::ops {
 
 namespace {
 
 // One operand: `rows` x `cols` column-major per batch, ld and batch stride in elements, copied to
 // ld2 with the batches packed. One 2-D copy when the batches follow each other at the stride a
 // packed matrix would have (then they are one matrix of cols * batch columns), else one a batch.
-void copy_operand(Device& dev, void* dst, std::int64_t ld2, const void* src, std::int64_t ld, std::int64_t stride,
-                  std::int64_t rows, std::int64_t cols, std::int64_t batch, int bytes, Stream stream) {
+void copy_operand(gpu::Device& dev, void* dst, std::int64_t ld2, const void* src, std::int64_t ld, std::int64_t stride,
+                  std::int64_t rows, std::int64_t cols, std::int64_t batch, int bytes, gpu::Stream stream) {
   const auto b = std::size_t(bytes);
   if (batch == 1 || stride == ld * cols) {
     dev.copy_2d(dst, std::size_t(ld2) * b, src, std::size_t(ld) * b, std::size_t(rows) * b, std::size_t(cols * batch),
@@ -25,8 +25,8 @@ void copy_operand(Device& dev, void* dst, std::int64_t ld2, const void* src, std
 
 }  // namespace
 
-TtGemmParams repack_operands(Device& dev, const KernelTemplate& t, const Variables& vars, const RepackPlan& plan,
-                             TtGemmParams args, Stream stream) {
+TtGemmParams repack_operands(gpu::Device& dev, const KernelTemplate& t, const Variables& vars, const RepackPlan& plan,
+                             TtGemmParams args, gpu::Stream stream) {
   if (!repacks(vars)) return args;
   if (!args.workspace) throw Error("repacking " + t.name() + ": no workspace");
   const GemmProblem& p = plan.kernel_problem;  // sizes, types and batch as the caller's; ld's as copied
@@ -46,4 +46,4 @@ TtGemmParams repack_operands(Device& dev, const KernelTemplate& t, const Variabl
   return args;
 }
 
-}  // namespace tiletune::gpu
+}  // namespace tiletune::ops

@@ -7,7 +7,7 @@
 #include "solutions/kernel_template.h"
 #include "solutions/problem.h"
 
-namespace tiletune::gpu {
+namespace tiletune::ops {
 
 // Whether the solution these variables belong to copies any operand.
 inline bool repacks(const Variables& vars) {
@@ -17,7 +17,7 @@ inline bool repacks(const Variables& vars) {
 
 // `args` (for the problem `plan` was made for, workspace set) with the operands the plan copies
 // copied into the workspace and pointed at there. Enqueued on `stream`.
-TtGemmParams repack_operands(Device& dev, const KernelTemplate& t, const Variables& vars, const RepackPlan& plan,
-                             TtGemmParams args, Stream stream);
+TtGemmParams repack_operands(gpu::Device& dev, const KernelTemplate& t, const Variables& vars, const RepackPlan& plan,
+                             TtGemmParams args, gpu::Stream stream);
 
-}  // namespace tiletune::gpu
+}  // namespace tiletune::ops

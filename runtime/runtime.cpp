@@ -122,16 +122,14 @@ std::unique_ptr<Runtime::Loaded> Runtime::make_loaded(const db::WinnerRecord& w,
   // winner keeps its parameters but is compiled from the current source on first use.
   loaded->code_object_id = w.source_hash == t->source_hash() ? w.code_object_id : 0;
   try {
-    loaded->vars = t->variables(w.solution, p, info);
-    if (auto why = t->violation(loaded->vars)) throw Error(*why);
+    Variables vars = t->variables(w.solution, p, info);
+    if (auto why = t->violation(vars)) throw Error(*why);
+    loaded->launcher = ops::KernelLaunch(*t, std::move(vars), p);
   } catch (const Error& e) {  // one bad row (e.g. parameters of an older template) skips only itself
     std::fprintf(stderr, "tiletune: skipping winner %s of %s: %s\n", w.solution.kernel_name().c_str(),
                  w.problem_key.c_str(), e.what());
     return nullptr;
   }
-  loaded->dims = t->launch_dims(loaded->vars);
-  loaded->workspace_bytes = t->workspace_bytes(loaded->vars);
-  loaded->set_repack(p);
   return loaded;
 }
 
@@ -334,26 +332,8 @@ std::shared_ptr<gpu::Kernel> Runtime::fallback_kernel(const KernelTemplate& t, c
 }
 
 void Runtime::launch(gpu::Kernel& kernel, Launchable& how, Call& call, gpu::Stream stream) {
-  void* workspace = how.workspaces.get(*dev_, how.workspace_bytes, stream);
-  if (how.repack) {  // the operands the kernel reads from copies (ops/repack.h), made on its stream
-    call.gemm.workspace = workspace;
-    call.gemm = gpu::repack_operands(*dev_, *how.tmpl, how.vars, how.repack_plan, call.gemm, stream);
-  }
-  if (how.tmpl->arguments() == KernelTemplate::Arguments::Params) {  // the hot path: no allocation
-    void*& slot = call.problem.is_conv() ? call.conv.workspace : call.gemm.workspace;
-    slot = workspace;
-    dev_->launch(kernel, how.dims, call.args(), call.problem.is_conv() ? sizeof call.conv : sizeof call.gemm, stream);
-    return;
-  }
-  auto send = [&](const std::vector<std::uint8_t>& b) { dev_->launch(kernel, how.dims, b.data(), b.size(), stream); };
-  if (call.problem.is_conv()) {  // TMA descriptors for these pointers
-    call.conv.workspace = workspace;
-    how.arguments.use(call.conv, [&] { return gpu::conv_kernel_arguments(*how.tmpl, call.conv, call.problem.conv(), how.vars); }, send);
-  } else {
-    call.gemm.workspace = workspace;
-    const GemmProblem& kernel_problem = how.repack ? how.repack_plan.kernel_problem : call.problem.gemm();
-    how.arguments.use(call.gemm, [&] { return gpu::kernel_arguments(*how.tmpl, call.gemm, kernel_problem, how.vars); }, send);
-  }
+  void* workspace = how.workspaces.get(*dev_, how.launcher.workspace_bytes(), stream);
+  how.launcher.launch(*dev_, kernel, call.params, workspace, stream, &how.arguments);
 }
 
 static void check_element_aligned(const char* what, const void* ptr, int elem_bytes) {
@@ -362,43 +342,14 @@ static void check_element_aligned(const char* what, const void* ptr, int elem_by
                 " bytes)");
 }
 
-static int pointer_alignment(const void* ptr, int elem_bytes) {
-  auto addr = reinterpret_cast<std::uintptr_t>(ptr);
-  int v = 1;
-  while (v * elem_bytes < 16 && addr % (std::uintptr_t(v) * 2 * elem_bytes) == 0) v *= 2;
-  return v;
-}
-
-static bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
-void Runtime::lower_alignment(Variables& vars, const GemmProblem& p, const void* a, const void* b, const void* c) {
-  int ab = size_of(p.a_type), cb = size_of(p.c_type);
-  // An operand the solution copies is read from the workspace, whatever its pointer (ops/repack.h).
-  const RepackPlan plan = gpu::repacks(vars) ? repack_plan(p) : RepackPlan{};
-  if (!plan.a.copied) vars["ALIGN_A"] = std::min<std::int64_t>(vars["ALIGN_A"], pointer_alignment(a, ab));
-  if (!plan.b.copied) vars["ALIGN_B"] = std::min<std::int64_t>(vars["ALIGN_B"], pointer_alignment(b, ab));
-  vars["ALIGN_C"] = std::min<std::int64_t>(vars["ALIGN_C"], pointer_alignment(c, cb));
-}
-
-bool Runtime::can_run(const KernelTemplate& t, const Solution& s, const GemmProblem& p, const void* a, const void* b,
-                      const void* c) const {
-  Variables vars = t.variables(s, p, dev_->info());
-  lower_alignment(vars, p, a, b, c);
-  return !t.violation(vars);
-}
-
 bool Runtime::admits(const Launchable& how, const Call& call) const {
-  if (call.problem.is_conv())  // TMA templates read x and the filters through descriptors on 16-byte bases
-    return how.tmpl->arguments() != KernelTemplate::Arguments::ParamsWithTma || (aligned16(call.ptr[0]) && aligned16(call.ptr[1]));
-  // Pointers aligned to 16 bytes satisfy any vector width the tuner allowed for these ld's.
-  if (aligned16(call.ptr[0]) && aligned16(call.ptr[1]) && aligned16(call.ptr[2])) return true;
-  return can_run(*how.tmpl, how.solution, call.problem.gemm(), call.ptr[0], call.ptr[1], call.ptr[2]);
+  return ops::operation(call.problem).admits(*how.tmpl, how.solution, call.problem, call.ptr, dev_->info());
 }
 
 bool Runtime::run_vendor(Launchable& how, Call& call, gpu::Stream stream) {
   if (how.vendor_failed.load(std::memory_order_relaxed) || !vendor().unsupported(call.problem).empty()) return false;
   try {
-    vendor().run(call.problem, call.args(), stream, how.vendor_choice);
+    vendor().run(call.problem, call.params.data(), stream, how.vendor_choice);
     return true;
   } catch (const Error& e) {
     if (!how.vendor_failed.exchange(true))
@@ -430,11 +381,10 @@ void Runtime::count(Rung rung, bool user) {
   }
 }
 
-std::unique_ptr<Runtime::Plan> Runtime::fallback_plan(const Problem& p, const void* a, const void* b,
-                                                      const void* c) {
+std::unique_ptr<Runtime::Plan> Runtime::fallback_plan(const Problem& p, const ops::Pointers* ptrs) {
   // With pointers, their alignment may be below what the leading dimensions imply.
   std::function<void(Variables&)> adjust;
-  if (a && !p.is_conv()) adjust = [&](Variables& v) { lower_alignment(v, p.gemm(), a, b, c); };
+  if (ptrs) adjust = [&](Variables& v) { ops::operation(p).fit_to_pointers(v, p, *ptrs); };
   FallbackChoice choice =
       choose_fallback(p.is_conv() ? conv_fallback_templates_ : fallback_templates_, p, dev_->info(), adjust);
   if (!choice.tmpl) throw Error("no kernel can run " + p.key() + " on " + dev_->info().arch + ": no template's default fits");
@@ -444,9 +394,8 @@ std::unique_ptr<Runtime::Plan> Runtime::fallback_plan(const Problem& p, const vo
   plan->tmpl = t;
   plan->solution = t->default_solution();
   plan->problem = p;
-  plan->vars = t->variables(plan->solution, p, dev_->info());
-  if (t->workspace_bytes(plan->vars) > 0) throw Error("the default kernel of " + t->name() + " must not need a workspace");
-  plan->dims = t->launch_dims(plan->vars);
+  plan->launcher = ops::KernelLaunch(*t, t->variables(plan->solution, p, dev_->info()), p);
+  if (plan->launcher.workspace_bytes() > 0) throw Error("the default kernel of " + t->name() + " must not need a workspace");
   plan->kernel = fallback_kernel(*t, p);
   plan->why = "default: the general default " + plan->solution.kernel_name();
   return plan;
@@ -456,7 +405,7 @@ std::unique_ptr<Runtime::Plan> Runtime::make_plan(const Problem& p) {
   const UntunedChoice c = choose_untuned(tuned_, p, dev_->info(), vendor().unsupported(p),
                                          p.is_conv() ? conv_fallback_templates_ : fallback_templates_);
   if (c.rung == Rung::Default) {
-    auto plan = fallback_plan(p, nullptr, nullptr, nullptr);
+    auto plan = fallback_plan(p, nullptr);
     plan->why += " (" + c.why + ")";
     return plan;
   }
@@ -471,10 +420,7 @@ std::unique_ptr<Runtime::Plan> Runtime::make_plan(const Problem& p) {
   plan->neighbour = best;
   plan->tmpl = best->tmpl;
   plan->solution = best->solution;
-  plan->vars = best->tmpl->variables(best->solution, p, dev_->info());
-  plan->dims = best->tmpl->launch_dims(plan->vars);
-  plan->workspace_bytes = best->tmpl->workspace_bytes(plan->vars);
-  plan->set_repack(p);
+  plan->launcher = ops::KernelLaunch(*best->tmpl, best->tmpl->variables(best->solution, p, dev_->info()), p);
   plan->why = "pool: " + c.why + " (untuned: nearest winner)";
   return plan;
 }
@@ -495,21 +441,14 @@ Runtime::Plan& Runtime::plan_for(const Problem& p) {
 
 Runtime::Plan* Runtime::last_resort(const Call& call) {
   const Problem& p = call.problem;
-  std::string key = p.key();
-  if (p.is_conv()) {
-    key += aligned16(call.ptr[0]) && aligned16(call.ptr[1]) ? "" : "|unaligned";
-  } else {
-    const int ab = size_of(p.gemm().a_type), cb = size_of(p.gemm().c_type);
-    key += "|ptr" + std::to_string(pointer_alignment(call.ptr[0], ab)) + "," +
-           std::to_string(pointer_alignment(call.ptr[1], ab)) + "," + std::to_string(pointer_alignment(call.ptr[2], cb));
-  }
+  const std::string key = p.key() + ops::operation(p).pointer_class(p, call.ptr);
   {
     std::shared_lock<std::shared_mutex> lock(plans_mu_);
     auto found = last_resort_plans_.find(key);
     if (found != last_resort_plans_.end()) return found->second.get();
   }
   // Outside the lock: may compile.
-  auto made = p.is_conv() ? fallback_plan(p, nullptr, nullptr, nullptr) : fallback_plan(p, call.ptr[0], call.ptr[1], call.ptr[2]);
+  auto made = fallback_plan(p, &call.ptr);
   std::unique_lock<std::shared_mutex> lock(plans_mu_);
   auto& slot = last_resort_plans_[key];
   if (!slot) slot = std::move(made);
@@ -580,9 +519,9 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
   Call call;
   const GemmProblem p = problem.canonical();
   call.problem = p;
-  call.gemm = TtGemmParams{a, b, c, p.lda, p.ldb, p.ldc, p.stride_a, p.stride_b, p.stride_c,
-                           int(p.m), int(p.n), int(p.k), int(p.batch), alpha, beta, nullptr};
-  call.ptr[0] = a, call.ptr[1] = b, call.ptr[2] = c;
+  call.params = TtGemmParams{a, b, c, p.lda, p.ldb, p.ldc, p.stride_a, p.stride_b, p.stride_c,
+                             int(p.m), int(p.n), int(p.k), int(p.batch), alpha, beta, nullptr};
+  call.ptr = {a, b, c};
   dispatch(call, stream);
 }
 
@@ -599,8 +538,8 @@ void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::
   Call call;
   const ConvProblem p = problem.canonical();
   call.problem = p;
-  call.conv = gpu::conv_arguments(p, x, wt, y);
-  call.ptr[0] = x, call.ptr[1] = wt, call.ptr[2] = y;
+  call.params = ops::conv_arguments(p, x, wt, y);
+  call.ptr = {x, wt, y};
   dispatch(call, stream);
 }
 

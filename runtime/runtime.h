@@ -14,7 +14,7 @@
 #include "db/database.h"
 #include "db/signing.h"
 #include "gpu/backend.h"
-#include "ops/repack.h"
+#include "ops/launch.h"
 #include "vendors/vendor.h"
 #include "runtime/online_tuner.h"
 #include "kernel_templates/conv_params.h"
@@ -34,29 +34,6 @@ class Workspaces {
  private:
   std::mutex mu_;
   std::unordered_map<gpu::Stream, gpu::DeviceBuffer> by_stream_;
-};
-
-// The argument bytes of a kernel's last launch, for templates whose argument is built from the
-// caller's pointers (TMA descriptors: two driver encodes per call): rebuilt only when the
-// parameters differ byte for byte from the previous call's, so that a trainer calling the same
-// GEMM on the same buffers step after step encodes once. One per winner or plan (whose template
-// and variables are fixed, and with them everything the bytes depend on besides `p`).
-class ArgumentCache {
- public:
-  template <class Params, class Encode, class Use>
-  void use(const Params& p, Encode&& encode, Use&& launch) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const auto* key = reinterpret_cast<const std::uint8_t*>(&p);
-    if (key_.size() != sizeof p || std::memcmp(key_.data(), key, sizeof p) != 0) {
-      bytes_ = encode();
-      key_.assign(key, key + sizeof p);
-    }
-    launch(bytes_);
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::uint8_t> key_, bytes_;
 };
 
 // The problem key as plain integers: hashing it is far cheaper than building the text key.
@@ -124,19 +101,11 @@ class Runtime {
     Rung rung = Rung::Default;
     const KernelTemplate* tmpl = nullptr;
     Solution solution;
-    gpu::LaunchDims dims;
-    Variables vars;  // for templates whose arguments are built per call (TMA descriptors)
-    std::int64_t workspace_bytes = 0;
+    ops::KernelLaunch launcher;  // the kernel set up for the problem (tmpl != nullptr)
     Workspaces workspaces;
-    ArgumentCache arguments;
+    ops::ArgumentCache arguments;
     std::atomic<bool> vendor_failed{false};  // the vendor threw on this problem: not asked again
     gpu::VendorChoice vendor_choice;          // the vendor's algorithm for it ({}: its default)
-    bool repack = false;                      // copies A and/or B first (ops/repack.h) as planned here,
-    RepackPlan repack_plan;                   // once for the problem: its kernel_problem is what runs
-    void set_repack(const Problem& p) {       // from `vars`
-      repack = !p.is_conv() && gpu::repacks(vars);
-      if (repack) repack_plan = tiletune::repack_plan(p.gemm());
-    }
   };
 
   struct Loaded : Launchable {
@@ -169,10 +138,8 @@ class Runtime {
   // caller's pointers, whose alignment decides which kernels may take them.
   struct Call {
     Problem problem;
-    TtGemmParams gemm{};
-    TtConvParams conv{};
-    const void* ptr[3] = {};  // GEMM: a, b, c; convolution: x, w, y
-    const void* args() const { return problem.is_conv() ? static_cast<const void*>(&conv) : &gemm; }
+    ops::CallParams params;
+    ops::Pointers ptr{};
   };
 
   void load(db::Database& db, bool user);
@@ -196,8 +163,8 @@ class Runtime {
   gpu::Vendor& vendor();
   Plan& plan_for(const Problem& p);
   std::unique_ptr<Plan> make_plan(const Problem& p);
-  // a, b, c: a GEMM's pointers, whose alignment the default must admit (nullptr: not checked).
-  std::unique_ptr<Plan> fallback_plan(const Problem& p, const void* a, const void* b, const void* c);
+  // ptrs: the call's pointers, whose alignment the default must admit (nullptr: not checked).
+  std::unique_ptr<Plan> fallback_plan(const Problem& p, const ops::Pointers* ptrs);
   Plan* last_resort(const Call& call);
   void record_untuned();  // TILETUNE_RECORD_UNTUNED
 
@@ -205,10 +172,6 @@ class Runtime {
   std::shared_ptr<gpu::Kernel> compile(const KernelTemplate& t, const Solution& s, const Problem& p);
   std::shared_ptr<gpu::Kernel> fallback_kernel(const KernelTemplate& t, const Problem& p);
   void launch(gpu::Kernel& kernel, Launchable& how, Call& call, gpu::Stream stream);
-  // Whether `s` may run `p` with these pointers (their alignment may be below what ld implies).
-  bool can_run(const KernelTemplate& t, const Solution& s, const GemmProblem& p, const void* a, const void* b,
-               const void* c) const;
-  static void lower_alignment(Variables& vars, const GemmProblem& p, const void* a, const void* b, const void* c);
 
   std::unique_ptr<gpu::Device> dev_;
   std::mutex db_mu_;  // the SQLite connections, used only for lazy code-object loads

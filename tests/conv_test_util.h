@@ -10,9 +10,10 @@
 #include <vector>
 
 #include "ops/arguments.h"
+#include "ops/launch.h"
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
-#include "tuner/conv_data.h"
+#include "ops/conv/inputs.h"
 #include "tuner/enumerator.h"
 
 namespace tiletune::testing {
@@ -67,19 +68,16 @@ inline void validate_conv_candidate(gpu::Device& dev, const tuner::Candidate& c,
                                     const gpu::CompileResult& r) {
   ASSERT_TRUE(r.ok) << c.solution.kernel_name() << "\n" << r.log;
   auto kernel = dev.load(r.code);
-  const Variables vars = c.tmpl->variables(c.solution, p, dev.info());
-  const gpu::LaunchDims dims = c.tmpl->launch_dims(vars);
+  const ops::KernelLaunch launch(*c.tmpl, c.tmpl->variables(c.solution, p, dev.info()), p.canonical());
   gpu::DeviceBuffer workspace;
-  if (std::int64_t bytes = c.tmpl->workspace_bytes(vars); bytes > 0) {
+  if (std::int64_t bytes = launch.workspace_bytes(); bytes > 0) {
     workspace = gpu::DeviceBuffer(dev, std::size_t(bytes));
     dev.fill_bytes(workspace.get(), 0, std::size_t(bytes));
   }
-  tuner::ConvData data(dev, p.conv(), false);
+  ops::ConvInputs data(dev, p.conv(), false);
   for (int run = 0; run < 2; ++run) {
-    tuner::ValidationResult v = data.validate([&](TtConvParams a) {
-      a.workspace = workspace.get();
-      const std::vector<std::uint8_t> bytes = gpu::conv_kernel_arguments(*c.tmpl, a, p.conv(), vars);
-      dev.launch(*kernel, dims, bytes.data(), bytes.size());
+    ops::ValidationResult v = data.validate_call([&](const ops::CallParams& a) {
+      launch.launch(dev, *kernel, a, workspace.get(), nullptr);
     });
     EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << " (run " << run << "): " << v.reason;
   }

@@ -4,7 +4,7 @@
 #include "common/error.h"
 #include "gpu/backend.h"
 #include "runtime/tiletune.hpp"
-#include "tuner/problem_data.h"
+#include "ops/gemm/inputs.h"
 
 namespace tiletune::testing_util {
 
@@ -12,9 +12,9 @@ inline tiletune_datatype_t c_api_type(DataType t) {
   return t == DataType::F32 ? TILETUNE_R_32F : t == DataType::F16 ? TILETUNE_R_16F : TILETUNE_R_16BF;
 }
 
-inline tuner::ValidationResult dispatch_host(tiletune_handle_t h, const GemmProblem& problem) {
+inline ops::ValidationResult dispatch_host(tiletune_handle_t h, const GemmProblem& problem) {
   auto dev = gpu::open_device(gpu::BackendKind::Host, 0);
-  tuner::ProblemData data(*dev, problem, /*rotate=*/false);
+  ops::GemmInputs data(*dev, problem, /*rotate=*/false);
   const GemmProblem& p = data.problem();
   return data.validate([&](const TtGemmParams& a) {
     const tiletune_status_t s = tiletune_gemm_strided_batched_ex(

@@ -11,7 +11,7 @@
 #include "test_util.h"
 #include "runtime/api_types.h"
 #include "tuner/config.h"
-#include "tuner/conv_data.h"
+#include "ops/conv/inputs.h"
 #include "tuner/sweep.h"
 
 namespace fs = std::filesystem;
@@ -49,9 +49,9 @@ class ConvPipeline : public ::testing::Test {
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
   // Runs `problem` through the runtime's C++ API on fresh random data, checked against fp64.
-  static tuner::ValidationResult dispatch(Handle& h, const ConvProblem& problem) {
+  static ops::ValidationResult dispatch(Handle& h, const ConvProblem& problem) {
     auto dev = gpu::open_device(gpu::BackendKind::Host, 0);  // host memory is the runtime's memory too
-    tuner::ConvData data(*dev, problem, /*rotate=*/false);
+    ops::ConvInputs data(*dev, problem, /*rotate=*/false);
     const tiletune_conv_desc_t d = api_desc(data.problem());
     return data.validate([&](const TtConvParams& a) {
       switch (problem.direction) {
@@ -94,7 +94,7 @@ TEST_F(ConvPipeline, RuntimeRunsTunedWinnersCorrectly) {
   ASSERT_EQ(tiletune_get_arch(h.get(), arch, sizeof arch, &tuned), TILETUNE_SUCCESS);
   EXPECT_EQ(tuned, 3u);
   for (const auto& p : config_.problems) {
-    tuner::ValidationResult v = dispatch(h, p.conv());
+    ops::ValidationResult v = dispatch(h, p.conv());
     EXPECT_TRUE(v.ok) << p.key() << ": " << v.reason;
   }
   tiletune_stats_t s = h.stats();
@@ -125,7 +125,7 @@ TEST_F(ConvPipeline, UntunedConvolutionsRunTheNearestWinnerOrTheFallback) {
       p.layout = layout;
       p.in_type = DataType::BF16;
       p.n = 1, p.c = 3, p.h = 13, p.w = 6, p.k = 5, p.r = 5, p.s = 2, p.stride_h = 3, p.pad_h = 2, p.dil_w = 3;
-      tuner::ValidationResult v = dispatch(h, p);
+      ops::ValidationResult v = dispatch(h, p);
       EXPECT_TRUE(v.ok) << p.key() << ": " << v.reason;
     }
   EXPECT_EQ(h.stats().fallbacks, 7u);

@@ -7,16 +7,16 @@
 #include <cstring>
 
 #include "test_util.h"
-#include "tuner/conv_data.h"
-#include "tuner/conv_reference.h"
-#include "tuner/elements.h"
+#include "ops/conv/inputs.h"
+#include "ops/conv/reference.h"
+#include "ops/elements.h"
 
 namespace tiletune {
 namespace {
 
 std::vector<double> random_vector(std::int64_t n) {
   std::vector<double> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = tuner::random_input(testing::rng());
+  for (auto& x : v) x = ops::random_input(testing::rng());
   return v;
 }
 
@@ -66,9 +66,9 @@ TEST(ConvReference, TinyHandComputed) {
   ConvProblem p;
   p.h = p.w = 3, p.r = p.s = 2;
   std::vector<double> x = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w = {1, 1, 1, 1};
-  EXPECT_EQ(tuner::conv_reference(p, x, w), (std::vector<double>{12, 16, 24, 28}));
+  EXPECT_EQ(ops::conv_reference(p, x, w), (std::vector<double>{12, 16, 24, 28}));
   p.pad_h = p.pad_w = 1, p.stride_h = p.stride_w = 2;  // 4 corners of the padded 5x5
-  EXPECT_EQ(tuner::conv_reference(p, x, w), (std::vector<double>{1, 5, 11, 28}));
+  EXPECT_EQ(ops::conv_reference(p, x, w), (std::vector<double>{1, 5, 11, 28}));
 }
 
 TEST(ConvReference, ForwardMatchesNaiveLoopInBothLayouts) {
@@ -76,14 +76,14 @@ TEST(ConvReference, ForwardMatchesNaiveLoopInBothLayouts) {
     ConvProblem p = testing::random_conv_problem(ConvLayout::NCHW);
     auto x = random_vector(p.elements_x()), w = random_vector(p.elements_w());
     auto want = naive_forward_nchw(p, x, w);
-    auto got = tuner::conv_reference(p, x, w);
+    auto got = ops::conv_reference(p, x, w);
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t j = 0; j < got.size(); ++j) ASSERT_NEAR(got[j], want[j], 1e-12) << p.key();
     // NHWC: the same numbers, permuted (filters KCRS -> KRSC is the same permutation with
     // n = K, channels = C/groups, pixels = R x S).
     ConvProblem q = p;
     q.layout = ConvLayout::NHWC;
-    auto got_nhwc = tuner::conv_reference(q, nchw_to_nhwc(x, p.n, p.c, p.h, p.w),
+    auto got_nhwc = ops::conv_reference(q, nchw_to_nhwc(x, p.n, p.c, p.h, p.w),
                                           nchw_to_nhwc(w, p.k, p.c / p.groups, p.r, p.s));
     auto want_nhwc = nchw_to_nhwc(want, p.n, p.k, p.p(), p.q());
     for (std::size_t j = 0; j < got.size(); ++j) ASSERT_NEAR(got_nhwc[j], want_nhwc[j], 1e-12) << q.key();
@@ -94,26 +94,26 @@ TEST(ConvReference, GradientsAreAdjointsOfForward) {
   for (int i = 0; i < 60; ++i) {
     ConvProblem p = testing::random_conv_problem(i % 2 ? ConvLayout::NCHW : ConvLayout::NHWC);
     auto x = random_vector(p.elements_x()), w = random_vector(p.elements_w()), dy = random_vector(p.elements_y());
-    const double fwd = dot(dy, tuner::conv_reference(p, x, w));
+    const double fwd = dot(dy, ops::conv_reference(p, x, w));
     ConvProblem d = p;
     d.direction = ConvDirection::BackwardData;
-    EXPECT_NEAR(dot(tuner::conv_reference(d, dy, w), x), fwd, 1e-9 * (1 + std::abs(fwd))) << d.key();
+    EXPECT_NEAR(dot(ops::conv_reference(d, dy, w), x), fwd, 1e-9 * (1 + std::abs(fwd))) << d.key();
     ConvProblem g = p;
     g.direction = ConvDirection::BackwardFilter;
-    EXPECT_NEAR(dot(tuner::conv_reference(g, x, dy), w), fwd, 1e-9 * (1 + std::abs(fwd))) << g.key();
+    EXPECT_NEAR(dot(ops::conv_reference(g, x, dy), w), fwd, 1e-9 * (1 + std::abs(fwd))) << g.key();
   }
 }
 
-TEST(ConvData, PoisonedOutputAndTolerance) {
+TEST(ConvInputs, PoisonedOutputAndTolerance) {
   auto dev = gpu::open_device(gpu::BackendKind::Host, 0);
   for (auto dir : {ConvDirection::Forward, ConvDirection::BackwardData, ConvDirection::BackwardFilter}) {
     ConvProblem p = testing::random_conv_problem(ConvLayout::NHWC);
     p.direction = dir;
     p.in_type = DataType::BF16;
     p.out_type = DataType::F32;
-    tuner::ConvData data(*dev, p, false);
+    ops::ConvInputs data(*dev, p, false);
     // Nothing written: the poison is caught.
-    tuner::ValidationResult none = data.validate([](const TtConvParams&) {});
+    ops::ValidationResult none = data.validate([](const TtConvParams&) {});
     EXPECT_FALSE(none.ok);
     EXPECT_NE(none.reason.find("not written"), std::string::npos) << none.reason;
     // The reference written back: valid; one element off by a lot: invalid.
@@ -129,16 +129,16 @@ TEST(ConvData, PoisonedOutputAndTolerance) {
     EXPECT_FALSE(write(1e3).ok) << p.key();
     // Inputs are never zero.
     const auto& in = data.host_tensor(dir == ConvDirection::BackwardData ? 2 : 0);
-    for (std::size_t i = 0; i < in.size() / 2; ++i) ASSERT_NE(tuner::load_element(in.data(), std::int64_t(i), DataType::BF16), 0.0);
+    for (std::size_t i = 0; i < in.size() / 2; ++i) ASSERT_NE(ops::load_element(in.data(), std::int64_t(i), DataType::BF16), 0.0);
   }
   ConvProblem big;
   big.n = 64, big.c = 256, big.h = big.w = 14, big.k = 256, big.r = big.s = 3, big.pad_h = big.pad_w = 1;
   big.out_type = DataType::BF16;
-  EXPECT_GT(tuner::tolerance(big), tuner::tolerance(ConvProblem{}));
+  EXPECT_GT(ops::tolerance(big), ops::tolerance(ConvProblem{}));
   big.direction = ConvDirection::BackwardFilter;  // K = N*P*Q: a longer reduction, a wider tolerance
   ConvProblem fwd = big;
   fwd.direction = ConvDirection::Forward;
-  EXPECT_GT(tuner::tolerance(big), tuner::tolerance(fwd));
+  EXPECT_GT(ops::tolerance(big), ops::tolerance(fwd));
 }
 
 }  // namespace

@@ -12,16 +12,17 @@
 #include <thread>
 
 #include "ops/arguments.h"
+#include "ops/launch.h"
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
 #include "ops/cuda/tma_arguments.h"
 #include "runtime/tiletune.hpp"
 #include "tuner/compile_process.h"
 #include "tuner/config.h"
-#include "tuner/elements.h"
+#include "ops/elements.h"
 #include "tuner/enumerator.h"
-#include "tuner/output_check.h"
-#include "tuner/problem_data.h"
+#include "ops/output_check.h"
+#include "ops/gemm/inputs.h"
 #include "tuner/sweep.h"
 #include "tests/test_util.h"
 
@@ -192,12 +193,12 @@ TEST(CudaCompile, NvrtcCompilesTheOutputCheckForEveryType) {
   auto compiler = gpu::cuda::make_compiler();
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   for (auto type : {DataType::F32, DataType::F16, DataType::BF16}) {
-    gpu::CompileResult r = compiler->compile(tuner::check_output_request(dev, type));
+    gpu::CompileResult r = compiler->compile(ops::check_output_request(dev, type));
     EXPECT_TRUE(r.ok) << to_string(type) << "\n" << r.log;
     EXPECT_FALSE(r.code.symbol.empty());
   }
   for (int word : {2, 4}) {
-    gpu::CompileResult r = compiler->compile(tuner::copy_words_request(dev, word));
+    gpu::CompileResult r = compiler->compile(ops::copy_words_request(dev, word));
     EXPECT_TRUE(r.ok) << word << "\n" << r.log;
   }
 }
@@ -524,7 +525,7 @@ TEST_F(CudaDevice, SampledSimtVariantsValidateOnEveryLayoutTypeAndEdge) {
     auto r = dev_->compiler().compile(c.tmpl->compile_request(c.solution, p, dev_->info()));
     ASSERT_TRUE(r.ok) << r.log;
     auto kernel = dev_->load(r.code);
-    tuner::ProblemData data(*dev_, p, false);
+    ops::GemmInputs data(*dev_, p, false);
     auto v = data.validate([&](const TtGemmParams& a) { dev_->launch(*kernel, c.dims, &a, sizeof a); });
     EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << ": " << v.reason;
     ++checked;
@@ -555,18 +556,15 @@ TEST_F(CudaDevice, SanitizerSampleOfEveryTemplate) {
       auto r = dev_->compiler().compile(c.tmpl->compile_request(c.solution, p, dev_->info()));
       ASSERT_TRUE(r.ok) << c.solution.kernel_name() << "\n" << r.log;
       auto kernel = dev_->load(r.code);
-      Variables vars = c.tmpl->variables(c.solution, p, dev_->info());
+      // As the tuner and the runtime launch it: with its operand copies (REPACK) where it makes them.
+      const ops::KernelLaunch launch(*c.tmpl, c.tmpl->variables(c.solution, p, dev_->info()), p.canonical());
       gpu::DeviceBuffer ws;
-      if (auto bytes = c.tmpl->workspace_bytes(vars)) {
+      if (auto bytes = std::size_t(launch.workspace_bytes())) {
         ws = gpu::DeviceBuffer(*dev_, bytes);
         dev_->fill_bytes(ws.get(), 0, bytes);
       }
-      tuner::ProblemData data(*dev_, p, false);
-      auto v = data.validate([&](TtGemmParams a) {
-        a.workspace = ws.get();
-        auto bytes = gpu::kernel_arguments(*c.tmpl, a, p, vars);
-        dev_->launch(*kernel, c.dims, bytes.data(), bytes.size());
-      });
+      ops::GemmInputs data(*dev_, p, false);
+      auto v = data.validate_call([&](const ops::CallParams& a) { launch.launch(*dev_, *kernel, a, ws.get(), nullptr); });
       EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << ": " << v.reason;
       ++checked;
     }
@@ -639,14 +637,14 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
     const auto& ws = w.ws;
     const std::size_t ws_bytes = ws.size();
     const gpu::LaunchDims dims = t.launch_dims(vars);
-    tuner::ProblemData data(*dev_, p, false);
+    ops::GemmInputs data(*dev_, p, false);
     const std::int64_t stride_c = p.stride_c ? p.stride_c : p.ldc * p.n;
     const std::size_t c_bytes = std::size_t((p.batch - 1) * stride_c + p.ldc * p.n) * size_of(p.c_type);
     std::vector<std::vector<std::uint8_t>> outputs;
     for (int run = 0; run < 2; ++run) {
       auto v = data.validate([&](TtGemmParams a) {
         a.workspace = ws.get();
-        auto bytes = gpu::kernel_arguments(t, a, p, vars);
+        auto bytes = ops::kernel_arguments(t, a, p, vars);
         dev_->launch(*kernel, dims, bytes.data(), bytes.size());
         dev_->synchronize();
         outputs.emplace_back(c_bytes);
@@ -697,10 +695,10 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
       // ping-pong consumers alternate, and the producer's tail waits after many phases.
       gpu::LaunchDims dims = t.launch_dims(vars);
       dims.grid[0] = 2 * unsigned(sh.cluster * sh.clustern);
-      tuner::ProblemData data(*dev_, p, false);
+      ops::GemmInputs data(*dev_, p, false);
       for (int run = 0; run < 2; ++run) {  // twice: a rerun finds the barriers and buffers as a fresh launch would
         auto v = data.validate([&](TtGemmParams a) {
-          auto bytes = gpu::kernel_arguments(t, a, p, vars);
+          auto bytes = ops::kernel_arguments(t, a, p, vars);
           dev_->launch(*kernel, dims, bytes.data(), bytes.size());
         });
         EXPECT_TRUE(v.ok) << s.kernel_name() << " on " << p.key() << ": " << v.reason;
@@ -735,13 +733,13 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTransposingLoader) {
                                                     {"STAGES", c.stages}, {"EPI", c.epi}, {"SPLITK", c.splitk},
                                                     {"CONSUMERS", c.consumers}});
     if (!w.kernel) continue;
-    tuner::ProblemData data(*dev_, p, false);
+    ops::GemmInputs data(*dev_, p, false);
     for (bool small_grid : {false, true}) {
       gpu::LaunchDims dims = t.launch_dims(w.vars);
       if (small_grid) dims.grid[0] = 2;
       auto v = data.validate([&](TtGemmParams a) {
         a.workspace = w.ws.get();
-        auto bytes = gpu::kernel_arguments(t, a, p, w.vars);
+        auto bytes = ops::kernel_arguments(t, a, p, w.vars);
         dev_->launch(*w.kernel, dims, bytes.data(), bytes.size());
       });
       EXPECT_TRUE(v.ok) << w.solution.kernel_name() << " on " << p.key() << (small_grid ? " (two CTAs)" : "") << ": "
@@ -803,13 +801,13 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTmaStore) {
     const Variables& vars = w.vars;
     const auto& kernel = w.kernel;
     const auto& ws = w.ws;
-    tuner::ProblemData data(*dev_, p, false);
+    ops::GemmInputs data(*dev_, p, false);
     for (bool small_grid : {false, true}) {
       gpu::LaunchDims dims = t.launch_dims(vars);
       if (small_grid) dims.grid[0] = 2 * unsigned(c.cluster * c.clustern);
       auto v = data.validate([&](TtGemmParams a) {
         a.workspace = ws.get();
-        auto bytes = gpu::kernel_arguments(t, a, p, vars);
+        auto bytes = ops::kernel_arguments(t, a, p, vars);
         dev_->launch(*kernel, dims, bytes.data(), bytes.size());
       });
       EXPECT_TRUE(v.ok) << s.kernel_name() << " on " << p.key() << (small_grid ? " (two clusters)" : "") << ": "
@@ -846,8 +844,8 @@ TEST_F(CudaDevice, HoldKeepsTheStreamBusyForTheTimeAsked) {
 TEST_F(CudaDevice, DeviceReferenceMatchesTheHostReference) {
   for (auto p : {gemm(DataType::BF16, DataType::F32, true, false, 300, 170, 520, 2, false),
                  gemm(DataType::F32, DataType::F32, false, true, 129, 64, 1000)}) {
-    tuner::ProblemData host(*dev_, p, false, 42, /*device_reference_flops=*/1e300);
-    tuner::ProblemData device(*dev_, p, false, 42, /*device_reference_flops=*/0);
+    ops::GemmInputs host(*dev_, p, false, 42, /*device_reference_flops=*/1e300);
+    ops::GemmInputs device(*dev_, p, false, 42, /*device_reference_flops=*/0);
     ASSERT_EQ(host.reference().size(), device.reference().size());
     double err = 0, ref = 0;
     for (std::size_t i = 0; i < host.reference().size(); ++i) {
@@ -859,13 +857,13 @@ TEST_F(CudaDevice, DeviceReferenceMatchesTheHostReference) {
 }
 
 // C of `data`'s problem made from its reference, rounded to the C type, padding and gaps poisoned.
-std::vector<std::uint8_t> output_from_reference(const tuner::ProblemData& data) {
+std::vector<std::uint8_t> output_from_reference(const ops::GemmInputs& data) {
   const GemmProblem& p = data.problem();
   std::vector<std::uint8_t> out(std::size_t(p.elements_c()) * size_of(p.c_type), 0xFF);
   for (std::int64_t b = 0; b < p.batch; ++b)
     for (std::int64_t j = 0; j < p.n; ++j)
       for (std::int64_t i = 0; i < p.m; ++i)
-        tuner::store_element(out.data(), b * p.stride_c + j * p.ldc + i, p.c_type,
+        ops::store_element(out.data(), b * p.stride_c + j * p.ldc + i, p.c_type,
                              float(data.reference()[std::size_t((b * p.n + j) * p.m + i)]));
   return out;
 }
@@ -884,7 +882,7 @@ TEST_F(CudaDevice, DeviceOutputCheckMatchesTheHostCheck) {
   for (const GemmProblem& p : problems) {
     // Both references, so that both the uploaded host reference and the device one are covered.
     for (double device_reference_flops : {1e300, 0.0}) {
-      tuner::ProblemData data(*dev_, p, false, seed++, device_reference_flops);
+      ops::GemmInputs data(*dev_, p, false, seed++, device_reference_flops);
       const GemmProblem& q = data.problem();
       const std::string key = q.key();
       void* c = data.params(0).c;
@@ -893,7 +891,7 @@ TEST_F(CudaDevice, DeviceOutputCheckMatchesTheHostCheck) {
       dev_->copy_to_host(initial.data(), c, bytes);
       auto check = [&](const std::vector<std::uint8_t>& out, const std::string& what) {
         dev_->copy_to_device(c, out.data(), out.size());
-        tuner::ValidationResult d = data.check_output(), h = data.check_output_on_host();
+        ops::ValidationResult d = data.check_output(), h = data.check_output_on_host();
         expect_same_verdict(d, h, key + " " + what);
         return d;
       };
@@ -906,34 +904,34 @@ TEST_F(CudaDevice, DeviceOutputCheckMatchesTheHostCheck) {
         for (std::int64_t j = 0; j < q.n; ++j)
           for (std::int64_t i = 0; i < q.m; ++i) {
             const std::int64_t idx = at(i, j, b);
-            tuner::store_element(out.data(), idx, q.c_type,
-                                 float(tuner::load_element(good.data(), idx, q.c_type) * ((i + j) % 3 ? 1.05 : 0.9)));
+            ops::store_element(out.data(), idx, q.c_type,
+                                 float(ops::load_element(good.data(), idx, q.c_type) * ((i + j) % 3 ? 1.05 : 0.9)));
           }
-      tiletune::tuner::ValidationResult v = check(out, "perturbed");
+      tiletune::ops::ValidationResult v = check(out, "perturbed");
       EXPECT_FALSE(v.ok) << key;
       EXPECT_GT(v.rel_error, 0.005) << key;
 
       out = good;
-      tuner::store_element(out.data(), at(q.m / 2, q.n - 1, q.batch - 1), q.c_type, NAN);
-      tuner::store_element(out.data(), at(q.m - 1, q.n / 3, 0), q.c_type, NAN);  // the lower one is reported
+      ops::store_element(out.data(), at(q.m / 2, q.n - 1, q.batch - 1), q.c_type, NAN);
+      ops::store_element(out.data(), at(q.m - 1, q.n / 3, 0), q.c_type, NAN);  // the lower one is reported
       v = check(out, "NaN");
       EXPECT_FALSE(v.ok);
       EXPECT_NE(v.reason.find("C(" + std::to_string(q.m - 1) + "," + std::to_string(q.n / 3) + ", batch 0) is "),
                 std::string::npos) << v.reason;
       out = good;
-      tuner::store_element(out.data(), at(0, q.n - 1, q.batch - 1), q.c_type, -INFINITY);
+      ops::store_element(out.data(), at(0, q.n - 1, q.batch - 1), q.c_type, -INFINITY);
       EXPECT_NE(check(out, "inf").reason.find("is -inf"), std::string::npos) << key;
       if (q.ldc > q.m) {
         out = good;
-        tuner::store_element(out.data(), at(q.m, q.n / 2, 0), q.c_type, 0.5f);  // padding before a later NaN
-        tuner::store_element(out.data(), at(1, q.n - 1, 0), q.c_type, NAN);
+        ops::store_element(out.data(), at(q.m, q.n / 2, 0), q.c_type, 0.5f);  // padding before a later NaN
+        ops::store_element(out.data(), at(1, q.n - 1, 0), q.c_type, NAN);
         EXPECT_NE(check(out, "padding").reason.find("wrote outside C: row " + std::to_string(q.m)), std::string::npos) << key;
-        tuner::store_element(out.data(), at(2, 0, 0), q.c_type, NAN);  // a NaN before the padding
+        ops::store_element(out.data(), at(2, 0, 0), q.c_type, NAN);  // a NaN before the padding
         EXPECT_NE(check(out, "NaN before padding").reason.find("C(2,0, batch 0) is "), std::string::npos) << key;
       }
       if (q.batch > 1 && q.stride_c > q.ldc * q.n) {
         out = good;
-        tuner::store_element(out.data(), q.stride_c + q.ldc * q.n + 3, q.c_type, 1.f);
+        ops::store_element(out.data(), q.stride_c + q.ldc * q.n + 3, q.c_type, 1.f);
         v = check(out, "gap");
         EXPECT_FALSE(v.ok);
         EXPECT_EQ(v.rel_error, 0);
@@ -964,7 +962,7 @@ TEST_F(CudaDevice, SweepThenRuntimeDispatchOnTheGpu) {
   EXPECT_GT(s.winners[0].vendor_tflops, 0) << "cuBLAS must have been timed alongside";
 
   Handle h(db, "cuda");
-  tuner::ProblemData data(*dev_, config.problems[0].gemm(), false);
+  ops::GemmInputs data(*dev_, config.problems[0].gemm(), false);
   const GemmProblem& p = data.problem();
   auto v = data.validate([&](const TtGemmParams& a) {
     h.gemm(TILETUNE_OP_T, TILETUNE_OP_N, p.m, p.n, p.k, a.alpha, a.a, TILETUNE_R_32F, p.lda, a.b, p.ldb, a.beta, a.c,
@@ -997,7 +995,7 @@ TEST_F(CudaDevice, RuntimeRunsTheTmaStoreWinnerAndRoutesAMisalignedCElsewhere) {
   EXPECT_NE(s.winners[0].kernel_name.find("EPI-1"), std::string::npos) << s.winners[0].kernel_name;
 
   Handle h(db, "cuda");
-  tuner::ProblemData data(*dev_, config.problems[0].gemm(), false);
+  ops::GemmInputs data(*dev_, config.problems[0].gemm(), false);
   const GemmProblem& p = data.problem();
   const std::size_t c_elems = std::size_t(p.ldc * p.n);
   std::vector<std::uint16_t> tuned_out(c_elems), other_out(c_elems);

@@ -13,9 +13,9 @@
 #include "vendors/vendor_conv.h"
 #include "tests/conv_test_util.h"
 #include "tests/test_util.h"
-#include "tuner/conv_data.h"
-#include "tuner/elements.h"
-#include "tuner/output_check.h"
+#include "ops/conv/inputs.h"
+#include "ops/elements.h"
+#include "ops/output_check.h"
 #include "tuner/enumerator.h"
 
 using namespace tiletune;
@@ -74,7 +74,7 @@ TEST(CudaConvCompile, NvrtcCompilesTheDeviceReferenceForEveryDirectionTypeAndLay
       for (auto type : {DataType::F32, DataType::F16, DataType::BF16}) {
         ConvProblem p;
         p.direction = ConvDirection(dir), p.layout = layout, p.in_type = p.out_type = type;
-        gpu::CompileResult r = compiler->compile(tuner::reference_conv_request(p, dev));
+        gpu::CompileResult r = compiler->compile(ops::reference_conv_request(p, dev));
         EXPECT_TRUE(r.ok) << p.key() << "\n" << r.log;
       }
 }
@@ -82,7 +82,7 @@ TEST(CudaConvCompile, NvrtcCompilesTheDeviceReferenceForEveryDirectionTypeAndLay
 // Both references from the same inputs (same seed): forcing the device one with a threshold of 0
 // and the host one with an infinite threshold.
 double reference_difference(gpu::Device& dev, const ConvProblem& p, std::uint64_t seed) {
-  tuner::ConvData on_device(dev, p, false, seed, 0.0), on_host(dev, p, false, seed, INFINITY);
+  ops::ConvInputs on_device(dev, p, false, seed, 0.0), on_host(dev, p, false, seed, INFINITY);
   const auto &a = on_device.reference(), &b = on_host.reference();
   EXPECT_EQ(a.size(), b.size());
   double worst = 0;
@@ -118,31 +118,31 @@ TEST(CudaConvGpu, DeviceOutputCheckMatchesTheHostCheck) {
   for (const Problem& problem : conv_problems())
     for (double device_reference_flops : {double(INFINITY), 0.0}) {  // the uploaded reference and the device one
       const ConvProblem& p = problem.conv();
-      tuner::ConvData data(*dev, p, false, seed++, device_reference_flops);
+      ops::ConvInputs data(*dev, p, false, seed++, device_reference_flops);
       const TtConvParams args = data.params(0);
       void* out_ptr = p.direction == ConvDirection::Forward        ? args.y
                        : p.direction == ConvDirection::BackwardData ? args.x
                                                                     : args.wt;
       const std::vector<double>& ref = data.reference();
       std::vector<std::uint8_t> good(ref.size() * size_of(p.out_type));
-      for (std::size_t i = 0; i < ref.size(); ++i) tuner::store_element(good.data(), std::int64_t(i), p.out_type, float(ref[i]));
+      for (std::size_t i = 0; i < ref.size(); ++i) ops::store_element(good.data(), std::int64_t(i), p.out_type, float(ref[i]));
       auto check = [&](const std::vector<std::uint8_t>& out, const std::string& what) {
         dev->copy_to_device(out_ptr, out.data(), out.size());
-        tuner::ValidationResult d = data.check_output(), h = data.check_output_on_host();
+        ops::ValidationResult d = data.check_output(), h = data.check_output_on_host();
         expect_same_verdict(d, h, p.key() + " " + what);
         return d;
       };
       EXPECT_TRUE(check(good, "correct").ok) << p.key();
       std::vector<std::uint8_t> out = good;
       for (std::size_t i = 0; i < ref.size(); ++i)
-        tuner::store_element(out.data(), std::int64_t(i), p.out_type, float(ref[i] * (i % 3 ? 1.05 : 0.9)));
+        ops::store_element(out.data(), std::int64_t(i), p.out_type, float(ref[i] * (i % 3 ? 1.05 : 0.9)));
       EXPECT_FALSE(check(out, "perturbed").ok) << p.key();
       out = good;
-      tuner::store_element(out.data(), std::int64_t(ref.size() - 1), p.out_type, NAN);
-      tuner::store_element(out.data(), std::int64_t(ref.size() / 3), p.out_type, NAN);  // the lower one is reported
+      ops::store_element(out.data(), std::int64_t(ref.size() - 1), p.out_type, NAN);
+      ops::store_element(out.data(), std::int64_t(ref.size() / 3), p.out_type, NAN);  // the lower one is reported
       EXPECT_NE(check(out, "NaN").reason.find(" element " + std::to_string(ref.size() / 3) + " is "), std::string::npos);
       out = good;
-      tuner::store_element(out.data(), 0, p.out_type, INFINITY);
+      ops::store_element(out.data(), 0, p.out_type, INFINITY);
       EXPECT_NE(check(out, "inf").reason.find("element 0 is inf"), std::string::npos);
       data.reset_output();  // poisoned again: every element is NaN
       EXPECT_NE(data.check_output().reason.find("element 0 is "), std::string::npos);
@@ -162,7 +162,7 @@ TEST(CudaConvGpu, DeviceReferenceOfBatch128ResNetLayersIsFast) {
     for (int dir = 0; dir < 3; ++dir) {
       p.direction = ConvDirection(dir), p.in_type = p.out_type = DataType::BF16;
       const auto start = std::chrono::steady_clock::now();
-      tuner::ConvData data(*dev, p, false);
+      ops::ConvInputs data(*dev, p, false);
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::printf("%s: inputs and device reference in %.2f s\n", p.key().c_str(), s);
       EXPECT_LT(s, 30.0) << p.key();
@@ -193,8 +193,8 @@ TEST(CudnnConvGpu, AgreesWithTheReferenceInEveryDirectionAndLayout) {
     ConvProblem p = problem.conv();
     p.out_type = p.in_type;  // cuDNN's legacy API wants one type throughout
     ASSERT_EQ(cudnn->unsupported(p), "");
-    tuner::ConvData data(*dev, p, false);
-    tuner::ValidationResult v = data.validate([&](const TtConvParams& a) { cudnn->run(p, a); });
+    ops::ConvInputs data(*dev, p, false);
+    ops::ValidationResult v = data.validate([&](const TtConvParams& a) { cudnn->run(p, a); });
     EXPECT_TRUE(v.ok) << cudnn->name() << " " << cudnn->algorithm(p) << " on " << p.key() << ": " << v.reason;
   }
   ConvProblem mixed = conv_problems()[4].conv();  // wgrad bf16 -> f32

@@ -11,7 +11,7 @@
 #include "gpu/cuda/cuda_backend.h"
 #include "tests/conv_test_util.h"
 #include "tests/test_util.h"
-#include "tuner/conv_data.h"
+#include "ops/conv/inputs.h"
 #include "tuner/enumerator.h"
 
 using namespace tiletune;

@@ -177,7 +177,7 @@ TEST(WgmmaConvArguments, EncodesTheIm2colAndFilterMapsFromTheProblem) {
   // N 2, C 128, H 10, W 9, K 72, R 3, S 5, stride (2, 1), pad (1, 2), dilation (1, 2).
   const ConvProblem cp = conv(DataType::F16, DataType::F32, 2, 128, 10, 9, 72, 3, 5, 2, 1, 1, 2, 1, 2);
   alignas(16) static std::uint8_t x[16], w[16], y[16];
-  const TtConvParams p = gpu::conv_arguments(cp.canonical(), x, w, y);
+  const TtConvParams p = ops::conv_arguments(cp.canonical(), x, w, y);
   im2col_seen = tiled_seen = Recorded();
   const auto bytes = gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, p, DataType::F16, 256, 128);
   ASSERT_EQ(bytes.size(), sizeof(TtConvTmaParams));
@@ -266,7 +266,7 @@ TEST(WgmmaConvGpu, SweepThenRuntimeDispatch) {
   ASSERT_EQ(s.winners.size(), 1u);
 
   Handle h(db, "cuda");
-  tuner::ConvData data(*dev, config.problems[0].conv(), false);
+  ops::ConvInputs data(*dev, config.problems[0].conv(), false);
   const ConvProblem& p = data.problem();
   tiletune_conv_desc_t d;
   tiletune_conv_desc_init(&d, p.n, p.c, p.h, p.w, p.k, p.r, p.s);

@@ -21,7 +21,7 @@
 #include "gpu/hip/code_object_info.h"
 #include "gpu/hip/hip_backend.h"
 #include "kernel_templates/gemm_params.h"
-#include "tuner/output_check.h"
+#include "ops/output_check.h"
 
 #ifndef TILETUNE_KERNEL_DIR
 #error "TILETUNE_KERNEL_DIR must name the kernel_templates directory"
@@ -159,11 +159,11 @@ TEST(HipCompile, OutputCheckForEveryArchAndType) {
   for (const auto& arch : hipb::supported_arches()) {
     dev.arch = arch;
     for (auto type : {tiletune::DataType::F32, tiletune::DataType::F16, tiletune::DataType::BF16}) {
-      CompileResult r = compiler->compile(tiletune::tuner::check_output_request(dev, type));
+      CompileResult r = compiler->compile(tiletune::ops::check_output_request(dev, type));
       EXPECT_TRUE(r.ok) << arch << " " << tiletune::to_string(type) << "\n" << r.log;
     }
     for (int word : {2, 4}) {
-      CompileResult r = compiler->compile(tiletune::tuner::copy_words_request(dev, word));
+      CompileResult r = compiler->compile(tiletune::ops::copy_words_request(dev, word));
       EXPECT_TRUE(r.ok) << arch << " " << word << "\n" << r.log;
     }
   }

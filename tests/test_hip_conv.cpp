@@ -16,8 +16,8 @@
 #include "gpu/hip/hip_backend.h"
 #include "tests/conv_test_util.h"
 #include "tests/test_util.h"
-#include "tuner/conv_data.h"
-#include "tuner/output_check.h"
+#include "ops/conv/inputs.h"
+#include "ops/output_check.h"
 
 using namespace tiletune;
 using namespace tiletune::testing;
@@ -95,7 +95,7 @@ TEST(HipConvCompile, DeviceReferenceForEveryDirectionTypeAndLayout) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Hip);
   for (const Problem& problem : every_direction_layout_and_type()) {
     const ConvProblem& p = problem.conv();
-    const gpu::CompileResult r = compiler->compile(tuner::reference_conv_request(p, dev));
+    const gpu::CompileResult r = compiler->compile(ops::reference_conv_request(p, dev));
     ASSERT_TRUE(r.ok) << p.key() << "\n" << r.log;
     EXPECT_NE(r.code.symbol.find("reference_conv"), std::string::npos) << r.code.symbol;
     kernel_info(r);
@@ -107,13 +107,13 @@ TEST(HipConvCompile, DeviceOutputCheckForEveryType) {
   auto compiler = hipb::make_compiler();
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Hip);
   for (auto type : {DataType::F32, DataType::F16, DataType::BF16}) {
-    const gpu::CompileResult r = compiler->compile(tuner::check_output_request(dev, type));
+    const gpu::CompileResult r = compiler->compile(ops::check_output_request(dev, type));
     ASSERT_TRUE(r.ok) << to_string(type) << "\n" << r.log;
     EXPECT_NE(r.code.symbol.find("check_output"), std::string::npos) << r.code.symbol;
     kernel_info(r);
   }
   for (int word : {2, 4}) {
-    const gpu::CompileResult r = compiler->compile(tuner::copy_words_request(dev, word));
+    const gpu::CompileResult r = compiler->compile(ops::copy_words_request(dev, word));
     ASSERT_TRUE(r.ok) << word << "\n" << r.log;
     kernel_info(r);
   }

@@ -1,5 +1,5 @@
 // Tests of the host (CPU) backend through the vendor-neutral interface (gpu/backend.h): compile the
-// host_gemm template, load, launch and validate against ProblemData's fp64 reference; check that
+// host_gemm template, load, launch and validate against GemmInputs's fp64 reference; check that
 // wrong kernels fail validation, compile errors and bad arches are reported, and that events and
 // memory copies work. Each distinct host_gemm variant is compiled once (in parallel) per run.
 #include <gtest/gtest.h>
@@ -21,14 +21,14 @@
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
 #include "tuner/benchmark.h"
-#include "tuner/elements.h"
-#include "tuner/output_check.h"
-#include "tuner/problem_data.h"
+#include "ops/elements.h"
+#include "ops/output_check.h"
+#include "ops/gemm/inputs.h"
 #include "tests/test_util.h"
 
 using namespace tiletune;
-using tiletune::tuner::ProblemData;
-using tiletune::tuner::ValidationResult;
+using tiletune::ops::GemmInputs;
+using tiletune::ops::ValidationResult;
 
 using namespace tiletune::testing;
 
@@ -147,12 +147,12 @@ class HostBackend : public ::testing::Test {
   static ValidationResult run_gemm(const GemmProblem& p, const Solution& sol, gpu::Kernel* k = nullptr) {
     const KernelTemplate& t = find_template("host_gemm");
     if (!k) k = &kernel(Variant{p.a_type, p.c_type, p.trans_a, p.trans_b, sol}.key());
-    ProblemData data(*dev_, p, /*rotate=*/false);
+    GemmInputs data(*dev_, p, /*rotate=*/false);
     gpu::LaunchDims dims = t.launch_dims(t.variables(sol, p, dev_->info()));
     return data.validate([&](const TtGemmParams& prm) { dev_->launch(*k, dims, &prm, sizeof prm); });
   }
   static ValidationResult run_bad(int mode, const GemmProblem& p) {
-    ProblemData data(*dev_, p, /*rotate=*/false);
+    GemmInputs data(*dev_, p, /*rotate=*/false);
     gpu::LaunchDims dims;
     dims.grid[2] = unsigned(p.batch);
     gpu::Kernel& k = kernel("bad" + std::to_string(mode));
@@ -248,7 +248,7 @@ TEST_F(HostBackend, BatchedWithBeta) {
   p.stride_c = 39 * 29 + 5;
   EXPECT_VALID(run_gemm(p, def));
   {
-    ProblemData d(*dev_, p, false);
+    GemmInputs d(*dev_, p, false);
     EXPECT_NE(d.beta(), 0.f);
     EXPECT_NE(d.alpha(), 0.f);
   }
@@ -304,7 +304,7 @@ TEST_F(HostBackend, OffByOneFailsValidation) {
   ValidationResult r = run_bad(2, make(37, 29, 53));
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.reason.find("relative error"), std::string::npos) << r.reason;
-  EXPECT_GT(r.rel_error, tuner::tolerance(make(37, 29, 53)));
+  EXPECT_GT(r.rel_error, ops::tolerance(make(37, 29, 53)));
 }
 
 TEST_F(HostBackend, WritingPaddingFailsValidation) {
@@ -320,7 +320,7 @@ TEST_F(HostBackend, WritingPaddingFailsValidation) {
 // The comparison both validation paths rest on (on a GPU check_output.cuh does the same): the
 // lowest bad element in column order, padding and gaps that lost their 0xFF poison, the sums.
 TEST(OutputCheck, FindsTheLowestBadElementPaddingAndGaps) {
-  tuner::OutputLayout l;
+  ops::OutputLayout l;
   l.type = DataType::F32;
   l.rows = 3, l.cols = 2, l.ld = 4, l.stride = 10, l.batch = 2;  // one padding row, a gap of 2 after batch 0
   ASSERT_EQ(l.elements(), 18);
@@ -332,10 +332,10 @@ TEST(OutputCheck, FindsTheLowestBadElementPaddingAndGaps) {
       for (std::int64_t i = 0; i < 3; ++i) {
         const double v = 0.25 * double(1 + i + 3 * j + 6 * b);
         ref[std::size_t((b * 2 + j) * 3 + i)] = v;
-        tuner::store_element(good.data(), b * 10 + j * 4 + i, DataType::F32, float(v + 0.5));
+        ops::store_element(good.data(), b * 10 + j * 4 + i, DataType::F32, float(v + 0.5));
         ref2 += v * v;
       }
-  tuner::Comparison c = tuner::compare_output(l, good.data(), ref.data());
+  ops::Comparison c = ops::compare_output(l, good.data(), ref.data());
   EXPECT_EQ(c.first_bad, -1);
   EXPECT_EQ(c.first_gap, -1);
   EXPECT_DOUBLE_EQ(c.ref, ref2);
@@ -343,40 +343,40 @@ TEST(OutputCheck, FindsTheLowestBadElementPaddingAndGaps) {
   EXPECT_DOUBLE_EQ(c.rel_error(), std::sqrt(3 / ref2));
 
   std::vector<std::uint8_t> out = good;
-  tuner::store_element(out.data(), 15, DataType::F32, NAN);   // batch 1, column 1, row 1
-  tuner::store_element(out.data(), 13, DataType::F32, 0.f);   // batch 1, column 0, padding: lower
-  tuner::store_element(out.data(), 8, DataType::F32, 1.f);    // the gap after batch 0
-  c = tuner::compare_output(l, out.data(), ref.data());
+  ops::store_element(out.data(), 15, DataType::F32, NAN);   // batch 1, column 1, row 1
+  ops::store_element(out.data(), 13, DataType::F32, 0.f);   // batch 1, column 0, padding: lower
+  ops::store_element(out.data(), 8, DataType::F32, 1.f);    // the gap after batch 0
+  c = ops::compare_output(l, out.data(), ref.data());
   EXPECT_EQ(c.first_bad, 13);
   EXPECT_EQ(c.first_gap, 8);
-  tuner::store_element(out.data(), 5, DataType::F32, INFINITY);  // batch 0, column 1, row 1: lower still
-  EXPECT_EQ(tuner::compare_output(l, out.data(), ref.data()).first_bad, 5);
+  ops::store_element(out.data(), 5, DataType::F32, INFINITY);  // batch 0, column 1, row 1: lower still
+  EXPECT_EQ(ops::compare_output(l, out.data(), ref.data()).first_bad, 5);
 
   // A flat tensor (convolutions): no padding, the first NaN.
-  const tuner::OutputLayout flat = tuner::OutputLayout::flat(DataType::F32, 12);
+  const ops::OutputLayout flat = ops::OutputLayout::flat(DataType::F32, 12);
   std::vector<std::uint8_t> packed(12 * 4);
-  for (std::int64_t i = 0; i < 12; ++i) tuner::store_element(packed.data(), i, DataType::F32, float(ref[std::size_t(i)]));
-  c = tuner::compare_output(flat, packed.data(), ref.data());
+  for (std::int64_t i = 0; i < 12; ++i) ops::store_element(packed.data(), i, DataType::F32, float(ref[std::size_t(i)]));
+  c = ops::compare_output(flat, packed.data(), ref.data());
   EXPECT_EQ(c.first_bad, -1);
   EXPECT_EQ(c.err, 0);
-  tuner::store_element(packed.data(), 7, DataType::F32, NAN);
-  EXPECT_EQ(tuner::compare_output(flat, packed.data(), ref.data()).first_bad, 7);
+  ops::store_element(packed.data(), 7, DataType::F32, NAN);
+  EXPECT_EQ(ops::compare_output(flat, packed.data(), ref.data()).first_bad, 7);
 }
 
 TEST_F(HostBackend, WritingBetweenBatchesFailsValidation) {
   GemmProblem p = make(7, 5, 3);
   p.batch = 2;
   p.stride_c = 7 * 5 + 4;
-  ProblemData data(*dev_, p, false, 3);
+  GemmInputs data(*dev_, p, false, 3);
   std::vector<std::uint8_t> c(std::size_t(data.problem().elements_c()) * 4, 0xFF);
   for (std::int64_t b = 0; b < 2; ++b)
     for (std::int64_t j = 0; j < 5; ++j)
       for (std::int64_t i = 0; i < 7; ++i)
-        tuner::store_element(c.data(), b * p.stride_c + j * 7 + i, DataType::F32,
+        ops::store_element(c.data(), b * p.stride_c + j * 7 + i, DataType::F32,
                              float(data.reference()[std::size_t((b * 5 + j) * 7 + i)]));
   dev_->copy_to_device(data.params(0).c, c.data(), c.size());
   EXPECT_VALID(data.check_output());
-  tuner::store_element(c.data(), 36, DataType::F32, 0.f);
+  ops::store_element(c.data(), 36, DataType::F32, 0.f);
   dev_->copy_to_device(data.params(0).c, c.data(), c.size());
   ValidationResult r = data.check_output();
   EXPECT_FALSE(r.ok);
@@ -497,7 +497,7 @@ TEST_F(HostBackend, EventsTime) {
   EXPECT_LT(dev_->elapsed_ms(a, b), 5000.f);
   // a kernel launch between two events
   GemmProblem p = make(100, 100, 100);
-  ProblemData data(*dev_, p, false);
+  GemmInputs data(*dev_, p, false);
   const KernelTemplate& t = find_template("host_gemm");
   const Solution def = t.default_solution();
   gpu::LaunchDims dims = t.launch_dims(t.variables(def, p, dev_->info()));
@@ -547,7 +547,7 @@ TEST_F(HostBackend, MemoryRoundTrip) {
 
 TEST_F(HostBackend, ProblemDataRotatesCopies) {
   GemmProblem p = make(64, 64, 64);
-  ProblemData d(*dev_, p);  // rotate: enough copies to pass twice the cache
+  GemmInputs d(*dev_, p);  // rotate: enough copies to pass twice the cache
   EXPECT_GE(d.sets(), 1u);
   if (dev_->info().cache_bytes > 0) EXPECT_GT(d.sets(), 1u);
   for (std::size_t s = 1; s < d.sets(); ++s) {
@@ -559,7 +559,7 @@ TEST_F(HostBackend, ProblemDataRotatesCopies) {
   EXPECT_EQ(d.beta(), 0.f);
   EXPECT_GE(d.alpha(), 0.5f);
   EXPECT_LE(d.alpha(), 1.5f);
-  ProblemData single(*dev_, p, false);
+  GemmInputs single(*dev_, p, false);
   EXPECT_EQ(single.sets(), 1u);
 }
 

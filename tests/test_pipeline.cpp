@@ -17,7 +17,8 @@
 #include "runtime/tiletune.hpp"
 #include "tuner/config.h"
 #include "tuner/enumerator.h"
-#include "tuner/problem_data.h"
+#include "ops/gemm/inputs.h"
+#include "ops/launch.h"
 #include "tuner/sweep.h"
 #include "runtime_test_util.h"
 
@@ -55,7 +56,7 @@ class Pipeline : public ::testing::Test {
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
   // Runs `problem` through the runtime on fresh random data and checks it against fp64.
-  static tuner::ValidationResult dispatch(Handle& h, const GemmProblem& problem) {
+  static ops::ValidationResult dispatch(Handle& h, const GemmProblem& problem) {
     return testing_util::dispatch_host(h.get(), problem);
   }
 
@@ -317,12 +318,10 @@ TEST_F(Pipeline, WinnersOfAnotherArchAreNeverLoaded) {
   EXPECT_EQ(h.stats().fallbacks, 1u);
 }
 
-// The same problem named twice (here once packed, once with its packed leading dimensions spelt
-// out) is tuned once.
 // Argument bytes built from the caller's pointers (TMA descriptors) are encoded again only when
 // the parameters change, and an encoding that fails is not remembered.
 TEST(ArgumentCache, EncodesOnlyWhenTheParametersChange) {
-  runtime::ArgumentCache cache;
+  ops::ArgumentCache cache;
   int encodes = 0;
   std::vector<std::uint8_t> seen;
   auto encode_from = [&](const TtGemmParams& p) {

@@ -16,7 +16,7 @@
 #include "solutions/problem.h"
 #include "tuner/config.h"
 #include "db/records.h"
-#include "tuner/output_check.h"
+#include "ops/output_check.h"
 #include "tuner/search.h"
 #include "tuner/sweep.h"
 
@@ -24,7 +24,7 @@ namespace tiletune::testing {
 
 // The device output check's verdict against the host check's on the same output: same outcome and
 // reason, the same relative error within 1e-12 relative (the sums are added in another order).
-inline void expect_same_verdict(const tuner::ValidationResult& device, const tuner::ValidationResult& host,
+inline void expect_same_verdict(const ops::ValidationResult& device, const ops::ValidationResult& host,
                                 const std::string& what) {
   EXPECT_EQ(device.ok, host.ok) << what;
   EXPECT_EQ(device.reason, host.reason) << what;

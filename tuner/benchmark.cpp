@@ -6,7 +6,7 @@
 
 namespace tiletune::tuner {
 
-Timing time_runs(gpu::Device& dev, ProblemData& data, const BenchmarkOptions& options,
+Timing time_runs(gpu::Device& dev, ops::GemmInputs& data, const BenchmarkOptions& options,
                  const std::function<void(const TtGemmParams&)>& launch) {
   return time_runs(dev, data.sets(), options, [&](std::size_t set) { launch(data.params(set)); });
 }

@@ -10,7 +10,7 @@
 
 #include "gpu/backend.h"
 #include "tuner/config.h"
-#include "tuner/problem_data.h"
+#include "ops/gemm/inputs.h"
 
 namespace tiletune::tuner {
 
@@ -22,7 +22,7 @@ struct Timing {
 };
 
 // `launch(params)` enqueues one run with the given kernel arguments.
-Timing time_runs(gpu::Device& dev, ProblemData& data, const BenchmarkOptions& options,
+Timing time_runs(gpu::Device& dev, ops::GemmInputs& data, const BenchmarkOptions& options,
                  const std::function<void(const TtGemmParams&)>& launch);
 // Any problem kind: `launch(set)` enqueues one run on copy `set` (of `sets`) of the operands.
 Timing time_runs(gpu::Device& dev, std::size_t sets, const BenchmarkOptions& options,

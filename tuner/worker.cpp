@@ -17,12 +17,10 @@
 
 #include "common/error.h"
 #include "db/database.h"
-#include "ops/arguments.h"
-#include "ops/repack.h"
+#include "ops/launch.h"
+#include "ops/operation.h"
 #include "vendors/vendor.h"
 #include "tuner/benchmark.h"
-#include "tuner/conv_data.h"
-#include "tuner/problem_data.h"
 
 namespace tiletune::tuner {
 namespace {
@@ -144,23 +142,20 @@ class Stopwatch {
 
 // What every kernel measurement shares once its data and kernel are ready: a zeroed workspace,
 // validation on fresh data (poisoned output), then the timed runs over the rotated operand copies.
-template <class Data, class Launch>
-MeasureResult validate_and_time(gpu::Device& dev, const MeasureRequest& r, const KernelTemplate& tmpl,
-                                const Variables& vars, Data& data, Stopwatch& clock,
-                                const std::function<void()>& on_ready, Launch&& launch) {
+MeasureResult validate_and_time(gpu::Device& dev, const MeasureRequest& r, const ops::KernelLaunch& launch,
+                                gpu::Kernel& kernel, ops::Inputs& data, Stopwatch& clock,
+                                const std::function<void()>& on_ready) {
   MeasureResult result;
   gpu::DeviceBuffer workspace;
-  if (std::int64_t bytes = tmpl.workspace_bytes(vars); bytes > 0) {
+  if (std::int64_t bytes = launch.workspace_bytes(); bytes > 0) {
     workspace = gpu::DeviceBuffer(dev, std::size_t(bytes));
     dev.fill_bytes(workspace.get(), 0, std::size_t(bytes));
   }
-  auto run = [&](auto args) {
-    args.workspace = workspace.get();
-    launch(args);
-  };
+  // With REPACK the operand copies are part of every run, timed with the kernel.
+  auto run = [&](const ops::CallParams& p) { launch.launch(dev, kernel, p, workspace.get(), nullptr); };
   if (on_ready) on_ready();
   result.prepare_s = clock.lap();
-  ValidationResult v = data.validate(run);
+  ops::ValidationResult v = data.validate_call(run);
   result.validate_s = clock.lap();
   result.rel_error = v.rel_error;
   if (!v.ok) {
@@ -168,7 +163,7 @@ MeasureResult validate_and_time(gpu::Device& dev, const MeasureRequest& r, const
     result.reason = v.reason;
     return result;
   }
-  Timing t = time_runs(dev, data.sets(), r.benchmark, [&](std::size_t set) { run(data.params(set)); });
+  Timing t = time_runs(dev, data.sets(), r.benchmark, [&](std::size_t set) { run(data.call_params(set)); });
   result.timing_s = clock.lap();
   result.min_ms = t.min_ms;
   result.median_ms = t.median_ms;
@@ -180,37 +175,31 @@ MeasureResult validate_and_time(gpu::Device& dev, const MeasureRequest& r, const
 Measurer::Measurer(gpu::Device& dev, db::Database& db) : dev_(dev), db_(db) {}
 Measurer::~Measurer() = default;
 
-template <class D, class P>
-D& Measurer::cached(const P& p, std::unique_ptr<D> Cached::*slot) {
+ops::Inputs& Measurer::inputs_for(const Problem& p) {
   const std::string key = p.key();
   for (std::size_t i = 0; i < cache_.size(); ++i)
-    if (cache_[i].key == key && cache_[i].*slot) {
+    if (cache_[i].key == key) {
       std::rotate(cache_.begin() + std::ptrdiff_t(i), cache_.begin() + std::ptrdiff_t(i) + 1, cache_.end());
-      return *(cache_.back().*slot);
+      return *cache_.back().inputs;
     }
   // Make room first: the oldest problem's buffers go before the new ones are allocated.
   while (!cache_.empty() && cache_.size() >= kProblemsKept) cache_.erase(cache_.begin());
-  std::unique_ptr<D> data;
+  const ops::Operation& op = ops::operation(p);
+  std::unique_ptr<ops::Inputs> inputs;
   // Out of memory with other problems' buffers held: free them and try once more.
   auto out_of_memory = [](const std::exception& e) {
     return dynamic_cast<const std::bad_alloc*>(&e) || std::string(e.what()).find("out of memory") != std::string::npos;
   };
   try {
-    data = std::make_unique<D>(dev_, p);
+    inputs = op.make_inputs(dev_, p);
   } catch (const std::exception& e) {
     if (cache_.empty() || !out_of_memory(e)) throw;
     cache_.clear();
-    data = std::make_unique<D>(dev_, p);
+    inputs = op.make_inputs(dev_, p);
   }
-  Cached c;
-  c.key = key;
-  c.*slot = std::move(data);
-  cache_.push_back(std::move(c));
-  return *(cache_.back().*slot);
+  cache_.push_back({key, std::move(inputs)});
+  return *cache_.back().inputs;
 }
-
-ProblemData& Measurer::data_for(const GemmProblem& p) { return cached(p, &Cached::gemm); }
-ConvData& Measurer::conv_data_for(const ConvProblem& p) { return cached(p, &Cached::conv); }
 
 std::shared_ptr<gpu::Kernel> Measurer::load_kernel(std::int64_t code_object_id) {
   auto& kernel = kernels_[code_object_id];
@@ -233,7 +222,6 @@ std::shared_ptr<gpu::Kernel> Measurer::load_kernel(std::int64_t code_object_id) 
 MeasureResult Measurer::measure(const MeasureRequest& r, const std::function<void()>& on_ready) {
   MeasureResult result;
   try {
-    if (!r.vendor && r.problem.is_conv()) return measure_conv_kernel(r, on_ready);
     return r.vendor ? measure_vendor(r, on_ready) : measure_kernel(r, on_ready);
   } catch (const std::exception& err) {  // Error, and e.g. bad_alloc on an oversized problem
     result.status = "launch_failed";
@@ -254,36 +242,11 @@ MeasureResult Measurer::measure(const MeasureRequest& r, const std::function<voi
 MeasureResult Measurer::measure_kernel(const MeasureRequest& r, const std::function<void()>& on_ready) {
   Stopwatch clock;
   const KernelTemplate& tmpl = r.tmpl ? *r.tmpl : find_template(r.solution.template_name);
-  const GemmProblem& problem = r.problem.gemm();
-  ProblemData& data = data_for(problem);
+  const Problem& problem = r.problem;
+  ops::Inputs& data = inputs_for(problem);
   std::shared_ptr<gpu::Kernel> kernel = load_kernel(r.code_object_id);
-  const Variables vars = tmpl.variables(r.solution, problem, dev_.info());
-  const gpu::LaunchDims dims = tmpl.launch_dims(vars);
-  // With REPACK the operand copies are part of every run, timed with the kernel.
-  const RepackPlan plan = gpu::repacks(vars) ? repack_plan(problem) : RepackPlan{problem, {}, {}, 0};
-  const GemmProblem& kernel_problem = plan.kernel_problem;
-  return validate_and_time(dev_, r, tmpl, vars, data, clock, on_ready, [&](const TtGemmParams& args) {
-    const TtGemmParams a = gpu::repack_operands(dev_, tmpl, vars, plan, args, nullptr);
-    std::vector<std::uint8_t> bytes = gpu::kernel_arguments(tmpl, a, kernel_problem, vars);
-    dev_.launch(*kernel, dims, bytes.data(), bytes.size());
-  });
-}
-
-MeasureResult Measurer::measure_conv_kernel(const MeasureRequest& r, const std::function<void()>& on_ready) {
-  Stopwatch clock;
-  const KernelTemplate& tmpl = r.tmpl ? *r.tmpl : find_template(r.solution.template_name);
-  ConvData& data = conv_data_for(r.problem.conv());
-  std::shared_ptr<gpu::Kernel> kernel = load_kernel(r.code_object_id);
-  const Variables vars = tmpl.variables(r.solution, r.problem, dev_.info());
-  const gpu::LaunchDims dims = tmpl.launch_dims(vars);
-  return validate_and_time(dev_, r, tmpl, vars, data, clock, on_ready, [&](const TtConvParams& args) {
-    if (tmpl.arguments() == KernelTemplate::Arguments::Params) {
-      dev_.launch(*kernel, dims, &args, sizeof args);
-    } else {  // TMA descriptors for this copy's buffers
-      std::vector<std::uint8_t> bytes = gpu::conv_kernel_arguments(tmpl, args, data.problem(), vars);
-      dev_.launch(*kernel, dims, bytes.data(), bytes.size());
-    }
-  });
+  const ops::KernelLaunch launch(tmpl, tmpl.variables(r.solution, problem, dev_.info()), problem);
+  return validate_and_time(dev_, r, launch, *kernel, data, clock, on_ready);
 }
 
 MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::function<void()>& on_ready) {
@@ -300,27 +263,14 @@ MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::funct
   const gpu::VendorChoice& choice = r.solution.params;
   result.vendor = vendor_->source(r.problem, choice);
   // A vendor result that disagrees with the reference is recorded as "invalid" (it never wins)
-  // and timed anyway, for the tables.
-  auto launch = [&](const void* args) { vendor_->run(r.problem, args, nullptr, choice); };
-  ValidationResult v;
-  Timing t;
-  if (r.problem.is_conv()) {
-    ConvData& data = conv_data_for(r.problem.conv());
-    if (on_ready) on_ready();
-    v = data.validate([&](const TtConvParams& a) { launch(&a); });  // its first run is cuDNN's own search
-    t = time_runs(dev_, data.sets(), r.benchmark, [&](std::size_t set) {
-      const TtConvParams a = data.params(set);
-      launch(&a);
-    });
-  } else {
-    ProblemData& data = data_for(r.problem.gemm());
-    if (on_ready) on_ready();
-    auto run = [&](const TtGemmParams& a) { launch(&a); };
-    v = data.validate(run);
-    t = time_runs(dev_, data, r.benchmark, run);
-    const TtGemmParams first = data.params(0);
-    result.alternatives = vendor_->alternatives(r.problem, &first, r.vendor_alternatives);
-  }
+  // and timed anyway, for the tables. A convolution library's first run is its own search.
+  auto launch = [&](const ops::CallParams& p) { vendor_->run(r.problem, p.data(), nullptr, choice); };
+  ops::Inputs& data = inputs_for(r.problem);
+  if (on_ready) on_ready();
+  const ops::ValidationResult v = data.validate_call(launch);
+  const Timing t = time_runs(dev_, data.sets(), r.benchmark, [&](std::size_t set) { launch(data.call_params(set)); });
+  const ops::CallParams first = data.call_params(0);
+  result.alternatives = vendor_->alternatives(r.problem, first.data(), r.vendor_alternatives);
   result.rel_error = v.rel_error;
   if (!v.ok) {
     result.status = "invalid";

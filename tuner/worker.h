@@ -53,11 +53,12 @@ class Database;
 namespace tiletune::gpu {
 class Vendor;
 }
+namespace tiletune::ops {
+class Inputs;
+}
 
 namespace tiletune::tuner {
 
-class ProblemData;
-class ConvData;
 
 // How many problems' data a measuring worker keeps at once: the problems a slot works on while
 // the compiler is behind (SlotRunner's groups per slot: one fewer) and the one it just finished.
@@ -106,11 +107,9 @@ class Measurer {
   MeasureResult measure(const MeasureRequest& r, const std::function<void()>& on_ready = {});
 
  private:
-  ProblemData& data_for(const GemmProblem& p);
-  ConvData& conv_data_for(const ConvProblem& p);
+  ops::Inputs& inputs_for(const Problem& p);
   std::shared_ptr<gpu::Kernel> load_kernel(std::int64_t code_object_id);
   MeasureResult measure_kernel(const MeasureRequest& r, const std::function<void()>& on_ready);
-  MeasureResult measure_conv_kernel(const MeasureRequest& r, const std::function<void()>& on_ready);
   MeasureResult measure_vendor(const MeasureRequest& r, const std::function<void()>& on_ready);
 
   gpu::Device& dev_;
@@ -119,11 +118,8 @@ class Measurer {
   // a slot may work on several problems at once while the compiler is behind (SlotRunner).
   struct Cached {
     std::string key;
-    std::unique_ptr<ProblemData> gemm;
-    std::unique_ptr<ConvData> conv;
+    std::unique_ptr<ops::Inputs> inputs;
   };
-  template <class D, class P>
-  D& cached(const P& p, std::unique_ptr<D> Cached::*slot);
   std::vector<Cached> cache_;
   std::unordered_map<std::int64_t, std::shared_ptr<gpu::Kernel>> kernels_;
   std::unique_ptr<gpu::Vendor> vendor_;  // made on the first vendor request

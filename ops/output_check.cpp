@@ -1,4 +1,4 @@
-#include "tuner/output_check.h"
+#include "ops/output_check.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,10 +8,10 @@
 
 #include "common/error.h"
 #include "kernel_templates/check_params.h"
-#include "tuner/elements.h"
-#include "tuner/problem_data.h"
+#include "ops/elements.h"
+#include "ops/gemm/inputs.h"
 
-namespace tiletune::tuner {
+namespace tiletune::ops {
 namespace {
 
 bool poisoned(const std::uint8_t* out, std::int64_t idx, int eb) {
@@ -198,4 +198,4 @@ void DeviceSnapshot::restore(void* dst) {
   dev_.launch(*kernel_, dims, &args, sizeof args);
 }
 
-}  // namespace tiletune::tuner
+}  // namespace tiletune::ops

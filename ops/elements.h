@@ -13,7 +13,7 @@
 #include "gpu/backend.h"
 #include "solutions/problem.h"
 
-namespace tiletune::tuner {
+namespace tiletune::ops {
 
 double load_element(const std::uint8_t* base, std::int64_t index, DataType t);
 void store_element(std::uint8_t* base, std::int64_t index, DataType t, float v);
@@ -70,4 +70,4 @@ void random_fill(std::int64_t n, std::uint64_t seed, Put&& put) {
 // do not find their inputs in the device's last-level cache: 1 without `rotate`.
 std::size_t rotation_sets(const gpu::DeviceInfo& dev, std::size_t set_bytes, bool rotate);
 
-}  // namespace tiletune::tuner
+}  // namespace tiletune::ops

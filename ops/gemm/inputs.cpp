@@ -1,4 +1,4 @@
-#include "tuner/problem_data.h"
+#include "ops/gemm/inputs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 #include "common/error.h"
 #include "kernel_templates/host_types.h"
 #include "solutions/kernel_template.h"
-#include "tuner/elements.h"
+#include "ops/elements.h"
 
-namespace tiletune::tuner {
+namespace tiletune::ops {
 namespace {
 
 // Fills the elements of a strided-batched column-major matrix with random values; the padding
@@ -24,24 +24,10 @@ void fill_random(std::vector<std::uint8_t>& buf, std::int64_t elements, std::int
   });
 }
 
-double epsilon(DataType t) {
-  switch (t) {
-    case DataType::F32: return std::ldexp(1.0, -24);
-    case DataType::F16: return std::ldexp(1.0, -11);
-    case DataType::BF16: return std::ldexp(1.0, -8);
-  }
-  return 1;
-}
-
 }  // namespace
 
-double tolerance(const GemmProblem& p) {
-  // tf32 rounds both inputs to 10 mantissa bits: a product's relative error is up to 2^-10.
-  double inputs = p.compute_tf32 ? 4 * std::ldexp(1.0, -11) : 0;
-  return 4 * epsilon(p.c_type) + inputs + 16 * std::ldexp(1.0, -24) * std::sqrt(double(p.k)) + 1e-7;
-}
 
-ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rotate, std::uint64_t seed,
+GemmInputs::GemmInputs(gpu::Device& dev, const GemmProblem& problem, bool rotate, std::uint64_t seed,
                          double device_reference_flops)
     : dev_(dev), problem_(problem.canonical()) {
   problem_.validate();
@@ -90,7 +76,7 @@ ProblemData::ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rota
   }
 }
 
-void ProblemData::products_on_device() {
+void GemmInputs::products_on_device() {
   const GemmProblem& p = problem_;
   const gpu::CompileRequest req = reference_kernel_request(
       dev_.info(), "reference_gemm.cuh",
@@ -123,7 +109,7 @@ gpu::CompileRequest reference_kernel_request(const gpu::DeviceInfo& dev, const s
   return req;
 }
 
-TtGemmParams ProblemData::params(std::size_t set) const {
+TtGemmParams GemmInputs::params(std::size_t set) const {
   const GemmProblem& p = problem_;
   TtGemmParams k{};
   k.a = a_.at(set).get();
@@ -144,7 +130,7 @@ TtGemmParams ProblemData::params(std::size_t set) const {
   return k;
 }
 
-void ProblemData::products_on_host() {
+void GemmInputs::products_on_host() {
   const GemmProblem& p = problem_;
   // op(A) as rows of k and op(B) as columns of k, both contiguous in k, for a fast dot product.
   reference_.assign(std::size_t(p.m * p.n * p.batch), 0.0);
@@ -178,24 +164,24 @@ void ProblemData::products_on_host() {
   }
 }
 
-void ProblemData::reset_output() {
+void GemmInputs::reset_output() {
   if (problem_.beta_zero) dev_.fill_bytes(c_[0].get(), 0xFF, host_c0_.size());  // NaN in every type
   else if (c0_) c0_->restore(c_[0].get());
   else dev_.copy_to_device(c_[0].get(), host_c0_.data(), host_c0_.size());
 }
 
-ValidationResult ProblemData::check_output() {
+ValidationResult GemmInputs::check_output() {
   if (!check_) return check_output_on_host();
   return judge(check_->compare(c_[0].get()));
 }
 
-ValidationResult ProblemData::check_output_on_host() {
+ValidationResult GemmInputs::check_output_on_host() {
   std::vector<std::uint8_t> out(host_c0_.size());
   dev_.copy_to_host(out.data(), c_[0].get(), out.size());
   return judge(compare_output(OutputLayout::of_c(problem_), out.data(), reference_.data()));
 }
 
-ValidationResult ProblemData::judge(const Comparison& c) {
+ValidationResult GemmInputs::judge(const Comparison& c) {
   const GemmProblem& p = problem_;
   ValidationResult r;
   if (c.first_bad >= 0) {  // the lowest column with a bad element, and its first bad row
@@ -217,4 +203,4 @@ ValidationResult ProblemData::judge(const Comparison& c) {
   return judge_error(c, tolerance(p));
 }
 
-}  // namespace tiletune::tuner
+}  // namespace tiletune::ops

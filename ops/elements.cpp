@@ -1,11 +1,11 @@
-#include "tuner/elements.h"
+#include "ops/elements.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "kernel_templates/host_types.h"
 
-namespace tiletune::tuner {
+namespace tiletune::ops {
 
 double load_element(const std::uint8_t* base, std::int64_t index, DataType t) {
   switch (t) {
@@ -49,4 +49,4 @@ std::size_t rotation_sets(const gpu::DeviceInfo& dev, std::size_t set_bytes, boo
   return std::clamp<std::size_t>((2 * std::size_t(dev.cache_bytes) + set_bytes - 1) / set_bytes, 1, 32);
 }
 
-}  // namespace tiletune::tuner
+}  // namespace tiletune::ops

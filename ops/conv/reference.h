@@ -6,7 +6,7 @@
 
 #include "solutions/conv_problem.h"
 
-namespace tiletune::tuner {
+namespace tiletune::ops {
 
 // The tensors the direction reads, as doubles in the problem's layout (kernel_templates/
 // conv_params.h): fwd (x, wt), dgrad (dy, wt), wgrad (x, dy). Returns the tensor it writes
@@ -14,4 +14,4 @@ namespace tiletune::tuner {
 std::vector<double> conv_reference(const ConvProblem& p, const std::vector<double>& first,
                                    const std::vector<double>& second);
 
-}  // namespace tiletune::tuner
+}  // namespace tiletune::ops

@@ -1,4 +1,4 @@
-#include "tuner/conv_data.h"
+#include "ops/conv/inputs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,14 +7,12 @@
 #include "common/error.h"
 #include "ops/arguments.h"
 #include "solutions/any_problem.h"
-#include "tuner/conv_reference.h"
-#include "tuner/elements.h"
+#include "ops/conv/reference.h"
+#include "ops/elements.h"
 
-namespace tiletune::tuner {
+namespace tiletune::ops {
 
-double tolerance(const ConvProblem& p) { return tolerance(Problem(p).gemm_view()); }
-
-int ConvData::output_tensor() const {
+int ConvInputs::output_tensor() const {
   switch (problem_.direction) {
     case ConvDirection::Forward: return kY;
     case ConvDirection::BackwardData: return kX;
@@ -23,7 +21,7 @@ int ConvData::output_tensor() const {
   return kY;
 }
 
-ConvData::ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate, std::uint64_t seed,
+ConvInputs::ConvInputs(gpu::Device& dev, const ConvProblem& problem, bool rotate, std::uint64_t seed,
                    double device_reference_flops)
     : dev_(dev), problem_(problem.canonical()) {
   problem_.validate();
@@ -74,7 +72,7 @@ gpu::CompileRequest reference_conv_request(const ConvProblem& p, const gpu::Devi
                                       (p.layout == ConvLayout::NCHW ? "true" : "false") + ">");
 }
 
-gpu::DeviceBuffer ConvData::reference_on_device() {
+gpu::DeviceBuffer ConvInputs::reference_on_device() {
   const ConvProblem& p = problem_;
   gpu::CompileResult r = dev_.compiler().compile(reference_conv_request(p, dev_.info()));
   if (!r.ok) throw Error("compiling the convolution reference kernel failed: " + r.log);
@@ -101,36 +99,36 @@ gpu::DeviceBuffer ConvData::reference_on_device() {
   return result;
 }
 
-TtConvParams ConvData::params(std::size_t set) const {
-  return gpu::conv_arguments(problem_, x_.at(set).get(), w_.at(set).get(), y_.at(set).get());
+TtConvParams ConvInputs::params(std::size_t set) const {
+  return conv_arguments(problem_, x_.at(set).get(), w_.at(set).get(), y_.at(set).get());
 }
 
-void* ConvData::output_buffer() const {
+void* ConvInputs::output_buffer() const {
   const int out = output_tensor();
   return (out == kX ? x_ : out == kW ? w_ : y_)[0].get();
 }
 
-void ConvData::reset_output() { dev_.fill_bytes(output_buffer(), 0xFF, host_[output_tensor()].size()); }
+void ConvInputs::reset_output() { dev_.fill_bytes(output_buffer(), 0xFF, host_[output_tensor()].size()); }
 
-std::vector<std::uint8_t> ConvData::read_output() {
+std::vector<std::uint8_t> ConvInputs::read_output() {
   const int out = output_tensor();
   std::vector<std::uint8_t> got(host_[out].size());
   dev_.copy_to_host(got.data(), output_buffer(), got.size());
   return got;
 }
 
-ValidationResult ConvData::check_output() {
+ValidationResult ConvInputs::check_output() {
   if (!check_) return check_output_on_host();
   return judge(check_->compare(output_buffer()));
 }
 
-ValidationResult ConvData::check_output_on_host() {
+ValidationResult ConvInputs::check_output_on_host() {
   const std::vector<std::uint8_t> got = read_output();
   return judge(compare_output(OutputLayout::flat(problem_.out_type, std::int64_t(reference_.size())), got.data(),
                               reference_.data()));
 }
 
-ValidationResult ConvData::judge(const Comparison& c) {
+ValidationResult ConvInputs::judge(const Comparison& c) {
   static const char* const names[3] = {"x", "wt", "y"};
   const int out = output_tensor();
   if (c.first_bad >= 0) {  // a flat tensor has no padding: the first NaN/inf
@@ -144,4 +142,4 @@ ValidationResult ConvData::judge(const Comparison& c) {
   return judge_error(c, tolerance(problem_));
 }
 
-}  // namespace tiletune::tuner
+}  // namespace tiletune::ops

@@ -11,38 +11,36 @@
 #include "gpu/backend.h"
 #include "kernel_templates/gemm_params.h"
 #include "solutions/problem.h"
-#include "tuner/output_check.h"
+#include "ops/operation.h"
+#include "ops/output_check.h"
 
-namespace tiletune::tuner {
+namespace tiletune::ops {
 
-class ProblemData {
+class GemmInputs : public Inputs {
  public:
   // `rotate` = false keeps a single copy (validation only).
   // Problems above `device_reference_flops` get their reference from the device (GPUs only).
-  ProblemData(gpu::Device& dev, const GemmProblem& problem, bool rotate = true, std::uint64_t seed = 0,
+  GemmInputs(gpu::Device& dev, const GemmProblem& problem, bool rotate = true, std::uint64_t seed = 0,
               double device_reference_flops = 1e9);
 
   const GemmProblem& problem() const { return problem_; }
-  std::size_t sets() const { return a_.size(); }
+  std::size_t sets() const override { return a_.size(); }
+  CallParams call_params(std::size_t set) const override { return params(set); }
   // Kernel arguments that use copy `set` of the operands.
   TtGemmParams params(std::size_t set) const;
-  // Poisons C (or restores its random initial value when beta != 0), runs `launch` on copy 0,
+  // Validation (Inputs::validate) poisons C, or restores its random initial value when beta != 0,
   // and compares the whole of C, padding included, with the reference. On a GPU all of this stays
   // on the device (the reference and C's initial value are kept there); only the sums come back.
-  template <class Launch>
-  ValidationResult validate(Launch&& launch) {
-    reset_output();
-    launch(params(0));
-    dev_.synchronize();
-    return check_output();
-  }
-  void reset_output();
-  ValidationResult check_output();           // on the device for GPU backends
+  void reset_output() override;
+  ValidationResult check_output() override;  // on the device for GPU backends
   ValidationResult check_output_on_host();   // the same check over a host copy of C
 
   float alpha() const { return alpha_; }
   const std::vector<double>& reference() const { return reference_; }  // m x n per batch, packed
   float beta() const { return beta_; }
+
+ protected:
+  gpu::Device& device() override { return dev_; }
 
  private:
   void products_on_host();
@@ -64,8 +62,5 @@ class ProblemData {
 gpu::CompileRequest reference_kernel_request(const gpu::DeviceInfo& dev, const std::string& header,
                                              const std::string& name_expression);
 
-// Relative-norm tolerance for a problem: output rounding of the C type plus fp32 accumulation
-// error growing with sqrt(k).
-double tolerance(const GemmProblem& p);
 
-}  // namespace tiletune::tuner
+}  // namespace tiletune::ops

@@ -1,6 +1,6 @@
 // Inputs of one convolution on one device and their fp64 reference (on the host, or for problems
 // over `device_reference_flops` on a GPU by kernel_templates/reference_conv.cuh), the convolution
-// twin of ProblemData: the two tensors the direction reads are fresh random values in [-1, 1] (never
+// twin of GemmInputs: the two tensors the direction reads are fresh random values in [-1, 1] (never
 // zeros) rounded to the input type, the tensor it writes is poisoned (0xFF bytes: NaN in every
 // type) before each validation, so an element a kernel forgets to write is caught, including the
 // zeros of a strided dgrad that no filter tap reaches.
@@ -12,27 +12,23 @@
 #include "gpu/backend.h"
 #include "kernel_templates/conv_params.h"
 #include "solutions/conv_problem.h"
-#include "tuner/problem_data.h"
+#include "ops/gemm/inputs.h"
+#include "ops/operation.h"
 
-namespace tiletune::tuner {
+namespace tiletune::ops {
 
-class ConvData {
+class ConvInputs : public Inputs {
  public:
-  ConvData(gpu::Device& dev, const ConvProblem& problem, bool rotate = true, std::uint64_t seed = 0,
+  ConvInputs(gpu::Device& dev, const ConvProblem& problem, bool rotate = true, std::uint64_t seed = 0,
            double device_reference_flops = 1e9);
 
   const ConvProblem& problem() const { return problem_; }
-  std::size_t sets() const { return x_.size(); }
+  std::size_t sets() const override { return x_.size(); }
+  CallParams call_params(std::size_t set) const override { return params(set); }
   TtConvParams params(std::size_t set) const;
-  template <class Launch>
-  ValidationResult validate(Launch&& launch) {
-    reset_output();
-    launch(params(0));
-    dev_.synchronize();
-    return check_output();
-  }
-  void reset_output();
-  ValidationResult check_output();          // on the device for GPU backends
+
+  void reset_output() override;
+  ValidationResult check_output() override;  // on the device for GPU backends
   ValidationResult check_output_on_host();  // the same check over a host copy of the output
   // The reference of the tensor written, in the problem's layout.
   const std::vector<double>& reference() const { return reference_; }
@@ -40,6 +36,9 @@ class ConvData {
   std::vector<std::uint8_t> read_output();
   // The inputs as the kernel sees them (host copies, in their types' bytes): x, wt, y.
   const std::vector<std::uint8_t>& host_tensor(int which) const { return host_[which]; }
+
+ protected:
+  gpu::Device& device() override { return dev_; }
 
  private:
   enum { kX = 0, kW = 1, kY = 2 };
@@ -56,11 +55,8 @@ class ConvData {
   std::unique_ptr<DeviceCheck> check_;  // GPUs: the reference on the device
 };
 
-// As for GEMM: output rounding plus fp32 accumulation error growing with the square root of the
-// reduction length (the implicit GEMM's K).
-double tolerance(const ConvProblem& p);
 
 // The compile request of reference_conv for `p`'s direction, input type and layout.
 gpu::CompileRequest reference_conv_request(const ConvProblem& p, const gpu::DeviceInfo& dev);
 
-}  // namespace tiletune::tuner
+}  // namespace tiletune::ops

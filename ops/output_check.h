@@ -1,5 +1,5 @@
 // The comparison of a kernel's output with its fp64 reference that validation rests on, shared by
-// GEMM (ProblemData) and convolution (ConvData) data: on the host over a copy of the output, or on
+// GEMM (GemmInputs) and convolution (ConvInputs) data: on the host over a copy of the output, or on
 // a GPU by kernel_templates/check_output.cuh so that only a few kilobytes come back per candidate.
 // Both find the same things: the lowest index that is NaN/inf or padding that lost its poison,
 // the lowest index between batches that lost it, and the sums behind the relative-norm error.
@@ -13,7 +13,7 @@
 #include "gpu/backend.h"
 #include "solutions/problem.h"
 
-namespace tiletune::tuner {
+namespace tiletune::ops {
 
 struct ValidationResult {
   bool ok = false;
@@ -97,4 +97,4 @@ class DeviceSnapshot {
 gpu::CompileRequest check_output_request(const gpu::DeviceInfo& dev, DataType type);
 gpu::CompileRequest copy_words_request(const gpu::DeviceInfo& dev, int word_bytes);
 
-}  // namespace tiletune::tuner
+}  // namespace tiletune::ops

@@ -1,12 +1,12 @@
-#include "tuner/conv_reference.h"
+#include "ops/conv/reference.h"
 
 #include <algorithm>
 #include <thread>
 
 #include "kernel_templates/conv_params.h"
-#include "tuner/elements.h"
+#include "ops/elements.h"
 
-namespace tiletune::tuner {
+namespace tiletune::ops {
 
 std::vector<double> conv_reference(const ConvProblem& p, const std::vector<double>& first,
                                    const std::vector<double>& second) {
@@ -57,4 +57,4 @@ std::vector<double> conv_reference(const ConvProblem& p, const std::vector<doubl
   return out;
 }
 
-}  // namespace tiletune::tuner
+}  // namespace tiletune::ops

@@ -1,0 +1,57 @@
+// Convolution as an Operation (ops/operation.h).
+#include <cstdint>
+#include <string>
+
+#include "ops/conv/inputs.h"
+#include "ops/operation.h"
+#ifdef TILETUNE_WITH_TMA
+#include "ops/cuda/tma_arguments.h"
+#endif
+
+namespace tiletune::ops {
+namespace {
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+class ConvOperation final : public Operation {
+ public:
+  ProblemKind kind() const override { return ProblemKind::Conv; }
+
+  std::vector<std::uint8_t> tma_arguments([[maybe_unused]] const KernelTemplate& t, [[maybe_unused]] const CallParams& params,
+                                          [[maybe_unused]] const Problem& kernel_problem,
+                                          [[maybe_unused]] const Variables& vars) const override {
+#ifdef TILETUNE_WITH_TMA
+    return gpu::cuda::make_tma_conv_arguments(params.conv, kernel_problem.conv(), vars);
+#else
+    no_tma_arguments(t);
+#endif
+  }
+
+  // Convolution kernels gather their operands themselves: nothing is copied first, and element
+  // alignment is all a kernel without TMA needs.
+  std::optional<RepackPlan> repack_plan(const Variables&, const Problem&) const override { return std::nullopt; }
+  void fit_to_pointers(Variables&, const Problem&, const Pointers&) const override {}
+
+  // TMA templates read x and the filters through descriptors on 16-byte bases.
+  bool admits(const KernelTemplate& t, const Solution&, const Problem&, const Pointers& ptrs,
+              const gpu::DeviceInfo&) const override {
+    return t.arguments() != KernelTemplate::Arguments::ParamsWithTma || (aligned16(ptrs[0]) && aligned16(ptrs[1]));
+  }
+  std::string pointer_class(const Problem&, const Pointers& ptrs) const override {
+    return aligned16(ptrs[0]) && aligned16(ptrs[1]) ? "" : "|unaligned";
+  }
+
+  std::unique_ptr<Inputs> make_inputs(gpu::Device& dev, const Problem& p, bool rotate, std::uint64_t seed,
+                                      double device_reference_flops) const override {
+    return std::make_unique<ConvInputs>(dev, p.conv(), rotate, seed, device_reference_flops);
+  }
+};
+
+}  // namespace
+
+const Operation& conv_operation() {
+  static const ConvOperation op;
+  return op;
+}
+
+}  // namespace tiletune::ops
