@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
         if (devices.count(m.device_id) && devices[m.device_id].multiprocessors > 0)
           dev.multiprocessors = int(devices[m.device_id].multiprocessors);
         Cand c;
-        if (m.status == "ok" && m.median_ms > 0) c.ms = m.median_ms;
+        if (m.status == db::Status::Ok && m.median_ms > 0) c.ms = m.median_ms;
         const Solution& s = solutions.at(m.solution_id);
         c.kernel = s.kernel_name();
         try {

@@ -287,7 +287,12 @@ void read_measurement(const Stmt& st, MeasurementRecord& r) {
   r.solution_id = st.col_i64(1);
   r.device_id = st.col_i64(2);  // NULL -> 0
   r.arch = st.col_text(3);
-  r.status = st.col_text(4);
+  {
+    const std::string text = st.col_text(4);
+    const std::optional<Status> status = status_from_string(text);
+    if (!status || !is_recorded(*status)) throw Error("unknown measurement status '" + text + "'");
+    r.status = *status;
+  }
   r.reason = st.col_text(5);
   r.rel_error = st.col_real(6);
   r.min_ms = st.col_real(7);
@@ -435,11 +440,11 @@ std::int64_t Database::put_code_object(const CodeObjectRecord& r) {
 namespace {
 
 void check_measurement(const std::string& path, const char* what, const MeasurementRecord& m) {
-  if (!is_measurement_status(m.status))
-    throw Error(path + ": " + what + ": unknown status '" + m.status +
-                "' (ok, compile_failed, invalid, launch_failed, crashed, timeout)");
+  if (!is_recorded(m.status))
+    throw Error(path + ": " + what + ": status '" + to_string(m.status) +
+                "' is not recorded (ok, compile_failed, invalid, launch_failed, crashed, timeout)");
   if (m.arch.empty()) throw Error(path + ": " + what + ": empty arch");
-  if (m.status == "ok" && !(std::isfinite(m.median_ms) && m.median_ms >= 0))
+  if (m.status == Status::Ok && !(std::isfinite(m.median_ms) && m.median_ms >= 0))
     throw Error(path + ": " + what + ": an 'ok' measurement needs a finite median_ms");
 }
 
@@ -459,7 +464,7 @@ void store_measurement(sqlite3* db, const std::string& path, const MeasurementRe
            "max_ms = excluded.max_ms, tflops = excluded.tflops, code_object_id = excluded.code_object_id, "
            "sweep = excluded.sweep, created_at = excluded.created_at",
            path);
-  ins.i64(1, m.problem_id).i64(2, m.solution_id).id(3, m.device_id).text(4, m.arch).text(5, m.status);
+  ins.i64(1, m.problem_id).i64(2, m.solution_id).id(3, m.device_id).text(4, m.arch).text(5, to_string(m.status));
   ins.text(6, m.reason).real(7, m.rel_error).real(8, m.min_ms).real(9, m.median_ms).real(10, m.max_ms);
   ins.real(11, m.tflops).id(12, m.code_object_id).text(13, m.sweep).text(14, created_at).run();
 
@@ -502,8 +507,8 @@ void Database::put_measurement(const MeasurementRecord& m) {
 }
 
 bool Database::better(const MeasurementRecord& a, const MeasurementRecord& b) {
-  const bool a_ok = a.status == "ok" && !std::isnan(a.median_ms);
-  const bool b_ok = b.status == "ok" && !std::isnan(b.median_ms);
+  const bool a_ok = a.status == Status::Ok && !std::isnan(a.median_ms);
+  const bool b_ok = b.status == Status::Ok && !std::isnan(b.median_ms);
   if (a_ok != b_ok) return a_ok;
   return a_ok && a.median_ms < b.median_ms;
 }

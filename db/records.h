@@ -7,7 +7,9 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <iosfwd>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,14 +21,20 @@ namespace tiletune::db {
 
 inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
 
-// The statuses a measurement may have. Only "ok" can win.
-inline constexpr std::array<std::string_view, 6> kMeasurementStatuses = {
-    "ok", "compile_failed", "invalid", "launch_failed", "crashed", "timeout"};
-
-inline bool is_measurement_status(std::string_view s) {
-  for (auto v : kMeasurementStatuses)
-    if (v == s) return true;
-  return false;
+// What became of a measurement; only Ok can win. The database and the worker protocol hold them
+// as text (to_string, status_from_string), the code as this enum. Unsupported (the vendor library
+// does not compute the problem) and PrepareTimeout (the worker did not get ready: no candidate to
+// blame) are results that are never recorded.
+enum class Status { Ok, CompileFailed, Invalid, LaunchFailed, Crashed, Timeout, Unsupported, PrepareTimeout };
+const char* to_string(Status s);
+std::optional<Status> status_from_string(std::string_view s);
+std::ostream& operator<<(std::ostream& out, Status s);  // for messages and test output
+inline bool is_recorded(Status s) {
+  switch (s) {
+    case Status::Ok: case Status::CompileFailed: case Status::Invalid: case Status::LaunchFailed: case Status::Crashed:
+    case Status::Timeout: return true;
+    default: return false;
+  }
 }
 
 struct DeviceRecord {
@@ -67,7 +75,7 @@ struct MeasurementRecord {
   std::int64_t solution_id = 0;
   std::int64_t device_id = 0;       // 0: none
   std::string arch;
-  std::string status = "ok";        // one of kMeasurementStatuses
+  Status status = Status::Ok;       // is_recorded
   std::string reason;               // why it failed; empty when ok
   double rel_error = kNotMeasured;  // max relative error against the reference
   double min_ms = kNotMeasured;

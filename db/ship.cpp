@@ -184,7 +184,7 @@ PackResult pack(const std::string& src_path, const std::string& dst_path, const 
         if (m.code_object_id) ++result.code_objects;
         std::optional<MeasurementRow> vendor;
         for (auto& v : src.measurements(w.problem_id))
-          if (v.arch == w.arch && v.status == "ok" && vendor_solutions.count(v.solution_id) && v.id != row->id &&
+          if (v.arch == w.arch && v.status == Status::Ok && vendor_solutions.count(v.solution_id) && v.id != row->id &&
               (!vendor || v.median_ms < vendor->median_ms))
             vendor = std::move(v);
         if (vendor) {

@@ -290,8 +290,15 @@ const char* KernelTemplate::arguments_name() const {
 
 gpu::CompileRequest KernelTemplate::compile_request(const Solution& s, const Problem& p,
                                                     const gpu::DeviceInfo& dev) const {
+  gpu::CompileRequest r = instantiation(s, p, dev);
+  add_headers(r);
+  return r;
+}
+
+void KernelTemplate::add_headers(gpu::CompileRequest& r) const { r.headers = sources_ ? *sources_ : embedded_kernel_sources(); }
+
+gpu::CompileRequest KernelTemplate::instantiation(const Solution& s, const Problem& p, const gpu::DeviceInfo& dev) const {
   gpu::CompileRequest r;
-  r.headers = sources_ ? *sources_ : embedded_kernel_sources();
   if (const char* prelude = gpu::traits(dev.backend).prelude; *prelude) r.source = "#include \"" + std::string(prelude) + "\"\n";
   r.source += "#include \"" + source_ + "\"\n";
   r.name_expression = name_expression(s, p);

@@ -109,6 +109,10 @@ class KernelTemplate {
   std::string name_expression(const Solution& s, const Problem& p) const;
   // Translation unit and headers for a backend's compiler.
   gpu::CompileRequest compile_request(const Solution& s, const Problem& p, const gpu::DeviceInfo& dev) const;
+  // The same without its headers, which are all the kernel sources: enough for its cache key
+  // (source_hash() covers them); add_headers completes it for a compile.
+  gpu::CompileRequest instantiation(const Solution& s, const Problem& p, const gpu::DeviceInfo& dev) const;
+  void add_headers(gpu::CompileRequest& r) const;
   // Hash of the source and every header it can include: a changed kernel never reuses old objects.
   const std::string& source_hash() const;
 

@@ -60,7 +60,7 @@ MeasurementRecord ok_measurement(std::int64_t pid, std::int64_t sid, std::int64_
   m.solution_id = sid;
   m.device_id = dev;
   m.arch = arch;
-  m.status = "ok";
+  m.status = db::Status::Ok;
   m.rel_error = 1e-6;
   m.min_ms = median * 0.9;
   m.median_ms = median;
@@ -71,7 +71,7 @@ MeasurementRecord ok_measurement(std::int64_t pid, std::int64_t sid, std::int64_
 }
 
 MeasurementRecord failed_measurement(std::int64_t pid, std::int64_t sid, const std::string& arch,
-                                     const std::string& status, const std::string& reason) {
+                                     db::Status status, const std::string& reason) {
   MeasurementRecord m;
   m.problem_id = pid;
   m.solution_id = sid;
@@ -173,17 +173,17 @@ TEST_F(DatabaseTest, RoundTripAndWinners) {
     m2.code_object_id = co_ok;
     db.put_measurement(m2);
     EXPECT_EQ(winner_solution(db, arch, pid), s2);
-    auto m3 = failed_measurement(pid, s3, arch, "compile_failed", "error: too many registers");
+    auto m3 = failed_measurement(pid, s3, arch, db::Status::CompileFailed, "error: too many registers");
     m3.code_object_id = co_bad;
     db.put_measurement(m3);
     EXPECT_EQ(winner_solution(db, arch, pid), s2);
-    auto invalid = failed_measurement(pid, s3, arch, "invalid", "max rel error 0.5");
+    auto invalid = failed_measurement(pid, s3, arch, db::Status::Invalid, "max rel error 0.5");
     invalid.median_ms = 0.01;  // fast but wrong
     invalid.rel_error = 0.5;
     db.put_measurement(invalid);
     EXPECT_EQ(winner_solution(db, arch, pid), s2);
     // Re-measuring the winner as a failure hands the win back to the next best.
-    db.put_measurement(failed_measurement(pid, s2, arch, "crashed", "signal 11"));
+    db.put_measurement(failed_measurement(pid, s2, arch, db::Status::Crashed, "signal 11"));
     EXPECT_EQ(winner_solution(db, arch, pid), s1);
     db.put_measurement(m2);
     EXPECT_EQ(winner_solution(db, arch, pid), s2);
@@ -191,13 +191,15 @@ TEST_F(DatabaseTest, RoundTripAndWinners) {
     db.put_measurement(ok_measurement(pid, s3, dev, arch, 5.0));
     EXPECT_EQ(winner_solution(db, arch, pid), s2);
     // Only failures on an arch: no winner there.
-    db.put_measurement(failed_measurement(pid, s1, "gfx90a", "timeout", "watchdog"));
+    db.put_measurement(failed_measurement(pid, s1, "gfx90a", db::Status::Timeout, "watchdog"));
     EXPECT_EQ(winner_solution(db, "gfx90a", pid), 0);
     db.put_measurement(ok_measurement(pid, s1, 0, "gfx90a", 3.0));
     EXPECT_EQ(winner_solution(db, "gfx90a", pid), s1);
 
     // Bad measurements are refused with a reason.
-    EXPECT_THROW(db.put_measurement(failed_measurement(pid, s1, arch, "weird", "")), Error);
+    // Statuses that are results only, and values outside the enum, are refused.
+    EXPECT_THROW(db.put_measurement(failed_measurement(pid, s1, arch, db::Status::Unsupported, "")), Error);
+    EXPECT_THROW(db.put_measurement(failed_measurement(pid, s1, arch, static_cast<db::Status>(99), "")), Error);
     auto no_time = ok_measurement(pid, s1, dev, arch, 1.0);
     no_time.median_ms = kNotMeasured;
     EXPECT_THROW(db.put_measurement(no_time), Error);
@@ -252,7 +254,7 @@ TEST_F(DatabaseTest, RoundTripAndWinners) {
 
     auto m = db.find_measurement(pid, s2, arch);
     ASSERT_TRUE(m.has_value());
-    EXPECT_EQ(m->status, "ok");
+    EXPECT_EQ(m->status, db::Status::Ok);
     EXPECT_EQ(m->device_id, dev);
     EXPECT_DOUBLE_EQ(m->min_ms, 0.9);
     EXPECT_DOUBLE_EQ(m->median_ms, 1.0);
@@ -262,11 +264,11 @@ TEST_F(DatabaseTest, RoundTripAndWinners) {
     EXPECT_EQ(m->sweep, "unit");
     auto f = db.find_measurement(pid, s1, "gfx90a");
     ASSERT_TRUE(f.has_value());
-    EXPECT_EQ(f->status, "ok");
+    EXPECT_EQ(f->status, db::Status::Ok);
     EXPECT_EQ(f->device_id, 0);
     auto f3 = db.find_measurement(pid, s3, arch);
     ASSERT_TRUE(f3.has_value());
-    EXPECT_EQ(f3->status, "ok");  // replaced by the later ok measurement
+    EXPECT_EQ(f3->status, db::Status::Ok);  // replaced by the later ok measurement
     EXPECT_FALSE(db.find_measurement(pid, s3, "gfx90a").has_value());
 
     auto rows = db.measurements(pid);
@@ -309,7 +311,7 @@ TEST_F(DatabaseTest, FailuresListedLast) {
   auto a = db.upsert_solution(solution(16, 1), "h");
   auto b = db.upsert_solution(solution(32, 1), "h");
   auto c = db.upsert_solution(solution(64, 1), "h");
-  db.put_measurement(failed_measurement(pid, a, "x", "launch_failed", "too many threads"));
+  db.put_measurement(failed_measurement(pid, a, "x", db::Status::LaunchFailed, "too many threads"));
   db.put_measurement(ok_measurement(pid, b, 0, "x", 9.0));
   db.put_measurement(ok_measurement(pid, c, 0, "x", 3.0));
   auto rows = db.measurements(pid);
@@ -317,7 +319,7 @@ TEST_F(DatabaseTest, FailuresListedLast) {
   EXPECT_EQ(rows[0].solution_id, c);
   EXPECT_EQ(rows[1].solution_id, b);
   EXPECT_EQ(rows[2].solution_id, a);
-  EXPECT_EQ(rows[2].status, "launch_failed");
+  EXPECT_EQ(rows[2].status, db::Status::LaunchFailed);
   EXPECT_EQ(rows[2].reason, "too many threads");
   EXPECT_TRUE(std::isnan(rows[2].median_ms));
   EXPECT_TRUE(std::isnan(rows[2].rel_error));

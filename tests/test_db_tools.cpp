@@ -50,7 +50,7 @@ struct Meas {
   std::string arch;
   GemmProblem problem;
   Solution solution;
-  std::string status;  // "ok" or a failure
+  db::Status status;  // Ok or a failure
   double median_ms;
   std::size_t code_bytes;  // 0: no code object
 };
@@ -80,7 +80,7 @@ void build(const std::string& path, const Fixture& f) {
     r.arch = m.arch;
     r.status = m.status;
     r.sweep = f.sweep;
-    if (m.status == "ok") {
+    if (m.status == db::Status::Ok) {
       r.median_ms = m.median_ms;
       r.min_ms = m.median_ms * 0.9;
       r.max_ms = m.median_ms * 1.1;
@@ -118,13 +118,13 @@ Fixture machine_a() {
   return {"alpha",
           "sweep-a",
           {
-              {kHost, P1, H0, "ok", 2.0, 3000},
-              {kHost, P1, H1, "ok", 3.0, 20000},
-              {kHost, P1, H2, "compile_failed", 0, 0},
-              {kHost, P2, H0, "ok", 5.0, 3000},
-              {kHost, P2, H1, "invalid", 0, 20000},
-              {kCuda, P1, S0, "ok", 1.0, 20000},
-              {kCuda, P1, S1, "ok", 0.5, 4000},
+              {kHost, P1, H0, db::Status::Ok, 2.0, 3000},
+              {kHost, P1, H1, db::Status::Ok, 3.0, 20000},
+              {kHost, P1, H2, db::Status::CompileFailed, 0, 0},
+              {kHost, P2, H0, db::Status::Ok, 5.0, 3000},
+              {kHost, P2, H1, db::Status::Invalid, 0, 20000},
+              {kCuda, P1, S0, db::Status::Ok, 1.0, 20000},
+              {kCuda, P1, S1, db::Status::Ok, 0.5, 4000},
           }};
 }
 
@@ -132,12 +132,12 @@ Fixture machine_b() {
   return {"beta",
           "sweep-b",
           {
-              {kHost, P1, H0, "timeout", 0, 0},   // a failure never beats A's ok
-              {kHost, P1, H1, "ok", 1.5, 20000},  // beats A's 3.0, and A's winner H0 at 2.0
-              {kHost, P1, H2, "ok", 9.0, 3000},   // ok beats A's compile failure
-              {kHost, P2, H0, "ok", 6.0, 3000},   // slower than A's 5.0: A's kept
-              {kHost, P2, H1, "ok", 4.0, 20000},  // A failed it: B's wins, and becomes the winner
-              {kHost, P3, H0, "ok", 7.0, 3000},   // only in B
+              {kHost, P1, H0, db::Status::Timeout, 0, 0},   // a failure never beats A's ok
+              {kHost, P1, H1, db::Status::Ok, 1.5, 20000},  // beats A's 3.0, and A's winner H0 at 2.0
+              {kHost, P1, H2, db::Status::Ok, 9.0, 3000},   // ok beats A's compile failure
+              {kHost, P2, H0, db::Status::Ok, 6.0, 3000},   // slower than A's 5.0: A's kept
+              {kHost, P2, H1, db::Status::Ok, 4.0, 20000},  // A failed it: B's wins, and becomes the winner
+              {kHost, P3, H0, db::Status::Ok, 7.0, 3000},   // only in B
           }};
 }
 
@@ -176,7 +176,7 @@ std::string snapshot(const std::string& path) {
   Database db = Database::open(path, Mode::ReadOnly);
   std::string s;
   for (const auto& m : db.all_measurements())
-    s += std::to_string(m.id) + " " + m.arch + " " + m.kernel_name + " " + m.status + " " + std::to_string(m.median_ms) +
+    s += std::to_string(m.id) + " " + m.arch + " " + m.kernel_name + " " + db::to_string(m.status) + " " + std::to_string(m.median_ms) +
          " " + std::to_string(m.device_id) + " " + std::to_string(m.code_object_id) + " " + m.created_at + "\n";
   for (const auto& p : db.all_provenance())
     s += std::to_string(p.measurement_id) + " " + p.source + " " + std::to_string(p.source_measurement_id) + " " +
@@ -317,12 +317,12 @@ TEST_F(DbToolsTest, MergeUnionsAndBetterMeasurementWinsBothWays) {
     for (const auto& m : db.measurements(p2))
       if (m.arch == kHost) host_p2[m.kernel_name] = m;
     // Failures never beat ok, either order.
-    EXPECT_EQ(host_p1.at(H0.kernel_name()).status, "ok");
+    EXPECT_EQ(host_p1.at(H0.kernel_name()).status, db::Status::Ok);
     EXPECT_EQ(host_p1.at(H0.kernel_name()).median_ms, 2.0);
     EXPECT_EQ(host_p1.at(H1.kernel_name()).median_ms, 1.5);
-    EXPECT_EQ(host_p1.at(H2.kernel_name()).status, "ok");
+    EXPECT_EQ(host_p1.at(H2.kernel_name()).status, db::Status::Ok);
     EXPECT_EQ(host_p2.at(H0.kernel_name()).median_ms, 5.0);
-    EXPECT_EQ(host_p2.at(H1.kernel_name()).status, "ok");
+    EXPECT_EQ(host_p2.at(H1.kernel_name()).status, db::Status::Ok);
 
     // Provenance: every measurement names its source file, sweep and device.
     auto devices = db.devices();

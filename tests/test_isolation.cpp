@@ -92,13 +92,13 @@ TEST_F(Isolation, EveryFailureIsRecordedWithItsReasonAndTheSweepCompletes) {
 
   auto m = measurements();
   ASSERT_EQ(m.size(), 4u);
-  EXPECT_EQ(m[kernel(0)].status, "ok") << m[kernel(0)].reason;
+  EXPECT_EQ(m[kernel(0)].status, db::Status::Ok) << m[kernel(0)].reason;
   EXPECT_GT(m[kernel(0)].median_ms, 0);
-  EXPECT_EQ(m[kernel(1)].status, "crashed");
+  EXPECT_EQ(m[kernel(1)].status, db::Status::Crashed);
   EXPECT_NE(m[kernel(1)].reason.find("SIGSEGV"), std::string::npos) << m[kernel(1)].reason;
-  EXPECT_EQ(m[kernel(2)].status, "timeout");
+  EXPECT_EQ(m[kernel(2)].status, db::Status::Timeout);
   EXPECT_NE(m[kernel(2)].reason.find("3 s"), std::string::npos) << m[kernel(2)].reason;
-  EXPECT_EQ(m[kernel(3)].status, "invalid");
+  EXPECT_EQ(m[kernel(3)].status, db::Status::Invalid);
   EXPECT_GT(m[kernel(3)].rel_error, 0.01);
 }
 
@@ -246,12 +246,12 @@ TEST(IsolationCuda, IllegalAddressAndHangAreRecordedAndTheGpuRecovers) {
   EXPECT_GT(s.winners[0].vendor_tflops, 0) << "cuBLAS, timed in a fresh worker after the crash and the hang";
   db::Database d = db::Database::open(o.db_path, db::Mode::ReadOnly);
   for (const auto& m : d.measurements(*d.find_problem(c.problems[0].key()))) {
-    std::fprintf(stderr, "%s: %s %s\n", m.kernel_name.c_str(), m.status.c_str(), m.reason.c_str());
+    std::fprintf(stderr, "%s: %s %s\n", m.kernel_name.c_str(), db::to_string(m.status), m.reason.c_str());
     if (m.kernel_name == "crashy_gemm_cuda_MODE-1") {
-      EXPECT_EQ(m.status, "crashed");
+      EXPECT_EQ(m.status, db::Status::Crashed);
       EXPECT_NE(m.reason.find("illegal"), std::string::npos) << m.reason;
     }
-    if (m.kernel_name == "crashy_gemm_cuda_MODE-2") EXPECT_EQ(m.status, "timeout");
+    if (m.kernel_name == "crashy_gemm_cuda_MODE-2") EXPECT_EQ(m.status, db::Status::Timeout);
   }
   fs::remove_all(dir);
 }
@@ -273,11 +273,11 @@ TEST(WorkerProtocol, RequestsAndResultsRoundTrip) {
   EXPECT_EQ(back.benchmark.timeout_s, 3);
 
   tuner::MeasureResult m;
-  m.status = "invalid";
+  m.status = db::Status::Invalid;
   m.reason = "off by one";
   m.rel_error = 0.5;
   tuner::MeasureResult mb = tuner::result_from_json(nlohmann::json::parse(tuner::to_json(m).dump()));
-  EXPECT_EQ(mb.status, "invalid");
+  EXPECT_EQ(mb.status, db::Status::Invalid);
   EXPECT_EQ(mb.reason, "off by one");
   EXPECT_EQ(mb.rel_error, 0.5);
   EXPECT_TRUE(std::isnan(mb.median_ms));
@@ -353,7 +353,7 @@ TEST(OutsideKill, ACandidateWhoseWorkerIsKilledFromOutsideIsMeasuredAgain) {
   EXPECT_TRUE(fs::exists(marker)) << "the first worker was not killed: the test tests nothing";
   ASSERT_EQ(s.winners.size(), 1u) << "the candidate was blamed for the outside kill";
   db::Database d = db::Database::open(o.db_path, db::Mode::ReadOnly);
-  for (const auto& m : d.all_measurements()) EXPECT_EQ(m.status, "ok") << m.reason;
+  for (const auto& m : d.all_measurements()) EXPECT_EQ(m.status, db::Status::Ok) << m.reason;
   fs::remove_all(dir);
 }
 

@@ -366,7 +366,7 @@ TEST_F(Ladder, ASweepTimesTheVendorAsACandidate) {
   // ... and so is each of its other algorithms: OpenBLAS on fewer threads than its default.
   std::set<std::string> vendor_runs;
   for (const auto& m : d.measurements(*d.find_problem(cfg.problems[0].key())))
-    if (m.kernel_name.rfind(kVendorTemplate, 0) == 0 && m.status == "ok") vendor_runs.insert(m.kernel_name);
+    if (m.kernel_name.rfind(kVendorTemplate, 0) == 0 && m.status == db::Status::Ok) vendor_runs.insert(m.kernel_name);
   EXPECT_TRUE(vendor_runs.count("vendor")) << "the library's default";
   // The fastest of them were timed again as finalists.
   std::size_t finals = 0;

@@ -82,7 +82,7 @@ TEST(Online, AProblemServedUntunedIsTunedInTheBackgroundDespiteCrashingCandidate
   const auto id = d.find_problem(c.key());
   ASSERT_TRUE(id.has_value());
   std::map<std::string, std::string> status;
-  for (const auto& m : d.measurements(*id)) status[m.kernel_name] = m.status;
+  for (const auto& m : d.measurements(*id)) status[m.kernel_name] = db::to_string(m.status);
   EXPECT_EQ(status["crashy_gemm_MODE-0"], "ok");
   EXPECT_EQ(status["crashy_gemm_MODE-1"], "crashed");
   EXPECT_EQ(status["crashy_gemm_MODE-2"], "timeout");
@@ -106,7 +106,7 @@ bool measured_ok(const std::string& user, const GemmProblem& p, const std::strin
     const auto id = d.find_problem(p.canonical().key());
     if (!id) return false;
     for (const auto& m : d.measurements(*id))
-      if (m.kernel_name == kernel && m.status == "ok") return true;
+      if (m.kernel_name == kernel && m.status == db::Status::Ok) return true;
   } catch (const Error&) {
     // not yet made by the tune
   }

@@ -101,7 +101,7 @@ class Search : public ::testing::Test {
     for (const auto& w : d.winners("")) {
       auto m = d.find_measurement(w.problem_id, w.solution_id, w.arch);
       ASSERT_TRUE(m);
-      EXPECT_EQ(m->status, "ok");
+      EXPECT_EQ(m->status, db::Status::Ok);
       EXPECT_NE(m->reason, tuner::kShortTimingReason) << "a winner must be fully timed";
       EXPECT_GT(w.median_ms, 0);
     }
@@ -449,7 +449,7 @@ TEST_F(Search, HalvingTimesAllBrieflyAndAtMostTheBudgetFully) {
     EXPECT_EQ(ms.size(), space) << "every candidate measured at least briefly";
     for (const auto& [k, m] : ms) {
       ++total;
-      if (m.status == "ok" && m.reason != tuner::kShortTimingReason) ++full_rows;
+      if (m.status == db::Status::Ok && m.reason != tuner::kShortTimingReason) ++full_rows;
     }
   }
   EXPECT_EQ(full_rows, r.summary.fully_timed + r.summary.promoted);
@@ -522,7 +522,7 @@ TEST_F(Search, HalvingStoppedAfterTheShortRoundFinishesItsRoundsOnRerun) {
   EXPECT_LE(again.summary.remeasured, 2 * keep + again.summary.promoted);
   for (const auto& [key, ms] : rows(again.db)) {
     std::size_t full = 0;
-    for (const auto& [k, m] : ms) full += m.status == "ok" && m.reason != tuner::kShortTimingReason;
+    for (const auto& [k, m] : ms) full += m.status == db::Status::Ok && m.reason != tuner::kShortTimingReason;
     EXPECT_GE(full, keep) << key;
     expect_finals(ms, key);
   }

@@ -126,7 +126,7 @@ void expect_finals(const Rows& ms, const std::string& key) {
   for (const auto& entry : ms) {
     const db::MeasurementRow& m = entry.second;
     if (m.reason == tuner::kPromotedReason) return;
-    if (m.status == "ok" && m.reason != tuner::kShortTimingReason) full.push_back(&m);
+    if (m.status == db::Status::Ok && m.reason != tuner::kShortTimingReason) full.push_back(&m);
   }
   std::sort(full.begin(), full.end(), [](auto* a, auto* b) { return a->median_ms < b->median_ms; });
   for (std::size_t n = 0; n < std::min(tuner::kFinalists, full.size()); ++n)

@@ -113,7 +113,7 @@ int show_problem(db::Database& d, const std::string& which) {
   auto rows = d.measurements(*id);
   if (rows.empty()) throw Error("problem " + which + " has no measurements in " + d.path());
   for (const auto& m : rows) {
-    std::printf("%-12s %-14s %10.4f %10.4f %10.4f %10.3f %10.2e  %s", m.arch.c_str(), m.status.c_str(), m.median_ms,
+    std::printf("%-12s %-14s %10.4f %10.4f %10.4f %10.3f %10.2e  %s", m.arch.c_str(), db::to_string(m.status), m.median_ms,
                 m.min_ms, m.max_ms, m.tflops, m.rel_error, m.kernel_name.c_str());
     if (!m.reason.empty()) std::printf("  [%s]", m.reason.substr(0, 160).c_str());
     std::printf("\n");

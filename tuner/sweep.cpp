@@ -58,7 +58,7 @@ std::vector<std::pair<int, gpu::DeviceInfo>> sweep_devices(const SweepOptions& o
 HalvingRow halving_row(const db::MeasurementRecord& m) {
   HalvingRow r;
   r.measured = true;
-  if (m.status == "ok") {
+  if (m.status == db::Status::Ok) {
     if (m.reason == kShortTimingReason) r.short_ms = m.median_ms;
     else r.full_ms = m.median_ms, r.promoted = m.reason == kPromotedReason,
       r.final = m.reason == kFinalTimingReason || m.reason == kFinalTimingReasonV1;
@@ -195,13 +195,13 @@ void Sweep::select_work() {
       std::int64_t sid = db_.upsert_solution(c.solution, c.tmpl->source_hash());
       selected_[pi].emplace_back(sid, &c);
       HalvingRow row;
-      gpu::CompileRequest req = c.tmpl->compile_request(c.solution, config_.problems[pi], info);
+      gpu::CompileRequest req = c.tmpl->instantiation(c.solution, config_.problems[pi], info);
       std::string key = compile_cache_key(c.tmpl->source_hash(), req, compiler_version_);
       if (auto m = db_.find_measurement(problem_ids_[pi], sid, info.arch)) {
         // A compile failure is finished only for the compiler (and flags) that failed: under
         // another one the cache key differs, no failed code object is found for it, and the
         // candidate is compiled and measured again.
-        const bool retry = m->status == "compile_failed" && !failed_code_object(db_, key);
+        const bool retry = m->status == db::Status::CompileFailed && !failed_code_object(db_, key);
         if (!retry) {
           ++sum_.already_done;
           if (!strategy_.in_rounds()) continue;
@@ -212,6 +212,7 @@ void Sweep::select_work() {
       if (job_keys.insert(w.cache_key).second) {
         if (db_.find_code_object(w.cache_key)) ++sum_.compile_cached;
         else {
+          c.tmpl->add_headers(req);  // only for what is compiled: they are every kernel source
           jobs.push_back({w.cache_key, c.solution.kernel_name(), std::move(req), sid});
           job_at.emplace_back(pi, work_[pi].size());
         }
@@ -319,7 +320,7 @@ void take_result(db::MeasurementRecord& m, const MeasureResult& res, const Probl
   m.status = res.status;
   m.reason = res.reason;
   m.rel_error = res.rel_error;
-  if (res.status != "ok") return;
+  if (res.status != db::Status::Ok) return;
   m.min_ms = res.min_ms;
   m.median_ms = res.median_ms;
   m.max_ms = res.max_ms;
@@ -342,7 +343,7 @@ std::optional<db::MeasurementRecord> Sweep::measure_one(MeasureSlot& slot, std::
     code = db_.find_code_object(w.cache_key);
   }
   if (!code || !code->ok) {
-    m.status = "compile_failed";
+    m.status = db::Status::CompileFailed;
     m.reason = code ? first_lines(code->log) : "code object missing";
   } else {
     m.code_object_id = code->id;
@@ -358,13 +359,13 @@ std::optional<db::MeasurementRecord> Sweep::measure_one(MeasureSlot& slot, std::
       sum_.prepare_s += res.prepare_s;
       sum_.validate_s += res.validate_s;
       sum_.timing_s += res.timing_s;
-      if (res.status == kPrepareTimeout) {
+      if (res.status == db::Status::PrepareTimeout) {
         if (unprepared_[pi].empty()) unprepared_[pi] = res.reason;
         return std::nullopt;
       }
     }
     take_result(m, res, problem);
-    if (res.status == "ok") {
+    if (res.status == db::Status::Ok) {
       if (timing == Timing::Short) m.reason = kShortTimingReason;  // until a full timing replaces it
       if (timing == Timing::Final) m.reason = kFinalTimingReason;
       if (timing == Timing::Promote) m.reason = kPromotedReason;
@@ -378,22 +379,22 @@ void Sweep::record(db::MeasurementRecord& m, MeasureSlot& slot, const Work& w, T
   char note[128];
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (m.status == "ok" && timing != Timing::Short) best_tflops_ = std::max(best_tflops_, m.tflops);
+    if (m.status == db::Status::Ok && timing != Timing::Short) best_tflops_ = std::max(best_tflops_, m.tflops);
     if (timing != Timing::First && timing != Timing::Short) ++sum_.remeasured;  // recorded all the same
-    else if (m.status == "ok") ++sum_.benchmarked;
-    else if (m.status == "invalid") ++sum_.invalid;
-    else if (m.status == "launch_failed") ++sum_.launch_failed;
-    else if (m.status == "crashed") ++sum_.crashed;
-    else if (m.status == "timeout") ++sum_.timed_out;
+    else if (m.status == db::Status::Ok) ++sum_.benchmarked;
+    else if (m.status == db::Status::Invalid) ++sum_.invalid;
+    else if (m.status == db::Status::LaunchFailed) ++sum_.launch_failed;
+    else if (m.status == db::Status::Crashed) ++sum_.crashed;
+    else if (m.status == db::Status::Timeout) ++sum_.timed_out;
     db_.put_measurement(m);
     ++slot.measured;
     std::snprintf(note, sizeof note, "best %.2f TFLOP/s", best_tflops_);
   }
-  if (m.status == "crashed" || m.status == "timeout")
-    progress_->message(w.cand->solution.kernel_name() + ": " + m.status + ": " + m.reason);
+  if (m.status == db::Status::Crashed || m.status == db::Status::Timeout)
+    progress_->message(w.cand->solution.kernel_name() + ": " + db::to_string(m.status) + ": " + m.reason);
   // In this process a crashed device cannot go on: the culprit is recorded, a rerun resumes
   // after it. (A worker process is simply replaced.)
-  if (m.status == "crashed" && slot.local)
+  if (m.status == db::Status::Crashed && slot.local)
     throw Error("the device failed after " + w.cand->solution.kernel_name() + " (" + m.reason +
                 "); it is recorded as crashed, rerun the same command to resume");
   if (count_step) progress_->step(measure_stage_, note);
@@ -433,10 +434,10 @@ MeasureResult Sweep::measure_vendor_choice(MeasureSlot& slot, std::size_t pi, co
   r.benchmark = final ? final_bench_ : config_.benchmark;
   MeasureResult res = slot.measure(r, config_.benchmark.timeout_s, config_.benchmark.prepare_timeout_s);
   std::lock_guard<std::mutex> lock(mu_);
-  if (res.status != "unsupported" && !res.vendor.empty()) {
+  if (res.status != db::Status::Unsupported && !res.vendor.empty()) {
     db::MeasurementRecord m = new_record(pi, db_.upsert_solution(choice, res.vendor), slot);
     take_result(m, res, problem);
-    if (final && m.status == "ok") m.reason = kFinalTimingReason;
+    if (final && m.status == db::Status::Ok) m.reason = kFinalTimingReason;
     db_.put_measurement(m);
   }
   return res;
@@ -456,11 +457,11 @@ void Sweep::compare_vendor(MeasureSlot& slot, std::size_t pi) {
     bool final = false;
   };
   std::vector<Timed> timed;
-  if (res.status == "ok") timed.push_back({res.median_ms, library_default});
+  if (res.status == db::Status::Ok) timed.push_back({res.median_ms, library_default});
   for (const auto& choice : res.alternatives) {
     const MeasureResult alt = measure_vendor_choice(slot, pi, Solution{kVendorTemplate, choice}, 0, false);
-    if (alt.status == "crashed" && slot.local) throw Error("the device failed in the vendor library (" + alt.reason + ")");
-    if (alt.status == "ok") timed.push_back({alt.median_ms, Solution{kVendorTemplate, choice}});
+    if (alt.status == db::Status::Crashed && slot.local) throw Error("the device failed in the vendor library (" + alt.reason + ")");
+    if (alt.status == db::Status::Ok) timed.push_back({alt.median_ms, Solution{kVendorTemplate, choice}});
   }
   for (bool more = !timed.empty(); more;) {
     more = false;
@@ -468,10 +469,10 @@ void Sweep::compare_vendor(MeasureSlot& slot, std::size_t pi) {
     for (std::size_t i = 0; i < std::min(kFinalists, timed.size()) && !more; ++i) {
       if (timed[i].final) continue;
       const MeasureResult again = measure_vendor_choice(slot, pi, timed[i].choice, 0, true);
-      if (again.status == "crashed" && slot.local) throw Error("the device failed in the vendor library (" + again.reason + ")");
+      if (again.status == db::Status::Crashed && slot.local) throw Error("the device failed in the vendor library (" + again.reason + ")");
       timed[i].final = true;
-      timed[i].ms = again.status == "ok" ? again.median_ms : std::numeric_limits<double>::infinity();
-      if (timed[i].choice.params.empty() && again.status == "ok") res.median_ms = again.median_ms;
+      timed[i].ms = again.status == db::Status::Ok ? again.median_ms : std::numeric_limits<double>::infinity();
+      if (timed[i].choice.params.empty() && again.status == db::Status::Ok) res.median_ms = again.median_ms;
       more = true;
     }
   }
@@ -484,13 +485,13 @@ void Sweep::note_vendor(std::size_t pi, const MeasureResult& res, const MeasureS
   std::lock_guard<std::mutex> lock(mu_);
   vendor_done_[pi] = 1;
   if (!res.vendor.empty()) sum_.vendor = res.vendor;
-  if (res.status == "ok" || res.status == "invalid") {
-    if (res.status == "invalid")
+  if (res.status == db::Status::Ok || res.status == db::Status::Invalid) {
+    if (res.status == db::Status::Invalid)
       progress_->message("warning: " + res.vendor + " disagrees with the reference on " + problem.key() + ": " + res.reason);
     if (res.median_ms > 0) vendor_tflops_[pi] = problem.flops() / (res.median_ms * 1e-3) / 1e12;
-  } else if (res.status != "unsupported") {
-    progress_->message("warning: the vendor library failed on " + problem.key() + ": " + res.status + ": " + res.reason);
-    if (res.status == "crashed" && slot.local) throw Error("the device failed in the vendor library (" + res.reason + ")");
+  } else if (res.status != db::Status::Unsupported) {
+    progress_->message("warning: the vendor library failed on " + problem.key() + ": " + db::to_string(res.status) + ": " + res.reason);
+    if (res.status == db::Status::Crashed && slot.local) throw Error("the device failed in the vendor library (" + res.reason + ")");
   }
 }
 
@@ -515,10 +516,21 @@ bool Sweep::in_budget(std::size_t pi, std::size_t& started_in_round, bool first_
 // here, on this thread, so that a rerun does not skip the candidate forever. None when it does
 // not compile.
 std::optional<Sweep::Work> Sweep::measured_again(std::size_t pi, std::int64_t sid, const Candidate* c) {
-  gpu::CompileRequest req = c->tmpl->compile_request(c->solution, config_.problems[pi], dev_->info());
-  Work w{c, sid, compile_cache_key(c->tmpl->source_hash(), req, compiler_version_), {}};
+  Work w{c, sid, {}, {}};
+  // The key select_work made for it, where it selected the candidate in this sweep.
+  for (const Work& selected : work_[pi])
+    if (selected.solution_id == sid) w.cache_key = selected.cache_key;
+  if (w.cache_key.empty())
+    w.cache_key = compile_cache_key(c->tmpl->source_hash(), c->tmpl->instantiation(c->solution, config_.problems[pi], dev_->info()),
+                                    compiler_version_);
   compile_->wait(w.cache_key);
-  if (compile_->compile_now({w.cache_key, c->solution.kernel_name(), std::move(req), sid})) {  // only if it is gone
+  bool gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    gone = !db_.find_code_object(w.cache_key);
+  }
+  if (gone && compile_->compile_now({w.cache_key, c->solution.kernel_name(),
+                                     c->tmpl->compile_request(c->solution, config_.problems[pi], dev_->info()), sid})) {
     std::lock_guard<std::mutex> lock(mu_);
     ++sum_.recompiled;
   }
@@ -663,7 +675,7 @@ std::size_t Sweep::round(std::size_t pi, const std::vector<std::size_t>& which, 
         if (!m) return;
         std::lock_guard<std::mutex> lock(mu_);
         w.row = halving_row(*m);
-        if (timing == Timing::Short && m->status == "ok") ++sum_.short_timed;
+        if (timing == Timing::Short && m->status == db::Status::Ok) ++sum_.short_timed;
         if (timing == Timing::Again) {
           if (sum_.short_timed) --sum_.short_timed;
           ++sum_.fully_timed;

@@ -88,7 +88,7 @@ MeasureRequest request_from_json(const json& j) {
 }
 
 json to_json(const MeasureResult& r) {
-  json j = {{"status", r.status}, {"reason", r.reason}};
+  json j = {{"status", db::to_string(r.status)}, {"reason", r.reason}};
   // NaN is written as null by nlohmann::json; say so explicitly for clarity.
   auto num = [](double v) { return std::isnan(v) ? json(nullptr) : json(v); };
   j["rel_error"] = num(r.rel_error);
@@ -106,7 +106,10 @@ json to_json(const MeasureResult& r) {
 MeasureResult result_from_json(const json& j) {
   MeasureResult r;
   try {
-    r.status = j.at("status").get<std::string>();
+    const std::string status = j.at("status").get<std::string>();
+    const std::optional<db::Status> s = db::status_from_string(status);
+    if (!s) throw Error("worker result: unknown status '" + status + "'");
+    r.status = *s;
     r.reason = j.value("reason", std::string());
     r.rel_error = number_or_nan(j, "rel_error");
     r.min_ms = number_or_nan(j, "min_ms");
@@ -159,7 +162,7 @@ MeasureResult validate_and_time(gpu::Device& dev, const MeasureRequest& r, const
   result.validate_s = clock.lap();
   result.rel_error = v.rel_error;
   if (!v.ok) {
-    result.status = "invalid";
+    result.status = db::Status::Invalid;
     result.reason = v.reason;
     return result;
   }
@@ -224,7 +227,7 @@ MeasureResult Measurer::measure(const MeasureRequest& r, const std::function<voi
   try {
     return r.vendor ? measure_vendor(r, on_ready) : measure_kernel(r, on_ready);
   } catch (const std::exception& err) {  // Error, and e.g. bad_alloc on an oversized problem
-    result.status = "launch_failed";
+    result.status = db::Status::LaunchFailed;
     result.reason = err.what();
   }
   // A fault can leave the device unusable (CUDA's sticky errors, e.g. an illegal address): then
@@ -232,7 +235,7 @@ MeasureResult Measurer::measure(const MeasureRequest& r, const std::function<voi
   try {
     dev_.synchronize();
   } catch (const Error& err) {
-    result.status = "crashed";
+    result.status = db::Status::Crashed;
     result.reason += std::string("; the device is unusable afterwards: ") + err.what();
     cache_.clear();
   }
@@ -256,7 +259,7 @@ MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::funct
     vendor_->set_strict(true);
   }
   if (std::string why = vendor_->unsupported(r.problem); !why.empty()) {
-    result.status = "unsupported";
+    result.status = db::Status::Unsupported;
     result.reason = why;
     return result;
   }
@@ -273,7 +276,7 @@ MeasureResult Measurer::measure_vendor(const MeasureRequest& r, const std::funct
   result.alternatives = vendor_->alternatives(r.problem, first.data(), r.vendor_alternatives);
   result.rel_error = v.rel_error;
   if (!v.ok) {
-    result.status = "invalid";
+    result.status = db::Status::Invalid;
     result.reason = v.reason;
   }
   result.min_ms = t.min_ms;
@@ -308,14 +311,14 @@ int run_worker(gpu::BackendKind backend, int device, const std::string& db_path)
       MeasureRequest r = request_from_json(json::parse(line));
       result = measurer.measure(r, [&] { reply({{"phase", "ready"}}); });
     } catch (const json::exception& e) {
-      result.status = "launch_failed";
+      result.status = db::Status::LaunchFailed;
       result.reason = std::string("worker: bad request: ") + e.what();
     } catch (const Error& e) {
-      result.status = "launch_failed";
+      result.status = db::Status::LaunchFailed;
       result.reason = e.what();
     }
     reply(to_json(result));
-    if (result.status == "crashed") return 3;  // the device is unusable in this process
+    if (result.status == db::Status::Crashed) return 3;  // the device is unusable in this process
   }
   return 0;
 }
@@ -365,11 +368,11 @@ MeasureResult WorkerProcess::measure(const MeasureRequest& r, double timeout_s, 
   // A worker ended by SIGKILL that this side did not send (its time-outs return above) was killed
   // from outside: the OOM killer, an operator. That is not the candidate's doing: it is measured
   // once more in a fresh worker, and blamed only if that one is killed too.
-  if (m.status == "crashed" && m.reason.find("SIGKILL") != std::string::npos) {
+  if (m.status == db::Status::Crashed && m.reason.find("SIGKILL") != std::string::npos) {
     std::fprintf(stderr, "tiletune: a worker was killed from outside (%s) while measuring %s; measuring it again in a "
                  "fresh worker\n", m.reason.c_str(), r.vendor ? "the vendor library" : r.solution.kernel_name().c_str());
     MeasureResult again = measure_once(r, timeout_s, prepare_timeout_s);
-    if (again.status == "crashed" && again.reason.find("SIGKILL") != std::string::npos)
+    if (again.status == db::Status::Crashed && again.reason.find("SIGKILL") != std::string::npos)
       again.reason += " (killed from outside twice)";
     return again;
   }
@@ -385,7 +388,7 @@ MeasureResult WorkerProcess::measure_once(const MeasureRequest& r, double timeou
     start();
     if (!child_.send(request)) {
       MeasureResult m;
-      m.status = "crashed";
+      m.status = db::Status::Crashed;
       m.reason = child_.stop(false) + " (before reading the request)";
       return m;
     }
@@ -401,7 +404,7 @@ MeasureResult WorkerProcess::measure_once(const MeasureRequest& r, double timeou
     ChildProcess::Read got = child_.read_line(line, deadline);
     if (got == ChildProcess::Read::Timeout) {
       MeasureResult m;
-      m.status = ready ? "timeout" : kPrepareTimeout;
+      m.status = ready ? db::Status::Timeout : db::Status::PrepareTimeout;
       char text[200];
       if (ready) std::snprintf(text, sizeof text, "no result within %g s; worker killed", timeout_s);
       else
@@ -415,7 +418,7 @@ MeasureResult WorkerProcess::measure_once(const MeasureRequest& r, double timeou
     }
     if (got == ChildProcess::Read::Eof) {
       MeasureResult m;
-      m.status = "crashed";
+      m.status = db::Status::Crashed;
       m.reason = child_.stop(false);
       if (!ready) m.reason += " (before its first launch)";
       return m;
@@ -433,7 +436,7 @@ MeasureResult WorkerProcess::measure_once(const MeasureRequest& r, double timeou
       continue;
     }
     MeasureResult m = result_from_json(j);
-    if (m.status == "crashed") child_.stop(false);  // it exits: its device is unusable
+    if (m.status == db::Status::Crashed) child_.stop(false);  // it exits: its device is unusable
     return m;
   }
 }

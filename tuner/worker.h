@@ -20,7 +20,7 @@
 //                      the per-candidate time-out starts here (making a problem's inputs and its
 //                      fp64 reference can take long, and is done once per problem). Before it,
 //                      the prepare time-out runs; overrunning it is the tuner's failure, not the
-//                      candidate's: the parent answers kPrepareTimeout.
+//                      candidate's: the parent answers Status::PrepareTimeout.
 //   worker -> parent:  {"status": "ok" | "invalid" | "launch_failed" | "crashed" | "unsupported",
 //                       "reason": "...", "rel_error": x, "min_ms": x, "median_ms": x, "max_ms": x,
 //                       "vendor": "cuBLAS", "alternatives": [{...}, ...]}   (unmeasured numbers are null)
@@ -40,6 +40,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "db/records.h"
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
 #include "solutions/problem.h"
@@ -75,12 +76,9 @@ struct MeasureRequest {
   const KernelTemplate* tmpl = nullptr;
 };
 
-// The status WorkerProcess::measure gives when the worker did not get ready in time: never
-// recorded as a measurement (no candidate is to blame).
-inline constexpr const char* kPrepareTimeout = "prepare_timeout";
 
 struct MeasureResult {
-  std::string status = "ok";  // ok, invalid, launch_failed, crashed, timeout; unsupported (vendor only)
+  db::Status status = db::Status::Ok;  // Unsupported: the vendor only
   std::string reason;         // why it failed
   double rel_error = NAN, min_ms = NAN, median_ms = NAN, max_ms = NAN;
   std::string vendor;         // the vendor library's name (vendor requests)
@@ -142,7 +140,7 @@ class WorkerProcess {
   // Starts a worker if none runs (Error if it cannot start or says no hello), sends `r`, waits at
   // most `prepare_timeout_s` for the worker's "ready" and then at most `timeout_s` for the result.
   // A worker that dies gives "crashed", one that overruns is killed and gives "timeout" (or
-  // kPrepareTimeout before "ready"); either way the next call starts a fresh one. A worker killed
+  // PrepareTimeout before "ready"); either way the next call starts a fresh one. A worker killed
   // by a SIGKILL this side did not send (the OOM killer) is not the candidate's fault: it is
   // measured once more in a fresh worker before "crashed" is its result.
   MeasureResult measure(const MeasureRequest& r, double timeout_s, double prepare_timeout_s = 1800);
