@@ -15,7 +15,7 @@
 #include "runtime/api_types.h"
 #include "vendors/vendor_gemm.h"
 #include "runtime/tiletune.hpp"
-#include "tuner/benchmark.h"
+#include "tuner/timing.h"
 #include "ops/gemm/inputs.h"
 
 using namespace tiletune;

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gpu/backend.h"
-#include "tuner/benchmark.h"
+#include "tuner/timing.h"
 #include "tuner/config.h"
 
 namespace tiletune::bench {

@@ -13,7 +13,7 @@
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
 #include "solutions/selection.h"
-#include "solutions/any_problem.h"
+#include "solutions/problem.h"
 
 namespace tiletune::db {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "solutions/any_problem.h"
+#include "solutions/problem.h"
 #include "solutions/solution.h"
 
 namespace tiletune::db {
@@ -70,17 +70,22 @@ struct SignatureRecord {
   std::vector<std::uint8_t> signature;
 };
 
-struct MeasurementRecord {
-  std::int64_t problem_id = 0;
-  std::int64_t solution_id = 0;
-  std::int64_t device_id = 0;       // 0: none
-  std::string arch;
-  Status status = Status::Ok;       // is_recorded
+// What one measurement found: the part the worker's result (tuner::MeasureResult) and the
+// database's row share, so that recording one is copying this part.
+struct Outcome {
+  Status status = Status::Ok;       // recorded: is_recorded
   std::string reason;               // why it failed; empty when ok
   double rel_error = kNotMeasured;  // max relative error against the reference
   double min_ms = kNotMeasured;
   double median_ms = kNotMeasured;  // the ranking key
   double max_ms = kNotMeasured;
+};
+
+struct MeasurementRecord : Outcome {
+  std::int64_t problem_id = 0;
+  std::int64_t solution_id = 0;
+  std::int64_t device_id = 0;       // 0: none
+  std::string arch;
   double tflops = kNotMeasured;
   std::int64_t code_object_id = 0;  // 0: none
   std::string sweep;                // free-form sweep / config name

@@ -100,7 +100,7 @@ class Device {
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void fill_bytes(void* dst, std::uint8_t value, std::size_t bytes) = 0;
   // Device to device, enqueued on `stream`: `rows` runs of `width` bytes, `src_pitch` bytes apart
-  // in src and `dst_pitch` apart in dst (operand repacking, solutions/problem.h).
+  // in src and `dst_pitch` apart in dst (operand repacking, solutions/gemm_problem.h).
   virtual void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
                        std::size_t rows, Stream stream = nullptr) = 0;
   virtual void synchronize() = 0;

@@ -19,7 +19,7 @@
 #include "kernel_templates/conv_params.h"
 #include "kernel_templates/gemm_params.h"
 #include "ops/output_check.h"
-#include "solutions/any_problem.h"
+#include "solutions/problem.h"
 #include "solutions/kernel_template.h"
 
 namespace tiletune::ops {

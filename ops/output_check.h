@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gpu/backend.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 
 namespace tiletune::ops {
 

@@ -1,11 +1,11 @@
-// Operand repacking at launch (solutions/problem.h, repack_plan): a kernel whose solution sets
+// Operand repacking at launch (solutions/gemm_problem.h, repack_plan): a kernel whose solution sets
 // REPACK 1 is handed copies of A and/or B, made on its stream just before it, in the repack region
 // at the end of its workspace.
 #pragma once
 #include "gpu/backend.h"
 #include "kernel_templates/gemm_params.h"
 #include "solutions/kernel_template.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 
 namespace tiletune::ops {
 

@@ -14,7 +14,7 @@
 
 #include "common/temp_dir.h"
 
-#include "solutions/any_problem.h"
+#include "solutions/problem.h"
 
 namespace tiletune::runtime {
 

@@ -20,7 +20,7 @@
 #include "kernel_templates/conv_params.h"
 #include "kernel_templates/gemm_params.h"
 #include "solutions/kernel_template.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 #include "solutions/selection.h"
 
 namespace tiletune::runtime {

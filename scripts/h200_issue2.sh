@@ -12,8 +12,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 cat "$OUT/nvidia-smi.csv"
 "$B/tiletune" devices
 echo "== GPU tests"
-"$B/tests/test_cuda" > "$OUT/test_cuda.log" 2>&1
-echo "test_cuda exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED" "$OUT/test_cuda.log" | head -20
+"$B/tests/test_cuda_gemm" > "$OUT/test_cuda_gemm.log" 2>&1
+echo "test_cuda_gemm exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED" "$OUT/test_cuda_gemm.log" | head -20
 echo "== sweep"
 time "$B/tiletune" tune configs/h200_simt_sgemm.json --backend cuda --db "$OUT/h200_simt.db" > "$OUT/tune.log" 2>&1
 echo "tune exit $?"; tail -12 "$OUT/tune.log"

@@ -13,9 +13,9 @@ export TILETUNE_SHAPES_DIR=${TILETUNE_SHAPES_DIR:-$PWD/.shapes}
 DB="$OUT/h200_gemm.db"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
 if [ -n "$TESTS" ]; then
-  timeout 400 "$B/tests/test_cuda" --gtest_filter=-*SanitizerSample* > "$OUT/test_cuda.log" 2>&1
-  echo "test_cuda exit $?"; grep -E "^\[  (PASSED|FAILED) |^\[  FAILED" "$OUT/test_cuda.log"
-  timeout 300 compute-sanitizer --tool memcheck "$B/tests/test_cuda" --gtest_filter=*SanitizerSample* > "$OUT/memcheck.log" 2>&1
+  timeout 400 "$B/tests/test_cuda_gemm" --gtest_filter=-*SanitizerSample* > "$OUT/test_cuda_gemm.log" 2>&1
+  echo "test_cuda_gemm exit $?"; grep -E "^\[  (PASSED|FAILED) |^\[  FAILED" "$OUT/test_cuda_gemm.log"
+  timeout 300 compute-sanitizer --tool memcheck "$B/tests/test_cuda_gemm" --gtest_filter=*SanitizerSample* > "$OUT/memcheck.log" 2>&1
   echo "memcheck exit $?"; grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/memcheck.log"
 fi
 for dt in $DTYPES; do

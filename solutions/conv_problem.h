@@ -15,7 +15,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 
 namespace tiletune {
 

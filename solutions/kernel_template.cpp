@@ -184,7 +184,7 @@ Variables KernelTemplate::variables(const Solution& s, const Problem& problem, c
   if (problem.is_conv()) {
     conv_variables(problem.conv(), v);
   } else if (auto r = v.find("REPACK"); r != v.end() && r->second != 0) {
-    // The kernel sees the copied operands (solutions/problem.h, repack_plan); REPACKED counts
+    // The kernel sees the copied operands (solutions/gemm_problem.h, repack_plan); REPACKED counts
     // them, REPACK_BYTES is the scratch they take at the end of the workspace.
     const RepackPlan plan = repack_plan(problem.gemm());
     gemm_variables(plan.kernel_problem, v);

@@ -13,7 +13,7 @@
 
 #include "gpu/backend.h"
 #include "solutions/expression.h"
-#include "solutions/any_problem.h"
+#include "solutions/problem.h"
 #include "solutions/solution.h"
 
 namespace tiletune {
@@ -97,7 +97,7 @@ class KernelTemplate {
   // promises its default is valid for every problem its constraints admit.
   int fallback_rank() const { return fallback_rank_; }
   // "repack": true: the enumerator also offers each solution with REPACK 1 for GEMMs whose A or B
-  // is not 16-byte aligned (solutions/problem.h, repack_plan), which the launch code supports for
+  // is not 16-byte aligned (solutions/gemm_problem.h, repack_plan), which the launch code supports for
   // any template; a template declares it where copies help (TMA, 16-byte loads).
   bool offers_repack() const { return repack_; }
   void set_offers_repack(bool on) { repack_ = on; }  // a config's "repack" override

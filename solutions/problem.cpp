@@ -3,202 +3,87 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "solutions/json_fields.h"
 
 namespace tiletune {
 
-const char* to_string(DataType t) {
-  switch (t) {
-    case DataType::F32: return "f32";
-    case DataType::F16: return "f16";
-    case DataType::BF16: return "bf16";
+const char* to_string(ProblemKind k) { return k == ProblemKind::Conv ? "conv" : "gemm"; }
+
+const GemmProblem& Problem::gemm() const {
+  if (is_conv()) throw Error("a GEMM problem was expected, got " + key());
+  return std::get<0>(v_);
+}
+
+const ConvProblem& Problem::conv() const {
+  if (!is_conv()) throw Error("a convolution problem was expected, got " + key());
+  return std::get<1>(v_);
+}
+
+Problem Problem::canonical() const {
+  return std::visit([](const auto& p) { return Problem(p.canonical()); }, v_);
+}
+
+void Problem::validate() const {
+  std::visit([](const auto& p) { p.validate(); }, v_);
+}
+
+std::string Problem::key() const {
+  return std::visit([](const auto& p) { return p.key(); }, v_);
+}
+
+double Problem::flops() const {
+  return std::visit([](const auto& p) { return p.flops(); }, v_);
+}
+
+GemmProblem Problem::gemm_view() const {
+  if (!is_conv()) return std::get<0>(v_);
+  const ConvProblem& c = std::get<1>(v_);
+  ImplicitGemm g = c.implicit_gemm();
+  GemmProblem p;
+  p.a_type = c.in_type;
+  p.c_type = c.out_type;
+  p.m = g.m, p.n = g.n, p.k = g.k, p.batch = g.batch;
+  return p.canonical();
+}
+
+std::string Problem::describe() const {
+  if (is_conv()) {
+    const ConvProblem& c = std::get<1>(v_);
+    auto pair = [](std::int64_t a, std::int64_t b) {
+      return a == b ? std::to_string(a) : std::to_string(a) + "x" + std::to_string(b);
+    };
+    std::string s = std::string("conv ") + to_string(c.direction) + " " + to_string(c.in_type) + ">" +
+                    to_string(c.out_type) + " " + to_string(c.layout) + " n" + std::to_string(c.n) + " c" +
+                    std::to_string(c.c) + " " + std::to_string(c.h) + "x" + std::to_string(c.w) + " k" +
+                    std::to_string(c.k) + " " + std::to_string(c.r) + "x" + std::to_string(c.s);
+    if (c.stride_h != 1 || c.stride_w != 1) s += " u" + pair(c.stride_h, c.stride_w);
+    if (c.pad_h || c.pad_w) s += " pad" + pair(c.pad_h, c.pad_w);
+    if (c.dil_h != 1 || c.dil_w != 1) s += " dil" + pair(c.dil_h, c.dil_w);
+    if (c.groups != 1) s += " g" + std::to_string(c.groups);
+    return s;
   }
-  return "?";
+  const GemmProblem& p = std::get<0>(v_);
+  return std::string(to_string(p.a_type)) + ">" + to_string(p.c_type) + " " + (p.trans_a ? "T" : "N") +
+         (p.trans_b ? "T" : "N") + " " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) +
+         (p.batch > 1 ? " b" + std::to_string(p.batch) : "");
 }
 
-DataType dtype_from_string(const std::string& s) {
-  if (s == "f32" || s == "fp32" || s == "float") return DataType::F32;
-  if (s == "f16" || s == "fp16" || s == "half") return DataType::F16;
-  if (s == "bf16") return DataType::BF16;
-  throw Error("unknown data type '" + s + "' (expected f32, f16 or bf16)");
+void to_json(nlohmann::json& j, const Problem& p) {
+  if (p.is_conv()) to_json(j, p.conv());
+  else to_json(j, p.gemm());
 }
 
-int size_of(DataType t) { return t == DataType::F32 ? 4 : 2; }
-
-const char* device_type_name(DataType t) {
-  switch (t) {
-    case DataType::F32: return "float";
-    case DataType::F16: return "tt_half";
-    case DataType::BF16: return "tt_bf16";
+void from_json(const nlohmann::json& j, Problem& p) {
+  if (j.is_object() && j.contains("kind") && j.at("kind").is_string() && j.at("kind").get<std::string>() == "conv") {
+    ConvProblem c;
+    from_json(j, c);
+    p = c;
+    return;
   }
-  return "?";
-}
-
-GemmProblem GemmProblem::canonical() const {
-  GemmProblem p = *this;
-  if (p.lda == 0) p.lda = p.rows_a();
-  if (p.ldb == 0) p.ldb = p.rows_b();
-  if (p.ldc == 0) p.ldc = p.m;
-  if (p.batch == 1) {
-    p.stride_a = p.stride_b = p.stride_c = 0;
-  } else {
-    if (p.stride_a == 0) p.stride_a = p.lda * p.cols_a();
-    if (p.stride_b == 0) p.stride_b = p.ldb * p.cols_b();
-    if (p.stride_c == 0) p.stride_c = p.ldc * p.n;
-  }
-  return p;
-}
-
-void GemmProblem::validate() const {
-  // On the runtime's hot path: messages are only built for a problem that fails.
-  auto fail = [](const std::string& what) { throw Error("invalid GEMM problem: " + what); };
-  if (compute_tf32 && a_type != DataType::F32) fail("tf32 compute needs f32 inputs");
-  if (m < 1 || n < 1 || k < 1)
-    fail("m, n and k must be >= 1 (got m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" +
-         std::to_string(k) + ")");
-  if (batch < 1) fail("batch must be >= 1");
-  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > 65535)
-    fail("m, n, k must fit in 32 bits and batch be at most 65535");
-  GemmProblem c = canonical();
-  if (c.lda < rows_a()) fail("lda=" + std::to_string(c.lda) + " is smaller than " + std::to_string(rows_a()));
-  if (c.ldb < rows_b()) fail("ldb=" + std::to_string(c.ldb) + " is smaller than " + std::to_string(rows_b()));
-  if (c.ldc < m) fail("ldc=" + std::to_string(c.ldc) + " is smaller than m=" + std::to_string(m));
-  if (batch > 1) {
-    if (c.stride_c < c.ldc * n) fail("stride_c overlaps batches of C");
-    if (c.stride_a < 0 || c.stride_b < 0) fail("batch strides must be >= 0");
-  }
-}
-
-std::string GemmProblem::key() const {
-  GemmProblem c = canonical();
-  std::string s = "gemm|";
-  s += to_string(c.a_type);
-  s += ">";
-  s += to_string(c.c_type);
-  s += c.compute_tf32 ? "|tf32|" : "|acc_f32|";
-  s += c.trans_a ? 'T' : 'N';
-  s += c.trans_b ? 'T' : 'N';
-  auto add = [&s](const char* name, std::int64_t v) {
-    s += '|';
-    s += name;
-    s += std::to_string(v);
-  };
-  add("m", c.m);
-  add("n", c.n);
-  add("k", c.k);
-  add("b", c.batch);
-  add("lda", c.lda);
-  add("ldb", c.ldb);
-  add("ldc", c.ldc);
-  add("sa", c.stride_a);
-  add("sb", c.stride_b);
-  add("sc", c.stride_c);
-  s += c.beta_zero ? "|beta0" : "|beta1";
-  return s;
-}
-
-static std::int64_t span(std::int64_t ld, std::int64_t cols, std::int64_t stride, std::int64_t batch) {
-  return (batch - 1) * stride + ld * (cols - 1) + ld;
-}
-
-std::int64_t GemmProblem::elements_a() const {
-  GemmProblem c = canonical();
-  return span(c.lda, c.cols_a(), c.stride_a, c.batch);
-}
-std::int64_t GemmProblem::elements_b() const {
-  GemmProblem c = canonical();
-  return span(c.ldb, c.cols_b(), c.stride_b, c.batch);
-}
-std::int64_t GemmProblem::elements_c() const {
-  GemmProblem c = canonical();
-  return span(c.ldc, c.n, c.stride_c, c.batch);
-}
-
-int alignment_elements(std::int64_t ld, std::int64_t stride, std::int64_t batch, int elem_bytes) {
-  int best = 1;
-  for (int v = 2; v * elem_bytes <= 16; v *= 2) {
-    if (ld % v != 0) break;
-    if (batch > 1 && stride % v != 0) break;
-    best = v;
-  }
-  return best;
-}
-
-RepackPlan repack_plan(const GemmProblem& problem) {
-  const GemmProblem p = problem.canonical();
-  RepackPlan plan;
-  plan.kernel_problem = p;
-  const int bytes = size_of(p.a_type), per16 = 16 / bytes;
-  auto round_up = [](std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; };
-  auto operand = [&](std::int64_t rows, std::int64_t cols, std::int64_t& ld, std::int64_t& stride, RepackedOperand& r) {
-    if (alignment_elements(ld, stride, p.batch, bytes) * bytes >= 16) return;
-    ld = round_up(rows, per16);
-    stride = p.batch > 1 ? ld * cols : 0;
-    r.copied = true;
-    r.offset = plan.bytes;
-    plan.bytes += round_up(ld * cols * p.batch * bytes, 256);
-  };
-  GemmProblem& k = plan.kernel_problem;
-  operand(p.rows_a(), p.cols_a(), k.lda, k.stride_a, plan.a);
-  operand(p.rows_b(), p.cols_b(), k.ldb, k.stride_b, plan.b);
-  return plan;
-}
-
-void to_json(nlohmann::json& j, const GemmProblem& p) {
-  j = nlohmann::json{{"a_type", to_string(p.a_type)},
-                     {"c_type", to_string(p.c_type)},
-                     {"transA", p.trans_a ? "T" : "N"},
-                     {"transB", p.trans_b ? "T" : "N"},
-                     {"m", p.m}, {"n", p.n}, {"k", p.k}, {"batch", p.batch},
-                     {"lda", p.lda}, {"ldb", p.ldb}, {"ldc", p.ldc},
-                     {"stride_a", p.stride_a}, {"stride_b", p.stride_b}, {"stride_c", p.stride_c},
-                     {"beta_zero", p.beta_zero}};
-  if (p.compute_tf32) j["compute"] = "tf32";
-}
-
-static bool parse_trans(const nlohmann::json& j, const char* name) {
-  if (!j.contains(name)) return false;
-  std::string t = j.at(name).get<std::string>();
-  if (t == "N" || t == "n") return false;
-  if (t == "T" || t == "t") return true;
-  throw Error(std::string(name) + " must be \"N\" or \"T\", got \"" + t + "\"");
-}
-
-void from_json(const nlohmann::json& j, GemmProblem& p) {
-  try {
-    p = GemmProblem{};
-    if (j.contains("dtype")) {
-      std::string dt = j.at("dtype").get<std::string>();
-      p.compute_tf32 = dt == "tf32";  // shapes files name fp32-through-tf32 problems "tf32"
-      p.a_type = p.c_type = p.compute_tf32 ? DataType::F32 : dtype_from_string(dt);
-    }
-    if (j.contains("compute")) {
-      std::string c = j.at("compute").get<std::string>();
-      if (c != "f32" && c != "tf32") throw Error("compute must be \"f32\" or \"tf32\", got \"" + c + "\"");
-      p.compute_tf32 = c == "tf32";
-    }
-    if (j.contains("a_type")) p.a_type = dtype_from_string(j.at("a_type").get<std::string>());
-    if (j.contains("c_type")) p.c_type = dtype_from_string(j.at("c_type").get<std::string>());
-    p.trans_a = parse_trans(j, "transA");
-    p.trans_b = parse_trans(j, "transB");
-    for (const char* f : {"m", "n", "k"})
-      if (!j.contains(f)) throw Error(std::string("missing field '") + f + "'");
-    p.m = json_integer(j.at("m"), "'m'");
-    p.n = json_integer(j.at("n"), "'n'");
-    p.k = json_integer(j.at("k"), "'k'");
-    p.batch = json_integer_or(j, "batch", 1);
-    p.lda = json_integer_or(j, "lda", 0);
-    p.ldb = json_integer_or(j, "ldb", 0);
-    p.ldc = json_integer_or(j, "ldc", 0);
-    p.stride_a = json_integer_or(j, "stride_a", 0);
-    p.stride_b = json_integer_or(j, "stride_b", 0);
-    p.stride_c = json_integer_or(j, "stride_c", 0);
-    p.beta_zero = j.value("beta_zero", true);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("bad GEMM problem ") + j.dump() + ": " + e.what());
-  } catch (const Error& e) {
-    throw Error(std::string("bad GEMM problem ") + j.dump() + ": " + e.what());
-  }
+  if (j.is_object() && j.contains("kind") && (!j.at("kind").is_string() || j.at("kind").get<std::string>() != "gemm"))
+    throw Error("unknown problem kind " + j.at("kind").dump() + " (expected \"gemm\" or \"conv\")");
+  GemmProblem g;
+  from_json(j, g);
+  p = g;
 }
 
 }  // namespace tiletune

@@ -23,7 +23,7 @@
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
 #include "solutions/model.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 
 namespace tiletune {
 

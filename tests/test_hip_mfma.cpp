@@ -26,7 +26,7 @@
 #include "gpu/hip/hip_backend.h"
 #include "kernel_templates/mfma_layout.h"
 #include "solutions/kernel_template.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 #include "tuner/enumerator.h"
 #include "tests/test_util.h"
 

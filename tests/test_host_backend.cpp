@@ -20,7 +20,7 @@
 #include "common/error.h"
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
-#include "tuner/benchmark.h"
+#include "tuner/timing.h"
 #include "ops/elements.h"
 #include "ops/output_check.h"
 #include "ops/gemm/inputs.h"
@@ -545,7 +545,7 @@ TEST_F(HostBackend, MemoryRoundTrip) {
   EXPECT_TRUE(std::equal(back.begin(), back.begin() + 10, src.begin()));
 }
 
-TEST_F(HostBackend, ProblemDataRotatesCopies) {
+TEST_F(HostBackend, GemmInputsRotateCopies) {
   GemmProblem p = make(64, 64, 64);
   GemmInputs d(*dev_, p);  // rotate: enough copies to pass twice the cache
   EXPECT_GE(d.sets(), 1u);

@@ -283,7 +283,7 @@ TEST(WorkerProtocol, RequestsAndResultsRoundTrip) {
   EXPECT_TRUE(std::isnan(mb.median_ms));
 }
 
-// Operand repacking on the host (solutions/problem.h): with "repack" a problem whose A and B have odd
+// Operand repacking on the host (solutions/gemm_problem.h): with "repack" a problem whose A and B have odd
 // leading dimensions (or a batch odd strides) gets candidates that copy them first into the
 // workspace. crashy_gemm's MODE 4 is right only on 16-byte aligned operands, as a TMA kernel: it
 // validates only where the copies were made, in the tuner and in the runtime (on fresh data).

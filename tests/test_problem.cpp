@@ -1,4 +1,4 @@
-// Tests of the GEMM problem description and its key (solutions/problem.h) and of solutions
+// Tests of the GEMM problem description and its key (solutions/gemm_problem.h) and of solutions
 // (solutions/solution.h): canonical form, key sensitivity, validation, JSON, alignment, names.
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 #include "solutions/solution.h"
 #include "tests/test_util.h"
 

@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "gpu/backend.h"
 #include "solutions/conv_problem.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 #include "tuner/config.h"
 #include "db/records.h"
 #include "ops/output_check.h"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "solutions/kernel_template.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 #include "tuner/search.h"
 
 namespace tiletune::tuner {

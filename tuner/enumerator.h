@@ -9,7 +9,7 @@
 
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 #include "solutions/solution.h"
 
 namespace tiletune::tuner {
@@ -19,6 +19,9 @@ struct Candidate {
   std::shared_ptr<const KernelTemplate> tmpl;  // shared copy: a candidate outlives the caller's list
   Solution solution;
   gpu::LaunchDims dims;
+  // The template's variables for the solution on its problem, as the constraints judged them:
+  // carried to the worker with the candidate (MeasureRequest::vars), which launches with them.
+  Variables vars;
 };
 
 struct PrunedCandidate {

@@ -21,7 +21,7 @@
 
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 #include "solutions/solution.h"
 #include "solutions/model.h"
 

@@ -317,13 +317,11 @@ db::MeasurementRecord Sweep::new_record(std::size_t pi, std::int64_t solution_id
 
 namespace {
 void take_result(db::MeasurementRecord& m, const MeasureResult& res, const Problem& problem) {
-  m.status = res.status;
-  m.reason = res.reason;
-  m.rel_error = res.rel_error;
-  if (res.status != db::Status::Ok) return;
-  m.min_ms = res.min_ms;
-  m.median_ms = res.median_ms;
-  m.max_ms = res.max_ms;
+  static_cast<db::Outcome&>(m) = res;
+  if (res.status != db::Status::Ok) {  // a failure's timings (a wrong vendor result is timed) are not kept
+    m.min_ms = m.median_ms = m.max_ms = db::kNotMeasured;
+    return;
+  }
   m.tflops = problem.flops() / (res.median_ms * 1e-3) / 1e12;
 }
 }  // namespace
@@ -351,6 +349,7 @@ std::optional<db::MeasurementRecord> Sweep::measure_one(MeasureSlot& slot, std::
     r.problem = problem;
     r.solution = w.cand->solution;
     r.code_object_id = code->id;
+    r.vars = w.cand->vars;
     r.benchmark = bench;
     r.tmpl = w.cand->tmpl.get();
     MeasureResult res = slot.measure(r, config_.benchmark.timeout_s, config_.benchmark.prepare_timeout_s);

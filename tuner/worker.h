@@ -43,7 +43,7 @@
 #include "db/records.h"
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 #include "solutions/solution.h"
 #include "tuner/child_process.h"
 #include "tuner/config.h"
@@ -71,16 +71,18 @@ struct MeasureRequest {
   Solution solution;                 // template name and parameter values (vendor: the algorithm's)
   int vendor_alternatives = 0;       // vendor: name up to this many of its other algorithms
   std::int64_t code_object_id = 0;   // the compiled kernel, in the database
+  // The template's variables for the solution on the problem, as the enumerator computed them
+  // (tuner::Candidate::vars); empty: the worker computes them.
+  Variables vars;
   BenchmarkOptions benchmark;
   // In-process only (never sent): the template to use instead of find_template(solution's).
   const KernelTemplate* tmpl = nullptr;
 };
 
 
-struct MeasureResult {
-  db::Status status = db::Status::Ok;  // Unsupported: the vendor only
-  std::string reason;         // why it failed
-  double rel_error = NAN, min_ms = NAN, median_ms = NAN, max_ms = NAN;
+// The Outcome (status Unsupported: the vendor only; timings NaN where not measured), and what
+// the worker adds for the sweep.
+struct MeasureResult : db::Outcome {
   std::string vendor;         // the vendor library's name (vendor requests)
   std::vector<std::map<std::string, std::int64_t>> alternatives;  // its other algorithms (when asked)
   // Where the worker's time went (seconds), to see what limits a sweep's rate: the problem's data

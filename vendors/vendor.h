@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/env.h"
-#include "solutions/any_problem.h"
+#include "solutions/problem.h"
 #include "vendors/vendor_conv.h"
 #include "vendors/vendor_gemm.h"
 

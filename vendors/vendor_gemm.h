@@ -8,7 +8,7 @@
 
 #include "gpu/backend.h"
 #include "kernel_templates/gemm_params.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 
 namespace tiletune::gpu {
 

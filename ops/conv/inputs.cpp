@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "ops/arguments.h"
-#include "solutions/any_problem.h"
+#include "solutions/problem.h"
 #include "ops/conv/reference.h"
 #include "ops/elements.h"
 

@@ -11,7 +11,7 @@
 #include "kernel_templates/gemm_params.h"
 #include "solutions/conv_problem.h"
 #include "solutions/expression.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 
 namespace tiletune::gpu::cuda {
 

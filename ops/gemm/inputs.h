@@ -10,7 +10,7 @@
 
 #include "gpu/backend.h"
 #include "kernel_templates/gemm_params.h"
-#include "solutions/problem.h"
+#include "solutions/gemm_problem.h"
 #include "ops/operation.h"
 #include "ops/output_check.h"
 

@@ -1,4 +1,4 @@
-#include "tuner/benchmark.h"
+#include "tuner/timing.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,0 +1,70 @@
+// A GEMM problem and its canonical key. The key holds everything that changes which kernel is
+// valid or fastest (DESIGN.md): types, transposes, sizes, batch, leading dimensions and batch
+// strides, and whether beta is zero. Dropping a field here silently loses tuned results.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tiletune {
+
+enum class DataType { F32, F16, BF16 };
+
+const char* to_string(DataType t);              // "f32", "f16", "bf16"
+DataType dtype_from_string(const std::string&);  // accepts f32/fp32/float, f16/fp16/half, bf16
+int size_of(DataType t);
+const char* device_type_name(DataType t);        // type name in kernel templates: float, tt_half, tt_bf16
+
+struct GemmProblem {
+  DataType a_type = DataType::F32;  // A and B share one input type
+  DataType c_type = DataType::F32;
+  bool trans_a = false;
+  bool trans_b = false;
+  std::int64_t m = 1, n = 1, k = 1, batch = 1;
+  std::int64_t lda = 0, ldb = 0, ldc = 0;  // 0 means packed
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // 0 means packed (batch > 1)
+  bool beta_zero = true;
+  bool compute_tf32 = false;  // f32 inputs on tf32 tensor cores (cuBLAS's COMPUTE_32F_FAST_TF32)
+
+  // Fills packed leading dimensions and strides where 0, and zeroes strides when batch == 1,
+  // so that two descriptions of the same problem share one key.
+  GemmProblem canonical() const;
+  // Throws Error naming the offending field (sizes < 1, ld smaller than packed, ...).
+  void validate() const;
+  std::string key() const;  // canonical, e.g. "gemm|f32>f32|NN|m4096|n4096|k4096|b1|lda4096|..."
+  double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
+
+  std::int64_t rows_a() const { return trans_a ? k : m; }  // stored shape of A, column-major
+  std::int64_t cols_a() const { return trans_a ? m : k; }
+  std::int64_t rows_b() const { return trans_b ? n : k; }
+  std::int64_t cols_b() const { return trans_b ? k : n; }
+  // Element counts of one whole operand including all batches (what must be allocated).
+  std::int64_t elements_a() const;
+  std::int64_t elements_b() const;
+  std::int64_t elements_c() const;
+};
+
+void to_json(nlohmann::json& j, const GemmProblem& p);
+void from_json(const nlohmann::json& j, GemmProblem& p);  // throws Error on bad fields
+
+// Largest vector width (in elements, power of two, at most 16 bytes) that every batch's base of an
+// operand is aligned to, given its leading dimension and batch stride in elements.
+int alignment_elements(std::int64_t ld, std::int64_t stride, std::int64_t batch, int elem_bytes);
+
+// Operand repacking (a solution parameter REPACK = 1, offered by templates with "repack": true): A and B whose leading
+// dimension or batch stride is not a multiple of 16 bytes are first copied into scratch memory with
+// the leading dimension rounded up to 16 bytes and the batches packed, so that kernels built on
+// TMA or 16-byte loads take problems with odd leading dimensions or odd K; C is written in place.
+struct RepackedOperand {
+  bool copied = false;
+  std::int64_t offset = 0;  // of its copy in the scratch, bytes (256-aligned)
+};
+struct RepackPlan {
+  GemmProblem kernel_problem;  // canonical `p` with the copied operands' ld and strides: what the kernel sees
+  RepackedOperand a, b;
+  std::int64_t bytes = 0;  // scratch for both copies
+};
+RepackPlan repack_plan(const GemmProblem& p);
+
+}  // namespace tiletune

@@ -1,0 +1,348 @@
+// GEMM kernels on a CUDA device: sampled variants of every template validated against the fp64
+// reference (under compute-sanitizer on the H200: the SanitizerSample tests). Skipped without a GPU.
+#include <gtest/gtest.h>
+
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "ops/arguments.h"
+#include "ops/launch.h"
+#include "gpu/backend.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "ops/cuda/tma_arguments.h"
+#include "runtime/tiletune.hpp"
+#include "tuner/compile_process.h"
+#include "tuner/config.h"
+#include "ops/elements.h"
+#include "tuner/enumerator.h"
+#include "ops/output_check.h"
+#include "ops/gemm/inputs.h"
+#include "tuner/sweep.h"
+#include "tests/cuda_test_util.h"
+#include "tests/test_util.h"
+
+using namespace tiletune;
+namespace fs = std::filesystem;
+using namespace tiletune::testing;
+
+namespace {
+
+TEST_F(CudaDevice, SampledSimtVariantsValidateOnEveryLayoutTypeAndEdge) {
+  std::vector<GemmProblem> problems = {
+      gemm(DataType::F32, DataType::F32, false, false, 1000, 1000, 1000),
+      gemm(DataType::F32, DataType::F32, true, false, 127, 65, 33, 1, false),
+      gemm(DataType::F32, DataType::F32, false, true, 256, 130, 77, 3),
+      gemm(DataType::F32, DataType::F32, true, true, 64, 64, 64, 2, false),
+      gemm(DataType::BF16, DataType::BF16, false, false, 300, 200, 100),
+      gemm(DataType::F16, DataType::F32, true, false, 513, 257, 129),
+      gemm(DataType::BF16, DataType::F32, false, true, 128, 96, 1000, 1, false),
+  };
+  problems[0].lda = 1003;  // odd leading dimension: only scalar loads are allowed
+  auto cands = sample(problems, dev_->info(), 6);
+  std::size_t checked = 0;
+  for (const auto& c : cands) {
+    const GemmProblem& p = problems[c.problem_index];
+    auto r = dev_->compiler().compile(c.tmpl->compile_request(c.solution, p, dev_->info()));
+    ASSERT_TRUE(r.ok) << r.log;
+    auto kernel = dev_->load(r.code);
+    ops::GemmInputs data(*dev_, p, false);
+    auto v = data.validate([&](const TtGemmParams& a) { dev_->launch(*kernel, c.dims, &a, sizeof a); });
+    EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << ": " << v.reason;
+    ++checked;
+  }
+  EXPECT_GE(checked, 30u);
+}
+
+// Small problems for every CUDA template, cheap enough to run under compute-sanitizer
+// (memcheck, racecheck): scripts run this test by name on the H200.
+TEST_F(CudaDevice, SanitizerSampleOfEveryTemplate) {
+  std::vector<GemmProblem> problems = {
+      gemm(DataType::BF16, DataType::BF16, true, false, 200, 136, 72, 1, false),
+      gemm(DataType::F16, DataType::F32, false, false, 130, 96, 40),
+      gemm(DataType::BF16, DataType::F32, false, true, 64, 200, 64, 2),
+      gemm(DataType::F32, DataType::F32, true, true, 65, 33, 40),
+  };
+  GemmProblem tf32 = gemm(DataType::F32, DataType::F32, true, false, 96, 64, 48);
+  tf32.compute_tf32 = true;
+  problems.push_back(tf32);
+  std::size_t checked = 0;
+  for (const auto& t : builtin_templates()) {
+    if (!t.supports(gpu::BackendKind::Cuda)) continue;
+    auto e = tuner::enumerate({t}, problems, dev_->info());
+    std::vector<std::size_t> seen(problems.size(), 0);
+    for (const auto& c : e.candidates) {
+      if (seen[c.problem_index]++ >= 2) continue;  // two variants per problem and template
+      const GemmProblem& p = problems[c.problem_index];
+      auto r = dev_->compiler().compile(c.tmpl->compile_request(c.solution, p, dev_->info()));
+      ASSERT_TRUE(r.ok) << c.solution.kernel_name() << "\n" << r.log;
+      auto kernel = dev_->load(r.code);
+      // As the tuner and the runtime launch it: with its operand copies (REPACK) where it makes them.
+      const ops::KernelLaunch launch(*c.tmpl, c.tmpl->variables(c.solution, p, dev_->info()), p.canonical());
+      gpu::DeviceBuffer ws;
+      if (auto bytes = std::size_t(launch.workspace_bytes())) {
+        ws = gpu::DeviceBuffer(*dev_, bytes);
+        dev_->fill_bytes(ws.get(), 0, bytes);
+      }
+      ops::GemmInputs data(*dev_, p, false);
+      auto v = data.validate_call([&](const ops::CallParams& a) { launch.launch(*dev_, *kernel, a, ws.get(), nullptr); });
+      EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << ": " << v.reason;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 8u);
+}
+
+// A wgmma_gemm variant for the GPU tests below: the default solution with these parameters,
+// admitted by the template's constraints for `p` (else a test failure and no kernel), compiled
+// and loaded, with its split-K workspace allocated and zeroed.
+struct WgmmaVariant {
+  Solution solution;
+  Variables vars;
+  std::shared_ptr<gpu::Kernel> kernel;
+  gpu::DeviceBuffer ws;
+};
+WgmmaVariant wgmma_variant(gpu::Device& dev, const GemmProblem& p, const std::map<std::string, std::int64_t>& params) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  WgmmaVariant v{t.default_solution(), {}, nullptr, {}};
+  for (const auto& [k, x] : params) v.solution.params[k] = x;
+  v.vars = t.variables(v.solution, p, dev.info());
+  if (const auto broken = t.violation(v.vars)) {
+    ADD_FAILURE() << v.solution.kernel_name() << " refused on " << p.key() << ": " << *broken;
+    return v;
+  }
+  auto r = dev.compiler().compile(t.compile_request(v.solution, p, dev.info()));
+  EXPECT_TRUE(r.ok) << v.solution.kernel_name() << "\n" << r.log;
+  if (r.ok) v.kernel = dev.load(r.code);
+  if (const auto bytes = std::size_t(t.workspace_bytes(v.vars))) {
+    v.ws = gpu::DeviceBuffer(dev, bytes);
+    dev.fill_bytes(v.ws.get(), 0, bytes);
+  }
+  return v;
+}
+
+// wgmma_gemm split-K on the odd shape it is meant for (1000^3 NN, rows not 128-byte aligned) and
+// on a batched one with beta != 0, every consumer arrangement, with clusters and each L2
+// promotion: valid, bit-identical on a second run (the reduction order is fixed), and the
+// workspace left zeroed. Clusters also run the co-resident-cluster grid of the backend.
+TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 1000, 1000, 1000),
+                                             gemm(DataType::BF16, DataType::F32, true, false, 600, 400, 1000, 2, false),
+                                             gemm(DataType::BF16, DataType::BF16, false, false, 3000, 3000, 3000)};
+  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, cluster, splitk, l2promo, clustern = 1; };
+  const std::vector<Case> cases = {
+      {0, 128, 128, 2, 1, 1, 2, 3}, {0, 128, 128, 2, 0, 1, 3, 2}, {0, 128, 128, 1, 0, 1, 4, 0},
+      {0, 128, 64, 2, 1, 1, 2, 1},  {0, 128, 64, 1, 0, 1, 3, 3},  {0, 64, 128, 2, 1, 1, 4, 3},
+      {0, 128, 192, 2, 0, 1, 2, 3}, {0, 128, 128, 2, 0, 2, 2, 3}, {0, 128, 128, 2, 1, 1, 1, 0},
+      {1, 128, 128, 2, 1, 1, 2, 3}, {1, 128, 64, 2, 0, 1, 3, 3},  {1, 64, 128, 1, 0, 1, 4, 2},
+      {1, 128, 128, 2, 0, 2, 2, 3}, {2, 128, 128, 2, 0, 2, 1, 3}, {2, 128, 256, 2, 0, 1, 1, 2},
+      {0, 128, 96, 2, 0, 2, 1, 2},  {0, 128, 96, 2, 1, 1, 2, 2},
+      // Two-dimensional clusters: A shared along tile rows too, with split-K and beta != 0.
+      {0, 128, 128, 2, 0, 2, 2, 2, 2}, {1, 128, 128, 2, 0, 2, 2, 3, 2}, {0, 128, 96, 2, 0, 4, 1, 2, 2},
+      // 72- and 80-column tiles through the threads' stores (24- and 16-column chunks).
+      {0, 128, 72, 2, 0, 1, 1, 2}, {1, 128, 80, 2, 1, 1, 2, 3}, {0, 128, 80, 2, 0, 2, 2, 2},
+      // 2-D clusters with a column of CTAs past N (400 / 80 = 5 tile columns in pairs): those skip the reduction.
+      {1, 128, 80, 2, 0, 1, 2, 3, 2}};
+  for (const Case& c : cases) {
+    const GemmProblem& p = problems[c.problem];
+    const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers},
+                                                    {"PINGPONG", c.pingpong}, {"CLUSTER", c.cluster},
+                                                    {"SPLITK", c.splitk}, {"L2PROMO", c.l2promo},
+                                                    {"CLUSTERN", c.clustern}});
+    ASSERT_TRUE(w.kernel);
+    const Solution& s = w.solution;
+    const Variables& vars = w.vars;
+    const auto& kernel = w.kernel;
+    const auto& ws = w.ws;
+    const std::size_t ws_bytes = ws.size();
+    const gpu::LaunchDims dims = t.launch_dims(vars);
+    ops::GemmInputs data(*dev_, p, false);
+    const std::int64_t stride_c = p.stride_c ? p.stride_c : p.ldc * p.n;
+    const std::size_t c_bytes = std::size_t((p.batch - 1) * stride_c + p.ldc * p.n) * size_of(p.c_type);
+    std::vector<std::vector<std::uint8_t>> outputs;
+    for (int run = 0; run < 2; ++run) {
+      auto v = data.validate([&](TtGemmParams a) {
+        a.workspace = ws.get();
+        auto bytes = ops::kernel_arguments(t, a, p, vars);
+        dev_->launch(*kernel, dims, bytes.data(), bytes.size());
+        dev_->synchronize();
+        outputs.emplace_back(c_bytes);
+        dev_->copy_to_host(outputs.back().data(), a.c, c_bytes);
+      });
+      EXPECT_TRUE(v.ok) << s.kernel_name() << " on " << p.key() << ": " << v.reason;
+    }
+    EXPECT_TRUE(outputs[0] == outputs[1]) << s.kernel_name() << " on " << p.key() << ": not deterministic";
+    if (ws_bytes) {
+      std::vector<std::uint8_t> host(ws_bytes, 1);
+      dev_->copy_to_host(host.data(), ws.get(), ws_bytes);
+      EXPECT_EQ(std::count(host.begin(), host.end(), std::uint8_t(0)), std::ptrdiff_t(ws_bytes))
+          << s.kernel_name() << ": workspace not left zeroed";
+    }
+  }
+}
+
+// The wgmma arrangements outside the default space, for the sanitizers too: clusters of 2 and 4
+// and 2-D ones (B and A multicast, remote releases, the producer's tail wait instead of a closing cluster barrier)
+// and consumers splitting N or K, on both majors of B and an edge in every dimension, on a grid of two
+// clusters so that every CTA walks several tiles.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  // K of 13 and 14 K steps: the 4-stage ring wraps within a unit.
+  // K of one tile: the second of two consumers splitting K sums nothing.
+  const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 200, 136, 832),
+                                             gemm(DataType::F16, DataType::F32, true, true, 264, 264, 840),
+                                             gemm(DataType::BF16, DataType::F32, true, false, 264, 136, 64)};
+  struct Shape { int bm, bn, consumers, pingpong, cluster, coopn, coopk, clustern = 1; };
+  const std::vector<Shape> shapes = {{64, 128, 2, 0, 2, 1, 0}, {64, 128, 2, 0, 1, 1, 0}, {128, 64, 2, 0, 2, 0, 0},
+                                     {64, 128, 2, 1, 2, 0, 0}, {64, 128, 2, 0, 4, 1, 0}, {64, 64, 2, 1, 4, 0, 0},
+                                     {64, 128, 2, 0, 2, 0, 1}, {64, 128, 2, 0, 1, 0, 1},
+                                     // 2-D clusters (a column of CTAs past N where N = 264), 8 CTAs
+                                     {64, 128, 2, 0, 2, 1, 0, 2}, {64, 64, 2, 1, 2, 0, 0, 2}, {64, 64, 2, 1, 4, 0, 0, 2}};
+  std::size_t checked = 0;
+  for (const auto& p : problems)
+    for (const auto& sh : shapes) {
+      const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", sh.bm}, {"BN", sh.bn}, {"CONSUMERS", sh.consumers},
+                                                      {"PINGPONG", sh.pingpong}, {"CLUSTER", sh.cluster},
+                                                      {"COOPN", sh.coopn}, {"COOPK", sh.coopk}, {"STAGES", 4},
+                                                      {"CLUSTERN", sh.clustern}});
+      if (!w.kernel) continue;
+      const Solution& s = w.solution;
+      const Variables& vars = w.vars;
+      const auto& kernel = w.kernel;
+      // Two clusters (or CTAs) only: each walks several units, so the ring runs across units, the
+      // ping-pong consumers alternate, and the producer's tail waits after many phases.
+      gpu::LaunchDims dims = t.launch_dims(vars);
+      dims.grid[0] = 2 * unsigned(sh.cluster * sh.clustern);
+      ops::GemmInputs data(*dev_, p, false);
+      for (int run = 0; run < 2; ++run) {  // twice: a rerun finds the barriers and buffers as a fresh launch would
+        auto v = data.validate([&](TtGemmParams a) {
+          auto bytes = ops::kernel_arguments(t, a, p, vars);
+          dev_->launch(*kernel, dims, bytes.data(), bytes.size());
+        });
+        EXPECT_TRUE(v.ok) << s.kernel_name() << " on " << p.key() << ": " << v.reason;
+      }
+      ++checked;
+    }
+  EXPECT_EQ(checked, problems.size() * shapes.size());
+}
+
+// The transposing loader (LOADER 2): tf32 with an MN-major A (NN), B (TT) or both (NT), edges in
+// every dimension, a batch with beta != 0 (which takes the threads' stores whatever EPI says),
+// one consumer, cooperative, ping-pong and split-N consumers, both epilogues, split-K, 96-column
+// tiles, 3 to 5 stages; on the full grid and on two CTAs, where each walks several tiles so that
+// the ring and the landing slots wrap many times. Cheap enough for compute-sanitizer.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaTransposingLoader) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  std::vector<GemmProblem> problems = {gemm(DataType::F32, DataType::F32, false, false, 200, 136, 840),
+                                       gemm(DataType::F32, DataType::F32, false, true, 264, 264, 832),
+                                       gemm(DataType::F32, DataType::F32, true, true, 136, 200, 100, 2, false)};
+  for (auto& p : problems) p.compute_tf32 = true;
+  struct Case { std::size_t problem; int bm, bn, pingpong, coopn, stages, epi, splitk = 1, consumers = 2; };
+  const std::vector<Case> cases = {{0, 128, 128, 0, 0, 3, 0}, {0, 128, 64, 1, 0, 4, 1}, {0, 64, 128, 0, 1, 3, 1},
+                                   {1, 128, 128, 0, 0, 3, 1}, {1, 128, 64, 1, 0, 3, 0}, {2, 128, 64, 1, 0, 4, 0},
+                                   {2, 64, 128, 0, 1, 3, 1},  {0, 128, 64, 0, 0, 5, 1, 2}, {0, 128, 96, 0, 0, 3, 1},
+                                   {1, 64, 128, 0, 0, 4, 0, 1, 1}};
+  std::size_t checked = 0;
+  for (const Case& c : cases) {
+    const GemmProblem& p = problems[c.problem];
+    const WgmmaVariant w = wgmma_variant(*dev_, p, {{"LOADER", 2}, {"BK", 32}, {"BM", c.bm}, {"BN", c.bn},
+                                                    {"PINGPONG", c.pingpong}, {"COOPN", c.coopn},
+                                                    {"STAGES", c.stages}, {"EPI", c.epi}, {"SPLITK", c.splitk},
+                                                    {"CONSUMERS", c.consumers}});
+    if (!w.kernel) continue;
+    ops::GemmInputs data(*dev_, p, false);
+    for (bool small_grid : {false, true}) {
+      gpu::LaunchDims dims = t.launch_dims(w.vars);
+      if (small_grid) dims.grid[0] = 2;
+      auto v = data.validate([&](TtGemmParams a) {
+        a.workspace = w.ws.get();
+        auto bytes = ops::kernel_arguments(t, a, p, w.vars);
+        dev_->launch(*w.kernel, dims, bytes.data(), bytes.size());
+      });
+      EXPECT_TRUE(v.ok) << w.solution.kernel_name() << " on " << p.key() << (small_grid ? " (two CTAs)" : "") << ": "
+                        << v.reason;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, cases.size());
+}
+
+// The TMA-store epilogue (EPI 1) on every output type, edges in M and N (the TMA clips), batches,
+// split-K, ping-pong and split-N consumers, and beta != 0 (which takes the threads' stores): each
+// validated on the full grid and on a grid of two clusters (or CTAs), where every CTA walks
+// several tiles and the two staging buffers of 16-bit C alternate across them; cheap enough for
+// compute-sanitizer.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaTmaStore) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  GemmProblem tf32 = gemm(DataType::F32, DataType::F32, true, false, 200, 104, 96, 2);
+  tf32.compute_tf32 = true;
+  const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 1000, 1000, 1000),
+                                             gemm(DataType::F16, DataType::F32, true, false, 600, 400, 1000, 2),
+                                             gemm(DataType::F16, DataType::F16, true, true, 264, 136, 840, 3),
+                                             gemm(DataType::BF16, DataType::BF16, false, true, 600, 400, 512, 2, false),
+                                             tf32};
+  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, cluster, coopn, splitk, coopk = 0, clustern = 1; };
+  const std::vector<Case> cases = {
+      {0, 64, 128, 2, 0, 2, 1, 1}, {0, 128, 128, 2, 1, 1, 0, 1}, {0, 128, 128, 2, 0, 1, 0, 2},
+      {1, 128, 128, 2, 1, 1, 0, 1}, {1, 128, 192, 2, 0, 2, 0, 1}, {1, 64, 128, 1, 0, 1, 0, 3},
+      {2, 64, 128, 2, 0, 1, 1, 1}, {2, 128, 64, 2, 1, 2, 0, 1}, {3, 128, 128, 2, 1, 1, 0, 1},
+      {3, 64, 128, 2, 0, 2, 1, 1}, {4, 128, 128, 2, 1, 1, 0, 1}, {4, 64, 64, 1, 0, 1, 0, 1},
+      {0, 64, 128, 2, 0, 4, 1, 1}, {3, 64, 128, 2, 0, 4, 1, 1}, {0, 64, 128, 2, 0, 2, 0, 1, 1},
+      {2, 64, 128, 2, 0, 2, 0, 1, 1}, {4, 64, 128, 2, 0, 1, 0, 1, 1},
+      // 96-column tiles (K-major B): pairs (48 rows of B each), ping-pong, quads with fp32 C, tf32.
+      {0, 128, 96, 2, 0, 2, 0, 1}, {0, 128, 96, 2, 1, 1, 0, 1}, {1, 128, 96, 2, 0, 4, 0, 1},
+      {4, 128, 96, 2, 1, 1, 0, 1},
+      // 2-D clusters: 128 x 96 in 4 x 2 (cuBLAS's fp16 arrangement for 1000^3), split-N in 2 x 2 on a K-major A.
+      {0, 128, 96, 2, 0, 4, 0, 1, 0, 2}, {1, 64, 128, 2, 0, 2, 1, 1, 0, 2},
+      // 72 columns (chunks of 24: a last stmatrix.x2), 80 in pairs with fp32 C (chunks of 16), tf32 ping-pong.
+      {0, 128, 72, 2, 0, 1, 0, 1}, {0, 128, 72, 2, 0, 1, 0, 1, 0, 2}, {1, 128, 80, 2, 0, 2, 0, 1},
+      {4, 128, 72, 2, 1, 1, 0, 1},
+      // A shared by 4 tile columns: K-major A (32 rows each) in 2 x 4, MN-major A (16 K lines each)
+      // in 1 x 4; 80 columns with 16-bit C (one stmatrix.x4 per 16-column chunk, two buffers).
+      {1, 128, 128, 2, 0, 2, 0, 1, 0, 4}, {0, 128, 64, 2, 0, 1, 0, 1, 0, 4}, {0, 128, 80, 2, 0, 2, 0, 1, 0, 2},
+      // B shared in 8-row atoms where a CTA's share is not whole atoms: 72 in 4 x 2 (3, 2, 2, 2
+      // atoms each), 72 in pairs with fp32 C (5, 4), 80 in quads (3, 3, 2, 2).
+      {0, 128, 72, 2, 0, 4, 0, 1, 0, 2}, {1, 128, 72, 2, 0, 2, 0, 1}, {0, 128, 80, 2, 0, 4, 0, 1}};
+  std::size_t checked = 0;
+  for (const Case& c : cases) {
+    const GemmProblem& p = problems[c.problem];
+    const WgmmaVariant w = wgmma_variant(
+        *dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers}, {"PINGPONG", c.pingpong},
+                   {"CLUSTER", c.cluster}, {"COOPN", c.coopn}, {"COOPK", c.coopk}, {"SPLITK", c.splitk}, {"EPI", 1},
+                   {"CLUSTERN", c.clustern},
+                   {"STAGES", 4},
+                   {"BK", 128 / size_of(p.a_type)}});
+    if (!w.kernel) continue;
+    const Solution& s = w.solution;
+    const Variables& vars = w.vars;
+    const auto& kernel = w.kernel;
+    const auto& ws = w.ws;
+    ops::GemmInputs data(*dev_, p, false);
+    for (bool small_grid : {false, true}) {
+      gpu::LaunchDims dims = t.launch_dims(vars);
+      if (small_grid) dims.grid[0] = 2 * unsigned(c.cluster * c.clustern);
+      auto v = data.validate([&](TtGemmParams a) {
+        a.workspace = ws.get();
+        auto bytes = ops::kernel_arguments(t, a, p, vars);
+        dev_->launch(*kernel, dims, bytes.data(), bytes.size());
+      });
+      EXPECT_TRUE(v.ok) << s.kernel_name() << " on " << p.key() << (small_grid ? " (two clusters)" : "") << ": "
+                        << v.reason;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, cases.size());
+}
+
+}  // namespace
