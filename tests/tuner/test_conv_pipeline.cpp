@@ -8,7 +8,7 @@
 #include "db/explain.h"
 #include "gpu/backend.h"
 #include "runtime/tiletune.hpp"
-#include "test_util.h"
+#include "tests/test_util.h"
 #include "runtime/api_types.h"
 #include "tuner/config.h"
 #include "ops/conv/inputs.h"

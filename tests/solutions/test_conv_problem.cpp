@@ -11,7 +11,7 @@
 
 #include "db/database.h"
 #include "db/explain.h"
-#include "test_util.h"
+#include "tests/test_util.h"
 #include "tuner/config.h"
 
 namespace tiletune {

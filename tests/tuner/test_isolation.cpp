@@ -20,7 +20,7 @@
 #include "tuner/enumerator.h"
 #include "tuner/sweep.h"
 #include "tuner/worker.h"
-#include "runtime_test_util.h"
+#include "tests/runtime_test_util.h"
 
 namespace fs = std::filesystem;
 using namespace tiletune;

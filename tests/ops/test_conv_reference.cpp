@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "test_util.h"
+#include "tests/test_util.h"
 #include "ops/conv/inputs.h"
 #include "ops/conv/reference.h"
 #include "ops/elements.h"

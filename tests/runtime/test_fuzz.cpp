@@ -23,9 +23,9 @@
 #include "db/database.h"
 #include "db/integrity.h"
 #include "gpu/backend.h"
-#include "runtime_test_util.h"
+#include "tests/runtime_test_util.h"
 #include "solutions/expression.h"
-#include "tiny_sweep.h"
+#include "tests/tiny_sweep.h"
 #include "tuner/config.h"
 
 namespace fs = std::filesystem;

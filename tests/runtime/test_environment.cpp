@@ -14,9 +14,9 @@
 
 #include <unistd.h>
 
-#include "process_util.h"
-#include "runtime_test_util.h"
-#include "tiny_sweep.h"
+#include "tests/process_util.h"
+#include "tests/runtime_test_util.h"
+#include "tests/tiny_sweep.h"
 
 namespace fs = std::filesystem;
 using namespace tiletune;

@@ -20,7 +20,7 @@
 #include "ops/gemm/inputs.h"
 #include "ops/launch.h"
 #include "tuner/sweep.h"
-#include "runtime_test_util.h"
+#include "tests/runtime_test_util.h"
 
 namespace fs = std::filesystem;
 using namespace tiletune;

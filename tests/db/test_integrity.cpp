@@ -18,9 +18,9 @@
 #include "db/database.h"
 #include "db/integrity.h"
 #include "gpu/backend.h"
-#include "process_util.h"
-#include "runtime_test_util.h"
-#include "tiny_sweep.h"
+#include "tests/process_util.h"
+#include "tests/runtime_test_util.h"
+#include "tests/tiny_sweep.h"
 
 namespace fs = std::filesystem;
 using namespace tiletune;

@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "db/database.h"
 #include "gpu/backend.h"
-#include "runtime_test_util.h"
+#include "tests/runtime_test_util.h"
 
 namespace fs = std::filesystem;
 using namespace tiletune;
