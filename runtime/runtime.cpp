@@ -62,9 +62,9 @@ Runtime::Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path
 
 Runtime::Runtime(std::unique_ptr<gpu::Device> device, const Databases& dbs) : dev_(std::move(device)) {
   const gpu::DeviceInfo& info = dev_->info();
-  fallback_templates_ = fallback_templates(info.backend);
-  conv_fallback_templates_ = fallback_templates(info.backend, ProblemKind::Conv);
-  if (fallback_templates_.empty())
+  for (ProblemKind kind : {ProblemKind::Gemm, ProblemKind::Conv})
+    fallback_templates_[kind] = fallback_templates(info.backend, kind);
+  if (fallback_templates_[ProblemKind::Gemm].empty())  // convolutions may have none
     throw Error(std::string("no kernel template offers a fallback for backend ") + gpu::to_string(info.backend));
   // Before any database is read: a key that cannot be read refuses the handle, it is never ignored.
   std::string key = dbs.trusted_key;
@@ -386,7 +386,7 @@ std::unique_ptr<Runtime::Plan> Runtime::fallback_plan(const Problem& p, const op
   std::function<void(Variables&)> adjust;
   if (ptrs) adjust = [&](Variables& v) { ops::operation(p).fit_to_pointers(v, p, *ptrs); };
   FallbackChoice choice =
-      choose_fallback(p.is_conv() ? conv_fallback_templates_ : fallback_templates_, p, dev_->info(), adjust);
+      choose_fallback(fallback_templates_.at(p.kind()), p, dev_->info(), adjust);
   if (!choice.tmpl) throw Error("no kernel can run " + p.key() + " on " + dev_->info().arch + ": no template's default fits");
   const KernelTemplate* t = choice.tmpl;
   auto plan = std::make_unique<Plan>();
@@ -403,7 +403,7 @@ std::unique_ptr<Runtime::Plan> Runtime::fallback_plan(const Problem& p, const op
 
 std::unique_ptr<Runtime::Plan> Runtime::make_plan(const Problem& p) {
   const UntunedChoice c = choose_untuned(tuned_, p, dev_->info(), vendor().unsupported(p),
-                                         p.is_conv() ? conv_fallback_templates_ : fallback_templates_);
+                                         fallback_templates_.at(p.kind()));
   if (c.rung == Rung::Default) {
     auto plan = fallback_plan(p, nullptr);
     plan->why += " (" + c.why + ")";

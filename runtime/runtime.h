@@ -2,6 +2,7 @@
 // one dispatch ladder for every kind of problem (solutions/selection.h states its rules).
 #pragma once
 #include <atomic>
+#include <map>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -182,8 +183,7 @@ class Runtime {
   std::unordered_map<ProblemKey, std::unique_ptr<Loaded>, ProblemKeyHash> winners_;
   std::vector<TunedEntry> tuned_;           // the winners again, for the pool; same order as
   std::vector<Loaded*> tuned_loaded_;       // these
-  std::vector<const KernelTemplate*> fallback_templates_;       // GEMM, by fallback_rank
-  std::vector<const KernelTemplate*> conv_fallback_templates_;  // convolution (may be none)
+  std::map<ProblemKind, std::vector<const KernelTemplate*>> fallback_templates_;  // by fallback_rank, per kind
   std::once_flag vendor_once_;
   std::unique_ptr<gpu::Vendor> vendor_;
   std::mutex fallback_mu_;
