@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/error.h"
 #include "gpu/backend.h"
 #include "kernel_templates/conv_params.h"
 #include "kernel_templates/gemm_params.h"
@@ -57,11 +58,16 @@ class Inputs {
     device().synchronize();
     return check_output();
   }
-  // The same, for a `launch` that takes the kind's own struct (TtGemmParams, TtConvParams).
+  // The same, for a `launch` that takes the kind's own struct (TtGemmParams or TtConvParams); a
+  // launch of the other kind's struct is an Error.
   template <class Launch>
   ValidationResult validate(Launch&& launch) {
+    constexpr bool gemm = std::is_invocable_v<Launch&, const TtGemmParams&>;
+    static_assert(gemm != std::is_invocable_v<Launch&, const TtConvParams&>,
+                  "validate takes a launch of TtGemmParams or of TtConvParams (validate_call takes CallParams)");
     return validate_call([&](const CallParams& p) {
-      if constexpr (std::is_invocable_v<Launch&, const TtGemmParams&>) launch(p.gemm);
+      if ((p.kind == ProblemKind::Gemm) != gemm) throw Error("validate: a launch of the other problem kind's parameters");
+      if constexpr (gemm) launch(p.gemm);
       else launch(p.conv);
     });
   }

@@ -389,6 +389,9 @@ std::unique_ptr<Runtime::Plan> Runtime::fallback_plan(const Problem& p, const op
       choose_fallback(fallback_templates_.at(p.kind()), p, dev_->info(), adjust);
   if (!choice.tmpl) throw Error("no kernel can run " + p.key() + " on " + dev_->info().arch + ": no template's default fits");
   const KernelTemplate* t = choice.tmpl;
+  // What the constraints cannot see (a TMA template's 16-byte bases): refused, never launched.
+  if (ptrs && !ops::operation(p).admits(*t, t->default_solution(), p, *ptrs, dev_->info()))
+    throw Error("no kernel can run " + p.key() + " on these pointers: the default " + t->name() + " does not take them");
   auto plan = std::make_unique<Plan>();
   plan->rung = Rung::Default;
   plan->tmpl = t;

@@ -58,7 +58,7 @@ Enumeration enumerate_problems(const std::vector<KernelTemplate>& templates, con
           e.pruned.push_back({pi, s, *why});
           return;
         }
-        e.candidates.push_back({pi, shared, s, t.launch_dims(vars), std::move(vars)});
+        e.candidates.push_back({pi, shared, s, t.launch_dims(vars)});
       };
       const bool repack = t.offers_repack() && !problems[pi].is_conv() && repack_plan(problems[pi].gemm()).bytes > 0;
       for (const auto& s : space) {

@@ -19,9 +19,6 @@ struct Candidate {
   std::shared_ptr<const KernelTemplate> tmpl;  // shared copy: a candidate outlives the caller's list
   Solution solution;
   gpu::LaunchDims dims;
-  // The template's variables for the solution on its problem, as the constraints judged them:
-  // carried to the worker with the candidate (MeasureRequest::vars), which launches with them.
-  Variables vars;
 };
 
 struct PrunedCandidate {

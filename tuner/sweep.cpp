@@ -349,7 +349,6 @@ std::optional<db::MeasurementRecord> Sweep::measure_one(MeasureSlot& slot, std::
     r.problem = problem;
     r.solution = w.cand->solution;
     r.code_object_id = code->id;
-    r.vars = w.cand->vars;
     r.benchmark = bench;
     r.tmpl = w.cand->tmpl.get();
     MeasureResult res = slot.measure(r, config_.benchmark.timeout_s, config_.benchmark.prepare_timeout_s);

@@ -50,7 +50,6 @@ json to_json(const MeasureRequest& r) {
     j["template"] = r.solution.template_name;
     j["params"] = r.solution.params;
     j["code_object_id"] = r.code_object_id;
-    if (!r.vars.empty()) j["vars"] = r.vars;
   }
   j["benchmark"] = {{"warmup", r.benchmark.warmup},
                     {"min_iterations", r.benchmark.min_iterations},
@@ -74,7 +73,6 @@ MeasureRequest request_from_json(const json& j) {
       r.solution.template_name = j.at("template").get<std::string>();
       r.solution.params = j.at("params").get<std::map<std::string, std::int64_t>>();
       r.code_object_id = j.at("code_object_id").get<std::int64_t>();
-      r.vars = j.value("vars", Variables());
     }
     const json& b = j.at("benchmark");
     r.benchmark.warmup = b.at("warmup").get<int>();
@@ -250,7 +248,9 @@ MeasureResult Measurer::measure_kernel(const MeasureRequest& r, const std::funct
   const Problem& problem = r.problem;
   ops::Inputs& data = inputs_for(problem);
   std::shared_ptr<gpu::Kernel> kernel = load_kernel(r.code_object_id);
-  const ops::KernelLaunch launch(tmpl, r.vars.empty() ? tmpl.variables(r.solution, problem, dev_.info()) : r.vars, problem);
+  // The variables of this worker's device (its multiprocessors size persistent grids and split-K;
+  // a sweep's devices share an arch, not a size), once per measurement.
+  const ops::KernelLaunch launch(tmpl, tmpl.variables(r.solution, problem, dev_.info()), problem);
   return validate_and_time(dev_, r, launch, *kernel, data, clock, on_ready);
 }
 

@@ -71,9 +71,6 @@ struct MeasureRequest {
   Solution solution;                 // template name and parameter values (vendor: the algorithm's)
   int vendor_alternatives = 0;       // vendor: name up to this many of its other algorithms
   std::int64_t code_object_id = 0;   // the compiled kernel, in the database
-  // The template's variables for the solution on the problem, as the enumerator computed them
-  // (tuner::Candidate::vars); empty: the worker computes them.
-  Variables vars;
   BenchmarkOptions benchmark;
   // In-process only (never sent): the template to use instead of find_template(solution's).
   const KernelTemplate* tmpl = nullptr;
