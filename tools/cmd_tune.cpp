@@ -49,10 +49,10 @@ void add_tune_options(CLI::App* cmd, const std::shared_ptr<TuneArgs>& a) {
   cmd->add_option("--die-with-parent", a->parent,
                   "killed when process PID (which must be this one's parent) ends: online tuning starts sweeps so, "
                   "that none outlives the program it tunes for");
-  cmd->add_flag("--no-vendor", a->no_vendor, "do not time the vendor library (cuBLAS) for comparison");
+  cmd->add_flag("--no-vendor", a->no_vendor, "do not time the vendor library (cuBLAS, cuDNN, OpenBLAS) as a candidate");
   cmd->add_option("--vendor-algorithms", a->vendor_algorithms,
                   "besides the vendor's default, time up to this many of its other algorithms (cuBLASLt's heuristic's "
-                  "first few) as candidates; 0: the default only")
+                  "first few, cuDNN's engine configurations) as candidates; 0: the default only")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--list-pruned", a->list_pruned, "print every pruned candidate with the constraint it breaks");
   cmd->add_option("--isolation", a->isolation,

@@ -419,8 +419,9 @@ std::vector<HalvingRow> Sweep::rows(std::size_t pi) const {
 // ---- the vendor library ---------------------------------------------------------------------------
 
 // The vendor library is a candidate like any other: its default and each of its other algorithms
-// (cuBLASLt's heuristic's first few) are measurements that can be the winner, which the runtime
-// then serves by calling the library with that algorithm. Their "source" is the library's name.
+// (cuBLASLt's heuristic's first few, cuDNN's engine configurations) are measurements that can be
+// the winner, which the runtime then serves by calling the library with that algorithm. Their
+// "source" is the library's name.
 MeasureResult Sweep::measure_vendor_choice(MeasureSlot& slot, std::size_t pi, const Solution& choice, int alternatives,
                                            bool final) {
   const Problem& problem = config_.problems[pi];

@@ -28,7 +28,7 @@ struct SweepOptions {
   std::string db_path;
   int compile_jobs = 0;       // 0: one per core
   bool compare_vendor = true;  // time the vendor library on every problem too
-  int vendor_algorithms = 8;   // ... and up to this many of its other algorithms (cuBLASLt's)
+  int vendor_algorithms = 8;   // ... and up to this many of its other algorithms (cuBLASLt's, cuDNN's engine configurations)
   bool list_pruned = false;    // print every pruned candidate with its reason
   Isolation isolation = Isolation::InProcess;
   std::string worker_exe;      // the tiletune program, for Isolation::Process (the CLI: /proc/self/exe)

@@ -1,4 +1,4 @@
-// The vendor libraries behind the seam of vendors/vendor.h, one factory each, in the backend's
+// The vendor libraries behind the seam of vendors/vendor.h (cuBLAS, cuDNN, rocBLAS, MIOpen, OpenBLAS), one factory each, in the backend's
 // namespace; each returns nullptr (with the reason in `why_not` where it takes one) when its
 // library cannot be loaded or was not built in.
 #pragma once
@@ -25,4 +25,7 @@ std::unique_ptr<VendorConv> make_cudnn_graph_conv(Device& dev, std::string* why_
 namespace tiletune::gpu::hip {
 // rocBLAS (vendors/hip/rocblas_gemm.cpp).
 std::unique_ptr<VendorGemm> make_rocblas_gemm(Device& dev, std::string* why_not);
+// MIOpen (vendors/hip/miopen_conv.cpp), and why it cannot be used here ("" when it can).
+std::unique_ptr<VendorConv> make_miopen_conv(Device& dev, std::string* why_not);
+std::string miopen_missing();
 }  // namespace tiletune::gpu::hip

@@ -24,23 +24,24 @@ std::string Vendor::unsupported(const Problem& p) const {
 }
 
 std::string Vendor::source(const Problem& p, const VendorChoice& choice) const {
-  if (choice.empty() || p.is_conv() || !gemm_) return name(p.kind());
-  return gemm_->choice_source();
+  if (choice.empty()) return name(p.kind());
+  if (p.is_conv()) return conv_ ? conv_->choice_source() : "";
+  return gemm_ ? gemm_->choice_source() : "";
 }
 
 std::vector<VendorChoice> Vendor::alternatives(const Problem& p, const void* args, int limit) {
-  if (p.is_conv() || !unsupported(p).empty() || limit <= 0) return {};
-  return gemm_->alternatives(p.gemm(), *static_cast<const TtGemmParams*>(args), limit);
+  if (limit <= 0 || !unsupported(p).empty()) return {};
+  return visit(p, args, [&](auto& lib, const auto& problem, const auto& a) { return lib.alternatives(problem, a, limit); });
 }
 
 void Vendor::run(const Problem& p, const void* args, Stream stream, const VendorChoice& choice) {
   if (std::string why = unsupported(p); !why.empty()) throw Error(why);
-  if (p.is_conv()) conv_->run(p.conv(), *static_cast<const TtConvParams*>(args), stream);
-  else gemm_->run(p.gemm(), *static_cast<const TtGemmParams*>(args), stream, choice);
+  visit(p, args, [&](auto& lib, const auto& problem, const auto& a) { lib.run(problem, a, stream, choice); });
 }
 
 std::string Vendor::algorithm(const Problem& p) const {
-  return p.is_conv() && conv_ ? conv_->algorithm(p.conv()) : "";
+  if (p.is_conv()) return conv_ ? conv_->algorithm(p.conv()) : "";
+  return gemm_ ? gemm_->algorithm(p.gemm()) : "";
 }
 
 }  // namespace tiletune::gpu

@@ -1,5 +1,5 @@
 // The device's vendor libraries behind one call for a problem of any kind: cuBLAS and cuDNN on
-// CUDA, OpenBLAS on the host. The tuner times them as a candidate of every problem (they can win)
+// CUDA, rocBLAS and MIOpen on HIP, OpenBLAS on the host. The tuner times them as a candidate of every problem (they can win)
 // and the runtime runs them for problems no tuned kernel serves.
 #pragma once
 #include <cstdlib>
@@ -34,7 +34,7 @@ inline std::string vendor_scope(BackendKind backend, const Problem& p, bool disa
         return "OpenBLAS computes fp32 GEMMs only";
       return "";
     case BackendKind::Hip:
-      if (p.is_conv()) return "no vendor convolution (MIOpen) is wired up for the HIP backend yet";
+      if (p.is_conv()) return p.conv().in_type != p.conv().out_type ? "MIOpen is given one type for all tensors here" : "";
       if (p.gemm().compute_tf32) return "rocBLAS has no tf32 GEMM";
       return "";
   }
@@ -55,18 +55,19 @@ class Vendor {
   // default call, other choices name the library that runs them (for example cuBLASLt), with
   // its version where one is published.
   std::string source(const Problem& p, const VendorChoice& choice) const;
-  // The library's other algorithms for `p` at these arguments (see VendorGemm::alternatives);
-  // none for convolutions yet.
+  // The library's other algorithms for `p` at these arguments (VendorLibrary::alternatives):
+  // cuBLASLt's heuristic's, cuDNN's engine configurations.
   std::vector<VendorChoice> alternatives(const Problem& p, const void* args, int limit);
   // Enqueues `p` on `stream` with `args`: a TtGemmParams for a GEMM, a TtConvParams for a
   // convolution, with the algorithm `choice` ({}: the library's default). Throws Error on
   // failure; safe from several threads at once.
   void run(const Problem& p, const void* args, Stream stream, const VendorChoice& choice = {});
-  // See VendorGemm::set_strict.
+  // See VendorLibrary::set_strict.
   void set_strict(bool on) {
     if (gemm_) gemm_->set_strict(on);
+    if (conv_) conv_->set_strict(on);
   }
-  // The algorithm a convolution library chose for `p` ("" before its first call, or for a GEMM).
+  // What the library's default call chose for `p` (VendorLibrary::algorithm).
   std::string algorithm(const Problem& p) const;
 
  private:
@@ -75,6 +76,13 @@ class Vendor {
   BackendKind backend_;
   bool disabled_;
   std::string gemm_missing_, conv_missing_;  // why each is null
+
+  // f(library, typed problem, typed arguments) for the library of p's kind, which must be loaded.
+  template <class F>
+  decltype(auto) visit(const Problem& p, const void* args, F&& f) const {
+    if (p.is_conv()) return f(*conv_, p.conv(), *static_cast<const TtConvParams*>(args));
+    return f(*gemm_, p.gemm(), *static_cast<const TtGemmParams*>(args));
+  }
 };
 
 }  // namespace tiletune::gpu

@@ -9,6 +9,9 @@
 #ifdef TILETUNE_WITH_CUDA
 #include "gpu/cuda/cuda_backend.h"
 #endif
+#ifdef TILETUNE_WITH_HIP
+#include "gpu/hip/hip_backend.h"
+#endif
 
 namespace tiletune::gpu {
 
@@ -22,6 +25,9 @@ std::unique_ptr<VendorConv> make_vendor_conv(Device& dev, std::string* why_not) 
       if (auto graph = cuda::make_cudnn_graph_conv(dev, nullptr)) return graph;
     return cuda::make_cudnn_conv(dev, why_not);
   }
+#endif
+#ifdef TILETUNE_WITH_HIP
+  if (dev.info().backend == BackendKind::Hip) return hip::make_miopen_conv(dev, why_not);
 #endif
   if (why_not) *why_not = std::string("no vendor convolution library for the ") + to_string(dev.info().backend) + " backend";
   return nullptr;

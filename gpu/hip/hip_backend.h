@@ -7,10 +7,6 @@
 
 #include "gpu/backend.h"
 
-namespace tiletune::gpu {
-class VendorGemm;
-}
-
 namespace tiletune::gpu::hip {
 
 // The gfx targets hipRTC may be asked to compile for. This HIP (5.2) aborts the whole process on

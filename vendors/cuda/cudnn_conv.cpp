@@ -129,14 +129,12 @@ class CudnnConv final : public VendorConv {
   }
   std::string name() const override { return name_; }
 
-  std::string unsupported(const ConvProblem& p) const override {
-    if (p.in_type != p.out_type)
-      return name_ + " (legacy API) needs one type for all tensors; this problem reads " + to_string(p.in_type) +
-             " and writes " + to_string(p.out_type);
-    return "";
-  }
+  std::string unsupported(const ConvProblem& p) const override { return one_type_only(name_ + " (legacy API)", p); }
 
-  void run(const ConvProblem& p, const TtConvParams& a, Stream stream) override {
+  // The legacy API offers no choices of its own here (alternatives() is empty): a choice recorded
+  // through the graph API runs this library's default, or throws when strict.
+  void run(const ConvProblem& p, const TtConvParams& a, Stream stream, const VendorChoice& choice) override {
+    if (!choice.empty() && strict_) throw Error(name_ + " (legacy API) takes no engine configuration");
     std::lock_guard<std::mutex> lock(mu_);
     // The search runs on the default stream, so that it waits for whatever made the inputs.
     check(api_.set_stream(handle_, nullptr), "cudnnSetStream");

@@ -1,6 +1,8 @@
 // cuDNN through its graph (backend) API, as PyTorch calls it: one convolution node per problem, the
 // engine configurations its heuristics offer (modes A and FALLBACK), each finalized into an
 // execution plan and timed on the caller's buffers (PyTorch's benchmark mode), the fastest kept.
+// Each engine configuration is also a choice of its own ({ENGINE: global index, KNOB<type>: value}),
+// which a sweep times as a candidate and the runtime rebuilds from those published fields alone.
 // The legacy API's find (cudnn_conv.cpp) does not offer these engines: on 1x1 and strided layers it
 // ran 0.1-0.5x of PyTorch's cuDNN (H200, 2026-12-01). Built where the toolkit has cuDNN's headers.
 #if __has_include(<cudnn_graph.h>)
@@ -12,7 +14,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <cstdio>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -124,23 +128,42 @@ class CudnnGraphConv final : public VendorConv {
   }
   ~CudnnGraphConv() override {
     plans_.clear();  // their descriptors before the handle
+    chosen_.clear();
     api_.destroy(handle_);
   }
   std::string name() const override { return name_; }
-  std::string unsupported(const ConvProblem& p) const override {
-    if (p.in_type != p.out_type)
-      return name_ + " is given one type for all tensors here; this problem reads " + to_string(p.in_type) +
-             " and writes " + to_string(p.out_type);
-    return "";
+  std::string unsupported(const ConvProblem& p) const override { return one_type_only(name_, p); }
+
+  std::vector<VendorChoice> alternatives(const ConvProblem& p, const TtConvParams& a, int limit) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<VendorChoice> out;
+    if (limit <= 0 || !unsupported(p).empty()) return out;
+    const int align = call_alignment(a);
+    Desc x, w, y, conv, op;
+    Desc g = graph(p, align, x, w, y, conv, op);
+    std::vector<Desc> cfgs = configs(g, CUDNN_HEUR_MODE_A);
+    for (auto& c : configs(g, CUDNN_HEUR_MODE_FALLBACK)) cfgs.push_back(std::move(c));
+    for (Desc& cfg : cfgs) {
+      if (int(out.size()) >= limit) break;
+      VendorChoice c = describe(cfg);
+      // Only what rebuilds from its published fields into a plan (the runtime has nothing else).
+      if (c.empty() || std::find(out.begin(), out.end(), c) != out.end() || !chosen_plan(p, align, c)) continue;
+      out.push_back(std::move(c));
+    }
+    return out;
   }
 
-  void run(const ConvProblem& p, const TtConvParams& a, Stream stream) override {
+  void run(const ConvProblem& p, const TtConvParams& a, Stream stream, const VendorChoice& choice) override {
     std::lock_guard<std::mutex> lock(mu_);
-    const int align = std::min({alignment_of(a.x), alignment_of(a.wt), alignment_of(a.y)});
-    Plan& plan = plan_for(p, a, align);
+    const int align = call_alignment(a);
+    Plan* plan = choice.empty() ? nullptr : chosen_plan(p, align, choice);
+    if (!choice.empty() && !plan && strict_)
+      throw Error(name_ + " cannot build the engine configuration " + choice_text(choice) + " for " + p.key() +
+                  " at " + std::to_string(align) + "-byte alignment");
+    if (!plan) plan = &plan_for(p, a, align);  // the default: benchmark mode
     if (api_.set_stream(handle_, static_cast<cudaStream_t>(stream)) != CUDNN_STATUS_SUCCESS)
       throw Error("cudnnSetStream failed");
-    execute(plan, a, workspaces_.for_stream(stream, std::size_t(plan.ws_bytes)));
+    execute(*plan, a, workspaces_.for_stream(stream, std::size_t(plan->ws_bytes)));
   }
 
   std::string algorithm(const ConvProblem& p) const override {
@@ -257,6 +280,116 @@ class CudnnGraphConv final : public VendorConv {
     return out;
   }
 
+  static int call_alignment(const TtConvParams& a) {
+    return std::min({alignment_of(a.x), alignment_of(a.wt), alignment_of(a.y)});
+  }
+
+  static std::string choice_text(const VendorChoice& c) {
+    std::string s;
+    for (const auto& [k, v] : c) s += (s.empty() ? "" : " ") + k + "=" + std::to_string(v);
+    return "{" + s + "}";
+  }
+
+  // An engine configuration by what cuDNN publishes about it: its engine's global index and its
+  // knobs' choices. {} when cuDNN does not say.
+  VendorChoice describe(const Desc& cfg) {
+    Desc engine(api_, CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    cudnnBackendDescriptor_t ed = engine.get();
+    std::int64_t n = 0, index = 0;
+    if (api_.get(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &ed) !=
+            CUDNN_STATUS_SUCCESS ||
+        n != 1 || api_.get(ed, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index) != CUDNN_STATUS_SUCCESS)
+      return {};
+    VendorChoice c{{"ENGINE", index}};
+    std::vector<Desc> knobs;
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
+      knobs.emplace_back(api_, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+      raw.push_back(knobs.back().get());
+    }
+    if (api_.get(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(raw.size()),
+                 &n, raw.data()) != CUDNN_STATUS_SUCCESS)
+      return {};
+    for (std::int64_t i = 0; i < std::min<std::int64_t>(n, std::int64_t(raw.size())); ++i) {
+      cudnnBackendKnobType_t type{};
+      std::int64_t value = 0, got = 0;
+      if (api_.get(raw[std::size_t(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &got, &type) !=
+              CUDNN_STATUS_SUCCESS ||
+          api_.get(raw[std::size_t(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &got, &value) !=
+              CUDNN_STATUS_SUCCESS)
+        return {};
+      c["KNOB" + std::to_string(int(type))] = value;
+    }
+    return c;
+  }
+
+  // The engine configuration `choice` names, for graph `g`; false when cuDNN refuses it (another
+  // cuDNN version, a field out of range, an engine that does not take this graph).
+  bool rebuild(Desc& g, const VendorChoice& choice, Desc& engine, std::vector<Desc>& knobs, Desc& cfg) {
+    auto index = choice.find("ENGINE");
+    if (index == choice.end()) return false;
+    cudnnBackendDescriptor_t gd = g.get();
+    engine = Desc(api_, CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    engine.set(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, &gd)
+        .set(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, &index->second);
+    if (engine.finalize() != CUDNN_STATUS_SUCCESS) return false;
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (const auto& [key, value] : choice) {
+      if (key == "ENGINE") continue;
+      int type = -1;
+      if (key.rfind("KNOB", 0) != 0 || std::sscanf(key.c_str() + 4, "%d", &type) != 1 || type < 0 ||
+          type >= CUDNN_KNOB_TYPE_COUNTS || key != "KNOB" + std::to_string(type))
+        return false;
+      const auto knob_type = cudnnBackendKnobType_t(type);
+      knobs.emplace_back(api_, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+      knobs.back()
+          .set(CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, &knob_type)
+          .set(CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, &value);
+      if (knobs.back().finalize() != CUDNN_STATUS_SUCCESS) return false;
+      raw.push_back(knobs.back().get());
+    }
+    cudnnBackendDescriptor_t ed = engine.get();
+    cfg = Desc(api_, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    cfg.set(CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, &ed);
+    if (!raw.empty()) cfg.set(CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, raw.data(), std::int64_t(raw.size()));
+    return cfg.finalize() == CUDNN_STATUS_SUCCESS;
+  }
+
+  // An execution plan of engine configuration `cfg`, or nullptr when it does not finalize or needs
+  // more workspace than `max_ws`.
+  std::unique_ptr<Plan> make_plan(const Desc& cfg, std::int64_t max_ws) {
+    auto plan = std::make_unique<Plan>();
+    plan->exec = Desc(api_, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    cudnnBackendDescriptor_t cd = cfg.get();
+    plan->exec.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, &cd)
+        .set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &handle_);
+    if (plan->exec.finalize() != CUDNN_STATUS_SUCCESS) return nullptr;
+    std::int64_t got = 0;
+    if (api_.get(plan->exec.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
+                 &plan->ws_bytes) != CUDNN_STATUS_SUCCESS ||
+        plan->ws_bytes > max_ws)
+      return nullptr;
+    return plan;
+  }
+
+  // Under mu_: the plan of engine configuration `choice` for `p` at this alignment, built once
+  // (nullptr when cuDNN refuses it, remembered; an error on the way is not remembered).
+  Plan* chosen_plan(const ConvProblem& p, int align, const VendorChoice& choice) {
+    auto key = std::make_tuple(p.key(), align, choice);
+    if (auto it = chosen_.find(key); it != chosen_.end()) return it->second.get();
+    std::unique_ptr<Plan> plan;
+    try {
+      Desc x, w, y, conv, op, engine, cfg;
+      std::vector<Desc> knobs;
+      Desc g = graph(p, align, x, w, y, conv, op);
+      if (rebuild(g, choice, engine, knobs, cfg)) plan = make_plan(cfg, kMaxChosenWorkspace);
+    } catch (const Error&) {
+      return nullptr;  // e.g. out of descriptors or memory: asked again next time
+    }
+    if (plan) plan->name = "engine configuration " + choice_text(choice);
+    return (chosen_[key] = std::move(plan)).get();
+  }
+
   void execute(Plan& plan, const TtConvParams& a, void* ws) {
     const void* ptrs[4] = {a.x, a.wt, a.y, ws};
     if (!plan.pack.get() || !std::equal(ptrs, ptrs + 4, plan.pack_ptrs)) {
@@ -305,20 +438,12 @@ class CudnnGraphConv final : public VendorConv {
       return dev_.elapsed_ms(start, stop) / float(runs);
     };
     for (std::size_t i = 0; i < cfgs.size(); ++i) {
-      auto plan = std::make_unique<Plan>();
-      plan->exec = Desc(api_, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-      cudnnBackendDescriptor_t cd = cfgs[i].get();
-      plan->exec.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, &cd)
-          .set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &handle_);
-      if (plan->exec.finalize() != CUDNN_STATUS_SUCCESS) continue;
-      std::int64_t got = 0;
-      if (api_.get(plan->exec.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
-                   &plan->ws_bytes) != CUDNN_STATUS_SUCCESS ||
-          plan->ws_bytes > std::int64_t(ws.size()))
-        continue;
+      std::unique_ptr<Plan> plan = make_plan(cfgs[i], std::int64_t(ws.size()));
+      if (!plan) continue;
       try {
         execute(*plan, a, ws.get());  // warm-up: module loads, lazy initialisation
-        plan->name = "engine config " + std::to_string(i) + " of " + std::to_string(cfgs.size());
+        plan->name = "engine configuration " + choice_text(describe(cfgs[i])) + " (" + std::to_string(i + 1) + " of " +
+                     std::to_string(cfgs.size()) + " offered)";
         // Enough runs to fill kTimedMs: a few runs of a 20 us kernel chose engines 15-25% slower
         // than PyTorch's on 1x1 layers (H200, 2026-12-01).
         const float first = time_plan(*plan, 1);
@@ -354,6 +479,8 @@ class CudnnGraphConv final : public VendorConv {
   }
 
   static constexpr std::int64_t kMaxConfigs = 16;
+  // The most workspace a chosen engine configuration may take: the benchmark search's at most.
+  static constexpr std::int64_t kMaxChosenWorkspace = std::int64_t(1) << 30;
   static constexpr float kTimedMs = 2;  // per engine, back to back
   static constexpr int kMinRuns = 5, kMaxRuns = 200;
   static constexpr int kColdRuns = 15;  // per finalist, each behind an L2 overwrite
@@ -364,7 +491,8 @@ class CudnnGraphConv final : public VendorConv {
   mutable std::mutex mu_;  // one handle; its stream is set per call
   cudnn::Workspaces workspaces_{dev_};
   DeviceBuffer flush_;  // twice the L2, overwritten before each finalist's run
-  std::map<std::string, std::unique_ptr<Plan>> plans_;
+  std::map<std::string, std::unique_ptr<Plan>> plans_;  // benchmark mode's, by problem and alignment
+  std::map<std::tuple<std::string, int, VendorChoice>, std::unique_ptr<Plan>> chosen_;  // by choice
 };
 
 }  // namespace

@@ -201,4 +201,38 @@ TEST(CudnnConvGpu, AgreesWithTheReferenceInEveryDirectionAndLayout) {
   EXPECT_NE(cudnn->unsupported(mixed).find("one type"), std::string::npos);
 }
 
+// cuDNN's engine configurations are choices of the "vendor" template (issue 15): each one the
+// graph API offers is named by its published fields, rebuilt from them alone, and computes the
+// reference's result; a choice cuDNN cannot build throws when strict and runs the default otherwise.
+TEST(CudnnConvGpu, EngineConfigurationsAreChoicesThatRebuildAndAgreeWithTheReference) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  std::string why;
+  auto cudnn = gpu::make_vendor_conv(*dev, &why);
+  if (!cudnn) GTEST_SKIP() << why;
+  cudnn->set_strict(true);
+  std::size_t choices_run = 0;
+  for (Problem problem : conv_problems()) {
+    ConvProblem p = problem.conv();
+    p.out_type = p.in_type;
+    ops::ConvInputs data(*dev, p, false);
+    const std::vector<gpu::VendorChoice> choices = cudnn->alternatives(p, data.call_params(0).conv, 4);
+    for (const gpu::VendorChoice& c : choices) {
+      ASSERT_TRUE(c.count("ENGINE")) << p.key();
+      ops::ValidationResult v = data.validate([&](const TtConvParams& a) { cudnn->run(p, a, nullptr, c); });
+      EXPECT_TRUE(v.ok) << Solution{"vendor", c}.kernel_name() << " on " << p.key() << ": " << v.reason;
+      ++choices_run;
+    }
+    const gpu::VendorChoice bogus{{"ENGINE", 1 << 20}, {"KNOB1", 7}};
+    EXPECT_THROW(data.validate([&](const TtConvParams& a) { cudnn->run(p, a, nullptr, bogus); }), Error) << p.key();
+    cudnn->set_strict(false);
+    ops::ValidationResult fallback = data.validate([&](const TtConvParams& a) { cudnn->run(p, a, nullptr, bogus); });
+    EXPECT_TRUE(fallback.ok) << "an unbuildable choice, not strict, runs the default: " << fallback.reason;
+    cudnn->set_strict(true);
+  }
+  // The legacy API (no cuDNN headers at build time) offers none; the graph API offers several.
+  if (cudnn->algorithm(conv_problems()[0].conv()).find("engine configuration") != std::string::npos)
+    EXPECT_GE(choices_run, conv_problems().size()) << "the graph API offered no engine configurations";
+}
+
 }  // namespace

@@ -18,6 +18,8 @@
 #include "tests/test_util.h"
 #include "ops/conv/inputs.h"
 #include "ops/output_check.h"
+#include "vendors/libraries.h"
+#include "vendors/vendor.h"
 
 using namespace tiletune;
 using namespace tiletune::testing;
@@ -117,6 +119,19 @@ TEST(HipConvCompile, DeviceOutputCheckForEveryType) {
     ASSERT_TRUE(r.ok) << word << "\n" << r.log;
     kernel_info(r);
   }
+}
+
+// MIOpen is the HIP backend's vendor convolution (compile-verified only: no AMD GPU or MIOpen is
+// reachable here). Its scope is stated without loading it, and where it cannot be loaded the reason
+// names the library.
+TEST(MiopenConv, InScopeForOneTypeAndLoadsOrSaysWhy) {
+  ConvProblem p;
+  p.in_type = p.out_type = DataType::BF16;
+  EXPECT_EQ(gpu::vendor_scope(gpu::BackendKind::Hip, Problem(p), false), "");
+  p.out_type = DataType::F32;
+  EXPECT_NE(gpu::vendor_scope(gpu::BackendKind::Hip, Problem(p), false).find("MIOpen"), std::string::npos);
+  const std::string missing = hipb::miopen_missing();
+  if (!missing.empty()) EXPECT_NE(missing.find("libMIOpen"), std::string::npos) << missing;
 }
 
 }  // namespace
