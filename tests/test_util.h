@@ -135,12 +135,14 @@ void expect_finals(const Rows& ms, const std::string& key) {
 
 // A sweep of `config_json` on the first CUDA device into `db`, for the GPU tests that then
 // dispatch its winner through the runtime: something measured, nothing invalid, one winner.
+// `vendor` false: the vendor library is not a candidate, for tests of a generated kernel's path.
 inline tuner::SweepSummary cuda_sweep_one_winner(const std::string& config_json, const std::string& dir,
-                                                 const std::string& db) {
+                                                 const std::string& db, bool vendor = true) {
   auto config = tuner::parse_config(config_json, dir);
   tuner::SweepOptions o;
   o.backend = gpu::BackendKind::Cuda;
   o.db_path = db;
+  o.compare_vendor = vendor;
   tuner::SweepSummary s = tuner::run_sweep(config, o, stderr);
   EXPECT_GT(s.benchmarked, 0u);
   EXPECT_EQ(s.invalid, 0u);

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "gpu/cuda/cuda_backend.h"
+#include "gpu/stream_buffers.h"
 #include "vendors/libraries.h"
 #include "vendors/shared_library.h"
 #include "vendors/vendor_gemm.h"
@@ -67,6 +68,7 @@ struct CublasLt {
   decltype(&::cublasLtMatmulAlgoConfigSetAttribute) config_set = nullptr;
   decltype(&::cublasLtMatmulAlgoConfigGetAttribute) config_get = nullptr;
   decltype(&::cublasLtMatmul) matmul = nullptr;
+  decltype(&::cublasLtMatmulAlgoCapGetAttribute) cap_get = nullptr;  // optional: alignment needs
   bool ok = false;
 };
 
@@ -89,6 +91,7 @@ const CublasLt& lt() {
            load(c.algo_check, "cublasLtMatmulAlgoCheck") &&
            load(c.config_set, "cublasLtMatmulAlgoConfigSetAttribute") &&
            load(c.config_get, "cublasLtMatmulAlgoConfigGetAttribute") && load(c.matmul, "cublasLtMatmul");
+    load(c.cap_get, "cublasLtMatmulAlgoCapGetAttribute");
     return c;
   }();
   return c;
@@ -106,6 +109,9 @@ constexpr AlgoField kAlgoFields[] = {
     {"SWIZZLE", CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, 4}, {"CUSTOM", CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, 4},
     {"STAGES", CUBLASLT_ALGO_CONFIG_STAGES_ID, 4},  {"INNER", CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, 2},
     {"CLUSTER", CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, 2}};
+
+// The pointer alignment a stored algorithm choice needs where cuBLASLt does not say (VendorGemm::run).
+constexpr std::uint32_t kChoiceAlignment = 16;
 
 // The largest power of two up to 256 that divides the address (cuBLASLt's alignment classes).
 std::uint32_t alignment_bytes(const void* p) {
@@ -183,7 +189,12 @@ class CublasGemm final : public VendorGemm {
     DeviceBuffer& ws = workspace(stream);
     if (!choice.empty()) {
       Plan* plan = plan_for(p, a);
-      const cublasLtMatmulAlgo_t* algo = plan ? algo_for(*plan, choice) : nullptr;
+      const Algo* chosen = plan ? algo_for(*plan, choice) : nullptr;
+      // A stored algorithm runs only on pointers aligned as it needs (cuBLASLt publishes that; a
+      // sweep found it for cudaMalloc's 256-byte-aligned buffers, a trainer's view may be off).
+      const bool aligned = chosen && alignment_bytes(a.a) >= chosen->align[0] && alignment_bytes(a.b) >= chosen->align[1] &&
+                           alignment_bytes(a.c) >= std::max(chosen->align[2], chosen->align[3]);
+      const cublasLtMatmulAlgo_t* algo = aligned ? &chosen->algo : nullptr;
       // An algorithm these pointers cannot take (cuBLASLt checks alignment here) runs the default.
       const cublasStatus_t st = algo ? lt().matmul(lt_, plan->op, &a.alpha, a.a, plan->a, a.b, plan->b, &a.beta, a.c,
                                                    plan->c, a.c, plan->c, algo, ws.get(), ws.size(),
@@ -204,13 +215,18 @@ class CublasGemm final : public VendorGemm {
   }
 
  private:
+  // An algorithm and the pointer alignment it needs of A, B, C and D (bytes).
+  struct Algo {
+    cublasLtMatmulAlgo_t algo{};
+    std::uint32_t align[4] = {kChoiceAlignment, kChoiceAlignment, kChoiceAlignment, kChoiceAlignment};
+  };
   // One problem's cuBLASLt descriptors and the algorithms built for it (nullopt: cannot be built).
   struct Plan {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cudaDataType in = CUDA_R_32F, out = CUDA_R_32F;
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-    std::map<VendorChoice, std::optional<cublasLtMatmulAlgo_t>> algos;
+    std::map<VendorChoice, std::optional<Algo>> algos;
   };
   // Everything a plan's descriptors say: the problem's fields and the call's batch strides, as
   // integers (no key text is built on a call).
@@ -226,9 +242,7 @@ class CublasGemm final : public VendorGemm {
   }
 
   DeviceBuffer& workspace(Stream stream) {
-    auto& ws = workspaces_[stream];
-    if (!ws.get()) ws = DeviceBuffer(dev_, kWorkspaceBytes);
-    return ws;
+    return workspaces_.get(dev_, stream, kWorkspaceBytes);
   }
 
   // Under mu_. nullptr when cuBLASLt is absent or refuses the problem.
@@ -277,7 +291,7 @@ class CublasGemm final : public VendorGemm {
 
   // Under mu_: the algorithm `choice` names, rebuilt from its fields and checked against the
   // plan's descriptors (nullptr when it cannot be, or needs more workspace than there is).
-  const cublasLtMatmulAlgo_t* algo_for(Plan& plan, const VendorChoice& choice) {
+  const Algo* algo_for(Plan& plan, const VendorChoice& choice) {
     auto [it, fresh] = plan.algos.try_emplace(choice);
     if (fresh) {
       cublasLtMatmulAlgo_t algo{};
@@ -295,7 +309,18 @@ class CublasGemm final : public VendorGemm {
       cublasLtMatmulHeuristicResult_t check{};
       ok = ok && lt().algo_check(lt_, plan.op, plan.a, plan.b, plan.c, plan.c, &algo, &check) == CUBLAS_STATUS_SUCCESS &&
            check.workspaceSize <= kWorkspaceBytes;
-      if (ok) it->second = algo;
+      if (ok) {
+        Algo a{algo};
+        const cublasLtMatmulAlgoCapAttributes_t caps[4] = {
+            CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES,
+            CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES};
+        for (int i = 0; i < 4 && lt().cap_get; ++i) {
+          std::uint32_t v = 0;
+          std::size_t written = 0;
+          if (lt().cap_get(&algo, caps[i], &v, sizeof v, &written) == CUBLAS_STATUS_SUCCESS && v > 0) a.align[i] = v;
+        }
+        it->second = a;
+      }
     }
     return it->second ? &*it->second : nullptr;
   }
@@ -305,7 +330,7 @@ class CublasGemm final : public VendorGemm {
   static constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
   Device& dev_;
   std::mutex mu_;
-  std::map<Stream, DeviceBuffer> workspaces_;
+  StreamBuffers workspaces_;
   std::map<PlanKey, Plan> plans_;
   cublasHandle_t handle_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "gpu/backend.h"
+#include "gpu/stream_buffers.h"
 #include <cstddef>
 #include <string>
 
@@ -82,8 +83,8 @@ void* library(std::string* why);
 const Api* api(std::string* why);
 
 // Device scratch for cuDNN: the search's, as large as frameworks give cuDNN's find (1 GiB, less if
-// memory is short), which also serves the default stream; one per other stream, grown to need,
-// since kernels of two streams may run at once. Not thread-safe: the owner's lock guards it.
+// memory is short), which also serves the default stream; one per other stream (StreamBuffers),
+// grown to need, since kernels of two streams may run at once. Not thread-safe: the owner's lock guards it.
 class Workspaces {
  public:
   explicit Workspaces(Device& dev) : dev_(dev) {}
@@ -98,16 +99,14 @@ class Workspaces {
     return search_;
   }
   void* for_stream(Stream stream, std::size_t bytes) {
-    if (!stream || bytes == 0) return search().get();
-    DeviceBuffer& ws = by_stream_[stream];
-    if (ws.size() < bytes) ws = DeviceBuffer(dev_, bytes);
-    return ws.get();
+    if (bytes == 0 || (!stream && bytes <= search().size())) return search().get();
+    return by_stream_.get(dev_, stream, bytes).get();
   }
 
  private:
   Device& dev_;
   DeviceBuffer search_;
-  std::map<Stream, DeviceBuffer> by_stream_;
+  StreamBuffers by_stream_;
 };
 
 }  // namespace tiletune::gpu::cuda::cudnn

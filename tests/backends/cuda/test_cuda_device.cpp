@@ -206,12 +206,16 @@ TEST_F(CudaDevice, RuntimeRunsTheTmaStoreWinnerAndRoutesAMisalignedCElsewhere) {
     "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 10, "target_ms": 5}
   })";
   const auto config = tuner::parse_config(json, dir.string());
-  const auto s = cuda_sweep_one_winner(json, dir.string(), db);
+  // Without the vendor as a candidate: cuBLASLt's algorithms won this 1000^3 problem in some runs
+  // (H200, 2026-12-02), and the test is of the TMA-store kernel's path.
+  const auto s = cuda_sweep_one_winner(json, dir.string(), db, false);
   ASSERT_EQ(s.winners.size(), 1u);
   EXPECT_NE(s.winners[0].kernel_name.find("EPI-1"), std::string::npos) << s.winners[0].kernel_name;
 
   Handle h(db, "cuda");
-  ops::GemmInputs data(*dev_, config.problems[0].gemm(), false);
+  // The reference on the host (1e12: not on the device), so that each call's C is compared element
+  // by element: the norm-wise check of validate() can hide a few wrong elements among 10^6.
+  ops::GemmInputs data(*dev_, config.problems[0].gemm(), false, 0, 1e12);
   const GemmProblem& p = data.problem();
   const std::size_t c_elems = std::size_t(p.ldc * p.n);
   std::vector<std::uint16_t> tuned_out(c_elems), other_out(c_elems);
@@ -232,13 +236,27 @@ TEST_F(CudaDevice, RuntimeRunsTheTmaStoreWinnerAndRoutesAMisalignedCElsewhere) {
   EXPECT_EQ(h.stats().calls, 2u);
   EXPECT_EQ(h.stats().tuned, 1u);  // the misaligned call did not run the TMA-store winner
   auto bf16 = [](std::uint16_t b) { std::uint32_t u = std::uint32_t(b) << 16; float f; std::memcpy(&f, &u, 4); return f; };
-  double worst = 0;
+  ASSERT_EQ(data.reference().size(), std::size_t(p.m * p.n));
+  // Each call against the fp64 reference: the TMA-store winner element by element (bf16 rounding
+  // is 2^-9 relative); the misaligned call, served by cuBLAS here, norm-wise by the tolerance every
+  // candidate is validated with: element by element it was off by up to 0.069 (H200, 2026-12-02;
+  // cuBLAS may reduce split-K partials in bf16, as PyTorch's default allows), which the norm admits.
+  double norm_err[2] = {0, 0}, norm_ref = 0, worst = 0;
+  std::int64_t worst_at = 0;
   for (std::int64_t j = 0; j < p.n; ++j)
     for (std::int64_t i = 0; i < p.m; ++i) {
-      const float x = bf16(tuned_out[j * p.ldc + i]), y = bf16(other_out[j * p.ldc + i]);
-      worst = std::max(worst, double(std::fabs(x - y)) / (1.0 + std::fabs(x)));
+      const double ref = data.reference()[std::size_t(j * p.m + i)];
+      const double x = bf16(tuned_out[std::size_t(j * p.ldc + i)]), y = bf16(other_out[std::size_t(j * p.ldc + i)]);
+      norm_ref += ref * ref;
+      norm_err[0] += (x - ref) * (x - ref);
+      norm_err[1] += (y - ref) * (y - ref);
+      const double e = std::fabs(x - ref) / (1.0 + std::fabs(ref));
+      if (e > worst) worst = e, worst_at = j * p.m + i;
     }
-  EXPECT_LT(worst, 2e-2) << "the misaligned call's kernel disagrees with the TMA-store winner";
+  EXPECT_LT(worst, 1e-2) << "the TMA-store winner: worst element (" << worst_at % p.m << ", " << worst_at / p.m << ")";
+  const double tolerance = ops::tolerance(Problem(p));
+  EXPECT_LE(std::sqrt(norm_err[0] / norm_ref), tolerance) << "the TMA-store winner";
+  EXPECT_LE(std::sqrt(norm_err[1] / norm_ref), tolerance) << "the misaligned call";
   fs::remove_all(dir);
 }
 

@@ -25,6 +25,7 @@
 #include "ops/output_check.h"
 #include "ops/gemm/inputs.h"
 #include "tuner/sweep.h"
+#include "vendors/vendor_gemm.h"
 #include "tests/cuda_test_util.h"
 #include "tests/test_util.h"
 
@@ -62,6 +63,45 @@ TEST_F(CudaDevice, SampledSimtVariantsValidateOnEveryLayoutTypeAndEdge) {
 
 // Small problems for every CUDA template, cheap enough to run under compute-sanitizer
 // (memcheck, racecheck): scripts run this test by name on the H200.
+// The vendor's algorithm choices are found for aligned pointers; called on a C or an A two bytes
+// off 16 (a trainer's tensor view can be), each choice and the default give the reference's result:
+// a choice that cannot take the pointers is not run (the default runs instead), never run wrongly.
+TEST_F(CudaDevice, VendorChoicesOnMisalignedPointersGiveTheReferenceResult) {
+  std::string why;
+  auto vendor = gpu::make_vendor_gemm(*dev_, &why);
+  if (!vendor) GTEST_SKIP() << why;
+  GemmProblem p;
+  p.a_type = p.c_type = DataType::BF16;
+  p.m = p.n = p.k = 1000;
+  p.lda = p.ldb = p.ldc = 1000;
+  ops::GemmInputs data(*dev_, p, false);
+  std::vector<gpu::VendorChoice> choices = vendor->alternatives(p, data.call_params(0).gemm, 8);
+  ASSERT_FALSE(choices.empty()) << vendor->name();
+  choices.insert(choices.begin(), gpu::VendorChoice{});  // the default too
+  vendor->set_strict(false);
+  const std::size_t c_bytes = std::size_t(p.ldc * p.n) * 2, a_bytes = std::size_t(p.lda * p.k) * 2;
+  std::vector<std::uint8_t> host(std::max(c_bytes, a_bytes));
+  for (const char* shifted_operand : {"C", "A"})
+    for (const gpu::VendorChoice& choice : choices) {
+      auto v = data.validate([&](const TtGemmParams& a) {
+        TtGemmParams b = a;
+        gpu::DeviceBuffer c1(*dev_, c_bytes + 16), a1(*dev_, a_bytes + 16);
+        b.c = static_cast<std::uint8_t*>(c1.get()) + 2;
+        if (shifted_operand[0] == 'A') {
+          b.a = static_cast<std::uint8_t*>(a1.get()) + 2;
+          dev_->copy_to_host(host.data(), a.a, a_bytes);
+          dev_->copy_to_device(const_cast<void*>(b.a), host.data(), a_bytes);
+        }
+        vendor->run(p, b, nullptr, choice);
+        dev_->synchronize();
+        dev_->copy_to_host(host.data(), b.c, c_bytes);
+        dev_->copy_to_device(a.c, host.data(), c_bytes);  // where the check reads it
+      });
+      EXPECT_TRUE(v.ok) << Solution{"vendor", choice}.kernel_name() << " with " << shifted_operand
+                        << " two bytes off 16: " << v.reason;
+    }
+}
+
 TEST_F(CudaDevice, SanitizerSampleOfEveryTemplate) {
   std::vector<GemmProblem> problems = {
       gemm(DataType::BF16, DataType::BF16, true, false, 200, 136, 72, 1, false),

@@ -19,6 +19,7 @@
 
 #include "common/error.h"
 #include "gpu/backend.h"
+#include "gpu/stream_buffers.h"
 #include "solutions/kernel_template.h"
 #include "tuner/timing.h"
 #include "ops/elements.h"
@@ -188,6 +189,33 @@ TEST_F(HostBackend, DeviceInfo) {
   EXPECT_THROW(gpu::open_device(gpu::BackendKind::Host, 1), Error);
   EXPECT_FALSE(dev_->compiler().version().empty());
   EXPECT_FALSE(gpu::make_compiler(gpu::BackendKind::Host)->version().empty());
+}
+
+// Scratch per stream is bounded: a program that issues work on ever new streams keeps at most
+// max_streams buffers, the stream used longest ago giving its buffer up (marked fresh, so that a
+// caller that needs zeroed scratch zeroes it again); a stream's buffer grows to what it is asked.
+TEST_F(HostBackend, StreamBuffersAreBoundedAndReusedLeastRecentlyUsedFirst) {
+  gpu::StreamBuffers buffers(3);
+  auto stream = [](std::uintptr_t i) { return reinterpret_cast<gpu::Stream>(i); };
+  bool fresh = false;
+  void* first = buffers.get(*dev_, stream(1), 64, &fresh).get();
+  EXPECT_TRUE(fresh);
+  EXPECT_EQ(buffers.get(*dev_, stream(1), 32, &fresh).get(), first);
+  EXPECT_FALSE(fresh) << "a stream keeps its buffer";
+  void* second = buffers.get(*dev_, stream(2), 64, &fresh).get();
+  EXPECT_NE(second, first) << "two streams never share scratch";
+  buffers.get(*dev_, stream(3), 64, &fresh);
+  buffers.get(*dev_, stream(1), 64, &fresh);  // stream 2 is now the one used longest ago
+  gpu::DeviceBuffer& taken = buffers.get(*dev_, stream(4), 64, &fresh);
+  EXPECT_TRUE(fresh) << "a buffer taken over is fresh to its new stream";
+  EXPECT_EQ(taken.get(), second);
+  EXPECT_EQ(buffers.streams(), 3u);
+  EXPECT_EQ(buffers.evictions(), 1u);
+  for (std::uintptr_t i = 10; i < 110; ++i) buffers.get(*dev_, stream(i), 64);
+  EXPECT_EQ(buffers.streams(), 3u) << "buffers must not grow with the number of streams ever used";
+  gpu::DeviceBuffer& grown = buffers.get(*dev_, stream(109), 4096, &fresh);
+  EXPECT_TRUE(fresh);
+  EXPECT_GE(grown.size(), 4096u);
 }
 
 TEST_F(HostBackend, CompileRequestForHost) {
