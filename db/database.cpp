@@ -603,8 +603,9 @@ std::optional<MeasurementRecord> Database::find_measurement(std::int64_t problem
 
 namespace {
 
-const std::string& winner_query() {
-  static const std::string q =
+// `table`: winners, or pool (the same columns).
+std::string winner_query(const char* table = "winners") {
+  const std::string q =
       "SELECT w.arch, w.problem_id, p.key, p.spec, s.template, s.params, s.id, s.source_hash, "
       "m.code_object_id, m.median_ms, m.tflops, w.measurement_id, "
       "(SELECT min(v.median_ms) FROM measurements v JOIN solutions vs ON vs.id = v.solution_id "
@@ -615,7 +616,7 @@ const std::string& winner_query() {
       " WHERE v.arch = w.arch AND v.problem_id = w.problem_id AND v.status = 'ok' AND vs.template = '" +
       std::string(kVendorTemplate) +
       "' ORDER BY v.median_ms LIMIT 1) "
-      "FROM winners w JOIN problems p ON p.id = w.problem_id JOIN solutions s ON s.id = w.solution_id "
+      "FROM " + std::string(table) + " w JOIN problems p ON p.id = w.problem_id JOIN solutions s ON s.id = w.solution_id "
       "JOIN measurements m ON m.id = w.measurement_id ";
   return q;
 }
@@ -647,6 +648,29 @@ std::vector<WinnerRecord> Database::winners(const std::string& arch) {
   std::vector<WinnerRecord> out;
   while (st.step()) out.push_back(read_winner(st, path_));
   return out;
+}
+
+std::vector<WinnerRecord> Database::pool_kernels(const std::string& arch) {
+  if (version_ < 7) return {};
+  Stmt st(db_.get(), (winner_query("pool") + "WHERE w.arch = ?1 ORDER BY s.kernel_name").c_str(), path_);
+  st.text(1, arch);
+  std::vector<WinnerRecord> out;
+  while (st.step()) out.push_back(read_winner(st, path_));
+  return out;
+}
+
+void Database::add_pool_kernel(std::int64_t problem_id, std::int64_t solution_id, const std::string& arch) {
+  require_writable("add a pool kernel");
+  write_txn(db_.get(), path_, "add a pool kernel", [&] {
+    Stmt st(db_.get(),
+            "INSERT OR REPLACE INTO pool(arch, problem_id, solution_id, measurement_id) SELECT arch, problem_id, "
+            "solution_id, id FROM measurements WHERE problem_id = ?1 AND solution_id = ?2 AND arch = ?3 AND status = 'ok'",
+            path_);
+    st.i64(1, problem_id).i64(2, solution_id).text(3, arch).run();
+    if (sqlite3_changes(db_.get()) != 1)
+      throw Error(path_ + ": no 'ok' measurement of solution " + std::to_string(solution_id) + " on problem " +
+                  std::to_string(problem_id) + " for " + arch + " to pool");
+  });
 }
 
 std::optional<WinnerRecord> Database::find_winner(const std::string& arch, const std::string& problem_key) {

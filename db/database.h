@@ -75,6 +75,9 @@ class Database {
   // put_measurement. Returns whether m was stored.
   bool put_measurement_if_better(const MeasurementRecord& m, const std::string& created_at,
                                  const ProvenanceRecord& provenance);
+  // Marks the 'ok' measurement of (problem, solution, arch) as a generic kernel of that arch's
+  // pool (schema 7).
+  void add_pool_kernel(std::int64_t problem_id, std::int64_t solution_id, const std::string& arch);
   void set_meta(const std::string& key, const std::string& value);
   // Runs f as one write transaction: the writers called inside it join it, so that a merge or a
   // pack is applied entirely or not at all (and much faster than one transaction per row).
@@ -93,6 +96,9 @@ class Database {
                                                     const std::string& arch);
   // Winners of one arch, or of all arches when arch is empty; ordered by arch, problem key.
   std::vector<WinnerRecord> winners(const std::string& arch);
+  // The generic kernels of one arch (schema 7; none in an older file), shaped as winners: each
+  // with its measurement on the problem it fit best.
+  std::vector<WinnerRecord> pool_kernels(const std::string& arch);
   std::vector<std::string> arches();            // arches with at least one measurement, sorted
   std::vector<ProblemRow> problems();           // ordered by key
   // Measurements of one problem (all arches): 'ok' ones by median_ms first, then failures.

@@ -148,20 +148,24 @@ Explanation explain(Database& db, const Problem& problem, const std::string& arc
   // The runtime's rules (solutions/selection.h): a pool kernel, the vendor library, a default.
   std::vector<WinnerRecord> usable;
   std::vector<TunedEntry> tuned;
-  for (auto& w : db.winners(e.arch)) {
-    if (winner_unusable(w, e.device)) continue;
+  auto add = [&](WinnerRecord& w, bool generic) {
+    if (winner_unusable(w, e.device)) return;
     TunedEntry t{w.problem.canonical(),
                  w.solution.template_name == kVendorTemplate ? nullptr : &find_template(w.solution.template_name),
                  w.solution, w.vendor_ratio(), w.median_ms};
+    t.generic = generic;
     tuned.push_back(std::move(t));
     usable.push_back(std::move(w));
-  }
+  };
+  for (auto& w : db.winners(e.arch)) add(w, false);
+  for (auto& w : db.pool_kernels(e.arch)) add(w, true);
   const UntunedChoice c = choose_untuned(tuned, e.problem, e.device, gpu::vendor_scope(e.device.backend, e.problem),
                                          fallback_templates(e.device.backend, e.problem.kind()));
   e.rule = c.why;
   if (c.nearest) {
     e.neighbour = usable[c.nearest->index];
     e.distance = c.nearest->distance;
+    e.generic = tuned[c.nearest->index].generic;
   }
   e.rejected = c.fallback.rejected;
   if (c.rung == Rung::Pool) {
@@ -227,9 +231,11 @@ std::string format(const Explanation& e) {
       break;
     }
     case Explanation::Choice::Nearest:
-      s += "choice   NEAREST (untuned, the pool): " + e.untuned_reason + "; " + e.rule + "; the nearest tuned problem " +
-           e.neighbour->problem_key + " (distance " + fmt("%.2f", e.distance) + " <= " +
-           fmt("%.1f", kMaxNearestDistance) + ") has a winner that admits this problem\n";
+      s += "choice   NEAREST (untuned, the pool): " + e.untuned_reason + "; " + e.rule +
+           (e.generic ? "; a generic kernel db pack pooled (distance " + fmt("%.2f", e.distance) + ")\n"
+                      : "; the nearest tuned problem " + e.neighbour->problem_key + " (distance " +
+                            fmt("%.2f", e.distance) + " <= " + fmt("%.1f", kMaxNearestDistance) +
+                            ") has a winner that admits this problem\n");
       s += "kernel   " + e.neighbour->solution.kernel_name() + " (its code object, no compile)\n";
       break;
     case Explanation::Choice::Vendor:

@@ -40,6 +40,7 @@ struct Explanation {
   enum class Choice { Tuned, Nearest, Vendor, Fallback, NoKernel } choice = Choice::NoKernel;
   std::optional<WinnerRecord> neighbour;         // the nearest tuned problem's winner (Nearest)
   double distance = 0;                           // its distance (solutions/selection.h)
+  bool generic = false;                          // the neighbour is a generic kernel of the pool
   std::optional<WinnerRecord> winner;            // the exact match, if any
   std::optional<MeasurementRow> measurement;     // its winning measurement
   std::optional<ProvenanceRecord> provenance;

@@ -164,6 +164,20 @@ CREATE TABLE signatures (
 );
 )sql";
 
+// Version 7: the pool of generic kernels `db pack` ships beside the winners (db/ship.h): per arch
+// and class of problems, a kernel that ran near the best over the class, with its measurement on
+// the problem it fit best (the runtime calibrates its model estimate by it). Shaped as `winners`;
+// one solution may be pooled for several classes, each with its own problem.
+const char* const kV7 = R"sql(
+CREATE TABLE pool(
+  arch           TEXT NOT NULL,
+  problem_id     INTEGER NOT NULL REFERENCES problems(id),
+  solution_id    INTEGER NOT NULL REFERENCES solutions(id),
+  measurement_id INTEGER NOT NULL REFERENCES measurements(id),
+  PRIMARY KEY(arch, problem_id, solution_id)
+) WITHOUT ROWID;
+)sql";
+
 #undef TT_NOW
 
 std::string errmsg(sqlite3* db) { return db ? sqlite3_errmsg(db) : "out of memory"; }
@@ -208,6 +222,7 @@ const std::vector<Migration>& migrations() {
       {4, "convolution problems (problems.kind 'conv')", kV4},
       {5, "code objects' SHA-256 and what they were compiled from", kV5},
       {6, "signatures of code objects", kV6},
+      {7, "the pool of generic kernels shipped beside the winners", kV7},
   };
   return list;
 }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "common/error.h"
 #include "db/database.h"
 #include "db/signing.h"
+#include "solutions/selection.h"
 
 namespace tiletune::db {
 namespace {
@@ -126,10 +128,54 @@ class Copier {
   std::map<std::int64_t, std::int64_t> devices_, solutions_, problems_, code_objects_;
 };
 
+// The measurements (ids of `src`) of the generic kernels of `arch` (see pack).
+std::vector<std::int64_t> generic_kernels(Database& src, const std::string& arch, int per_class,
+                                          const std::set<std::int64_t>& vendor_solutions) {
+  if (per_class <= 0) return {};
+  std::map<std::int64_t, Problem> problems;
+  for (auto& r : src.problem_specs()) problems[r.id] = r.problem.canonical();
+  std::map<std::int64_t, double> best;                                   // problem -> fastest ok time
+  std::map<std::int64_t, std::map<std::int64_t, MeasurementRow>> runs;  // solution -> problem -> its run
+  for (auto& m : src.all_measurements()) {
+    if (m.arch != arch || m.status != Status::Ok || !(m.median_ms > 0) || !problems.count(m.problem_id)) continue;
+    auto [it, fresh] = best.emplace(m.problem_id, m.median_ms);
+    if (!fresh) it->second = std::min(it->second, m.median_ms);
+    if (!vendor_solutions.count(m.solution_id)) runs[m.solution_id][m.problem_id] = std::move(m);
+  }
+  // Classes: problems between which problem_distance is finite.
+  std::vector<std::vector<std::int64_t>> classes;
+  for (const auto& [id, ms] : best) {
+    auto c = std::find_if(classes.begin(), classes.end(), [&](const std::vector<std::int64_t>& members) {
+      return std::isfinite(problem_distance(problems.at(members.front()), problems.at(id)));
+    });
+    if (c == classes.end()) classes.push_back({id});
+    else c->push_back(id);
+  }
+  std::vector<std::int64_t> out;
+  for (const auto& members : classes) {
+    std::vector<std::pair<double, std::int64_t>> scored;  // (mean efficiency, its best-fit measurement)
+    for (const auto& [solution, by_problem] : runs) {
+      double sum = 0, fit = -1;
+      std::int64_t rep = 0;
+      for (std::int64_t pid : members) {
+        auto it = by_problem.find(pid);
+        if (it == by_problem.end()) continue;
+        const double efficiency = best.at(pid) / it->second.median_ms;
+        sum += efficiency;
+        if (efficiency > fit) fit = efficiency, rep = it->second.id;
+      }
+      if (rep) scored.emplace_back(sum / double(members.size()), rep);
+    }
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (std::size_t i = 0; i < scored.size() && i < std::size_t(per_class); ++i) out.push_back(scored[i].second);
+  }
+  return out;
+}
+
 }  // namespace
 
 PackResult pack(const std::string& src_path, const std::string& dst_path, const std::vector<std::string>& arches,
-                bool force, const Key* sign) {
+                bool force, const Key* sign, int generic) {
   if (sign && !sign->can_sign()) throw Error("db pack --sign: key " + sign->id() + " is a public key; sign with the private one");
   if (dst_path.empty()) throw Error("db pack: empty destination path");
   Database src = Database::open(src_path, Mode::ReadOnlyAnyVersion);
@@ -192,6 +238,22 @@ PackResult pack(const std::string& src_path, const std::string& dst_path, const 
           out.put_measurement_if_better(vm, vendor->created_at, vprov);
         }
       }
+      std::map<std::int64_t, Problem> specs;
+      if (generic > 0)
+        for (auto& r : src.problem_specs()) specs[r.id] = r.problem;
+      for (const std::string& arch : chosen)
+        for (std::int64_t id : generic_kernels(src, arch, generic, vendor_solutions)) {
+          auto row = src.measurement(id);
+          if (!row) continue;
+          if (!problems_done[row->problem_id]) {
+            copy.problem(row->problem_id, specs.at(row->problem_id));
+            problems_done[row->problem_id] = true;
+          }
+          auto [m, prov] = copy.measurement(*row, src.provenance(row->id));
+          if (out.put_measurement_if_better(m, row->created_at, prov) && m.code_object_id) ++result.code_objects;
+          out.add_pool_kernel(m.problem_id, m.solution_id, m.arch);
+          ++result.generic;
+        }
       if (sign) {
         std::vector<std::int64_t> ids;
         out.for_each_code_object([&](const CodeObjectRecord& c) {

@@ -18,7 +18,11 @@ struct PackResult {
   std::size_t source_measurements = 0;
   std::size_t signed_objects = 0;  // with a signing key
   std::size_t unsigned_objects = 0;  // ... and not signed: they do not record what they were compiled as
+  std::size_t generic = 0;           // generic kernels pooled (each with its measurement)
 };
+
+// How many generic kernels `db pack` pools per class of problems and arch by default.
+inline constexpr int kGenericPerClass = 2;
 
 class Key;
 
@@ -28,8 +32,13 @@ class Key;
 // that it opens read-only anywhere, and checked to open with Mode::ReadOnly. Refuses an existing
 // dst unless `force`, an arch `src` has no measurements of, and a selection without winners.
 // With `sign` (a private key, db/signing.h) every code object shipped is signed by it.
+// Beside the winners, up to `generic` generic kernels per class of problems (types and layout; a
+// convolution's filter geometry too) and arch go into the pool (schema 7) that the runtime ranks
+// for problems too far from any tuned one: the kernels of highest mean efficiency over the class's
+// measured problems (the best time over theirs, 0 where not measured), each with its measurement
+// on the problem it fit best, by which the runtime calibrates its model.
 PackResult pack(const std::string& src, const std::string& dst, const std::vector<std::string>& arches, bool force,
-                const Key* sign = nullptr);
+                const Key* sign = nullptr, int generic = kGenericPerClass);
 
 struct MergeResult {
   std::string source;
@@ -44,7 +53,8 @@ struct MergeResult {
 // solutions and code objects (by cache_key) are unioned; for one (problem, solution, arch) the
 // better measurement wins (Database::better; ties keep the destination's), winners are
 // recomputed and every copied measurement keeps its provenance (the database it was measured
-// into, its sweep and device). Merging the same source again changes nothing. All sources are
+// into, its sweep and device). Merging the same source again changes nothing. A packed source's
+// pool of generic kernels is not merged: pack the merged database to pool its kernels. All sources are
 // opened and identified before dst is created or changed.
 std::vector<MergeResult> merge(const std::string& dst, const std::vector<std::string>& srcs);
 

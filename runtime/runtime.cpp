@@ -47,12 +47,11 @@ std::size_t ProblemKeyHash::operator()(const ProblemKey& k) const {
 }
 
 void* Workspaces::get(gpu::Device& dev, std::int64_t bytes, gpu::Stream stream) {
-  if (bytes <= 0) return nullptr;
-  std::lock_guard<std::mutex> lock(mu_);
-  gpu::DeviceBuffer& buf = by_stream_[stream];
-  if (!buf.get()) {
-    buf = gpu::DeviceBuffer(dev, std::size_t(bytes));
-    dev.fill_bytes(buf.get(), 0, std::size_t(bytes));
+  bool fresh = false;
+  gpu::DeviceBuffer& buf = buffers_.get(dev, stream, std::size_t(bytes), &fresh);
+  if (fresh) {
+    dev.fill_bytes(buf.get(), 0, buf.size());
+    dev.synchronize();  // the fill is on the default stream, which `stream` may not wait for
   }
   return buf.get();
 }
@@ -164,6 +163,17 @@ void Runtime::load(db::Database& db, bool user) {
     tuned_.push_back(std::move(entry));
     tuned_loaded_.push_back(loaded.get());
     winners_.emplace(ProblemKey(p), std::move(loaded));
+  }
+  // The generic kernels db pack shipped: the pool ranks them beside the winners, never as one.
+  for (const auto& g : db.pool_kernels(info.arch)) {
+    std::unique_ptr<Loaded> loaded = make_loaded(g, db, user);
+    if (!loaded || !loaded->tmpl) continue;
+    loaded->rung = Rung::Pool;
+    TunedEntry entry{loaded->problem, loaded->tmpl, g.solution, g.vendor_ratio(), g.median_ms};
+    entry.generic = true;
+    tuned_.push_back(std::move(entry));
+    tuned_loaded_.push_back(loaded.get());
+    generic_.push_back(std::move(loaded));
   }
 }
 
@@ -332,8 +342,9 @@ std::shared_ptr<gpu::Kernel> Runtime::fallback_kernel(const KernelTemplate& t, c
 }
 
 void Runtime::launch(gpu::Kernel& kernel, Launchable& how, Call& call, gpu::Stream stream) {
-  void* workspace = how.workspaces.get(*dev_, how.launcher.workspace_bytes(), stream);
-  how.launcher.launch(*dev_, kernel, call.params, workspace, stream, &how.arguments);
+  how.workspaces.with(*dev_, how.launcher.workspace_bytes(), stream, [&](void* workspace) {
+    how.launcher.launch(*dev_, kernel, call.params, workspace, stream, &how.arguments);
+  });
 }
 
 static void check_element_aligned(const char* what, const void* ptr, int elem_bytes) {
@@ -424,7 +435,7 @@ std::unique_ptr<Runtime::Plan> Runtime::make_plan(const Problem& p) {
   plan->tmpl = best->tmpl;
   plan->solution = best->solution;
   plan->launcher = ops::KernelLaunch(*best->tmpl, best->tmpl->variables(best->solution, p, dev_->info()), p);
-  plan->why = "pool: " + c.why + " (untuned: nearest winner)";
+  plan->why = "pool: " + c.why + (best->rung == Rung::Pool ? " (untuned: a generic kernel)" : " (untuned: nearest winner)");
   return plan;
 }
 

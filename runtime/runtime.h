@@ -15,6 +15,7 @@
 #include "db/database.h"
 #include "db/signing.h"
 #include "gpu/backend.h"
+#include "gpu/stream_buffers.h"
 #include "ops/launch.h"
 #include "vendors/vendor.h"
 #include "runtime/online_tuner.h"
@@ -26,15 +27,23 @@
 
 namespace tiletune::runtime {
 
-// Zeroed scratch for split-K kernels, one buffer per stream: kernels on one stream run in order,
-// kernels on two streams may overlap and must not share partial sums.
+// Zeroed scratch for split-K kernels, one buffer per stream (gpu::StreamBuffers: kernels on two
+// streams may overlap and must not share partial sums), for a bounded number of streams.
 class Workspaces {
  public:
-  void* get(gpu::Device& dev, std::int64_t bytes, gpu::Stream stream);
+  // Runs `launch` with `bytes` of zeroed scratch for `stream` (nullptr when none is needed). The
+  // launch is enqueued under the lock, so that no other stream takes the buffer over between.
+  template <class Launch>
+  void with(gpu::Device& dev, std::int64_t bytes, gpu::Stream stream, Launch&& launch) {
+    if (bytes <= 0) return launch(nullptr);
+    std::lock_guard<std::mutex> lock(mu_);
+    launch(get(dev, bytes, stream));
+  }
 
  private:
+  void* get(gpu::Device& dev, std::int64_t bytes, gpu::Stream stream);  // under mu_
   std::mutex mu_;
-  std::unordered_map<gpu::Stream, gpu::DeviceBuffer> by_stream_;
+  gpu::StreamBuffers buffers_;
 };
 
 // The problem key as plain integers: hashing it is far cheaper than building the text key.
@@ -183,6 +192,7 @@ class Runtime {
   std::unordered_map<ProblemKey, std::unique_ptr<Loaded>, ProblemKeyHash> winners_;
   std::vector<TunedEntry> tuned_;           // the winners again, for the pool; same order as
   std::vector<Loaded*> tuned_loaded_;       // these
+  std::vector<std::unique_ptr<Loaded>> generic_;  // the pool's generic kernels (db pack), not winners
   std::map<ProblemKind, std::vector<const KernelTemplate*>> fallback_templates_;  // by fallback_rank, per kind
   std::once_flag vendor_once_;
   std::unique_ptr<gpu::Vendor> vendor_;

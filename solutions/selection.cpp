@@ -101,11 +101,14 @@ PoolRanking rank_pool(const std::vector<TunedEntry>& tuned, const Problem& p, co
   for (std::size_t i = 0; i < tuned.size(); ++i) {
     const TunedEntry& e = tuned[i];
     const double d = problem_distance(p, e.problem);
-    if (d > kMaxNearestDistance) continue;
+    const bool near = d <= kMaxNearestDistance;
+    // A generic kernel serves far from its problem only where no vendor does: there is no measured
+    // vendor time near enough to hold the model's estimate against.
+    if (!near && !(e.generic && std::isfinite(d) && !vendor_available)) continue;
     const bool vendor_timed = e.median_ms > 0 && (!e.tmpl || !std::isnan(e.vendor_ratio));
-    if (vendor_timed && (!vendor_ref || d < vendor_ref->first)) vendor_ref = {d, i};
+    if (near && vendor_timed && (!vendor_ref || d < vendor_ref->first)) vendor_ref = {d, i};
     if (!e.tmpl && !vendor_available) continue;  // the vendor won there, and it is not here
-    const bool nearest = !r.nearest || d < r.nearest->distance;
+    const bool nearest = near && (!r.nearest || d < r.nearest->distance);
     if (nearest) r.nearest = NearestChoice{i, d};
     if (!e.tmpl) {
       if (nearest) nearest_why = "the nearest tuned problem " + e.problem.key() + " was won by the vendor library";
@@ -128,10 +131,15 @@ PoolRanking rank_pool(const std::vector<TunedEntry>& tuned, const Problem& p, co
                       " (the pool needs " + fixed(kKernelMargin) + "x)";
       continue;
     }
-    eligible.push_back(NearestChoice{i, d, calibrated_ms(e, p, dev)});
+    const double estimate = calibrated_ms(e, p, dev);
+    if (!near && std::isnan(estimate)) continue;  // far away, only the model can rank it
+    eligible.push_back(NearestChoice{i, d, estimate});
   }
-  // Estimated ones first, fastest first; then by distance.
+  // Near ones first (a far generic kernel only where none is near), estimated ones first, fastest
+  // first; then by distance.
   std::stable_sort(eligible.begin(), eligible.end(), [](const NearestChoice& a, const NearestChoice& b) {
+    const bool na = a.distance <= kMaxNearestDistance, nb = b.distance <= kMaxNearestDistance;
+    if (na != nb) return na;
     const bool ea = !std::isnan(a.estimate_ms), eb = !std::isnan(b.estimate_ms);
     if (ea != eb) return ea;
     return ea ? a.estimate_ms < b.estimate_ms : a.distance < b.distance;
@@ -174,7 +182,9 @@ UntunedChoice choose_untuned(const std::vector<TunedEntry>& tuned, const Problem
     const TunedEntry& e = tuned[r.best->index];
     c.nearest = r.best;
     c.rung = Rung::Pool;
-    c.why = "the winner " + e.solution.kernel_name() + " of the tuned problem " + e.problem.key() + " (distance " +
+    c.why = (e.generic ? "the generic kernel " : "the winner ") + e.solution.kernel_name() +
+            (e.generic ? " (measured on " : " of the tuned problem ") + e.problem.key() + (e.generic ? ")" : "") +
+            " (distance " +
             fixed(r.best->distance) + (std::isnan(r.best->estimate_ms)
                                            ? std::string(", no model estimate: the nearest")
                                            : ", model estimate " + fixed3(r.best->estimate_ms) + " ms") +

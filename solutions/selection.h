@@ -3,8 +3,10 @@
 //   1. Tuned: the exact problem's winner (a user database's before the shipped one's); the winner
 //      may be the vendor library, timed as a candidate of the sweep. A generated kernel that beat
 //      the vendor by less than kKernelMargin there gives way to the vendor (kernel_serves).
-//   2. Pool: among the winning kernels of tuned problems near enough, with the same types, layout
-//      and compute, whose constraints admit the problem, the one the analytical model
+//   2. Pool: among the winning kernels of tuned problems near enough, and the generic kernels `db
+//      pack` shipped (near enough, or at any distance where no vendor computes the problem and the
+//      model estimates them), with the same types,
+//      layout and compute, whose constraints admit the problem, the one the analytical model
 //      (solutions/model.h) expects fastest on it, calibrated by each kernel's measured time on its
 //      own problem (rank_pool). Where a vendor computes the problem, only a kernel the database
 //      shows beating the vendor by kKernelMargin on its own problem, and expected to beat it by as
@@ -55,6 +57,9 @@ struct TunedEntry {
   // Vendor time over the winner's time on this problem; NaN where the vendor was not measured.
   double vendor_ratio = std::numeric_limits<double>::quiet_NaN();
   double median_ms = std::numeric_limits<double>::quiet_NaN();  // the winner's measured time
+  // A generic kernel of the pool (db pack): not a winner of `problem` but measured there; where no
+  // vendor computes a problem of its class it may serve at any distance, ranked by the model.
+  bool generic = false;
 };
 
 // Whether a tuned problem's generated kernel is served rather than the vendor library: always where

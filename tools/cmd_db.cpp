@@ -22,6 +22,7 @@ struct Args {
   std::vector<std::string> arches, srcs;
   std::string sign_key, trusted_key, private_key, public_key;
   bool force = false;
+  int generic = db::kGenericPerClass;
 };
 
 std::string human_bytes(std::uintmax_t n) {
@@ -36,10 +37,11 @@ std::string human_bytes(std::uintmax_t n) {
 int pack(const Args& a) {
   std::optional<db::Key> key;
   if (!a.sign_key.empty()) key = db::Key::load_private(a.sign_key);
-  db::PackResult r = db::pack(a.src, a.dst, a.arches, a.force, key ? &*key : nullptr);
+  db::PackResult r = db::pack(a.src, a.dst, a.arches, a.force, key ? &*key : nullptr, a.generic);
   std::string arches;
   for (const auto& x : r.arches) arches += (arches.empty() ? "" : ", ") + x;
-  std::printf("packed %zu winners (%zu with code objects) of %s\n", r.winners, r.code_objects, arches.c_str());
+  std::printf("packed %zu winners and %zu generic kernels (%zu with code objects) of %s\n", r.winners, r.generic,
+              r.code_objects, arches.c_str());
   std::printf("  %-40s %12s  (%zu measurements)\n", a.src.c_str(), human_bytes(r.source_bytes).c_str(), r.source_measurements);
   std::printf("  %-40s %12s  (%.1f%% of the source; opens read-only)\n", a.dst.c_str(), human_bytes(r.packed_bytes).c_str(),
               r.source_bytes ? 100.0 * double(r.packed_bytes) / double(r.source_bytes) : 0.0);
@@ -142,6 +144,11 @@ Run add_db(CLI::App& app) {
   pack_cmd->add_option("--arch", a->arches, "only the winners of this arch (repeatable; default: all)");
   pack_cmd->add_flag("--force", a->force, "overwrite dst if it exists");
   pack_cmd->add_option("--sign", a->sign_key, "sign every code object shipped with this Ed25519 private key (PEM)");
+  pack_cmd->add_option("--generic", a->generic,
+                       "pool up to this many generic kernels per class of problems (types, layout) and arch: those "
+                       "nearest the best over the class's measured problems, ranked by the runtime's model for "
+                       "problems far from any tuned one where no vendor library serves them; 0: none")
+      ->check(CLI::NonNegativeNumber);
   check->add_option("--trusted-key", a->trusted_key,
                     "also check that every code object is signed by this Ed25519 public key (PEM), as a runtime "
                     "given TILETUNE_TRUSTED_KEY does");

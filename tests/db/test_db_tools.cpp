@@ -196,7 +196,7 @@ std::string abs_path(const std::string& p) { return fs::absolute(p).lexically_no
 
 TEST_F(DbToolsTest, PackKeepsExactlyTheWinners) {
   const std::string out = file("ship.db");
-  PackResult r = pack(a_, out, {}, false);
+  PackResult r = pack(a_, out, {}, false, nullptr, 0);  // no generic kernels (PackPoolsGenericKernels...)
   EXPECT_EQ(r.winners, 3u);  // host P1, host P2, cuda P1
   EXPECT_EQ(r.arches, (std::vector<std::string>{kCuda, kHost}));
   EXPECT_GT(r.source_bytes, 0u);
@@ -607,9 +607,45 @@ ProgramRun run_tiletune(const std::vector<std::string>& args, const std::string&
 
 }  // namespace
 
+// Beside the winners, pack pools per arch and class of problems the kernels of highest mean
+// efficiency over the class's measured problems (best time over theirs, 0 where not measured), each
+// with its measurement on the problem it fit best; a pooled measurement never changes a winner.
+TEST_F(DbToolsTest, PackPoolsGenericKernelsBesideTheWinners) {
+  const std::string out = file("ship.db");
+  const PackResult r = pack(a_, out, {}, false);  // kGenericPerClass
+  EXPECT_EQ(r.generic, 4u);                       // per arch, its one class's two kernels
+  EXPECT_EQ(winner_map(out), winner_map(a_));
+  Database db = Database::open(out, Mode::ReadOnly);
+  std::set<std::string> pooled;
+  for (const std::string& arch : {kHost, kCuda})
+    for (const auto& g : db.pool_kernels(arch)) {
+      pooled.insert(g.solution.kernel_name() + "|" + arch + "|" + g.problem_key);
+      EXPECT_GT(g.median_ms, 0);
+      EXPECT_NE(g.code_object_id, 0) << "its code object ships with it";
+    }
+  const std::string p1 = Problem(P1).key();
+  // H0 won both host problems (efficiency 1); H1 ran 2/3 of the best on P1 and failed P2. Each is
+  // measured on P1, where it fit best.
+  EXPECT_EQ(pooled, (std::set<std::string>{H0.kernel_name() + "|" + kHost + "|" + p1, H1.kernel_name() + "|" + kHost + "|" + p1,
+                                           S0.kernel_name() + "|" + kCuda + "|" + p1,
+                                           S1.kernel_name() + "|" + kCuda + "|" + p1}));
+  EXPECT_EQ(pack(a_, file("one.db"), {}, false, nullptr, 1).generic, 2u) << "the best kernel of each arch's class";
+  // One kernel pooled for two classes keeps an entry for each: B's host measured H0 on the f32
+  // problems and on the bf16 P3.
+  EXPECT_EQ(pack(b_, file("two.db"), {kHost}, false, nullptr, 2).generic, 3u);
+  Database two = Database::open(file("two.db"), Mode::ReadOnly);
+  std::set<std::string> classes;
+  for (const auto& g : two.pool_kernels(kHost)) classes.insert(g.solution.kernel_name() + "|" + g.problem_key);
+  EXPECT_EQ(classes.size(), 3u);
+  EXPECT_TRUE(classes.count(H0.kernel_name() + "|" + Problem(P3).key())) << "H0 for the bf16 class";
+  Database one = Database::open(file("one.db"), Mode::ReadOnly);
+  ASSERT_EQ(one.pool_kernels(kHost).size(), 1u);
+  EXPECT_EQ(one.pool_kernels(kHost)[0].solution.kernel_name(), H0.kernel_name());
+}
+
 TEST_F(DbToolsTest, ProgramSucceeds) {
   const std::string log = file("log.txt");
-  ProgramRun r = run_tiletune({"db", "pack", a_, file("ship.db")}, log);
+  ProgramRun r = run_tiletune({"db", "pack", a_, file("ship.db"), "--generic", "0"}, log);
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("packed 3 winners"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("KiB"), std::string::npos) << r.out;  // sizes before and after
@@ -632,6 +668,13 @@ TEST_F(DbToolsTest, ProgramSucceeds) {
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("FALLBACK"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("host_gemm"), std::string::npos) << r.out;
+  // Packed with its generic kernels (the default), the far problem gets one of them.
+  r = run_tiletune({"db", "pack", a_, file("pooled.db")}, log);
+  EXPECT_NE(r.out.find("and 4 generic kernels"), std::string::npos) << r.out;
+  r = run_tiletune({"db", "explain", file("pooled.db"), "--arch", kHost, "--problem", "@" + file("p.json")}, log);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("NEAREST"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the generic kernel " + H0.kernel_name()), std::string::npos) << r.out;
 }
 
 TEST_F(DbToolsTest, ProgramErrorsNameTheCause) {

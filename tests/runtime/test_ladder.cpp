@@ -386,6 +386,53 @@ TEST_F(Ladder, ASweepTimesTheVendorAsACandidate) {
   tiletune_destroy(h);
 }
 
+// db pack pools generic kernels beside the winners: kernels that ran near the best over a class's
+// measured problems, each with its measurement on the problem it fit best. Where no vendor computes
+// a problem too far from every tuned one, the model ranks them and one serves it instead of the
+// template default (no compile at run time); a vendor, where there is one, keeps such problems.
+TEST_F(Ladder, GenericKernelsOfThePackServeFarProblemsWhereNoVendorDoes) {
+  const std::string src = (dir_ / "sweep.db").string(), packed = (dir_ / "packed.db").string(),
+                    bare = (dir_ / "bare.db").string();
+  auto cfg = tuner::parse_config(R"({"name": "generic-pool",
+      "problems": [{"dtype": "f32", "transA": "N", "transB": "N", "m": 64, "n": 64, "k": 64},
+                   {"dtype": "f32", "transA": "N", "transB": "N", "m": 96, "n": 80, "k": 64},
+                   {"dtype": "f32", "transA": "N", "transB": "N", "m": 128, "n": 96, "k": 48}],
+      "templates": {"host_gemm": {"parameters": {"MT0": [16, 32], "MT1": [16, 32], "KU": [16], "TT0": [8], "TT1": [4]}}},
+      "benchmark": {"warmup": 1, "min_iterations": 2, "max_iterations": 3, "target_ms": 2}})",
+                                 dir_.string());
+  tuner::SweepOptions o;
+  o.backend = gpu::BackendKind::Host;
+  o.db_path = src;
+  o.compare_vendor = false;
+  ASSERT_EQ(tuner::run_sweep(cfg, o, stderr).winners.size(), 3u);
+  const db::PackResult r = db::pack(src, packed, {}, false, nullptr, 2);
+  EXPECT_EQ(r.generic, 2u) << "one class of problems, two kernels asked for";
+  db::Database pd = db::Database::open(packed, db::Mode::ReadOnly);
+  const auto pool = pd.pool_kernels(arch_);
+  ASSERT_EQ(pool.size(), 2u);
+  for (const auto& g : pool) EXPECT_GT(g.median_ms, 0) << g.solution.kernel_name();
+  EXPECT_EQ(db::pack(src, bare, {}, false, nullptr, 0).generic, 0u);
+
+  const GemmProblem far = f32(700, 24, 300);  // beyond kMaxNearestDistance of every tuned problem
+  ::setenv("TILETUNE_VENDOR", "off", 1);
+  tiletune_handle_t h = open(packed);
+  expect_correct(h, far);
+  EXPECT_EQ(stats(h).nearest, 1u);
+  EXPECT_EQ(stats(h).jit_compiles, 0u) << "the pool's code objects come from the database";
+  EXPECT_NE(explain(h, far).find("the generic kernel"), std::string::npos) << explain(h, far);
+  tiletune_destroy(h);
+  EXPECT_EQ(db::explain(pd, far, "").choice, db::Explanation::Choice::Nearest);
+  h = open(bare);
+  expect_correct(h, far);
+  EXPECT_EQ(stats(h).fallbacks, 1u) << "without the pool: the template default";
+  tiletune_destroy(h);
+  ::unsetenv("TILETUNE_VENDOR");
+  h = open(packed);
+  expect_correct(h, far);
+  EXPECT_EQ(stats(h).vendor, 1u) << "the vendor keeps a problem far from every measurement";
+  tiletune_destroy(h);
+}
+
 // A vendor algorithm that won is run as that algorithm, and says so.
 TEST_F(Ladder, AVendorAlgorithmWinnerIsServedWithItsChoice) {
   const std::string db = (dir_ / "choice.db").string();
