@@ -5,11 +5,18 @@
 #include <initializer_list>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 
 #include "common/error.h"
 #include "runtime/runtime.h"
 #include "tiletune.h"
+
+#define TT_STR2(x) #x
+#define TT_STR(x) TT_STR2(x)
+static_assert(std::string_view(TILETUNE_VERSION_STRING) ==
+                  TT_STR(TILETUNE_VERSION_MAJOR) "." TT_STR(TILETUNE_VERSION_MINOR) "." TT_STR(TILETUNE_VERSION_PATCH),
+              "runtime/tiletune.h's TILETUNE_VERSION_* must be the project's VERSION in CMakeLists.txt");
 
 struct tiletune_handle {
   std::unique_ptr<tiletune::runtime::Runtime> rt;
@@ -141,6 +148,8 @@ tiletune_status_t run_conv(tiletune_handle_t h, const tiletune_conv_desc_t* d, t
 }  // namespace
 
 extern "C" {
+
+const char* tiletune_version(void) { return TILETUNE_VERSION_STRING; }
 
 const char* tiletune_last_error(void) { return last_error.c_str(); }
 

@@ -8,6 +8,8 @@
  *   2. pool    - untuned: the winner of the nearest tuned problem of the same types and layout
  *                (within about a factor of two in each size), when the database shows it beat the
  *                vendor library by 10% or more on its own problem, or no vendor computes this one;
+ *                where no vendor computes it, also a generic kernel `tiletune db pack` pooled for
+ *                its class of problems, at any size, ranked by the analytical model;
  *   3. vendor  - untuned: the vendor library's own choice (cuBLAS, cuDNN; OpenBLAS on the host);
  *   4. default - only where no vendor computes the problem: a template's general default kernel
  *                (always correct; compiled once on first use).
@@ -32,9 +34,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of this header; tiletune_version() says the library's. A 0.x minor version may
+ * change the C API: the library's soname carries the major version. */
+#define TILETUNE_VERSION_MAJOR 0
+#define TILETUNE_VERSION_MINOR 1
+#define TILETUNE_VERSION_PATCH 0
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* "MAJOR.MINOR.PATCH" of the loaded library (a static string). */
+const char* tiletune_version(void);
 
 typedef struct tiletune_handle* tiletune_handle_t;
 

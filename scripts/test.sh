@@ -9,6 +9,7 @@ export PATH="$PATH:/usr/local/cuda/bin"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"
 (cd build && ctest --output-on-failure -j"$(nproc)" "$@")
+scripts/test_install.sh build  # the installed package from C, C++, pkg-config and add_subdirectory
 [ "${TILETUNE_SKIP_SANITIZE:-0}" = 1 ] && exit 0
 sanitized=(test_fuzz test_expression test_problem test_conv_problem test_database test_integrity test_pipeline
            test_host_backend test_ladder test_isolation test_db_tools test_online test_conv_pipeline test_environment)

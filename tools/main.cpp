@@ -1,13 +1,16 @@
 // tiletune: the command-line program. `tiletune --help` lists the subcommands.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "common/error.h"
 #include "common/temp_dir.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"tiletune: GEMM kernel autotuner (tune sweeps into a SQLite solution database, inspect it)"};
+  CLI::App app{"tiletune: GEMM and convolution kernel autotuner (tune sweeps into a SQLite solution database, "
+               "inspect, pack and merge databases)"};
+  app.set_version_flag("--version", std::string("tiletune ") + TILETUNE_VERSION_STRING);
   app.require_subcommand(1);
   tiletune::tools::Run tune = tiletune::tools::add_tune(app);
   tiletune::tools::Run db = tiletune::tools::add_db(app);
