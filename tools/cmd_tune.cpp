@@ -127,7 +127,7 @@ Run add_tune(CLI::App& app) {
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // it removes its temporary directories, then dies
       if (::getppid() != a->parent) {  // it ended before the line above: nothing to tune for
         std::fprintf(stderr, "tiletune tune: --die-with-parent %d: the parent process is gone (or is not it)\n", a->parent);
-        return 1;
+        return kExitError;
       }
     }
     const tuner::SweepOptions o = sweep_options(*a, config);
@@ -135,8 +135,8 @@ Run add_tune(CLI::App& app) {
     tuner::SweepSummary s = tuner::run_sweep(config, o);
     tuner::print_summary(s, stdout);
     std::printf("\nwrote %s\n", a->db.c_str());
-    if (!s.unprepared.empty()) return 3;  // incomplete: a script must not take it for a finished sweep
-    return s.no_candidate.empty() ? 0 : 4;  // finished, but the shipped spaces do not cover every problem
+    if (!s.unprepared.empty()) return kExitIncomplete;  // a script must not take it for a finished sweep
+    return s.no_candidate.empty() ? kExitOk : kExitUncovered;
   };
 }
 

@@ -7,6 +7,14 @@
 
 namespace tiletune::tools {
 
+// The program's exit codes (README, "The command line"); a signal's is 128 + its number.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;       // bad input or failed work, named on stderr
+inline constexpr int kExitInternal = 2;    // a defect of tiletune's own
+inline constexpr int kExitIncomplete = 3;  // tune: a problem's preparation timed out; a rerun resumes it
+inline constexpr int kExitUncovered = 4;   // tune: finished, but no generated candidate admits some problem
+inline constexpr int kExitUsage = 64;      // the command line itself (unknown option, missing argument)
+
 using Run = std::function<int()>;
 Run add_tune(CLI::App& app);
 Run add_db(CLI::App& app);

@@ -17,7 +17,13 @@ int main(int argc, char** argv) {
   tiletune::tools::Run devices = tiletune::tools::add_devices(app);
   tiletune::tools::Run worker = tiletune::tools::add_worker(app);
   tiletune::tools::Run compile_server = tiletune::tools::add_compile_server(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version: 0; a usage error (unknown option, missing argument): kExitUsage, not
+    // CLI11's own 105-109.
+    return app.exit(e) == 0 ? 0 : tiletune::tools::kExitUsage;
+  }
   try {
     tiletune::remove_temp_dirs_on_stop_signals();
     if (app.got_subcommand("tune")) return tune();
@@ -27,10 +33,10 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("compile-server")) return compile_server();
   } catch (const tiletune::Error& e) {
     std::fprintf(stderr, "tiletune: error: %s\n", e.what());
-    return 1;
+    return tiletune::tools::kExitError;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tiletune: internal error: %s\n", e.what());
-    return 2;
+    return tiletune::tools::kExitInternal;
   }
   return 0;
 }

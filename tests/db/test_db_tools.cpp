@@ -677,6 +677,25 @@ TEST_F(DbToolsTest, ProgramSucceeds) {
   EXPECT_NE(r.out.find("the generic kernel " + H0.kernel_name()), std::string::npos) << r.out;
 }
 
+// Exit codes (tools/commands.h): a usage error is 64 and names what was wrong; --help and
+// --version are 0.
+TEST_F(DbToolsTest, ProgramUsageErrorsExitWith64) {
+  const std::string log = file("log.txt");
+  ProgramRun r = run_tiletune({"db", "pack", a_, file("x.db"), "--bogus"}, log);
+  EXPECT_EQ(r.rc, 64) << r.out;
+  EXPECT_NE(r.out.find("--bogus"), std::string::npos) << r.out;
+  r = run_tiletune({"db", "pack", a_}, log);  // dst missing
+  EXPECT_EQ(r.rc, 64) << r.out;
+  r = run_tiletune({}, log);  // no subcommand
+  EXPECT_EQ(r.rc, 64) << r.out;
+  r = run_tiletune({"--help"}, log);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  r = run_tiletune({"--version"}, log);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("tiletune ", 0), 0u) << r.out;
+  EXPECT_FALSE(fs::exists(file("x.db")));
+}
+
 TEST_F(DbToolsTest, ProgramErrorsNameTheCause) {
   const std::string log = file("log.txt");
   const std::string missing = file("missing.db");
