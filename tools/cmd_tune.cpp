@@ -135,6 +135,11 @@ Run add_tune(CLI::App& app) {
     tuner::SweepSummary s = tuner::run_sweep(config, o);
     tuner::print_summary(s, stdout);
     std::printf("\nwrote %s\n", a->db.c_str());
+    if (s.compile_failed > 0 && s.compiled + s.compile_cached == 0 && s.benchmarked == 0) {
+      std::fprintf(stderr, "tiletune: error: no candidate compiled (%zu failed; the first failure is above)\n",
+                   s.compile_failed);
+      return kExitError;
+    }
     if (!s.unprepared.empty()) return kExitIncomplete;  // a script must not take it for a finished sweep
     return s.no_candidate.empty() ? kExitOk : kExitUncovered;
   };

@@ -102,6 +102,10 @@ bool CompilePool::commit(const CompileJob& job, gpu::CompileResult r) {
     std::lock_guard<std::mutex> lock(db_mu_);
     db_.put_code_object(rec);
   }
+  if (!r.ok) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (first_error_.empty()) first_error_ = job.kernel_name + ": " + (r.log.empty() ? "(the compiler said nothing)" : r.log);
+  }
   return r.ok;
 }
 
@@ -112,6 +116,7 @@ CompilePool::Stats CompilePool::stats() const {
   st.threads = unsigned(threads_.size());
   st.wall_s = busy_s_ > 0 ? std::chrono::duration<double>(last_end_ - first_start_).count() : 0;
   st.busy_s = busy_s_;
+  st.first_error = first_error_;
   st.cpu_s = cpu_s_;
   return st;
 }

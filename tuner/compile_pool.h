@@ -64,6 +64,7 @@ class CompilePool {
     std::size_t jobs = 0;
     unsigned threads = 0;
     double wall_s = 0, busy_s = 0, cpu_s = 0;
+    std::string first_error;  // the first failed compile: "kernel: the compiler's log"
   };
   Stats stats() const;
 
@@ -81,6 +82,7 @@ class CompilePool {
   std::exception_ptr failure_;
   std::chrono::steady_clock::time_point first_start_{}, last_end_{};
   double busy_s_ = 0, cpu_s_ = 0;
+  std::string first_error_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   const gpu::Compiler& compiler_;

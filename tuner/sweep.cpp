@@ -713,6 +713,7 @@ SweepSummary Sweep::finish() {
   const CompilePool::Stats cs = compile_->stats();
   sum_.compile_wall_s = cs.wall_s, sum_.compile_busy_s = cs.busy_s, sum_.compile_cpu_s = cs.cpu_s;
   sum_.compile_threads = cs.threads;
+  sum_.first_compile_error = cs.first_error;
   sum_.compile_cpu_known = !host_;
   int worker_starts = 0;
   for (const auto& s : slots_) {
@@ -748,6 +749,17 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
                  s.not_selected, s.over_budget, s.short_timed, s.fully_timed, s.promoted, s.remeasured);
   std::fprintf(out, "failed by reason: %zu invalid, %zu failed to launch, %zu crashed, %zu timed out\n", s.invalid,
                s.launch_failed, s.crashed, s.timed_out);
+  if (!s.first_compile_error.empty()) {
+    // Its first lines: enough to see a missing compiler or a bad option without the whole log.
+    std::string head;
+    std::size_t lines = 0, at = 0;
+    while (at < s.first_compile_error.size() && lines < 12) {
+      const std::size_t end = std::min(s.first_compile_error.find('\n', at), s.first_compile_error.size());
+      head += "  " + s.first_compile_error.substr(at, end - at) + "\n";
+      at = end + 1, ++lines;
+    }
+    std::fprintf(out, "first compile failure of %zu:\n%s", s.compile_failed, head.c_str());
+  }
   if (s.recompiled)
     std::fprintf(out, "%zu code objects of earlier sweeps' candidates compiled again to re-time them (finals, promotions)\n",
                  s.recompiled);

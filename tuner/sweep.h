@@ -72,6 +72,7 @@ struct SweepSummary {
     int worker_starts = 0;     // worker processes started for it (more than one: after crashes)
   };
   std::vector<DeviceCount> per_device;
+  std::string first_compile_error;  // the first failed compile's kernel and compiler log ("" if none)
   // Problems skipped because a worker could not prepare their data (inputs, reference) within
   // benchmark.prepare_timeout_s: "key: why". Nothing is recorded for them; a rerun tries again.
   std::vector<std::string> unprepared;

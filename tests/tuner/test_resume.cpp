@@ -116,7 +116,11 @@ TEST(Resume, ACompileFailureIsRetriedUnderAnotherCompilerNotUnderTheSame) {
   const auto cmd = small_sweep(dir, R"({"MT0": [16, 32], "MT1": [16], "KU": [16], "TT0": [8], "TT1": [2]})");
   const std::vector<std::string> env = {"TILETUNE_HOST_CXX=" + broken.string()};
   const std::string log = (dir / "log.txt").string();
-  wait_for(spawn(cmd, log, env));
+  // Nothing compiled: an error (exit 1) that shows the first compiler message (issue 19).
+  EXPECT_EQ(wait_for(spawn(cmd, log, env)), 1) << read_file(log);
+  EXPECT_NE(read_file(log).find("no candidate compiled"), std::string::npos) << read_file(log);
+  EXPECT_NE(read_file(log).find("first compile failure of 2:"), std::string::npos) << read_file(log);
+  EXPECT_NE(read_file(log).find("this compiler always fails"), std::string::npos) << read_file(log);
   auto counts = [&] {
     db::Database d = db::Database::open((dir / "sweep.db").string(), db::Mode::ReadOnly);
     return std::make_pair(count(d, "SELECT COUNT(*) FROM measurements WHERE status = 'compile_failed'"),
