@@ -334,6 +334,15 @@ tiletune_status_t tiletune_online_wait(tiletune_handle_t h, double seconds, int*
   });
 }
 
+tiletune_status_t tiletune_record(tiletune_handle_t h, const char* path) {
+  if (auto s = need_handle(h)) return s;
+  if (!path || !*path) {
+    last_error = "tiletune_record: null or empty path";
+    return TILETUNE_ERROR_INVALID_VALUE;
+  }
+  return guarded(TILETUNE_ERROR_INVALID_VALUE, [&] { h->rt->record(path); });
+}
+
 tiletune_status_t tiletune_get_arch(tiletune_handle_t h, char* arch, size_t arch_size, size_t* tuned) {
   if (auto s = need_handle(h)) return s;
   const std::string& a = h->rt->device().info().arch;

@@ -22,6 +22,8 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "common/process.h"
+#include "db/integrity.h"
+#include "runtime/file_lock.h"
 
 namespace tiletune::runtime {
 namespace fs = std::filesystem;
@@ -85,7 +87,13 @@ OnlineSettings online_settings_from_environment(const std::string& backend, int 
   return s;
 }
 
-OnlineTuner::OnlineTuner(OnlineSettings settings, Done done) : s_(std::move(settings)), done_(std::move(done)) {
+std::string online_lock_path(const std::string& user_db, const std::string& arch, const Problem& p) {
+  const std::string what = arch + "\n" + p.canonical().key();
+  return user_db + ".locks/" + db::sha256_hex(what.data(), what.size()) + ".lock";
+}
+
+OnlineTuner::OnlineTuner(OnlineSettings settings, Done done, AlreadyTuned already_tuned)
+    : s_(std::move(settings)), done_(std::move(done)), already_tuned_(std::move(already_tuned)) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -127,9 +135,9 @@ void OnlineTuner::loop() {
     }
     const auto start = std::chrono::steady_clock::now();
     std::string log;
-    bool ok = false;
+    Outcome outcome = Outcome::Failed;
     try {
-      ok = tune(p, log);
+      outcome = tune(p, log);
     } catch (const std::exception& e) {
       log = e.what();
     }
@@ -141,7 +149,7 @@ void OnlineTuner::loop() {
     }
     if (!stopping) {
       try {
-        done_(p, ok, s, log);
+        done_(p, outcome, s, log);
       } catch (...) {
         // the runtime's bookkeeping must not end the tuner
       }
@@ -154,7 +162,26 @@ void OnlineTuner::loop() {
   }
 }
 
-bool OnlineTuner::tune(const Problem& p, std::string& log) {
+OnlineTuner::Outcome OnlineTuner::tune(const Problem& p, std::string& log) {
+  const std::string lock_path = online_lock_path(s_.user_db, s_.arch, p);
+  std::error_code ec;
+  fs::create_directories(fs::path(lock_path).parent_path(), ec);
+  if (ec) throw Error("cannot make " + fs::path(lock_path).parent_path().string() + ": " + ec.message());
+  // Held until the tune's child has exited, so its winner is in the database when the next
+  // process gets the lock; polled, so that switching off never waits for another process.
+  const FileLock lock(lock_path, [this] {
+    std::lock_guard<std::mutex> guard(mu_);
+    return stop_;
+  });
+  if (!lock.held()) {
+    log = "switched off";
+    return Outcome::Failed;
+  }
+  if (already_tuned_ && already_tuned_(p)) return Outcome::TunedElsewhere;
+  return run_tune(p, log) ? Outcome::Tuned : Outcome::Failed;
+}
+
+bool OnlineTuner::run_tune(const Problem& p, std::string& log) {
   const std::string stem = (dir_.path() / ("problem-" + std::to_string(++tuned_))).string();
   nlohmann::json problem = p;
   nlohmann::json config = {{"name", "online"}, {"problems", nlohmann::json::array()}};

@@ -1,7 +1,9 @@
 // Online tuning: a problem the runtime keeps serving untuned is tuned in the background by a
 // `tiletune tune` child process (model search within a budget of candidates and seconds) that
 // writes into the user database. The trainer's calls never wait for it, and a candidate that
-// crashes or hangs takes down at most one of that child's own worker processes.
+// crashes or hangs takes down at most one of that child's own worker processes. Processes sharing
+// one user database (a data-parallel trainer's ranks) tune each problem once: a lock file per
+// problem and arch makes the others wait, and they then adopt the winner it wrote.
 #pragma once
 #include <sys/types.h>
 
@@ -22,6 +24,7 @@ struct OnlineSettings {
   std::string exe;       // the tiletune program
   std::string user_db;   // where the winners go
   std::string backend;   // "cuda", "hip", "host"
+  std::string arch;      // the device's: winners, and so the locks, are per arch
   int device = 0;
   int after_calls = 3;   // untuned calls of a problem before it is tuned (TILETUNE_ONLINE_AFTER)
   int budget = 24;       // candidates per problem (TILETUNE_ONLINE_BUDGET)
@@ -43,12 +46,25 @@ std::string default_user_db();
 OnlineSettings online_settings_from_environment(const std::string& backend, int device, const std::string& user_db,
                                                 std::string* why);
 
+// The lock file that the processes sharing `user_db` take before tuning `p` for `arch`:
+// <user_db>.locks/<sha256 of arch and key>.lock. Lock files stay: removing one would let a late
+// process lock a file that the next one no longer sees.
+std::string online_lock_path(const std::string& user_db, const std::string& arch, const Problem& p);
+
 class OnlineTuner {
  public:
-  // Called on the tuner's thread after each problem: ok when the tune finished (its winner, if
-  // any, is in the user database), its seconds, and the tail of its log when it failed.
-  using Done = std::function<void(const Problem&, bool ok, double seconds, const std::string& log)>;
-  OnlineTuner(OnlineSettings settings, Done done);
+  enum class Outcome {
+    Failed,
+    Tuned,         // the tune finished: its winner, if any, is in the user database
+    TunedElsewhere  // the user database had its winner already (another process tuned it): none ran
+  };
+  // Called on the tuner's thread after each problem: the outcome, its seconds, and the tail of
+  // its log when it failed.
+  using Done = std::function<void(const Problem&, Outcome, double seconds, const std::string& log)>;
+  // Whether the user database holds a winner of the problem for this arch already; asked with the
+  // problem's lock held, before a tune (nullptr: never).
+  using AlreadyTuned = std::function<bool(const Problem&)>;
+  OnlineTuner(OnlineSettings settings, Done done, AlreadyTuned already_tuned = nullptr);
   ~OnlineTuner();  // kills a tune in progress and waits for the thread
   OnlineTuner(const OnlineTuner&) = delete;
   OnlineTuner& operator=(const OnlineTuner&) = delete;
@@ -61,10 +77,12 @@ class OnlineTuner {
  private:
   TempDir dir_{"tiletune-online-"};  // configs and logs
   void loop();
-  bool tune(const Problem& p, std::string& log);
+  Outcome tune(const Problem& p, std::string& log);
+  bool run_tune(const Problem& p, std::string& log);
 
   OnlineSettings s_;
   Done done_;
+  AlreadyTuned already_tuned_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Problem> queue_;

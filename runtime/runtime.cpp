@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <functional>
 #include <map>
 #include <filesystem>
@@ -15,6 +16,7 @@
 
 #include "common/error.h"
 #include "db/integrity.h"
+#include "runtime/file_lock.h"
 #include "ops/arguments.h"
 #include "kernel_templates/gemm_params.h"
 
@@ -194,9 +196,14 @@ void Runtime::set_online(bool on) {
   const gpu::DeviceInfo& info = dev_->info();
   OnlineSettings s = online_settings_from_environment(gpu::to_string(info.backend), info.index, user_db_path_, &why);
   if (s.exe.empty()) throw Error(why);
+  s.arch = info.arch;
   online_after_ = s.after_calls;
   online_ = std::make_shared<OnlineTuner>(
-      std::move(s), [this](const Problem& p, bool ok, double sec, const std::string& log) { adopt_online(p, ok, sec, log); });
+      std::move(s),
+      [this](const Problem& p, OnlineTuner::Outcome outcome, double sec, const std::string& log) {
+        adopt_online(p, outcome, sec, log);
+      },
+      [this](const Problem& p) { return has_user_winner(p); });
 }
 
 bool Runtime::wait_online(double seconds) {
@@ -209,20 +216,35 @@ bool Runtime::wait_online(double seconds) {
   return !t || t->wait_idle(seconds);
 }
 
-void Runtime::adopt_online(const Problem& p, bool ok, double seconds, const std::string& log) {
-  if (!ok) {
+db::Database* Runtime::user_database() {
+  if (!user_db_ && !user_db_path_.empty() && std::ifstream(user_db_path_).good()) {
+    dbs_.push_back(std::make_unique<db::Database>(db::Database::open(user_db_path_, db::Mode::ReadOnly)));
+    user_db_ = dbs_.back().get();
+  }
+  return user_db_;
+}
+
+bool Runtime::has_user_winner(const Problem& p) {
+  std::lock_guard<std::mutex> lock(db_mu_);
+  try {
+    db::Database* db = user_database();
+    return db && db->find_winner(dev_->info().arch, p.key()).has_value();
+  } catch (const Error&) {
+    return false;  // e.g. a database another process is still creating: tuning decides
+  }
+}
+
+void Runtime::adopt_online(const Problem& p, OnlineTuner::Outcome outcome, double seconds, const std::string& log) {
+  if (outcome == OnlineTuner::Outcome::Failed) {
     std::fprintf(stderr, "tiletune: online tuning of %s failed; it stays untuned:\n%s\n", p.key().c_str(), log.c_str());
     return;
   }
   std::unique_ptr<Loaded> loaded;
   {
     std::lock_guard<std::mutex> lock(db_mu_);
-    if (!user_db_) {
-      dbs_.push_back(std::make_unique<db::Database>(db::Database::open(user_db_path_, db::Mode::ReadOnly)));
-      user_db_ = dbs_.back().get();
-    }
-    if (auto w = user_db_->find_winner(dev_->info().arch, p.key())) {
-      loaded = make_loaded(*w, *user_db_, true);
+    db::Database* db = user_database();
+    if (auto w = db ? db->find_winner(dev_->info().arch, p.key()) : std::nullopt) {
+      loaded = make_loaded(*w, *db, true);
       if (loaded) prefer_vendor_unless_faster(*loaded, TunedEntry{loaded->problem, loaded->tmpl, loaded->solution, w->vendor_ratio()});
     }
   }
@@ -232,11 +254,12 @@ void Runtime::adopt_online(const Problem& p, bool ok, double seconds, const std:
     return;
   }
   loaded->online_seconds = seconds;
+  loaded->tuned_elsewhere = outcome == OnlineTuner::Outcome::TunedElsewhere;
   Plan& plan = plan_for(p);
   std::lock_guard<std::mutex> lock(online_mu_);
   plan.online.store(loaded.get(), std::memory_order_release);
   online_winners_.push_back(std::move(loaded));
-  ++stats_.online_tuned;
+  ++(outcome == OnlineTuner::Outcome::TunedElsewhere ? stats_.online_adopted : stats_.online_tuned);
 }
 
 gpu::Vendor& Runtime::vendor() {
@@ -481,7 +504,9 @@ std::string Runtime::explain(const Problem& problem) {
     const std::string vendor = "the vendor library" + (w.vendor_choice.empty() ? "" : " (" + w.solution.kernel_name() + ")");
     std::string s = std::string("tuned: exact winner ") + (w.tmpl ? w.solution.kernel_name() : vendor) +
                     " of " + p.key() + w.note + (w.user ? " (user database" : "");
-    if (w.online_seconds >= 0) s += ", tuned online in " + std::to_string(w.online_seconds) + " s";
+    if (w.online_seconds >= 0)
+      s += w.tuned_elsewhere ? std::string(", tuned online by another process or handle sharing it")
+                             : ", tuned online in " + std::to_string(w.online_seconds) + " s";
     return w.user ? s + ")" : s;
   };
   // A winner the vendor won serves only while the vendor computes the problem (else the plan does).
@@ -557,30 +582,119 @@ void Runtime::conv(const ConvProblem& problem, void* x, void* wt, void* y, gpu::
   dispatch(call, stream);
 }
 
+namespace {
+
+// Calls of one problem to add to a recorded config.
+struct Untuned {
+  Problem problem;  // canonical
+  ProblemKey key;
+  std::uint64_t calls;
+};
+
+std::string untuned_name(std::int64_t calls, const std::string& arch) {
+  return std::to_string(calls) + " calls, untuned on " + arch;
+}
+
+// The tuning config at `path` with `added` merged in: problems united by key, calls summed, all
+// else kept as it was (a "templates" section someone added); a new config where there is none.
+nlohmann::json merged_config(const std::string& path, const std::vector<Untuned>& added, const std::string& arch) {
+  std::string text;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    std::ifstream in(path);
+    if (!in) throw Error("cannot read " + path + "; it was left as it is");
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  nlohmann::json config;
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {  // none yet, or an empty file made for it
+    config = {{"name", "untuned-" + arch},
+              {"about", "Problems trainers ran without an exact winner (tiletune_record, TILETUNE_RECORD_UNTUNED), "
+                        "with the calls each served untuned, summed over every recording; tune them with "
+                        "`tiletune tune` and add a \"templates\" section if needed."},
+              {"problems", nlohmann::json::array()}};
+  } else {
+    config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!config.is_object() || !config.contains("problems") || !config["problems"].is_array())
+      throw Error(path + " is not a tuning config (a JSON object with a \"problems\" array); it was left as it is");
+  }
+  nlohmann::json& problems = config["problems"];
+  std::unordered_map<std::string, std::size_t> index;  // problem key -> its entry
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    try {
+      index.emplace(problems[i].get<Problem>().canonical().key(), i);
+      if (problems[i].value("calls", std::int64_t(0)) < 0) throw Error("negative \"calls\"");
+    } catch (const std::exception& e) {
+      throw Error(path + ": problem " + std::to_string(i + 1) + " is not one problem of a recorded config (" + e.what() +
+                  "); the file was left as it is");
+    }
+  }
+  for (const Untuned& u : added) {
+    const std::int64_t calls = std::int64_t(u.calls);
+    auto found = index.find(u.problem.key());
+    if (found == index.end()) {
+      nlohmann::json j = u.problem;
+      j["name"] = untuned_name(calls, arch);
+      j["calls"] = calls;
+      index.emplace(u.problem.key(), problems.size());
+      problems.push_back(std::move(j));
+      continue;
+    }
+    nlohmann::json& j = problems[found->second];
+    const std::int64_t before = j.value("calls", std::int64_t(0));
+    j["calls"] = before + calls;
+    if (!j.contains("name") || j["name"] == untuned_name(before, arch)) j["name"] = untuned_name(before + calls, arch);
+  }
+  return config;
+}
+
+}  // namespace
+
+void Runtime::record(const std::string& path) {
+  if (path.empty()) throw Error("recording untuned problems: no file named");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error("recording untuned problems: " + path + " is a directory");
+  std::lock_guard<std::mutex> guard(record_mu_);
+  const std::string canonical = std::filesystem::weakly_canonical(path, ec).string();
+  auto& recorded = recorded_[ec ? path : canonical];
+  std::vector<Untuned> added;
+  {
+    std::shared_lock<std::shared_mutex> lock(plans_mu_);
+    for (const auto& [key, plan] : plans_) {
+      // A plan of a problem with an exact winner serves only calls that winner could not take.
+      if (winners_.count(key)) continue;
+      auto before = recorded.find(key);
+      const std::uint64_t calls = plan->calls.load(), done = before == recorded.end() ? 0 : before->second;
+      if (calls > done) added.push_back({plan->problem, key, calls - done});
+    }
+  }
+  if (added.empty()) return;
+  // New entries most called first, for whoever reads the file.
+  std::sort(added.begin(), added.end(), [](const Untuned& a, const Untuned& b) { return a.calls > b.calls; });
+  {
+    // Other processes recording into the same file wait here; each reads what the last one wrote.
+    FileLock lock(path + ".lock");
+    const std::string text = merged_config(path, added, dev_->info().arch).dump(2) + "\n";
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {  // whole file or nothing
+      std::remove(tmp.c_str());
+      throw Error("cannot write " + path + " (by way of " + tmp + ")");
+    }
+  }
+  for (const Untuned& u : added) recorded[u.key] += u.calls;
+}
+
 void Runtime::record_untuned() {
   const char* path = std::getenv("TILETUNE_RECORD_UNTUNED");
-  std::shared_lock<std::shared_mutex> lock(plans_mu_);
-  if (!path || !*path || plans_.empty()) return;
-  nlohmann::json problems = nlohmann::json::array();
-  for (const auto& [key, plan] : plans_) {
-    if (plan->calls == 0) continue;  // made by explain() only
-    nlohmann::json j = plan->problem;
-    j["name"] = std::to_string(plan->calls.load()) + " calls, untuned on " + dev_->info().arch;
-    problems.push_back(j);
+  if (!path || !*path) return;
+  try {
+    record(path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tiletune: warning: TILETUNE_RECORD_UNTUNED=%s: the untuned problems were not recorded: %s\n",
+                 path, e.what());
   }
-  nlohmann::json config = {{"name", "untuned-" + dev_->info().arch},
-                           {"about", "Problems a trainer ran without an exact winner (TILETUNE_RECORD_UNTUNED); "
-                                     "tune them with `tiletune tune` and add a \"templates\" section if needed."},
-                           {"problems", problems}};
-  if (problems.empty()) return;
-  std::string tmp = std::string(path) + ".tmp";
-  std::ofstream out(tmp);
-  out << config.dump(2) << "\n";
-  out.close();
-  if (out && std::rename(tmp.c_str(), path) == 0) return;  // whole file or nothing
-  std::remove(tmp.c_str());
-  std::fprintf(stderr, "tiletune: warning: TILETUNE_RECORD_UNTUNED=%s: cannot write the %zu untuned problems there\n", path,
-               problems.size());
 }
 
 Runtime::~Runtime() {

@@ -62,6 +62,9 @@ struct ProblemKeyHash {
 struct Stats {
   std::atomic<std::uint64_t> calls{0}, tuned{0}, nearest{0}, fallbacks{0}, jit_compiles{0}, vendor{0}, user_tuned{0};
   std::atomic<std::uint64_t> online{0}, online_tuned{0};  // calls served by online winners; problems tuned online
+  // Problems whose online winner another process (or handle) sharing the user database had tuned:
+  // adopted, not tuned again.
+  std::atomic<std::uint64_t> online_adopted{0};
 };
 
 // The databases a Runtime serves from. Both are opened read-only; either may be absent.
@@ -79,7 +82,7 @@ class Runtime {
  public:
   Runtime(std::unique_ptr<gpu::Device> device, const std::string& db_path);
   Runtime(std::unique_ptr<gpu::Device> device, const Databases& dbs);
-  ~Runtime();  // writes the untuned problems when TILETUNE_RECORD_UNTUNED names a file
+  ~Runtime();  // records the untuned problems (record()) when TILETUNE_RECORD_UNTUNED names a file
   // Runs the problem; pointers are the device's. Throws Error on any failure.
   void gemm(const GemmProblem& problem, float alpha, const void* a, const void* b, float beta, void* c,
             gpu::Stream stream);
@@ -90,6 +93,11 @@ class Runtime {
   // The first step of every gemm(): check the problem, canonicalise it, look up its exact winner.
   // Exposed for the dispatch-cost benchmark; true when a winner exists.
   bool has_exact_winner(const GemmProblem& problem) const;
+  // Merges the problems served without an exact winner, with the calls served so since this
+  // handle's last record into `path`, into the tuning config there (tiletune_record in
+  // runtime/tiletune.h). Throws Error, leaving the file as it was.
+  void record(const std::string& path);
+
   // Which rung gemm() or conv() would serve this problem from, and why, in one line
   // ("tuned: ...", "pool: ...", "vendor: ...", "default: ..."; `tiletune db explain` says more).
   std::string explain(const Problem& problem);
@@ -121,6 +129,7 @@ class Runtime {
   struct Loaded : Launchable {
     Problem problem;  // canonical
     double online_seconds = -1;  // >= 0: tuned online, in this many seconds
+    bool tuned_elsewhere = false;  // ... by another tuner of the user database, found after that long
     // A kernel winner whose lead over the vendor was under kKernelMargin: the vendor serves it
     // while it computes the problem (kernel_serves); `note` says why.
     bool vendor_first = false;
@@ -155,7 +164,10 @@ class Runtime {
   void load(db::Database& db, bool user);
   // A winner row as the ladder serves it; nullptr (with a warning) for a row this runtime cannot use.
   std::unique_ptr<Loaded> make_loaded(const db::WinnerRecord& w, db::Database& db, bool user);
-  void adopt_online(const Problem& p, bool ok, double seconds, const std::string& log);
+  void adopt_online(const Problem& p, OnlineTuner::Outcome outcome, double seconds, const std::string& log);
+  // Under db_mu_: the user database, opened on first need once its file exists; nullptr before.
+  db::Database* user_database();
+  bool has_user_winner(const Problem& p);  // the online tuner's AlreadyTuned
   static void prefer_vendor_unless_faster(Loaded& w, const TunedEntry& e);
   void submit_online(const Problem& p);
   void dispatch(Call& call, gpu::Stream stream);
@@ -200,6 +212,9 @@ class Runtime {
   std::unordered_map<std::string, std::shared_ptr<gpu::Kernel>> fallbacks_;  // by name expression
   std::shared_mutex plans_mu_;
   std::unordered_map<ProblemKey, std::unique_ptr<Plan>, ProblemKeyHash> plans_;
+  std::mutex record_mu_;
+  // By recorded file (its canonical path): the calls of each problem record() has added there.
+  std::unordered_map<std::string, std::unordered_map<ProblemKey, std::uint64_t, ProblemKeyHash>> recorded_;
   // The general default for calls that neither the plan nor the vendor can serve (pointers less
   // aligned than its kernel takes, a neighbour whose code object failed to load), by problem key
   // and pointer alignments: a slow path, but built once, not per call.

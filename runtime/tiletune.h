@@ -21,8 +21,8 @@
  * Pointers are device pointers of the handle's device (plain host memory on the host backend).
  * Thread safety: any number of threads may call tiletune_gemm* on one handle at once.
  *
- * With TILETUNE_RECORD_UNTUNED=<file>, tiletune_destroy writes every untuned problem with its call
- * count to <file> as a tuning config that `tiletune tune` takes as input.
+ * With TILETUNE_RECORD_UNTUNED=<file>, tiletune_destroy records every untuned problem with its call
+ * count into <file> as tiletune_record does: a tuning config that `tiletune tune` takes as input.
  *
  * Convolutions (tiletune_conv_*) take the same ladder; their pool neighbours must share direction,
  * types, layout, filter size, stride, padding, dilation and groups (within about a factor of two
@@ -74,8 +74,9 @@ typedef struct {
   uint64_t jit_compiles; /* kernels compiled at run time (defaults, or no code object for this arch) */
   uint64_t vendor;       /* ... untuned, with the vendor library's own choice (cuBLAS, cuDNN, OpenBLAS) */
   uint64_t user_tuned;   /* of `tuned`, those whose winner came from the user database */
-  uint64_t online;       /* of `user_tuned`, those whose winner online tuning found in this process */
-  uint64_t online_tuned; /* problems tuned online in this process */
+  uint64_t online;       /* of `user_tuned`, those whose winner online tuning brought in while this handle ran
+                            (tuned by it, or by another process sharing the user database) */
+  uint64_t online_tuned; /* problems tuned online by this handle (not those another process had tuned) */
 } tiletune_stats_t;
 
 /* Activations NHWC with KRSC filters, or NCHW with KCRS filters (outputs laid out like inputs). */
@@ -165,10 +166,25 @@ tiletune_status_t tiletune_get_stats(tiletune_handle_t handle, tiletune_stats_t*
  * writes its winner into the user database ($XDG_CACHE_HOME/tiletune/user.db when none is named);
  * later calls run that winner. Calls never wait for it; a candidate that crashes or hangs ends only
  * a worker of that process. The program is TILETUNE_EXE, else `tiletune` beside this library;
- * without one, enabling fails with TILETUNE_ERROR_NOT_SUPPORTED. */
+ * without one, enabling fails with TILETUNE_ERROR_NOT_SUPPORTED. Processes sharing one user database
+ * (a data-parallel job's ranks) tune each problem once: the first takes a lock (a file per problem
+ * and arch in "<user db>.locks/"), the others wait for it and then serve the winner it wrote. */
 tiletune_status_t tiletune_set_online(tiletune_handle_t handle, int enable);
 /* Waits at most `seconds` for online tuning to finish what it has; *idle says whether it did. */
 tiletune_status_t tiletune_online_wait(tiletune_handle_t handle, double seconds, int* idle);
+/* Merges the problems this handle served without an exact winner (on the pool, vendor or default
+ * rung) into the tuning config at `path`, for `tiletune tune`: one entry per problem with "calls",
+ * the calls served so, and a "name" for people. A config already there is added to, whatever else
+ * it holds: problems are united by key and their calls summed, so the processes of one job may
+ * record into one file, even at the same moment (they take turns on an exclusive flock of
+ * "<path>.lock"; the file is replaced whole, by rename). Each call adds only the calls since this
+ * handle's last record into that file: recording again never counts a call twice. With nothing to
+ * add, the file is not touched; an empty file counts as none. A file at `path` that is not such a
+ * config (unparsable, no "problems" array, an entry that is not one problem) fails the call with
+ * TILETUNE_ERROR_INVALID_VALUE and is left as it is; so does a file or lock that cannot be read or
+ * written. */
+tiletune_status_t tiletune_record(tiletune_handle_t handle, const char* path);
+
 /* Arch of the handle's device, e.g. "sm_90a", and the number of tuned problems loaded for it. */
 tiletune_status_t tiletune_get_arch(tiletune_handle_t handle, char* arch, size_t arch_size, size_t* tuned_problems);
 

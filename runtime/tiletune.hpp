@@ -78,6 +78,8 @@ class Handle {
     check(tiletune_get_stats(h_, &s));
     return s;
   }
+  // Merges the untuned problems into the tuning config at `path` (tiletune_record).
+  void record(const std::string& path) { check(tiletune_record(h_, path.c_str())); }
   std::string arch() const {
     char buf[64];
     size_t n = 0;

@@ -50,10 +50,11 @@ std::vector<std::int64_t> sizes(const json& j, const std::string& what) {
   throw Error(what + " must be an integer or a range [start, stop, step], got " + j.dump());
 }
 
-// A convolution: its fields as ConvProblem's JSON; "n" may be a range (batch sizes).
+// A convolution: its fields as ConvProblem's JSON; "n" may be a range (batch sizes). Here and in a
+// GEMM, "name" and "calls" (how often a trainer ran it untuned: tiletune_record) are for people.
 void add_conv_problems(const json& spec, std::vector<Problem>& out) {
   only_keys(spec, {"kind", "direction", "layout", "dtype", "in_type", "out_type", "n", "c", "h", "w", "k", "r", "s",
-                   "stride", "pad", "dilation", "groups", "name"},
+                   "stride", "pad", "dilation", "groups", "name", "calls"},
             "convolution problem " + spec.dump());
   if (!spec.contains("n")) throw Error("convolution problem " + spec.dump() + " has no 'n'");
   const auto batches = sizes(spec["n"], "n");
@@ -73,7 +74,7 @@ void add_conv_problems(const json& spec, std::vector<Problem>& out) {
 void add_problems(const json& spec, std::vector<Problem>& out) {
   if (spec.is_object() && spec.contains("kind") && spec["kind"] != "gemm") return add_conv_problems(spec, out);
   only_keys(spec, {"kind", "dtype", "a_type", "c_type", "compute", "transA", "transB", "m", "n", "k", "batch", "lda", "ldb", "ldc",
-                   "stride_a", "stride_b", "stride_c", "beta_zero", "name"},
+                   "stride_a", "stride_b", "stride_c", "beta_zero", "name", "calls"},
             "problem " + spec.dump());
   for (const char* f : {"m", "n", "k"})
     if (!spec.contains(f)) throw Error(std::string("problem ") + spec.dump() + " has no '" + f + "'");

@@ -1,21 +1,29 @@
 // Online tuning on the host backend: an untuned problem served a few times is tuned by a `tiletune
 // tune` child process into the user database while calls go on (on the vendor rung), one candidate
 // segfaulting and one hanging (tests/templates/crashy_gemm) without touching this process; later
-// calls run the online winner. Every call is checked against fp64.
+// calls run the online winner. Handles sharing a user database tune a problem once. Every call is
+// checked against fp64.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/error.h"
 #include "db/database.h"
 #include "gpu/backend.h"
+#include "runtime/online_tuner.h"
+#include "tests/process_util.h"
 #include "tests/runtime_test_util.h"
 
 namespace fs = std::filesystem;
@@ -95,6 +103,109 @@ TEST(Online, AProblemServedUntunedIsTunedInTheBackgroundDespiteCrashingCandidate
   ASSERT_EQ(tiletune_get_stats(h, &s), TILETUNE_SUCCESS);
   EXPECT_EQ(s.user_tuned, 1u);
   tiletune_destroy(h);
+  fs::remove_all(dir);
+}
+
+// A TILETUNE_EXE that notes each run in `dir`/runs, then is tiletune.
+std::string counting_exe(const fs::path& dir) {
+  const fs::path exe = dir / "tiletune-counted";
+  std::ofstream(exe) << "#!/bin/sh\necho run >> '" << (dir / "runs").string() << "'\nexec '" << TILETUNE_EXE
+                     << "' \"$@\"\n";
+  fs::permissions(exe, fs::perms::owner_all);
+  return exe.string();
+}
+
+int runs(const fs::path& dir) {
+  const std::string text = tiletune::testing::read_file((dir / "runs").string());
+  return int(std::count(text.begin(), text.end(), '\n'));
+}
+
+std::string explain(tiletune_handle_t h, const GemmProblem& p) {
+  const GemmProblem c = p.canonical();
+  char why[512] = "";
+  EXPECT_EQ(tiletune_explain(h, TILETUNE_OP_N, TILETUNE_OP_N, c.m, c.n, c.k, TILETUNE_R_32F, c.lda, c.ldb,
+                             TILETUNE_R_32F, c.ldc, 1, 1, TILETUNE_COMPUTE_32F, why, sizeof why),
+            TILETUNE_SUCCESS);
+  return why;
+}
+
+// Two handles on one user database (each its own tuner, as two ranks of a data-parallel job would
+// have; their lock files are open file descriptions of their own, so they exclude each other as
+// processes do): the problem both hand to online tuning at once is tuned by one `tiletune tune`,
+// and the other handle adopts its winner from the database.
+TEST(Online, HandlesSharingAUserDatabaseTuneAProblemOnceAndBothServeItsWinner) {
+  ASSERT_TRUE(kTemplatePathSet);
+  const fs::path dir = online_setup("tiletune-online-shared", "2", "1");
+  ::setenv("TILETUNE_EXE", counting_exe(dir).c_str(), 1);
+  const std::string user = (dir / "user.db").string();
+  tiletune_handle_t h[2] = {nullptr, nullptr};
+  for (auto& x : h) {
+    ASSERT_EQ(tiletune_create_ex(&x, nullptr, user.c_str(), "host", 0), TILETUNE_SUCCESS) << tiletune_last_error();
+    ASSERT_EQ(tiletune_set_online(x, 1), TILETUNE_SUCCESS) << tiletune_last_error();
+  }
+  GemmProblem p;
+  p.m = 40, p.n = 24, p.k = 16;
+  for (auto x : h) {  // each hands it to its tuner on its first call
+    auto r = testing_util::dispatch_host(x, p);
+    EXPECT_TRUE(r.ok) << r.reason;
+  }
+  for (auto x : h) {
+    int idle = 0;
+    ASSERT_EQ(tiletune_online_wait(x, 120, &idle), TILETUNE_SUCCESS);
+    ASSERT_TRUE(idle) << "online tuning did not finish in 120 s";
+  }
+  EXPECT_EQ(runs(dir), 1) << "one tune for the problem, whichever handle took its lock first";
+  std::uint64_t tuned = 0;
+  int adopted = 0;
+  for (auto x : h) {
+    auto r = testing_util::dispatch_host(x, p);
+    EXPECT_TRUE(r.ok) << r.reason;
+    tiletune_stats_t s{};
+    ASSERT_EQ(tiletune_get_stats(x, &s), TILETUNE_SUCCESS);
+    EXPECT_EQ(s.online, 1u) << "each handle serves the one winner from the user database";
+    EXPECT_EQ(s.user_tuned, 1u);
+    tuned += s.online_tuned;
+    const std::string why = explain(x, p);
+    EXPECT_NE(why.find("crashy_gemm_MODE-0"), std::string::npos) << why;
+    adopted += why.find("by another process or handle") != std::string::npos;
+  }
+  EXPECT_EQ(tuned, 1u);
+  EXPECT_EQ(adopted, 1);
+  for (auto x : h) tiletune_destroy(x);
+  fs::remove_all(dir);
+}
+
+// A tuner waiting for a problem's lock that another process holds tunes nothing meanwhile, and
+// switching it off does not wait for that process.
+TEST(Online, ATunerWaitingForAnotherProcesssLockStaysStoppable) {
+  ASSERT_TRUE(kTemplatePathSet);
+  const fs::path dir = online_setup("tiletune-online-locked", "2", "1");
+  ::setenv("TILETUNE_EXE", counting_exe(dir).c_str(), 1);
+  const std::string user = (dir / "user.db").string();
+  tiletune_handle_t h = nullptr;
+  ASSERT_EQ(tiletune_create_ex(&h, nullptr, user.c_str(), "host", 0), TILETUNE_SUCCESS) << tiletune_last_error();
+  ASSERT_EQ(tiletune_set_online(h, 1), TILETUNE_SUCCESS) << tiletune_last_error();
+  char arch[64];
+  ASSERT_EQ(tiletune_get_arch(h, arch, sizeof arch, nullptr), TILETUNE_SUCCESS);
+  GemmProblem p;
+  p.m = 40, p.n = 24, p.k = 16;
+  const std::string lock = runtime::online_lock_path(user, arch, p);
+  fs::create_directories(fs::path(lock).parent_path());
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  auto r = testing_util::dispatch_host(h, p);
+  EXPECT_TRUE(r.ok) << r.reason;
+  int idle = 1;
+  ASSERT_EQ(tiletune_online_wait(h, 0.5, &idle), TILETUNE_SUCCESS);
+  EXPECT_FALSE(idle) << "the tuner waits for the lock";
+  EXPECT_EQ(runs(dir), 0);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(tiletune_set_online(h, 0), TILETUNE_SUCCESS);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);
+  tiletune_destroy(h);
+  EXPECT_EQ(runs(dir), 0);
+  ::close(fd);
   fs::remove_all(dir);
 }
 
