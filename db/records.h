@@ -122,8 +122,12 @@ struct WinnerRecord {
   std::int64_t measurement_id = 0;  // the winning measurement
   double vendor_ms = kNotMeasured;  // the vendor library's fastest 'ok' median on this (arch, problem)
   std::map<std::string, std::int64_t> vendor_choice;  // ... and the algorithm that ran it ({}: its default)
+  // ... and its default (no algorithm chosen: what a framework's own call of the library runs)
+  double vendor_default_ms = kNotMeasured;
   // Vendor time over the winner's: how far the winner beat the vendor (NaN: vendor not measured).
   double vendor_ratio() const { return median_ms > 0 ? vendor_ms / median_ms : kNotMeasured; }
+  // The vendor default's time over the winner's (NaN: the default not measured).
+  double vendor_default_ratio() const { return median_ms > 0 ? vendor_default_ms / median_ms : kNotMeasured; }
 };
 
 // Where a measurement came from (schema version 3). `source` is empty for a measurement made

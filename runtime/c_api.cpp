@@ -256,7 +256,42 @@ tiletune_status_t explain_into(tiletune_handle_t h, const std::function<tiletune
   }
   return s;
 }
+
+tiletune_status_t choice_into(tiletune_handle_t h, const std::function<tiletune::Problem()>& problem,
+                              tiletune_choice_t* out) {
+  if (auto s = need_handle(h)) return s;
+  return guarded(TILETUNE_ERROR_INVALID_VALUE, [&] {
+    if (!out) throw tiletune::Error("a null tiletune_choice_t was passed");
+    const auto c = h->rt->choice(problem());
+    *out = tiletune_choice_t{tiletune_rung_t(int(c.rung)), c.kernel ? 1 : 0, c.vendor_ratio};
+  });
+}
+
+tiletune::Problem conv_of(const tiletune_conv_desc_t* desc, tiletune_conv_direction_t direction) {
+  const int d = raw(direction);
+  if (d != TILETUNE_CONV_FORWARD && d != TILETUNE_CONV_BACKWARD_DATA && d != TILETUNE_CONV_BACKWARD_FILTER)
+    throw tiletune::Error("unknown convolution direction " + std::to_string(d));
+  return tiletune::Problem(make_conv(desc, tiletune::ConvDirection(d)));
+}
 }  // namespace
+
+tiletune_status_t tiletune_gemm_choice(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b,
+                                       int64_t m, int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda,
+                                       int64_t ldb, tiletune_datatype_t c_type, int64_t ldc, int64_t batch,
+                                       int beta_is_zero, tiletune_compute_t compute, tiletune_choice_t* choice) {
+  return choice_into(
+      h,
+      [&] {
+        return tiletune::Problem(make_problem(raw(op_a), raw(op_b), m, n, k, raw(ab_type), lda, 0, ldb, 0, raw(c_type),
+                                              ldc, 0, batch, beta_is_zero != 0, raw(compute)));
+      },
+      choice);
+}
+
+tiletune_status_t tiletune_conv_choice(tiletune_handle_t h, const tiletune_conv_desc_t* desc,
+                                       tiletune_conv_direction_t direction, tiletune_choice_t* choice) {
+  return choice_into(h, [&] { return conv_of(desc, direction); }, choice);
+}
 
 tiletune_status_t tiletune_explain(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m,
                                    int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda, int64_t ldb,
@@ -273,15 +308,7 @@ tiletune_status_t tiletune_explain(tiletune_handle_t h, tiletune_operation_t op_
 
 tiletune_status_t tiletune_explain_conv(tiletune_handle_t h, const tiletune_conv_desc_t* desc,
                                         tiletune_conv_direction_t direction, char* text, size_t text_size) {
-  return explain_into(
-      h,
-      [&] {
-        const int d = raw(direction);
-        if (d != TILETUNE_CONV_FORWARD && d != TILETUNE_CONV_BACKWARD_DATA && d != TILETUNE_CONV_BACKWARD_FILTER)
-          throw tiletune::Error("unknown convolution direction " + std::to_string(d));
-        return tiletune::Problem(make_conv(desc, tiletune::ConvDirection(d)));
-      },
-      text, text_size);
+  return explain_into(h, [&] { return conv_of(desc, direction); }, text, text_size);
 }
 
 void tiletune_conv_desc_init(tiletune_conv_desc_t* d, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,

@@ -118,6 +118,7 @@ std::unique_ptr<Runtime::Loaded> Runtime::make_loaded(const db::WinnerRecord& w,
   // The vendor's algorithm: the winner's own when the vendor won, else its fastest when tuned
   // (run where the kernel's lead was too small, vendor_first).
   loaded->vendor_choice = t ? w.vendor_choice : w.solution.params;
+  loaded->vendor_ratio = std::isnan(w.vendor_default_ms) ? w.vendor_ratio() : w.vendor_default_ratio();
   if (!t) return loaded;  // the vendor library won
   // A code object built from other template sources may not match today's kernel ABI: such a
   // winner keeps its parameters but is compiled from the current source on first use.
@@ -515,6 +516,26 @@ std::string Runtime::explain(const Problem& problem) {
   Plan& plan = plan_for(p);
   if (const Loaded* o = plan.online.load(std::memory_order_acquire)) return describe(*o);
   return plan.why;
+}
+
+Runtime::Choice Runtime::choice(const Problem& problem) {
+  problem.validate();
+  const Problem p = problem.canonical();
+  // As explain(): a winner whose kernel led by too little is served by the vendor's default.
+  auto of = [](const Loaded& w) {
+    const bool kernel = w.tmpl && !w.vendor_first;
+    const double ratio = w.tmpl && !kernel ? 1.0 : std::isnan(w.vendor_ratio) ? 0.0 : w.vendor_ratio;
+    return Choice{Rung::Tuned, kernel, ratio};
+  };
+  auto it = winners_.find(ProblemKey(p));
+  if (it != winners_.end() && (it->second->tmpl || vendor().unsupported(p).empty())) return of(*it->second);
+  Plan& plan = plan_for(p);
+  if (const Loaded* o = plan.online.load(std::memory_order_acquire)) return of(*o);
+  switch (plan.rung) {
+    case Rung::Pool: return Choice{Rung::Pool, true, plan.neighbour ? plan.neighbour->vendor_ratio : 0.0};
+    case Rung::Vendor: return Choice{Rung::Vendor, false, 1.0};
+    default: return Choice{plan.rung, true, 0};
+  }
 }
 
 void Runtime::dispatch(Call& call, gpu::Stream stream) {

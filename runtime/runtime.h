@@ -102,6 +102,17 @@ class Runtime {
   // ("tuned: ...", "pool: ...", "vendor: ...", "default: ..."; `tiletune db explain` says more).
   std::string explain(const Problem& problem);
 
+  // The same decision as data, for a framework deciding whether to call this runtime at all
+  // (tiletune_gemm_choice): the rung, whether a generated kernel runs, and what that choice
+  // measured against the vendor library's default on the problem it was tuned on (1 for the
+  // vendor's default itself; 0 where nothing was measured: a template default).
+  struct Choice {
+    Rung rung = Rung::Default;
+    bool kernel = false;
+    double vendor_ratio = 0;
+  };
+  Choice choice(const Problem& problem);
+
   // Online tuning (runtime/online_tuner.h), also switched on by TILETUNE_ONLINE=1. Throws Error
   // naming what is missing (a user database, the tiletune program).
   void set_online(bool on);
@@ -124,6 +135,9 @@ class Runtime {
     ops::ArgumentCache arguments;
     std::atomic<bool> vendor_failed{false};  // the vendor threw on this problem: not asked again
     gpu::VendorChoice vendor_choice;          // the vendor's algorithm for it ({}: its default)
+    // A winner's speed over the vendor library's default when tuned (its fastest algorithm where the
+    // default was not measured; NaN: neither was).
+    double vendor_ratio = 0;
   };
 
   struct Loaded : Launchable {

@@ -146,6 +146,23 @@ typedef enum {
 tiletune_status_t tiletune_explain_conv(tiletune_handle_t handle, const tiletune_conv_desc_t* desc,
                                         tiletune_conv_direction_t direction, char* text, size_t text_size);
 
+/* How a problem would be served, as data: for a framework that calls tiletune only where it
+ * beats what the framework would do itself (tiletune.torch hands vendor-rung problems back to
+ * PyTorch, whose own call of the same library may fuse a bias or pick its algorithm by benchmark). */
+typedef enum { TILETUNE_RUNG_TUNED = 0, TILETUNE_RUNG_POOL = 1, TILETUNE_RUNG_VENDOR = 2, TILETUNE_RUNG_DEFAULT = 3 } tiletune_rung_t;
+typedef struct {
+  tiletune_rung_t rung;
+  int kernel;           /* 1: a generated kernel runs; 0: the vendor library (its default or one of its algorithms) */
+  double vendor_ratio;  /* the choice's speed over the vendor's default, measured on the problem it was tuned
+                         * on (the pool's neighbour for the pool rung); 1 for the vendor's default; 0: unmeasured */
+} tiletune_choice_t;
+tiletune_status_t tiletune_gemm_choice(tiletune_handle_t handle, tiletune_operation_t op_a, tiletune_operation_t op_b,
+                                       int64_t m, int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda,
+                                       int64_t ldb, tiletune_datatype_t c_type, int64_t ldc, int64_t batch,
+                                       int beta_is_zero, tiletune_compute_t compute, tiletune_choice_t* choice);
+tiletune_status_t tiletune_conv_choice(tiletune_handle_t handle, const tiletune_conv_desc_t* desc,
+                                       tiletune_conv_direction_t direction, tiletune_choice_t* choice);
+
 void tiletune_conv_desc_init(tiletune_conv_desc_t* desc, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
                              int64_t r, int64_t s);
 /* y = conv(x, w). */

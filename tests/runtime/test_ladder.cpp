@@ -98,6 +98,16 @@ class Ladder : public ::testing::Test {
               TILETUNE_SUCCESS);
     return why;
   }
+  static tiletune_choice_t choice(tiletune_handle_t h, const GemmProblem& p) {
+    tiletune_choice_t c{};
+    EXPECT_EQ(tiletune_gemm_choice(h, p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
+                                   p.m, p.n, p.k, testing_util::c_api_type(p.a_type), p.lda, p.ldb,
+                                   testing_util::c_api_type(p.c_type), p.ldc, p.batch, p.beta_zero,
+                                   TILETUNE_COMPUTE_32F, &c),
+              TILETUNE_SUCCESS)
+        << tiletune_last_error();
+    return c;
+  }
   static void expect_correct(tiletune_handle_t h, const GemmProblem& p) {
     auto r = dispatch_host(h, p);
     EXPECT_TRUE(r.ok) << p.key() << ": " << r.reason;
@@ -193,6 +203,48 @@ TEST_F(Ladder, ATunedKernelWithinTheMarginOfTheVendorGivesWayToIt) {
   h = open(close);
   expect_correct(h, f32(64, 64, 64));
   EXPECT_EQ(stats(h).jit_compiles, 1u);
+  tiletune_destroy(h);
+}
+
+TEST_F(Ladder, TheChoiceSaysTheRungWhetherAKernelRunsAndItsLeadOverTheVendor) {
+  const std::string close = (dir_ / "close.db").string(), clear = (dir_ / "clear.db").string();
+  record_kernel(close, f32(64, 64, 64), 1.0);
+  record_vendor(close, f32(64, 64, 64), 1.05);  // a lead under kKernelMargin: the vendor serves it
+  record_kernel(clear, f32(64, 64, 64), 1.0);
+  record_vendor(clear, f32(64, 64, 64), 2.0);
+  tiletune_handle_t h = open(clear);
+  tiletune_choice_t c = choice(h, f32(64, 64, 64));
+  EXPECT_EQ(c.rung, TILETUNE_RUNG_TUNED);
+  EXPECT_EQ(c.kernel, 1);
+  EXPECT_DOUBLE_EQ(c.vendor_ratio, 2.0);
+  c = choice(h, f32(60, 70, 64));  // the neighbour's lead, on its own problem
+  EXPECT_EQ(c.rung, TILETUNE_RUNG_POOL);
+  EXPECT_EQ(c.kernel, 1);
+  EXPECT_DOUBLE_EQ(c.vendor_ratio, 2.0);
+  c = choice(h, f32(500, 500, 500));
+  EXPECT_EQ(c.rung, TILETUNE_RUNG_VENDOR);
+  EXPECT_EQ(c.kernel, 0);
+  EXPECT_DOUBLE_EQ(c.vendor_ratio, 1.0);
+  EXPECT_EQ(stats(h).calls, 0u) << "asking runs nothing";
+  tiletune_destroy(h);
+
+  h = open(close);
+  c = choice(h, f32(64, 64, 64));
+  EXPECT_EQ(c.rung, TILETUNE_RUNG_TUNED);
+  EXPECT_EQ(c.kernel, 0) << "the vendor's default serves a kernel that led by too little";
+  EXPECT_DOUBLE_EQ(c.vendor_ratio, 1.0);
+  GemmProblem half = f32(16, 24, 8);
+  half.a_type = half.c_type = DataType::F16;  // no vendor computes it
+  c = choice(h, half);
+  EXPECT_EQ(c.rung, TILETUNE_RUNG_DEFAULT);
+  EXPECT_EQ(c.kernel, 1);
+  EXPECT_EQ(tiletune_gemm_choice(h, TILETUNE_OP_N, TILETUNE_OP_N, 4, 4, 4, TILETUNE_R_32F, 4, 4, TILETUNE_R_32F, 4, 1, 1,
+                                 TILETUNE_COMPUTE_32F, nullptr),
+            TILETUNE_ERROR_INVALID_VALUE);
+  EXPECT_EQ(tiletune_gemm_choice(h, TILETUNE_OP_N, TILETUNE_OP_N, 4, 4, 4, TILETUNE_R_32F, 2, 4, TILETUNE_R_32F, 4, 1, 1,
+                                 TILETUNE_COMPUTE_32F, &c),
+            TILETUNE_ERROR_INVALID_VALUE)
+      << "lda < m";
   tiletune_destroy(h);
 }
 
@@ -449,6 +501,11 @@ TEST_F(Ladder, AVendorAlgorithmWinnerIsServedWithItsChoice) {
   expect_correct(h, p);
   EXPECT_EQ(stats(h).tuned, 1u);
   EXPECT_NE(explain(h, p).find("vendor_THREADS-1"), std::string::npos) << explain(h, p);
+  const tiletune_choice_t c = choice(h, p);
+  EXPECT_EQ(c.rung, TILETUNE_RUNG_TUNED);
+  EXPECT_EQ(c.kernel, 0);
+  EXPECT_DOUBLE_EQ(c.vendor_ratio, 2.0) << "against the vendor's default, not its fastest algorithm";
+  EXPECT_DOUBLE_EQ(w->vendor_default_ratio(), 2.0);
   tiletune_destroy(h);
 }
 
