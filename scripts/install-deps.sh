@@ -4,7 +4,7 @@
 # found, e.g. in /usr/local/cuda); HIP comes from Debian's libamdhip64-dev where it exists. OpenBLAS is
 # the host backend's vendor library, loaded with dlopen (the runtime library, not the headers).
 set -euo pipefail
-need=(cmake g++ make pkg-config libsqlite3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev libopenblas0 libssl-dev)
+need=(cmake g++ make pkg-config python3-venv python3-pip libsqlite3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev libopenblas0 libssl-dev)
 optional=(libamdhip64-dev llvm-14)
 missing=()
 for p in "${need[@]}" "${optional[@]}"; do

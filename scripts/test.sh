@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test with ctest (GPU tests skip without a GPU);
+# Installs what is missing, builds, and runs every test with ctest (GPU tests skip without a GPU),
+# the installed CMake package's and the Python package's tests;
 # then the input-facing tests and the fuzzers (bounded) again under AddressSanitizer and
 # UndefinedBehaviorSanitizer in build-asan/ (host backend only; TILETUNE_SKIP_SANITIZE=1 skips it).
 set -euo pipefail
@@ -10,9 +11,11 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"
 (cd build && ctest --output-on-failure -j"$(nproc)" "$@")
 scripts/test_install.sh build  # the installed package from C, C++, pkg-config and add_subdirectory
+# The Python package with PyTorch on the CPU (TILETUNE_SKIP_PYTHON=1 skips it).
+[ "${TILETUNE_SKIP_PYTHON:-0}" = 1 ] || scripts/test_python.sh
 [ "${TILETUNE_SKIP_SANITIZE:-0}" = 1 ] && exit 0
 sanitized=(test_fuzz test_expression test_problem test_conv_problem test_database test_integrity test_pipeline
-           test_host_backend test_ladder test_isolation test_db_tools test_online test_conv_pipeline test_environment)
+           test_host_backend test_ladder test_isolation test_db_tools test_online test_record test_conv_pipeline test_environment)
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTILETUNE_SANITIZE=ON -DTILETUNE_CUDA=OFF -DTILETUNE_HIP=OFF \
   -DTILETUNE_BENCHMARKS=OFF -DTILETUNE_EXAMPLES=OFF >/dev/null
 cmake --build build-asan -j"$(nproc)" --target tiletune "${sanitized[@]}"

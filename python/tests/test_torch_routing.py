@@ -1,0 +1,175 @@
+"""tiletune.torch on CPU tensors: which ops are routed, that they compute what PyTorch computes
+(outputs poisoned first), that gradients match, and what is handed back to PyTorch."""
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import tiletune.torch as ttt
+
+TOL = {torch.float32: 1e-4, torch.bfloat16: 2e-2}
+
+
+def close(got, ref, dtype=torch.float32):
+    assert not torch.isnan(got).any(), "an element was never written"
+    err = ((got.double() - ref.double()).norm() / max(ref.double().norm(), 1e-30)).item()
+    assert err < TOL[dtype], err
+
+
+def rel(a, b):
+    return ((a.double() - b.double()).norm() / max(b.double().norm(), 1e-30)).item()
+
+
+def as_close_as_pytorch(got, theirs, exact):
+    """Under bf16 autocast: tiletune's error against the fp64 result at most twice PyTorch's own
+    (or 1%), since two bf16 computations need not agree with each other more closely than that."""
+    assert not torch.isnan(got).any(), "an element was never written"
+    assert rel(got, exact) <= max(2 * rel(theirs, exact), 1e-2), (rel(got, exact), rel(theirs, exact))
+
+
+def check_step(got, ref, exact=None):
+    """A training step's (loss, gradients) against PyTorch's: closely in fp32; under autocast, each
+    against the fp64 step `exact()` no worse than PyTorch's own (as_close_as_pytorch)."""
+    (loss, grads_), (ref_loss, ref_grads) = got, ref
+    if exact:
+        exact_loss, exact_grads = exact()
+        as_close_as_pytorch(loss, ref_loss, exact_loss)
+        for g, r, e in zip(grads_, ref_grads, exact_grads):
+            as_close_as_pytorch(g, r, e)
+    else:
+        close(loss, ref_loss)
+        for g, r in zip(grads_, ref_grads):
+            close(g, r)
+
+
+def plain(fn, *args):
+    """`fn` on PyTorch's own kernels (routing off for the call)."""
+    with ttt.paused():
+        return fn(*args)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_matmuls_in_every_layout_are_routed_and_right(routed, dtype):
+    torch.manual_seed(1)
+    a, b = torch.randn(33, 47, dtype=dtype), torch.randn(47, 21, dtype=dtype)
+    cases = {
+        "mm": lambda: a @ b,
+        "mm t": lambda: a.T.contiguous().T @ b.T.contiguous().T,  # column-major operands
+        "mm slice": lambda: torch.randn(33, 60, dtype=dtype)[:, 5:52] @ b,  # leading dimension 60
+        "addmm": lambda: torch.addmm(torch.randn(21, dtype=dtype), a, b, beta=0.5, alpha=2.0),
+        "bmm": lambda: torch.bmm(a.expand(3, 33, 47).contiguous(), torch.randn(3, 47, 21, dtype=dtype)),
+        "baddbmm": lambda: torch.baddbmm(torch.randn(3, 33, 21, dtype=dtype), torch.randn(3, 33, 47, dtype=dtype),
+                                         torch.randn(3, 47, 21, dtype=dtype), beta=1.0, alpha=0.5),
+        "linear 3d": lambda: F.linear(torch.randn(2, 5, 47, dtype=dtype), torch.randn(21, 47, dtype=dtype),
+                                      torch.randn(21, dtype=dtype)),
+    }
+    for name, make in cases.items():
+        torch.manual_seed(2)
+        got = make()
+        torch.manual_seed(2)
+        ref = plain(make)
+        close(got, ref, dtype)
+    s = ttt.stats()
+    assert sum(s["routed"].values()) >= len(cases), s
+    assert not s["declined"], s
+    assert s["runtime"]["cpu:0"]["calls"] == sum(s["routed"].values())
+
+
+def test_what_tiletune_cannot_take_goes_to_pytorch_and_is_counted(routed):
+    x = torch.randn(8, 8, dtype=torch.float64)
+    assert torch.equal(x @ x, plain(torch.mm, x, x))
+    i = torch.randint(0, 5, (4, 4))
+    assert torch.equal(i @ i, plain(torch.mm, i, i))
+    strided = torch.randn(8, 16)[:, ::2]  # no unit stride in either dimension
+    close(strided @ torch.eye(8), strided)
+    declined = ttt.stats()["declined"]
+    assert declined.get("mm: dtype float64") == 1 and declined.get("mm: dtype int64") == 1, declined
+    assert declined.get("mm: operand strides") == 1, declined
+
+
+def mlp():
+    torch.manual_seed(3)
+    return nn.Sequential(nn.Linear(64, 96), nn.GELU(), nn.Linear(96, 96), nn.GELU(), nn.Linear(96, 10))
+
+
+def grads(model, x, y, autocast=None):
+    model.zero_grad()
+    if autocast == torch.float64:
+        model, x, autocast = model.double(), x.double(), None
+    with torch.autocast("cpu", dtype=autocast, enabled=autocast is not None):
+        loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    return loss.detach(), [p.grad.clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("autocast", [None, torch.bfloat16])
+def test_a_training_step_gives_pytorchs_gradients(workdir, autocast):
+    x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+    ref_loss, ref = grads(mlp(), x, y, autocast)
+    ttt.enable(devices=("cpu",), serve="all")
+    try:
+        loss, got = grads(mlp(), x, y, autocast)
+        s = ttt.stats()
+    finally:
+        ttt.disable()
+    check_step((loss, got), (ref_loss, ref), autocast and (lambda: grads(mlp(), x, y, torch.float64)))
+    # forward addmm x3, backward: input gradients (mm x2: the first layer's input needs none) and weight gradients (mm x3)
+    assert s["routed"].get("addmm", 0) == 3 and s["routed"].get("mm", 0) == 5, s
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(8, 16, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        self.c2 = nn.Conv2d(16, 16, 3, stride=2, padding=1)
+        self.c3 = nn.Conv2d(16, 12, 1)
+        self.fc = nn.Linear(12, 5)
+
+    def forward(self, x):
+        x = F.relu(self.bn(self.c1(x)))
+        x = F.relu(self.c3(F.relu(self.c2(x))))
+        return self.fc(x.mean((2, 3)))
+
+
+@pytest.mark.parametrize("channels_last,autocast", [(False, None), (True, None), (True, torch.bfloat16)])
+def test_convolutions_forward_and_backward_match_pytorch(workdir, channels_last, autocast):
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    torch.manual_seed(4)
+    x = torch.randn(4, 8, 12, 12).to(memory_format=fmt).requires_grad_()
+    y = torch.randint(0, 5, (4,))
+
+    def run(autocast=autocast):
+        torch.manual_seed(5)
+        model, inp = Block().to(memory_format=fmt), x
+        if autocast == torch.float64:
+            model, inp, autocast = model.double(), x.double(), None
+        x.grad = None
+        with torch.autocast("cpu", dtype=autocast or torch.bfloat16, enabled=autocast is not None):
+            loss = F.cross_entropy(model(inp), y)
+        loss.backward()
+        return loss.detach(), [x.grad.clone()] + [p.grad.clone() for p in model.parameters()]
+
+    ref_loss, ref = run()
+    ttt.enable(devices=("cpu",), serve="all")
+    try:
+        loss, got = run()
+        s = ttt.stats()
+    finally:
+        ttt.disable()
+    check_step((loss, got), (ref_loss, ref), autocast and (lambda: run(torch.float64)))
+    assert s["routed"].get("convolution", 0) == 3 and s["routed"].get("convolution_backward", 0) == 3, s
+    assert not s["declined"], s
+
+
+def test_by_default_only_what_tiletune_serves_better_goes_to_it(workdir):
+    a, b = torch.randn(40, 24), torch.randn(24, 16)
+    ttt.enable(devices=("cpu",))  # no database: every problem is untuned
+    try:
+        close(a @ b, plain(torch.mm, a, b))
+        close(a @ b, plain(torch.mm, a, b))
+        s = ttt.stats()
+    finally:
+        ttt.disable()
+    assert s["routed"] == {} and s["runtime"]["cpu:0"]["calls"] == 0, s
+    assert s["declined"] == {"mm: untuned (vendor rung): PyTorch's own kernel": 2}, s

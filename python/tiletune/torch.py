@@ -1,0 +1,508 @@
+"""Routes a PyTorch program's GEMMs and convolutions to tiletune, without changing the model.
+
+    import tiletune.torch
+    tiletune.torch.enable(db="ship.db")      # matmuls and 2-d convolutions, forward and backward
+    ... train ...
+    print(tiletune.torch.stats())            # what was routed, what was handed back and why
+
+How: enable() overrides aten's kernels of mm, addmm, bmm, baddbmm (what linear and matmul become,
+in both passes) and convolution / convolution_backward for the CUDA and CPU dispatch keys, through
+torch.library. Those keys sit below autograd and autocast, so the calls that arrive are the ones
+that run, with autocast's casts applied, from any thread; every other op runs untouched, at no
+cost. A call tiletune cannot take (another dtype, strides no BLAS call can describe, a transposed
+or non-2-d convolution, mixed layouts), one the runtime refuses, and by default one tiletune has
+nothing better for than the vendor library, goes to PyTorch's own kernel: the op's out= overload
+for the GEMMs, its composite kernel for the convolutions. The stats count each reason.
+
+CUDA tensors go to the CUDA backend (HIP on a ROCm build of PyTorch), CPU tensors to the host
+backend. The outputs are new tensors in PyTorch's layout (row-major, channels_last convolutions
+stay channels_last), written on the tensor's current stream.
+
+Under torch.compile, graphs whose generated code calls these ops keep being routed; code that
+calls the out= overloads or its own kernels is not. Eager mode is what is tested.
+"""
+import atexit
+import os
+import threading
+from collections import Counter
+
+import torch
+
+import tiletune as _tt
+from tiletune import _capi
+
+__all__ = ["enable", "disable", "enabled", "paused", "stats", "record", "runtime"]
+
+aten = torch.ops.aten
+_DT = {torch.float32: _capi.R_32F, torch.float16: _capi.R_16F, torch.bfloat16: _capi.R_16BF}
+_DECLINE_STATUSES = (_capi.INVALID_VALUE, _capi.NOT_SUPPORTED)
+
+
+class _Declined(Exception):
+    """This op goes to PyTorch's own kernel; the message is the reason the stats count."""
+
+
+# A GEMM with a bias PyTorch would fuse into cuBLASLt's epilogue costs tiletune an extra pass over
+# the output (the bias copied in, read back as beta * C): it goes to tiletune only where the winner
+# led the vendor by this much. Measured on GPT-2's projections (H200, 2026-12-02): winners 1.00-1.05x
+# the vendor lost to PyTorch's fused addmm by the copy (benchmarks/results/2026-12-02_h200_torch_gpt2.md).
+BIAS_MARGIN = 1.3
+_MAX_DECISIONS = 100000
+
+
+class _State:
+    def __init__(self, db, user_db, record, online, devices, serve):
+        if serve not in ("tuned", "all"):
+            raise ValueError(f"serve must be 'tuned' or 'all', got {serve!r}")
+        self.db, self.user_db, self.record_path, self.online = db, user_db, record, online
+        # "tuned": only what tiletune serves better than the vendor library goes to it; "all":
+        # everything it can take (also whenever recording or tuning online, which must see calls).
+        self.route_all = serve == "all" or bool(record) or bool(online)
+        self.decisions = {}  # problem -> True, or why it goes back to PyTorch
+        self.fast = {}  # the same, by the tensors' metadata: a repeated call skips building the problem
+        # Tests set TILETUNE_POISON=1: every output is filled with NaN before tiletune writes it,
+        # so that an element the kernel skipped cannot pass for a result.
+        self.poison = os.environ.get("TILETUNE_POISON", "0") not in ("", "0")
+        self.devices = set(devices)
+        self.lock = threading.Lock()
+        self.runtimes = {}  # (device type, index) -> Runtime, or the reason it could not be made
+        self.routed, self.declined = Counter(), Counter()
+
+    def runtime(self, dev):
+        key = (dev.type, dev.index if dev.index is not None else (torch.cuda.current_device() if dev.type == "cuda" else 0))
+        rt = self.runtimes.get(key)
+        if rt is None:
+            with self.lock:
+                rt = self.runtimes.get(key)
+                if rt is None:
+                    rt = self.runtimes[key] = self._make(key)
+        if isinstance(rt, str):
+            raise _Declined(rt)
+        return rt
+
+    def _make(self, key):
+        kind, index = key
+        if kind not in self.devices:
+            return f"{kind} not routed"
+        backend = {"cuda": "hip" if torch.version.hip else "cuda", "cpu": "host"}.get(kind)
+        if backend is None:
+            return f"no tiletune backend for {kind} tensors"
+        try:
+            rt = _tt.Runtime(db=self.db, user_db=self.user_db, backend=backend, device=index)
+            if self.online:
+                rt.set_online(True)
+            return rt
+        except _tt.Error as e:
+            import warnings
+            warnings.warn(f"tiletune.torch: {kind}:{index} stays on PyTorch: {e}")
+            return f"no runtime for {kind}:{index}"
+
+    def early(self, fast):
+        """A decision made before for the same tensor metadata (`fast`): raises _Declined for one
+        handed back, before any descriptor is built; True for one routed; None when not yet seen."""
+        if self.route_all:
+            return True
+        d = self.fast.get(fast)
+        if d is None or d is True:
+            return d
+        raise _Declined(d)
+
+    def decide(self, key, ask, bias_pass=False, fast=None):
+        """Raises _Declined unless tiletune should serve this problem (decided once per problem)."""
+        if self.route_all:
+            return
+        d = self.decisions.get(key)
+        if d is None:
+            rung, kernel, ratio = ask()
+            if rung in ("vendor", "default"):
+                d = f"untuned ({rung} rung): PyTorch's own kernel"
+            elif ratio and ratio <= 1.0:
+                d = "tuned to the vendor's default: PyTorch's own call of it"
+            elif bias_pass and ratio and ratio < BIAS_MARGIN:
+                d = f"bias PyTorch fuses; the winner led the vendor {ratio:.2f}x (< {BIAS_MARGIN}x)"
+            else:
+                d = True
+            if len(self.decisions) >= _MAX_DECISIONS:
+                self.decisions.clear()
+                self.fast.clear()
+            self.decisions[key] = d
+        if fast is not None:
+            self.fast[fast] = d
+        if d is not True:
+            raise _Declined(d)
+
+    def empty(self, shape, dtype, device, memory_format=torch.contiguous_format):
+        t = torch.empty(shape, dtype=dtype, device=device, memory_format=memory_format)
+        return t.fill_(float("nan")) if self.poison else t
+
+    def count(self, counter, what):
+        with self.lock:
+            counter[what] += 1
+
+
+if hasattr(torch._C, "_cuda_getCurrentRawStream"):
+    def _stream(t):
+        return torch._C._cuda_getCurrentRawStream(t.device.index) if t.is_cuda else None
+else:  # pragma: no cover - older PyTorch
+    def _stream(t):
+        return torch.cuda.current_stream(t.device).cuda_stream if t.is_cuda else None
+
+
+def _dtype(*ts):
+    dt = ts[0].dtype
+    if dt not in _DT or any(t.dtype != dt for t in ts):
+        names = sorted({str(t.dtype).replace("torch.", "") for t in ts})
+        raise _Declined(("dtype " if len(names) == 1 else "dtypes ") + "/".join(names))
+    if any(t.device != ts[0].device for t in ts):
+        raise _Declined("tensors on several devices")
+    return dt
+
+
+def _operand(t):
+    """How the last two dims of `t` (rows x cols) lie as a column-major matrix: (op, ld) where op is
+    OP_N when the storage is t^T (t row-major) and OP_T when it is t itself (t column-major)."""
+    rows, cols = t.shape[-2], t.shape[-1]
+    s0, s1 = t.stride(-2), t.stride(-1)
+    if cols == 1 or s1 == 1:
+        ld = s0 if rows > 1 else cols
+        if ld >= max(1, cols):
+            return _capi.OP_N, ld
+    if rows == 1 or s0 == 1:
+        ld = s1 if cols > 1 else rows
+        if ld >= max(1, rows):
+            return _capi.OP_T, ld
+    raise _Declined("operand strides")
+
+
+def _gemm(state, a, b, bias=None, alpha=1.0, beta=0.0):
+    """out = alpha * a @ b + beta * bias, for a (..., M, K) and b (..., K, N) with at most one batch
+    dim. Row-major out is column-major out^T = b^T a^T: tiletune's A is `b`, its B is `a`."""
+    fused = bias is not None and beta != 0
+    fast = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.device, fused,
+            (bias.dim(), bias.dtype) if fused else None, torch.backends.cuda.matmul.allow_tf32)
+    state.early(fast)
+    dt = _dtype(a, b) if bias is None or beta == 0 else _dtype(a, b, bias)
+    batched = a.dim() == 3
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = a.shape[0] if batched else 1
+    if m == 0 or n == 0 or k == 0 or batch == 0:
+        raise _Declined("empty")
+    rt = state.runtime(a.device)
+    op_b, ld_b = _operand(a)
+    op_a, ld_a = _operand(b)
+    shape = (batch, m, n) if batched else (m, n)
+    sa = a.stride(0) if batched and batch > 1 else 0
+    sb = b.stride(0) if batched and batch > 1 else 0
+    compute = _capi.COMPUTE_32F
+    if dt == torch.float32 and a.is_cuda and torch.backends.cuda.matmul.allow_tf32:
+        compute = _capi.COMPUTE_32F_FAST_TF32
+    key = (dt, a.device, op_a, op_b, n, m, k, ld_a, ld_b, batch, sa, sb, fused, compute)
+    state.decide(key, lambda: rt.gemm_choice(op_a, op_b, n, m, k, _DT[dt], ld_a, ld_b, _DT[dt], n, batch,
+                                             not fused, compute),
+                 bias_pass=fused and a.is_cuda and bias.dim() == 1, fast=fast)
+    if fused:
+        out = torch.empty(shape, dtype=dt, device=a.device)
+        out.copy_(bias.expand(shape))
+    else:
+        out, beta = state.empty(shape, dt, a.device), 0.0
+    rt.gemm(op_a, op_b, n, m, k, b.data_ptr(), _DT[dt], ld_a, a.data_ptr(), ld_b, out.data_ptr(), _DT[dt], n,
+            alpha=float(alpha), beta=float(beta), batch=batch, stride_a=sb, stride_b=sa, stride_c=m * n,
+            compute=compute, stream=_stream(a))
+    return out
+
+
+def _pair(v):
+    v = list(v)
+    return v * 2 if len(v) == 1 else v
+
+
+def _conv_layout(*ts):
+    """NHWC when the tensors are channels_last, NCHW when contiguous (the first tensor that tells
+    the two apart decides); the output is made in the same layout."""
+    cl = torch.channels_last
+    for t in ts:
+        is_cl, is_c = t.is_contiguous(memory_format=cl), t.is_contiguous()
+        if is_cl != is_c:
+            layout = _capi.LAYOUT_NHWC if is_cl else _capi.LAYOUT_NCHW
+            break
+    else:
+        layout = _capi.LAYOUT_NCHW
+    fmt = cl if layout == _capi.LAYOUT_NHWC else torch.contiguous_format
+    if not all(t.is_contiguous(memory_format=fmt) for t in ts):
+        raise _Declined("convolution layouts")
+    return layout, fmt
+
+
+def _conv_desc(x, w, stride, padding, dilation, transposed, output_padding, groups, dt, layout):
+    if transposed:
+        raise _Declined("transposed convolution")
+    if x.dim() != 4 or w.dim() != 4:
+        raise _Declined(f"{x.dim() - 2}-d convolution")
+    n, c, h, wd = x.shape
+    k, _, r, s = w.shape
+    (sh, sw), (ph, pw), (dh, dw) = _pair(stride), _pair(padding), _pair(dilation)
+    if min(n, c, h, wd, k) == 0:
+        raise _Declined("empty")
+    d = _capi.ConvDesc(n, c, h, wd, k, r, s, sh, sw, ph, pw, dh, dw, groups, layout, _DT[dt], _DT[dt])
+    p = (h + 2 * ph - dh * (r - 1) - 1) // sh + 1
+    q = (wd + 2 * pw - dw * (s - 1) - 1) // sw + 1
+    return d, p, q
+
+
+_DIRECTIONS = ("forward", "input gradient", "weight gradient")
+
+
+def _conv_fast(tensors, stride, padding, dilation, transposed, groups):
+    return tuple((t.shape, t.stride(), t.dtype) for t in tensors) + (
+        tensors[0].device, tuple(stride), tuple(padding), tuple(dilation), transposed, groups)
+
+
+def _decide_conv(state, rt, d, direction, device, fast):
+    key = (device, direction) + tuple(getattr(d, f) for f, _ in d._fields_)
+    state.decide(key, lambda: rt.conv_choice(d, direction), fast=fast + (direction,))
+
+
+def _convolution(state, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+    fast = _conv_fast((x, w), stride, padding, dilation, transposed, groups)
+    state.early(fast + (_capi.CONV_FORWARD,))
+    dt = _dtype(x, w)
+    layout, fmt = _conv_layout(x, w)
+    d, p, q = _conv_desc(x, w, stride, padding, dilation, transposed, output_padding, groups, dt, layout)
+    rt = state.runtime(x.device)
+    _decide_conv(state, rt, d, _capi.CONV_FORWARD, x.device, fast)
+    y = state.empty((x.shape[0], w.shape[0], p, q), dt, x.device, fmt)
+    rt.conv(_capi.CONV_FORWARD, d, x.data_ptr(), w.data_ptr(), y.data_ptr(), _stream(x))
+    if bias is not None:
+        y.add_(bias.view(1, -1, 1, 1))
+    return y
+
+
+def _convolution_backward(state, dy, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding,
+                          groups, output_mask):
+    fast = _conv_fast((dy, x, w), stride, padding, dilation, transposed, groups)
+    known = []
+    for i, direction in ((0, _capi.CONV_BACKWARD_DATA), (1, _capi.CONV_BACKWARD_FILTER)):
+        if output_mask[i]:
+            try:
+                known.append(state.early(fast + (direction,)))
+            except _Declined as e:
+                known.append(e)
+    if known and all(isinstance(k, _Declined) for k in known):
+        raise known[0]
+    dt = _dtype(dy, x, w)
+    layout, fmt = _conv_layout(dy, x, w)
+    d, _, _ = _conv_desc(x, w, stride, padding, dilation, transposed, output_padding, groups, dt, layout)
+    rt = state.runtime(x.device)
+    stream = _stream(x)
+    # Each gradient goes to tiletune or to PyTorch on its own: one may be tuned, the other not.
+    ours, why = [False, False], None
+    for i, direction in ((0, _capi.CONV_BACKWARD_DATA), (1, _capi.CONV_BACKWARD_FILTER)):
+        if output_mask[i]:
+            try:
+                _decide_conv(state, rt, d, direction, x.device, fast)
+                ours[i] = True
+            except _Declined as e:
+                why = e
+    if not any(ours):
+        raise why or _Declined("no gradient asked")
+    if why is not None:
+        state.count(state.declined, f"convolution_backward: {why} (one gradient)")
+    theirs = [output_mask[0] and not ours[0], output_mask[1] and not ours[1], False]
+    dx = dw = db = None
+    if any(theirs):
+        dx, dw, _ = aten.convolution_backward.default(dy, x, w, bias_sizes, stride, padding, dilation, transposed,
+                                                      output_padding, groups, theirs)
+    if ours[0]:
+        dx = state.empty(x.shape, dt, x.device, fmt)
+        rt.conv(_capi.CONV_BACKWARD_DATA, d, dy.data_ptr(), w.data_ptr(), dx.data_ptr(), stream)
+    if ours[1]:
+        dw = state.empty(w.shape, dt, w.device, fmt)
+        rt.conv(_capi.CONV_BACKWARD_FILTER, d, x.data_ptr(), dy.data_ptr(), dw.data_ptr(), stream)
+    if output_mask[2]:
+        db = dy.sum(dim=(0, 2, 3))
+    return dx, dw, db
+
+
+def _mm(state, a, b):
+    return _gemm(state, a, b)
+
+
+def _addmm(state, bias, a, b, *, beta=1, alpha=1):
+    return _gemm(state, a, b, bias, alpha, beta)
+
+
+def _bmm(state, a, b):
+    return _gemm(state, a, b)
+
+
+def _baddbmm(state, bias, a, b, *, beta=1, alpha=1):
+    return _gemm(state, a, b, bias, alpha, beta)
+
+
+def _out_variant(op):
+    """PyTorch's own kernel for a GEMM op whose kernel this module overrides: its out= overload,
+    a registration of its own that the override leaves alone."""
+    def run(*args, **kwargs):
+        return op(*args, **kwargs, out=args[0].new_empty(0))
+    return run
+
+
+def _composite(op):
+    """PyTorch's own kernel for a convolution op: its CompositeExplicitAutograd kernel, which picks
+    cuDNN, MIOpen or the CPU implementation as PyTorch would."""
+    key = torch._C.DispatchKey.CompositeExplicitAutograd
+
+    def run(*args, **kwargs):
+        return op._op_dk(key, *args, **kwargs)
+    return run
+
+
+# op name -> (its handler, PyTorch's own kernel for what the handler hands back)
+_OPS = {
+    "mm": (_mm, _out_variant(aten.mm.out)),
+    "addmm": (_addmm, _out_variant(aten.addmm.out)),
+    "bmm": (_bmm, _out_variant(aten.bmm.out)),
+    "baddbmm": (_baddbmm, _out_variant(aten.baddbmm.out)),
+    "convolution": (_convolution, _composite(aten.convolution.default)),
+    "convolution_backward": (_convolution_backward, _composite(aten.convolution_backward.default)),
+}
+_paused = threading.local()
+
+
+def _kernel(state, name, handler, theirs):
+    def kernel(*args, **kwargs):
+        if getattr(_paused, "on", False):
+            return theirs(*args, **kwargs)
+        try:
+            out = handler(state, *args, **kwargs)
+            state.count(state.routed, name)
+            return out
+        except _Declined as why:
+            state.count(state.declined, f"{name}: {why}")
+        except _tt.Error as e:
+            if e.status not in _DECLINE_STATUSES:
+                raise
+            state.count(state.declined, f"{name}: refused by the runtime ({str(e)[:120]})")
+        return theirs(*args, **kwargs)
+    return kernel
+
+
+def _register(state, devices):
+    """Overrides the ops' kernels for the devices' dispatch keys; the Library undoes it when destroyed."""
+    import warnings
+    lib = torch.library.Library("aten", "IMPL")
+    keys = [{"cuda": "CUDA", "cpu": "CPU"}[d] for d in devices if d in ("cuda", "cpu")]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Oo]verrid.*")  # replacing aten's kernel is the point
+        for name, (handler, theirs) in _OPS.items():
+            for key in keys:
+                lib.impl(name, _kernel(state, name, handler, theirs), key)
+    return lib
+
+
+class paused:
+    """`with tiletune.torch.paused():` runs the block (on this thread) on PyTorch's own kernels."""
+
+    def __enter__(self):
+        self.was = getattr(_paused, "on", False)
+        _paused.on = True
+
+    def __exit__(self, *exc):
+        _paused.on = self.was
+
+
+_active = None  # (state, library)
+_guard = threading.Lock()
+
+
+def enable(db=None, user_db=None, record=None, online=False, devices=("cuda", "cpu"), serve="tuned"):
+    """Routes matmuls and convolutions (and their backward passes) to tiletune, in every thread.
+
+    db:      the shipped (packed) solution database, opened read-only; None: none.
+    user_db: a database whose winners come first (online tuning writes there); None: $TILETUNE_USER_DB.
+    record:  a tuning config path: the problems served untuned are added to it at disable() or exit
+             (several processes may record into one path; their problems are merged).
+    online:  tune problems served untuned in the background (one tune per problem on the node).
+    devices: which tensors to route: "cuda" (GPU tensors of any index), "cpu" (the host backend).
+    serve:   "tuned" (default): only problems tiletune serves better than the vendor library go to
+             it (a tuned or pooled winner that beat the vendor's default); the rest run PyTorch's
+             own kernels, so an untuned model runs as fast as without tiletune. "all": every problem
+             tiletune can take (the vendor rung through tiletune too). Recording and online tuning
+             route everything: the runtime has to see the calls.
+    """
+    global _active
+    with _guard:
+        if _active is not None:
+            raise RuntimeError("tiletune.torch is already enabled; call disable() first")
+        unknown = set(devices) - {"cuda", "cpu"}
+        if unknown:
+            raise ValueError(f"devices: {sorted(unknown)} (expected 'cuda' and/or 'cpu')")
+        state = _State(db, user_db, record, online, devices, serve)
+        _active = (state, _register(state, devices))
+    return state
+
+
+def _finish(state):
+    for rt in list(state.runtimes.values()):
+        if isinstance(rt, str):
+            continue
+        if state.record_path:
+            try:
+                rt.record(state.record_path)
+            except _tt.Error as e:
+                import warnings
+                warnings.warn(f"tiletune.torch: recording into {state.record_path} failed: {e}")
+        rt.close()
+
+
+def disable():
+    """Stops routing, writes the recording (if any) and closes the runtimes. Returns the final stats."""
+    global _active
+    with _guard:
+        if _active is None:
+            return None
+        state, lib = _active
+        _active = None
+        lib._destroy()  # aten's own kernels are back
+    result = _stats(state)
+    _finish(state)
+    return result
+
+
+def enabled():
+    return _active is not None
+
+
+def runtime(device):
+    """The tiletune Runtime serving tensors on `device` (made on first use)."""
+    if _active is None:
+        raise RuntimeError("tiletune.torch is not enabled")
+    return _active[0].runtime(torch.device(device))
+
+
+def record(path=None):
+    """Adds the problems served untuned so far to the tuning config at `path` (default: enable's)."""
+    if _active is None:
+        raise RuntimeError("tiletune.torch is not enabled")
+    state = _active[0]
+    path = path or state.record_path
+    if not path:
+        raise ValueError("no path to record into")
+    for rt in list(state.runtimes.values()):
+        if not isinstance(rt, str):
+            rt.record(path)
+
+
+def _stats(state):
+    with state.lock:
+        out = {"routed": dict(state.routed), "declined": dict(state.declined)}
+    out["runtime"] = {f"{k[0]}:{k[1]}": rt.stats() for k, rt in state.runtimes.items() if not isinstance(rt, str)}
+    return out
+
+
+def stats():
+    """{"routed": {op: calls}, "declined": {"op: reason": calls}, "runtime": {"cuda:0": tiletune stats}}."""
+    return None if _active is None else _stats(_active[0])
+
+
+atexit.register(disable)
