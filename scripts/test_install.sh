@@ -12,6 +12,10 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cmake --install "$B" --prefix "$T/prefix" > "$T/install.log"
 "$T/prefix/bin/tiletune" --version | grep -qx "tiletune [0-9]*\.[0-9]*\.[0-9]*"
+# The library exports the C API and nothing else (cmake/runtime.map).
+lib=$(find "$T/prefix" -name libtiletune_runtime.so.0 | head -1)
+extra=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^tiletune_' || true)
+[ -z "$extra" ] || { echo "libtiletune_runtime exports more than the C API:"; echo "$extra" | head; exit 1; }
 cat > "$T/tiny.json" <<'JSON'
 {"name": "install-test",
  "problems": [{"dtype": "f32", "transA": "N", "transB": "N", "m": 40, "n": 24, "k": 16}],

@@ -5,7 +5,9 @@
 #include <nvrtc.h>
 
 #include <array>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -85,15 +87,74 @@ void check(CUresult rc, const char* what) {
   throw Error(std::string(what) + " failed: " + (msg ? msg : "error " + std::to_string(int(rc))));
 }
 
+// NVRTC, opened with dlopen like the driver: the runtime library then loads where NVRTC is
+// elsewhere than at build time (PyTorch's nvidia wheels) or absent (a vendor-only or tuned-only
+// deployment never compiles); only compiling then fails, saying so. TILETUNE_NVRTC_LIB names the
+// file to use instead of looking.
+struct Nvrtc {
+#define TT_NVRTC_FUNCS(X)                                                                                       \
+  X(nvrtcVersion) X(nvrtcGetErrorString) X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcCompileProgram) \
+  X(nvrtcAddNameExpression) X(nvrtcGetLoweredName) X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog)           \
+  X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN)
+#define TT_DECLARE(name) decltype(&::name) name = nullptr;
+  TT_NVRTC_FUNCS(TT_DECLARE)
+#undef TT_DECLARE
+  std::string why;  // empty: loaded
+};
+
+const Nvrtc& nvrtc() {
+  static const Nvrtc n = [] {
+    Nvrtc n;
+    // The soname of the major version these declarations come from first: NVRTC's ABI is stable
+    // within a major version.
+    std::vector<std::string> names;
+    if (const char* e = std::getenv("TILETUNE_NVRTC_LIB"); e && *e) {
+      names.push_back(e);  // named: that one only
+    } else {
+      names.push_back("libnvrtc.so." + std::to_string(CUDA_VERSION / 1000));
+      names.push_back("libnvrtc.so");
+#ifdef TILETUNE_NVRTC_DIR
+      names.push_back(std::string(TILETUNE_NVRTC_DIR) + "/libnvrtc.so." + std::to_string(CUDA_VERSION / 1000));
+#endif
+    }
+    void* lib = nullptr;
+    for (const auto& name : names)
+      if ((lib = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+    if (!lib) {
+      n.why = "NVRTC not found (tried";
+      for (const auto& name : names) n.why += " " + name;
+      n.why += "; set TILETUNE_NVRTC_LIB or LD_LIBRARY_PATH)";
+      return n;
+    }
+#define TT_RESOLVE(name)                                                         \
+  n.name = reinterpret_cast<decltype(n.name)>(::dlsym(lib, #name));              \
+  if (!n.name) {                                                                  \
+    n.why = "NVRTC lacks " #name;                                                 \
+    return n;                                                                     \
+  }
+    TT_NVRTC_FUNCS(TT_RESOLVE)
+#undef TT_RESOLVE
+    return n;
+  }();
+  return n;
+}
+
+const Nvrtc& nvrtc_or_throw() {
+  const Nvrtc& n = nvrtc();
+  if (!n.why.empty()) throw Error(n.why);
+  return n;
+}
+
 void check_nvrtc(nvrtcResult rc, const char* what) {
-  if (rc != NVRTC_SUCCESS) throw Error(std::string(what) + " failed: " + nvrtcGetErrorString(rc));
+  if (rc != NVRTC_SUCCESS) throw Error(std::string(what) + " failed: " + nvrtc().nvrtcGetErrorString(rc));
 }
 
 class NvrtcCompiler final : public Compiler {
  public:
   std::string version() const override {
     int major = 0, minor = 0;
-    nvrtcVersion(&major, &minor);
+    if (!nvrtc().why.empty()) return "nvrtc-none";
+    nvrtc().nvrtcVersion(&major, &minor);
     return "nvrtc-" + std::to_string(major) + "." + std::to_string(minor);
   }
 
@@ -109,38 +170,41 @@ class NvrtcCompiler final : public Compiler {
       texts.push_back(text.c_str());
     }
     nvrtcProgram prog = nullptr;
+    const Nvrtc* api = nullptr;
     try {
-      check_nvrtc(nvrtcCreateProgram(&prog, req.source.c_str(), "tiletune_kernel.cu", int(names.size()),
+      api = &nvrtc_or_throw();
+      const Nvrtc& nv = *api;
+      check_nvrtc(nv.nvrtcCreateProgram(&prog, req.source.c_str(), "tiletune_kernel.cu", int(names.size()),
                                      texts.data(), names.data()),
                   "nvrtcCreateProgram");
-      check_nvrtc(nvrtcAddNameExpression(prog, req.name_expression.c_str()), "nvrtcAddNameExpression");
+      check_nvrtc(nv.nvrtcAddNameExpression(prog, req.name_expression.c_str()), "nvrtcAddNameExpression");
       std::vector<std::string> opts = {"--gpu-architecture=" + req.arch, "-std=c++17", "--device-as-default-execution-space"};
       for (const auto& o : req.options) opts.push_back(o);
       std::vector<const char*> copts;
       for (const auto& o : opts) copts.push_back(o.c_str());
-      nvrtcResult rc = nvrtcCompileProgram(prog, int(copts.size()), copts.data());
+      nvrtcResult rc = nv.nvrtcCompileProgram(prog, int(copts.size()), copts.data());
       size_t log_size = 0;
-      nvrtcGetProgramLogSize(prog, &log_size);
+      nv.nvrtcGetProgramLogSize(prog, &log_size);
       result.log.resize(log_size);
-      if (log_size) nvrtcGetProgramLog(prog, result.log.data());
+      if (log_size) nv.nvrtcGetProgramLog(prog, result.log.data());
       while (!result.log.empty() && result.log.back() == '\0') result.log.pop_back();
       if (rc == NVRTC_SUCCESS) {
         const char* lowered = nullptr;
-        check_nvrtc(nvrtcGetLoweredName(prog, req.name_expression.c_str(), &lowered), "nvrtcGetLoweredName");
+        check_nvrtc(nv.nvrtcGetLoweredName(prog, req.name_expression.c_str(), &lowered), "nvrtcGetLoweredName");
         result.code.symbol = lowered;
         size_t size = 0;
-        check_nvrtc(nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize");
+        check_nvrtc(nv.nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize");
         result.code.bytes.resize(size);
-        check_nvrtc(nvrtcGetCUBIN(prog, reinterpret_cast<char*>(result.code.bytes.data())), "nvrtcGetCUBIN");
+        check_nvrtc(nv.nvrtcGetCUBIN(prog, reinterpret_cast<char*>(result.code.bytes.data())), "nvrtcGetCUBIN");
         result.ok = true;
       } else if (result.log.empty()) {
-        result.log = nvrtcGetErrorString(rc);
+        result.log = nv.nvrtcGetErrorString(rc);
       }
     } catch (const Error& e) {
       result.ok = false;
       result.log += e.what();
     }
-    if (prog) nvrtcDestroyProgram(&prog);
+    if (prog) api->nvrtcDestroyProgram(&prog);
     return result;
   }
 };

@@ -58,15 +58,17 @@ def exe_path():
 
 
 def _preload_nvrtc():
-    """The runtime links NVRTC, found through the run path of the toolkit it was built with. Where
-    that toolkit is absent, PyTorch's own wheels often carry NVRTC: load it first, globally."""
+    """The runtime opens NVRTC by its soname when it first compiles (gpu/cuda/cuda_backend.cpp), which
+    finds one already loaded. PyTorch's wheels carry NVRTC outside the loader's path: load theirs
+    first, so that a pip-installed PyTorch is enough to compile kernels."""
     dirs = []
     for d in site.getsitepackages() + [site.getusersitepackages()] + sys.path:
         for sub in ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"):
             dirs.append(os.path.join(d, sub))
     for d in dirs:
         for f in sorted(glob.glob(os.path.join(d, "libnvrtc.so.*"))):
-            if "builtins" in f or "alt" in f:
+            name = os.path.basename(f)
+            if "builtins" in name or "alt" in name:
                 continue
             try:
                 C.CDLL(f, mode=C.RTLD_GLOBAL)
@@ -88,7 +90,7 @@ def _declare(L):
                                               I64, I64, I, VP], I),
         "tiletune_explain": ([VP, I, I, I64, I64, I64, I, I64, I64, I, I64, I64, I, I, CP, SZ], I),
         "tiletune_explain_conv": ([VP, P(ConvDesc), I, CP, SZ], I),
-        "tiletune_gemm_choice": ([VP, I, I, I64, I64, I64, I, I64, I64, I, I64, I64, I, I, P(Choice)], I),
+        "tiletune_gemm_choice": ([VP, I, I, I64, I64, I64, I, I64, I64, I64, I64, I, I64, I64, I64, I, I, P(Choice)], I),
         "tiletune_conv_choice": ([VP, P(ConvDesc), I, P(Choice)], I),
         "tiletune_conv_forward": ([VP, P(ConvDesc), VP, VP, VP, VP], I),
         "tiletune_conv_backward_data": ([VP, P(ConvDesc), VP, VP, VP, VP], I),
@@ -117,11 +119,11 @@ def lib():
         if not os.path.exists(path):
             raise ImportError(f"tiletune: the runtime library is not at {path}: install the package with "
                               "`pip install .` from the repository, or set TILETUNE_LIBRARY to a built one")
+        if not os.environ.get("TILETUNE_NVRTC_LIB"):
+            _preload_nvrtc()
         try:
             loaded = C.CDLL(path)
         except OSError as e:
-            if "nvrtc" not in str(e) or not _preload_nvrtc():
-                raise ImportError(f"tiletune: cannot load {path}: {e}") from e
-            loaded = C.CDLL(path)
+            raise ImportError(f"tiletune: cannot load {path}: {e}") from e
         _lib = _declare(loaded)
     return _lib

@@ -11,6 +11,9 @@
 #include <map>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "ops/arguments.h"
 #include "ops/launch.h"
 #include "gpu/backend.h"
@@ -60,6 +63,36 @@ TEST(CudaCompile, NvrtcCompilesSimtVariantsForSm90aWithoutAGpu) {
 
 // The Hopper template's loaders (TMA, cp.async), clusters (1-D: B multicast; 2-D: A too), 72/80/96-column tiles and consumers
 // splitting N on both operand majors and on tf32; kernels built for sm_90a hold wgmma, which NVRTC checks without a GPU.
+// Run by the test below in a fresh process, with TILETUNE_NVRTC_LIB naming no file.
+TEST(CudaCompile, DISABLED_WithoutNvrtcChild) {
+  auto compiler = gpu::cuda::make_compiler();
+  EXPECT_EQ(compiler->version(), "nvrtc-none");
+  const auto problems = std::vector<GemmProblem>{gemm(DataType::F32, DataType::F32, false, false, 64, 64, 64)};
+  auto cands = sample(problems, fake_device(gpu::BackendKind::Cuda), 1);
+  ASSERT_FALSE(cands.empty());
+  const gpu::CompileResult r = compiler->compile(
+      cands[0].tmpl->compile_request(cands[0].solution, problems[0], fake_device(gpu::BackendKind::Cuda)));
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("NVRTC not found"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("/nonexistent/libnvrtc.so.13"), std::string::npos) << r.log;
+}
+
+TEST(CudaCompile, WithoutNvrtcOnlyCompilingFailsAndSaysWhy) {
+  // NVRTC is opened once per process (this one has it open): ask a fresh one.
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setenv("TILETUNE_NVRTC_LIB", "/nonexistent/libnvrtc.so.13", 1);
+    ::execl("/proc/self/exe", "test_cuda_compile", "--gtest_also_run_disabled_tests",
+            "--gtest_filter=CudaCompile.DISABLED_WithoutNvrtcChild", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "without NVRTC, a compile did not fail naming it (see the child's output)";
+}
+
 TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
   auto compiler = gpu::cuda::make_compiler();
   const KernelTemplate& t = find_template("wgmma_gemm");
