@@ -212,9 +212,12 @@ PackResult pack(const std::string& src_path, const std::string& dst_path, const 
     // Beside each winner, the vendor's fastest measurement of its problem: the runtime serves a
     // kernel over the vendor only with a measured lead (solutions/selection.h), so a packed database
     // without it would serve every kernel winner as a database from before vendor timing does.
-    std::set<std::int64_t> vendor_solutions;
+    std::set<std::int64_t> vendor_solutions, vendor_defaults;
     for (const auto& s : src.solutions())
-      if (s.solution.template_name == kVendorTemplate) vendor_solutions.insert(s.id);
+      if (s.solution.template_name == kVendorTemplate) {
+        vendor_solutions.insert(s.id);
+        if (s.solution.params.empty()) vendor_defaults.insert(s.id);
+      }
     out.transaction("pack", [&] {
       Copier copy(src, out);
       std::map<std::int64_t, bool> problems_done;
@@ -237,6 +240,14 @@ PackResult pack(const std::string& src_path, const std::string& dst_path, const 
           auto [vm, vprov] = copy.measurement(*vendor, src.provenance(vendor->id));
           out.put_measurement_if_better(vm, vendor->created_at, vprov);
         }
+        // ... and the vendor's default, what a framework's own call runs: a winner's lead over it
+        // decides whether tiletune.torch hands the problem to tiletune at all.
+        for (auto& v : src.measurements(w.problem_id))
+          if (v.arch == w.arch && v.status == Status::Ok && vendor_defaults.count(v.solution_id) && v.id != row->id &&
+              (!vendor || v.id != vendor->id)) {
+            auto [dm, dprov] = copy.measurement(v, src.provenance(v.id));
+            out.put_measurement_if_better(dm, v.created_at, dprov);
+          }
       }
       std::map<std::int64_t, Problem> specs;
       if (generic > 0)

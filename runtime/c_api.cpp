@@ -277,13 +277,14 @@ tiletune::Problem conv_of(const tiletune_conv_desc_t* desc, tiletune_conv_direct
 
 tiletune_status_t tiletune_gemm_choice(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b,
                                        int64_t m, int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda,
-                                       int64_t ldb, tiletune_datatype_t c_type, int64_t ldc, int64_t batch,
-                                       int beta_is_zero, tiletune_compute_t compute, tiletune_choice_t* choice) {
+                                       int64_t stride_a, int64_t ldb, int64_t stride_b, tiletune_datatype_t c_type,
+                                       int64_t ldc, int64_t stride_c, int64_t batch, int beta_is_zero,
+                                       tiletune_compute_t compute, tiletune_choice_t* choice) {
   return choice_into(
       h,
       [&] {
-        return tiletune::Problem(make_problem(raw(op_a), raw(op_b), m, n, k, raw(ab_type), lda, 0, ldb, 0, raw(c_type),
-                                              ldc, 0, batch, beta_is_zero != 0, raw(compute)));
+        return tiletune::Problem(make_problem(raw(op_a), raw(op_b), m, n, k, raw(ab_type), lda, stride_a, ldb, stride_b,
+                                              raw(c_type), ldc, stride_c, batch, beta_is_zero != 0, raw(compute)));
       },
       choice);
 }

@@ -119,6 +119,7 @@ std::unique_ptr<Runtime::Loaded> Runtime::make_loaded(const db::WinnerRecord& w,
   // (run where the kernel's lead was too small, vendor_first).
   loaded->vendor_choice = t ? w.vendor_choice : w.solution.params;
   loaded->vendor_ratio = std::isnan(w.vendor_default_ms) ? w.vendor_ratio() : w.vendor_default_ratio();
+  loaded->vendor_default_lead = w.vendor_default_ms / w.vendor_ms;  // NaN unless both were measured
   if (!t) return loaded;  // the vendor library won
   // A code object built from other template sources may not match today's kernel ABI: such a
   // winner keeps its parameters but is compiled from the current source on first use.
@@ -521,21 +522,30 @@ std::string Runtime::explain(const Problem& problem) {
 Runtime::Choice Runtime::choice(const Problem& problem) {
   problem.validate();
   const Problem p = problem.canonical();
-  // As explain(): a winner whose kernel led by too little is served by the vendor's default.
-  auto of = [](const Loaded& w) {
-    const bool kernel = w.tmpl && !w.vendor_first;
-    const double ratio = w.tmpl && !kernel ? 1.0 : std::isnan(w.vendor_ratio) ? 0.0 : w.vendor_ratio;
-    return Choice{Rung::Tuned, kernel, ratio};
+  auto finite = [](double r) { return std::isnan(r) ? 0.0 : r; };
+  // As explain(): a winner whose kernel led by too little is served by the vendor, with the
+  // algorithm it timed fastest (its lead over the default is then the vendor's own).
+  auto of = [&](const Loaded& w) {
+    if (w.tmpl && !w.vendor_first) return Choice{Rung::Tuned, true, finite(w.vendor_ratio)};
+    if (w.tmpl) return Choice{Rung::Tuned, false, w.vendor_choice.empty() ? 1.0 : finite(w.vendor_default_lead)};
+    return Choice{Rung::Tuned, false, finite(w.vendor_ratio)};
   };
   auto it = winners_.find(ProblemKey(p));
   if (it != winners_.end() && (it->second->tmpl || vendor().unsupported(p).empty())) return of(*it->second);
-  Plan& plan = plan_for(p);
-  if (const Loaded* o = plan.online.load(std::memory_order_acquire)) return of(*o);
-  switch (plan.rung) {
-    case Rung::Pool: return Choice{Rung::Pool, true, plan.neighbour ? plan.neighbour->vendor_ratio : 0.0};
-    case Rung::Vendor: return Choice{Rung::Vendor, false, 1.0};
-    default: return Choice{plan.rung, true, 0};
+  {
+    std::shared_lock<std::shared_mutex> lock(plans_mu_);
+    if (auto found = plans_.find(ProblemKey(p)); found != plans_.end()) {
+      const Plan& plan = *found->second;
+      if (const Loaded* o = plan.online.load(std::memory_order_acquire)) return of(*o);
+      if (plan.rung == Rung::Pool) return Choice{Rung::Pool, true, plan.neighbour ? finite(plan.neighbour->vendor_ratio) : 0.0};
+      return Choice{plan.rung, plan.rung != Rung::Vendor, plan.rung == Rung::Vendor ? 1.0 : 0.0};
+    }
   }
+  // Not served yet: the same rule as make_plan(), without making the plan (which would compile a
+  // default kernel for a problem the caller may never hand over).
+  const UntunedChoice c = choose_untuned(tuned_, p, dev_->info(), vendor().unsupported(p), fallback_templates_.at(p.kind()));
+  if (c.rung == Rung::Pool) return Choice{Rung::Pool, true, finite(tuned_loaded_[c.nearest->index]->vendor_ratio)};
+  return Choice{c.rung, c.rung != Rung::Vendor, c.rung == Rung::Vendor ? 1.0 : 0.0};
 }
 
 void Runtime::dispatch(Call& call, gpu::Stream stream) {

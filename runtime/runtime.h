@@ -110,6 +110,7 @@ class Runtime {
     Rung rung = Rung::Default;
     bool kernel = false;
     double vendor_ratio = 0;
+    double vendor_default_lead = 0;  // the vendor's fastest algorithm over its default (NaN: unknown)
   };
   Choice choice(const Problem& problem);
 
@@ -138,6 +139,7 @@ class Runtime {
     // A winner's speed over the vendor library's default when tuned (its fastest algorithm where the
     // default was not measured; NaN: neither was).
     double vendor_ratio = 0;
+    double vendor_default_lead = 0;  // the vendor's fastest algorithm over its default (NaN: unknown)
   };
 
   struct Loaded : Launchable {

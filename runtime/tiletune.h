@@ -156,10 +156,12 @@ typedef struct {
   double vendor_ratio;  /* the choice's speed over the vendor's default, measured on the problem it was tuned
                          * on (the pool's neighbour for the pool rung); 1 for the vendor's default; 0: unmeasured */
 } tiletune_choice_t;
+/* The GEMM as tiletune_gemm_strided_batched_ex would be called (strides as there; 0 with batch 1). */
 tiletune_status_t tiletune_gemm_choice(tiletune_handle_t handle, tiletune_operation_t op_a, tiletune_operation_t op_b,
                                        int64_t m, int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda,
-                                       int64_t ldb, tiletune_datatype_t c_type, int64_t ldc, int64_t batch,
-                                       int beta_is_zero, tiletune_compute_t compute, tiletune_choice_t* choice);
+                                       int64_t stride_a, int64_t ldb, int64_t stride_b, tiletune_datatype_t c_type,
+                                       int64_t ldc, int64_t stride_c, int64_t batch, int beta_is_zero,
+                                       tiletune_compute_t compute, tiletune_choice_t* choice);
 tiletune_status_t tiletune_conv_choice(tiletune_handle_t handle, const tiletune_conv_desc_t* desc,
                                        tiletune_conv_direction_t direction, tiletune_choice_t* choice);
 

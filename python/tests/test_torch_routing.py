@@ -173,3 +173,54 @@ def test_by_default_only_what_tiletune_serves_better_goes_to_it(workdir):
         ttt.disable()
     assert s["routed"] == {} and s["runtime"]["cpu:0"]["calls"] == 0, s
     assert s["declined"] == {"mm: untuned (vendor rung): PyTorch's own kernel": 2}, s
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_mixed_precision_with_a_grad_scaler_steps_like_pytorch(workdir, dtype):
+    """autocast + GradScaler, as the ROCm training guides run it: the scaled gradients are routed
+    (their GEMMs run in the autocast dtype) and the optimizer step lands where PyTorch's does."""
+    x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+
+    init = [p.detach().clone() for p in mlp().parameters()]
+
+    def step():
+        model = mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 10)
+        with torch.autocast("cpu", dtype=dtype):
+            loss = F.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return [p.detach().clone() for p in model.parameters()]
+
+    ref = step()
+    ttt.enable(devices=("cpu",), serve="all")
+    try:
+        got = step()
+        s = ttt.stats()
+    finally:
+        ttt.disable()
+    assert s["routed"].get("mm", 0) == 5 and s["routed"].get("addmm", 0) == 3, s
+    for g, r, i in zip(got, ref, init):
+        close(g - i, r - i, torch.bfloat16)  # the step itself (a skipped one would be all zeros)
+
+
+def test_shapes_pytorch_refuses_are_refused_by_pytorch(routed):
+    with pytest.raises(RuntimeError):
+        torch.ops.aten.mm(torch.randn(4, 5), torch.randn(6, 3))
+    with pytest.raises(RuntimeError):
+        torch.ops.aten.bmm(torch.randn(2, 4, 5), torch.randn(3, 5, 3))
+    with pytest.raises(RuntimeError):
+        F.conv2d(torch.randn(1, 6, 8, 8), torch.randn(4, 4, 3, 3))  # 6 input channels, filters for 4
+    assert ttt.stats()["declined"] == {"mm: shapes": 1, "bmm: shapes": 1, "convolution: shapes": 1}
+
+
+def test_a_batched_problem_is_asked_about_with_its_strides(workdir):
+    ttt.enable(devices=("cpu",))  # the default policy asks the runtime for every new problem
+    try:
+        torch.bmm(torch.randn(3, 8, 5), torch.randn(3, 5, 4))
+        declined = ttt.stats()["declined"]
+    finally:
+        ttt.disable()
+    assert declined == {"bmm: untuned (vendor rung): PyTorch's own kernel": 1}, declined

@@ -60,15 +60,32 @@ class Runtime:
         self._h = C.c_void_p()
         _check(L.tiletune_create_ex(C.byref(self._h), _path(db), _path(user_db), backend.encode(), int(device)))
         self._L = L
-        self._lock = threading.Lock()
+        self._idle = threading.Condition()
+        self._calls = 0  # C calls in flight: close() waits for them
         self.backend, self.device = backend, device
 
     def close(self):
-        """Destroys the handle (TILETUNE_RECORD_UNTUNED is written then). Idempotent."""
-        with self._lock:
+        """Destroys the handle (TILETUNE_RECORD_UNTUNED is written then), once the calls that other
+        threads have in flight on it return. Idempotent."""
+        with self._idle:
             h, self._h = self._h, None
+            self._idle.wait_for(lambda: self._calls == 0)
         if h:
             _check(self._L.tiletune_destroy(h))
+
+    def _call(self, f, *args):
+        with self._idle:
+            if not self._h:
+                raise Error(_capi.INVALID_VALUE, "tiletune: the runtime was closed")
+            self._calls += 1
+            h = self._h
+        try:
+            _check(f(h, *args))
+        finally:
+            with self._idle:
+                self._calls -= 1
+                if self._calls == 0:
+                    self._idle.notify_all()
 
     def __enter__(self):
         return self
@@ -82,81 +99,74 @@ class Runtime:
         except Exception:
             pass
 
-    @property
-    def handle(self):
-        if not self._h:
-            raise Error(_capi.INVALID_VALUE, "tiletune: the runtime was closed")
-        return self._h
-
     def gemm(self, op_a, op_b, m, n, k, a, ab_type, lda, b, ldb, c, c_type, ldc, alpha=1.0, beta=0.0,
              batch=1, stride_a=0, stride_b=0, stride_c=0, compute=COMPUTE_32F, stream=None):
         """C = alpha * op(A) op(B) + beta * C, column-major (BLAS), batch i at a + i * stride_a elements."""
-        _check(self._L.tiletune_gemm_strided_batched_ex(
-            self.handle, op_a, op_b, m, n, k, alpha, a, ab_type, lda, stride_a, b, ldb, stride_b, beta, c, c_type,
-            ldc, stride_c, batch, compute, stream))
+        self._call(self._L.tiletune_gemm_strided_batched_ex, op_a, op_b, m, n, k, alpha, a, ab_type, lda, stride_a,
+                   b, ldb, stride_b, beta, c, c_type, ldc, stride_c, batch, compute, stream)
 
     def conv(self, direction, desc, first, second, out, stream=None):
         """One direction of a convolution: forward (x, w -> y), backward data (dy, w -> dx) or
         backward filter (x, dy -> dw); `desc` a ConvDesc (forward shapes, layout, types)."""
         f = (self._L.tiletune_conv_forward, self._L.tiletune_conv_backward_data,
              self._L.tiletune_conv_backward_filter)[direction]
-        _check(f(self.handle, C.byref(desc), first, second, out, stream))
+        self._call(f, C.byref(desc), first, second, out, stream)
 
     def explain(self, op_a, op_b, m, n, k, ab_type, lda, ldb, c_type, ldc, batch=1, beta_zero=True,
                 compute=COMPUTE_32F):
         """Which rung of the dispatch ladder serves this GEMM, and why."""
         buf = C.create_string_buffer(2048)
-        _check(self._L.tiletune_explain(self.handle, op_a, op_b, m, n, k, ab_type, lda, ldb, c_type, ldc, batch,
-                                        int(bool(beta_zero)), compute, buf, len(buf)))
+        self._call(self._L.tiletune_explain, op_a, op_b, m, n, k, ab_type, lda, ldb, c_type, ldc, batch,
+                                        int(bool(beta_zero)), compute, buf, len(buf))
         return buf.value.decode(errors="replace")
 
     def gemm_choice(self, op_a, op_b, m, n, k, ab_type, lda, ldb, c_type, ldc, batch=1, beta_zero=True,
-                    compute=COMPUTE_32F):
+                    compute=COMPUTE_32F, stride_a=0, stride_b=0, stride_c=0):
         """How this GEMM would be served, as data: (rung name, a generated kernel runs, its measured
         speed over the vendor's default on the problem it was tuned on; 1 for the vendor's default,
         0 unmeasured). Runs nothing."""
         c = _capi.Choice()
-        _check(self._L.tiletune_gemm_choice(self.handle, op_a, op_b, m, n, k, ab_type, lda, ldb, c_type, ldc, batch,
-                                            int(bool(beta_zero)), compute, C.byref(c)))
+        self._call(self._L.tiletune_gemm_choice, op_a, op_b, m, n, k, ab_type, lda, stride_a, ldb, stride_b,
+                                            c_type, ldc, stride_c, batch, int(bool(beta_zero)), compute, C.byref(c))
         return _capi.RUNGS[c.rung], bool(c.kernel), c.vendor_ratio
 
     def conv_choice(self, desc, direction):
         """As gemm_choice, for one direction of a convolution."""
         c = _capi.Choice()
-        _check(self._L.tiletune_conv_choice(self.handle, C.byref(desc), direction, C.byref(c)))
+        self._call(self._L.tiletune_conv_choice, C.byref(desc), direction, C.byref(c))
         return _capi.RUNGS[c.rung], bool(c.kernel), c.vendor_ratio
 
     def explain_conv(self, desc, direction):
         buf = C.create_string_buffer(2048)
-        _check(self._L.tiletune_explain_conv(self.handle, C.byref(desc), direction, buf, len(buf)))
+        self._call(self._L.tiletune_explain_conv, C.byref(desc), direction, buf, len(buf))
         return buf.value.decode(errors="replace")
 
     def stats(self):
         """Calls per rung of the dispatch ladder (tiletune_stats_t) as a dict."""
         s = _capi.Stats()
-        _check(self._L.tiletune_get_stats(self.handle, C.byref(s)))
+        self._call(self._L.tiletune_get_stats, C.byref(s))
         return s.as_dict()
 
     def arch(self):
         """(arch, tuned problems loaded for it), e.g. ("sm_90a", 42)."""
         buf, n = C.create_string_buffer(64), C.c_size_t()
-        _check(self._L.tiletune_get_arch(self.handle, buf, len(buf), C.byref(n)))
+        self._call(self._L.tiletune_get_arch, buf, len(buf), C.byref(n))
         return buf.value.decode(), int(n.value)
 
     def set_online(self, enable=True):
         """Online tuning of problems served untuned (tiletune_set_online)."""
-        _check(self._L.tiletune_set_online(self.handle, int(bool(enable))))
+        self._call(self._L.tiletune_set_online, int(bool(enable)))
 
     def online_wait(self, seconds):
         """Waits at most `seconds` for online tuning to finish what it has; True when it did."""
         idle = C.c_int()
-        _check(self._L.tiletune_online_wait(self.handle, float(seconds), C.byref(idle)))
+        self._call(self._L.tiletune_online_wait, float(seconds), C.byref(idle))
         return bool(idle.value)
 
     def record(self, path):
         """Adds the problems served untuned to the tuning config at `path` (merged with what other
         processes recorded there; `tiletune tune PATH` tunes it)."""
-        _check(self._L.tiletune_record(self.handle, _path(path)))
+        self._call(self._L.tiletune_record, _path(path))
 
     def synchronize(self):
-        _check(self._L.tiletune_synchronize(self.handle))
+        self._call(self._L.tiletune_synchronize)

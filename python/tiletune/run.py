@@ -10,6 +10,7 @@ At the end it prints what was routed and what was handed back to PyTorch, on std
 """
 import argparse
 import json
+import os
 import runpy
 import sys
 
@@ -32,6 +33,7 @@ def main(argv=None):
     ttt.enable(db=a.db, user_db=a.user_db, record=a.record, online=a.online, devices=a.devices.split(","),
                serve=a.serve)
     sys.argv = [a.script] + a.args
+    sys.path.insert(0, os.path.dirname(os.path.abspath(a.script)))  # as `python SCRIPT` would
     try:
         runpy.run_path(a.script, run_name="__main__")
     finally:

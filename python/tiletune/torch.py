@@ -92,7 +92,7 @@ class _State:
             if self.online:
                 rt.set_online(True)
             return rt
-        except _tt.Error as e:
+        except Exception as e:  # a broken install, a missing library: PyTorch goes on serving
             import warnings
             warnings.warn(f"tiletune.torch: {kind}:{index} stays on PyTorch: {e}")
             return f"no runtime for {kind}:{index}"
@@ -113,8 +113,14 @@ class _State:
             return
         d = self.decisions.get(key)
         if d is None:
-            rung, kernel, ratio = ask()
-            if rung in ("vendor", "default"):
+            try:
+                rung, kernel, ratio = ask()
+            except _tt.Error as e:
+                rung, kernel, ratio = None, False, 0
+                d = f"refused by the runtime ({str(e)[:120]})"
+            if d is not None:
+                pass
+            elif rung in ("vendor", "default"):
                 d = f"untuned ({rung} rung): PyTorch's own kernel"
             elif ratio and ratio <= 1.0:
                 d = "tuned to the vendor's default: PyTorch's own call of it"
@@ -174,15 +180,28 @@ def _operand(t):
     raise _Declined("operand strides")
 
 
-def _gemm(state, a, b, bias=None, alpha=1.0, beta=0.0):
+def _gemm_shapes(a, b, bias, batched):
+    """What PyTorch's own kernel checks first: a shape it would refuse goes to it, to raise there."""
+    dims = 3 if batched else 2
+    if a.dim() != dims or b.dim() != dims or a.shape[-1] != b.shape[-2] or (batched and a.shape[0] != b.shape[0]):
+        raise _Declined("shapes")
+    if bias is not None:
+        out = (a.shape[0], a.shape[1], b.shape[2]) if batched else (a.shape[0], b.shape[1])
+        try:
+            torch.broadcast_shapes(bias.shape, out)
+        except RuntimeError:
+            raise _Declined("shapes") from None
+
+
+def _gemm(state, a, b, bias=None, alpha=1.0, beta=0.0, batched=False):
     """out = alpha * a @ b + beta * bias, for a (..., M, K) and b (..., K, N) with at most one batch
     dim. Row-major out is column-major out^T = b^T a^T: tiletune's A is `b`, its B is `a`."""
     fused = bias is not None and beta != 0
     fast = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.device, fused,
-            (bias.dim(), bias.dtype) if fused else None, torch.backends.cuda.matmul.allow_tf32)
+            (bias.shape, bias.stride(), bias.dtype) if fused else None, torch.backends.cuda.matmul.allow_tf32)
     state.early(fast)
+    _gemm_shapes(a, b, bias if fused else None, batched)
     dt = _dtype(a, b) if bias is None or beta == 0 else _dtype(a, b, bias)
-    batched = a.dim() == 3
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = a.shape[0] if batched else 1
     if m == 0 or n == 0 or k == 0 or batch == 0:
@@ -193,20 +212,24 @@ def _gemm(state, a, b, bias=None, alpha=1.0, beta=0.0):
     shape = (batch, m, n) if batched else (m, n)
     sa = a.stride(0) if batched and batch > 1 else 0
     sb = b.stride(0) if batched and batch > 1 else 0
+    if batch > 1 and (sa == 0 or sb == 0):
+        raise _Declined("a broadcast operand (batch stride 0)")
     compute = _capi.COMPUTE_32F
     if dt == torch.float32 and a.is_cuda and torch.backends.cuda.matmul.allow_tf32:
         compute = _capi.COMPUTE_32F_FAST_TF32
     key = (dt, a.device, op_a, op_b, n, m, k, ld_a, ld_b, batch, sa, sb, fused, compute)
-    state.decide(key, lambda: rt.gemm_choice(op_a, op_b, n, m, k, _DT[dt], ld_a, ld_b, _DT[dt], n, batch,
-                                             not fused, compute),
-                 bias_pass=fused and a.is_cuda and bias.dim() == 1, fast=fast)
+    bias_pass = fused and a.is_cuda and bias.dim() == 1
+    state.decide(key + (bias_pass,),
+                 lambda: rt.gemm_choice(op_a, op_b, n, m, k, _DT[dt], ld_a, ld_b, _DT[dt], n, batch, not fused,
+                                        compute, stride_a=sb, stride_b=sa, stride_c=m * n if batch > 1 else 0),
+                 bias_pass=bias_pass, fast=fast)
     if fused:
         out = torch.empty(shape, dtype=dt, device=a.device)
         out.copy_(bias.expand(shape))
     else:
         out, beta = state.empty(shape, dt, a.device), 0.0
     rt.gemm(op_a, op_b, n, m, k, b.data_ptr(), _DT[dt], ld_a, a.data_ptr(), ld_b, out.data_ptr(), _DT[dt], n,
-            alpha=float(alpha), beta=float(beta), batch=batch, stride_a=sb, stride_b=sa, stride_c=m * n,
+            alpha=float(alpha), beta=float(beta), batch=batch, stride_a=sb, stride_b=sa, stride_c=m * n if batch > 1 else 0,
             compute=compute, stream=_stream(a))
     return out
 
@@ -243,9 +266,11 @@ def _conv_desc(x, w, stride, padding, dilation, transposed, output_padding, grou
     (sh, sw), (ph, pw), (dh, dw) = _pair(stride), _pair(padding), _pair(dilation)
     if min(n, c, h, wd, k) == 0:
         raise _Declined("empty")
-    d = _capi.ConvDesc(n, c, h, wd, k, r, s, sh, sw, ph, pw, dh, dw, groups, layout, _DT[dt], _DT[dt])
     p = (h + 2 * ph - dh * (r - 1) - 1) // sh + 1
     q = (wd + 2 * pw - dw * (s - 1) - 1) // sw + 1
+    if groups < 1 or w.shape[1] * groups != c or k % groups or p < 1 or q < 1:
+        raise _Declined("shapes")  # PyTorch's own kernel raises its error
+    d = _capi.ConvDesc(n, c, h, wd, k, r, s, sh, sw, ph, pw, dh, dw, groups, layout, _DT[dt], _DT[dt])
     return d, p, q
 
 
@@ -268,6 +293,8 @@ def _convolution(state, x, w, bias, stride, padding, dilation, transposed, outpu
     dt = _dtype(x, w)
     layout, fmt = _conv_layout(x, w)
     d, p, q = _conv_desc(x, w, stride, padding, dilation, transposed, output_padding, groups, dt, layout)
+    if bias is not None and (bias.shape != (w.shape[0],) or bias.dtype != dt or bias.device != x.device):
+        raise _Declined("bias")
     rt = state.runtime(x.device)
     _decide_conv(state, rt, d, _capi.CONV_FORWARD, x.device, fast)
     y = state.empty((x.shape[0], w.shape[0], p, q), dt, x.device, fmt)
@@ -291,7 +318,9 @@ def _convolution_backward(state, dy, x, w, bias_sizes, stride, padding, dilation
         raise known[0]
     dt = _dtype(dy, x, w)
     layout, fmt = _conv_layout(dy, x, w)
-    d, _, _ = _conv_desc(x, w, stride, padding, dilation, transposed, output_padding, groups, dt, layout)
+    d, p, q = _conv_desc(x, w, stride, padding, dilation, transposed, output_padding, groups, dt, layout)
+    if tuple(dy.shape) != (x.shape[0], w.shape[0], p, q):
+        raise _Declined("shapes")
     rt = state.runtime(x.device)
     stream = _stream(x)
     # Each gradient goes to tiletune or to PyTorch on its own: one may be tuned, the other not.
@@ -310,8 +339,8 @@ def _convolution_backward(state, dy, x, w, bias_sizes, stride, padding, dilation
     theirs = [output_mask[0] and not ours[0], output_mask[1] and not ours[1], False]
     dx = dw = db = None
     if any(theirs):
-        dx, dw, _ = aten.convolution_backward.default(dy, x, w, bias_sizes, stride, padding, dilation, transposed,
-                                                      output_padding, groups, theirs)
+        dx, dw, _ = _OPS["convolution_backward"][1](dy, x, w, bias_sizes, stride, padding, dilation, transposed,
+                                                    output_padding, groups, theirs)
     if ours[0]:
         dx = state.empty(x.shape, dt, x.device, fmt)
         rt.conv(_capi.CONV_BACKWARD_DATA, d, dy.data_ptr(), w.data_ptr(), dx.data_ptr(), stream)
@@ -332,11 +361,11 @@ def _addmm(state, bias, a, b, *, beta=1, alpha=1):
 
 
 def _bmm(state, a, b):
-    return _gemm(state, a, b)
+    return _gemm(state, a, b, batched=True)
 
 
 def _baddbmm(state, bias, a, b, *, beta=1, alpha=1):
-    return _gemm(state, a, b, bias, alpha, beta)
+    return _gemm(state, a, b, bias, alpha, beta, batched=True)
 
 
 def _out_variant(op):
@@ -367,24 +396,61 @@ _OPS = {
     "convolution_backward": (_convolution_backward, _composite(aten.convolution_backward.default)),
 }
 _paused = threading.local()
+_paused_all = False  # in a forked child (a DataLoader worker): the parent's handles are not ours
+
+
+def _after_fork():
+    global _paused_all
+    _paused_all = True
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def _settings(name, first):
+    """What PyTorch's settings ask of this call that tiletune does not promise; raises _Declined."""
+    if torch.are_deterministic_algorithms_enabled():
+        raise _Declined("deterministic algorithms asked (split-K kernels add with atomics)")
+    if first.is_cuda:
+        if torch.cuda.is_current_stream_capturing():
+            raise _Declined("CUDA graph capture (a first call may compile and synchronize)")
+        if name.startswith("conv") and first.dtype == torch.float32 and torch.backends.cudnn.allow_tf32:
+            raise _Declined("fp32 convolution with cuDNN's TF32 allowed (tuned in full fp32)")
 
 
 def _kernel(state, name, handler, theirs):
     def kernel(*args, **kwargs):
-        if getattr(_paused, "on", False):
+        if _paused_all or getattr(_paused, "on", False):
             return theirs(*args, **kwargs)
+        first = args[1] if name in ("addmm", "baddbmm") else args[0]
         try:
-            out = handler(state, *args, **kwargs)
+            _settings(name, first)
+            if first.is_cuda and first.device.index != torch.cuda.current_device():
+                with torch.cuda.device(first.device):  # the stream, the context: those of the tensor's device
+                    out = handler(state, *args, **kwargs)
+            else:
+                out = handler(state, *args, **kwargs)
             state.count(state.routed, name)
             return out
         except _Declined as why:
             state.count(state.declined, f"{name}: {why}")
         except _tt.Error as e:
-            if e.status not in _DECLINE_STATUSES:
-                raise
+            # Refused, or failed: the output is a fresh tensor nobody saw, and PyTorch computes it.
             state.count(state.declined, f"{name}: refused by the runtime ({str(e)[:120]})")
+            if e.status not in _DECLINE_STATUSES:
+                _warn_once(f"tiletune.torch: {name} failed in tiletune and ran on PyTorch's kernel: {e}")
         return theirs(*args, **kwargs)
     return kernel
+
+
+_warned = set()
+
+
+def _warn_once(message):
+    if message not in _warned:
+        import warnings
+        _warned.add(message)
+        warnings.warn(message)
 
 
 def _register(state, devices):
@@ -496,7 +562,8 @@ def record(path=None):
 def _stats(state):
     with state.lock:
         out = {"routed": dict(state.routed), "declined": dict(state.declined)}
-    out["runtime"] = {f"{k[0]}:{k[1]}": rt.stats() for k, rt in state.runtimes.items() if not isinstance(rt, str)}
+        runtimes = list(state.runtimes.items())
+    out["runtime"] = {f"{k[0]}:{k[1]}": rt.stats() for k, rt in runtimes if not isinstance(rt, str)}
     return out
 
 

@@ -101,9 +101,9 @@ class Ladder : public ::testing::Test {
   static tiletune_choice_t choice(tiletune_handle_t h, const GemmProblem& p) {
     tiletune_choice_t c{};
     EXPECT_EQ(tiletune_gemm_choice(h, p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
-                                   p.m, p.n, p.k, testing_util::c_api_type(p.a_type), p.lda, p.ldb,
-                                   testing_util::c_api_type(p.c_type), p.ldc, p.batch, p.beta_zero,
-                                   TILETUNE_COMPUTE_32F, &c),
+                                   p.m, p.n, p.k, testing_util::c_api_type(p.a_type), p.lda, p.stride_a, p.ldb,
+                                   p.stride_b, testing_util::c_api_type(p.c_type), p.ldc, p.stride_c, p.batch,
+                                   p.beta_zero, TILETUNE_COMPUTE_32F, &c),
               TILETUNE_SUCCESS)
         << tiletune_last_error();
     return c;
@@ -238,11 +238,16 @@ TEST_F(Ladder, TheChoiceSaysTheRungWhetherAKernelRunsAndItsLeadOverTheVendor) {
   c = choice(h, half);
   EXPECT_EQ(c.rung, TILETUNE_RUNG_DEFAULT);
   EXPECT_EQ(c.kernel, 1);
-  EXPECT_EQ(tiletune_gemm_choice(h, TILETUNE_OP_N, TILETUNE_OP_N, 4, 4, 4, TILETUNE_R_32F, 4, 4, TILETUNE_R_32F, 4, 1, 1,
-                                 TILETUNE_COMPUTE_32F, nullptr),
+  EXPECT_EQ(stats(h).jit_compiles, 0u) << "asking compiles nothing";
+  GemmProblem batched = f32(32, 16, 8);
+  batched.batch = 3;
+  batched.stride_a = 32 * 8, batched.stride_b = 8 * 16, batched.stride_c = 32 * 16;
+  EXPECT_EQ(choice(h, batched).rung, TILETUNE_RUNG_VENDOR);
+  EXPECT_EQ(tiletune_gemm_choice(h, TILETUNE_OP_N, TILETUNE_OP_N, 4, 4, 4, TILETUNE_R_32F, 4, 0, 4, 0, TILETUNE_R_32F, 4,
+                                 0, 1, 1, TILETUNE_COMPUTE_32F, nullptr),
             TILETUNE_ERROR_INVALID_VALUE);
-  EXPECT_EQ(tiletune_gemm_choice(h, TILETUNE_OP_N, TILETUNE_OP_N, 4, 4, 4, TILETUNE_R_32F, 2, 4, TILETUNE_R_32F, 4, 1, 1,
-                                 TILETUNE_COMPUTE_32F, &c),
+  EXPECT_EQ(tiletune_gemm_choice(h, TILETUNE_OP_N, TILETUNE_OP_N, 4, 4, 4, TILETUNE_R_32F, 2, 0, 4, 0, TILETUNE_R_32F, 4,
+                                 0, 1, 1, TILETUNE_COMPUTE_32F, &c),
             TILETUNE_ERROR_INVALID_VALUE)
       << "lda < m";
   tiletune_destroy(h);
@@ -506,6 +511,14 @@ TEST_F(Ladder, AVendorAlgorithmWinnerIsServedWithItsChoice) {
   EXPECT_EQ(c.kernel, 0);
   EXPECT_DOUBLE_EQ(c.vendor_ratio, 2.0) << "against the vendor's default, not its fastest algorithm";
   EXPECT_DOUBLE_EQ(w->vendor_default_ratio(), 2.0);
+  tiletune_destroy(h);
+  // A packed database, as a trainer ships it, keeps the default's time beside the winner, also
+  // where another algorithm came second.
+  record(db, p, Solution{kVendorTemplate, {{"THREADS", 2}}}, "OpenBLAS", 1.5);
+  const std::string packed = (dir_ / "choice-packed.db").string();
+  db::pack(db, packed, {}, false);
+  h = open(packed);
+  EXPECT_DOUBLE_EQ(choice(h, p).vendor_ratio, 2.0);
   tiletune_destroy(h);
 }
 
