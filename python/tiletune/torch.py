@@ -50,6 +50,18 @@ BIAS_MARGIN = 1.3
 _MAX_DECISIONS = 100000
 
 
+def _policy(rung, kernel, ratio, bias_pass):
+    """True when tiletune serves the problem better than PyTorch's own call of the vendor would;
+    else why not. `ratio`: the choice's lead over the vendor's default (0: unmeasured)."""
+    if rung in ("vendor", "default"):
+        return f"untuned ({rung} rung): PyTorch's own kernel"
+    if ratio and ratio <= 1.0:
+        return "tuned to the vendor's default: PyTorch's own call of it"
+    if bias_pass and ratio and ratio < BIAS_MARGIN:
+        return f"bias PyTorch fuses; the winner led the vendor {ratio:.2f}x (< {BIAS_MARGIN}x)"
+    return True
+
+
 class _State:
     def __init__(self, db, user_db, record, online, devices, serve):
         if serve not in ("tuned", "all"):
@@ -114,20 +126,9 @@ class _State:
         d = self.decisions.get(key)
         if d is None:
             try:
-                rung, kernel, ratio = ask()
+                d = _policy(*ask(), bias_pass)
             except _tt.Error as e:
-                rung, kernel, ratio = None, False, 0
                 d = f"refused by the runtime ({str(e)[:120]})"
-            if d is not None:
-                pass
-            elif rung in ("vendor", "default"):
-                d = f"untuned ({rung} rung): PyTorch's own kernel"
-            elif ratio and ratio <= 1.0:
-                d = "tuned to the vendor's default: PyTorch's own call of it"
-            elif bias_pass and ratio and ratio < BIAS_MARGIN:
-                d = f"bias PyTorch fuses; the winner led the vendor {ratio:.2f}x (< {BIAS_MARGIN}x)"
-            else:
-                d = True
             if len(self.decisions) >= _MAX_DECISIONS:
                 self.decisions.clear()
                 self.fast.clear()
