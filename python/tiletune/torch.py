@@ -18,8 +18,8 @@ CUDA tensors go to the CUDA backend (HIP on a ROCm build of PyTorch), CPU tensor
 backend. The outputs are new tensors in PyTorch's layout (row-major, channels_last convolutions
 stay channels_last), written on the tensor's current stream.
 
-Under torch.compile, graphs whose generated code calls these ops keep being routed; code that
-calls the out= overloads or its own kernels is not. Eager mode is what is tested.
+Eager mode is what is tested. Under torch.compile (untested), graphs whose generated code calls
+these ops would be routed; code that calls the out= overloads or its own kernels would not.
 """
 import atexit
 import os
