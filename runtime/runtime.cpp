@@ -530,6 +530,11 @@ Runtime::Choice Runtime::choice(const Problem& problem) {
     if (w.tmpl) return Choice{Rung::Tuned, false, w.vendor_choice.empty() ? 1.0 : finite(w.vendor_default_lead)};
     return Choice{Rung::Tuned, false, finite(w.vendor_ratio)};
   };
+  // An untuned rung: the pool runs its neighbour's kernel, with the lead it had on its own problem.
+  auto untuned = [&](Rung rung, const Loaded* neighbour) {
+    if (rung == Rung::Pool) return Choice{rung, true, neighbour ? finite(neighbour->vendor_ratio) : 0.0};
+    return Choice{rung, rung != Rung::Vendor, rung == Rung::Vendor ? 1.0 : 0.0};
+  };
   auto it = winners_.find(ProblemKey(p));
   if (it != winners_.end() && (it->second->tmpl || vendor().unsupported(p).empty())) return of(*it->second);
   {
@@ -537,15 +542,13 @@ Runtime::Choice Runtime::choice(const Problem& problem) {
     if (auto found = plans_.find(ProblemKey(p)); found != plans_.end()) {
       const Plan& plan = *found->second;
       if (const Loaded* o = plan.online.load(std::memory_order_acquire)) return of(*o);
-      if (plan.rung == Rung::Pool) return Choice{Rung::Pool, true, plan.neighbour ? finite(plan.neighbour->vendor_ratio) : 0.0};
-      return Choice{plan.rung, plan.rung != Rung::Vendor, plan.rung == Rung::Vendor ? 1.0 : 0.0};
+      return untuned(plan.rung, plan.neighbour);
     }
   }
   // Not served yet: the same rule as make_plan(), without making the plan (which would compile a
   // default kernel for a problem the caller may never hand over).
   const UntunedChoice c = choose_untuned(tuned_, p, dev_->info(), vendor().unsupported(p), fallback_templates_.at(p.kind()));
-  if (c.rung == Rung::Pool) return Choice{Rung::Pool, true, finite(tuned_loaded_[c.nearest->index]->vendor_ratio)};
-  return Choice{c.rung, c.rung != Rung::Vendor, c.rung == Rung::Vendor ? 1.0 : 0.0};
+  return untuned(c.rung, c.rung == Rung::Pool ? tuned_loaded_[c.nearest->index] : nullptr);
 }
 
 void Runtime::dispatch(Call& call, gpu::Stream stream) {
