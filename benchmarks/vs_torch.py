@@ -253,7 +253,7 @@ def main():
         ratio = t_theirs / t_ours
         ok = cs["err"] < 2e-2
         text = cs["explain"]()
-        ratios.setdefault(cs["kind"].split()[0], []).append(ratio)
+        ratios.setdefault(cs["kind"], []).append(ratio)  # per direction for convolutions
         row = (f"| {cs['kind']} | {cs['name']} | {cs['shape']} | {rung_of(text)} | {cs['flops'] / t_ours / 1e9:.1f} | "
                f"{cs['flops'] / t_theirs / 1e9:.1f} | {ratio:.3f} | {cs['err']:.1e}{'' if ok else ' WRONG'} |")
         if a.online:

@@ -9,15 +9,17 @@
 #include "conv_params.h"
 #include "gemm_tma_params.h"
 
-// map_x: im2col map over x (NHWC, dims {C, W, H, N}): bounding box lower corner {-pad_w, -pad_h},
-//        upper corner {pad_w - dil_w (S - 1), pad_h - dil_h (R - 1)}, traversal strides
-//        {1, stride_w, stride_h, 1}, 64 channels per pixel (one 128-byte swizzle atom),
-//        min(BM, 128) pixels per copy, zero fill outside x.
-// map_w: tiled map over the filters as a K x (R*S*C) matrix (KRSC rows), dims {R*S*C, K, 1},
-//        box {64, BN}, 128-byte swizzle.
+// map_im2col: im2col map over the activation a direction gathers (x for fwd and wgrad, dy for dgrad;
+//   NHWC, dims {C, W, H, N}): bounding box corners {-pad, pad - dil (R - 1)} of the convolution the
+//   copies walk (tt_wgconv::im2col_of, im2col_corners), traversal strides {1, stride_w, stride_h, 1},
+//   64 channels per pixel (one 128-byte swizzle atom), min(BM, 128) pixels per copy (wgrad: 64),
+//   zero fill outside the tensor.
+// map_tiled: fwd: the filters as a K x (R*S*C) matrix (KRSC rows), dims {R*S*C, K, 1}, box {64, BN};
+//   dgrad: the filters as {C, R*S, K}, box {64, 1, 64}; wgrad: dy as {K, N*P*Q, 1}, box {64, 64};
+//   128-byte swizzle.
 struct TtConvTmaParams {
-  TtTensorMap map_x;
-  TtTensorMap map_w;
+  TtTensorMap map_im2col;
+  TtTensorMap map_tiled;
   TtConvParams c;
 };
 

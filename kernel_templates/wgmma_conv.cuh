@@ -1,27 +1,32 @@
-// Hopper (sm_90a) forward convolution: implicit GEMM on wgmma, both operands loaded by TMA, the
-// activations through the TMA's im2col mode. NHWC x, KRSC filters, bf16 / fp16 in, fp32
-// accumulation, y (N*P*Q x K, row-major: NHWC) in bf16, fp16 or fp32; groups == 1, C % 64 == 0.
-//
-// GEMM view (wgmma_conv_index.h): row m = output pixel, column = output channel, reduction walked
-// in K steps of one filter tap (r, s) and 64 channels, i.e. one 128-byte swizzle atom of K. Both
-// operands are K-major in memory (x's channels and the filters' (r, s, c) are contiguous), which
-// is the layout wgmma reads without transposes.
-//   A (BM pixels x 64 channels per stage): one im2col copy per box of min(BM, 128) pixels; the
-//     copy starts at the box's first output pixel mapped into x (q * stride - pad, ...) and carries
-//     the tap as im2col offsets (s * dil_w, r * dil_h). Stride is the map's traversal stride,
-//     padding the bounding box's corners; the TMA zero-fills taps outside x and pixels past the
-//     last image, so edge tiles need no special case.
-//   B (BN filters x 64): a tiled copy of the K x (R*S*C) filter matrix at column 64 kt.
+// Hopper (sm_90a) convolution in all three directions: implicit GEMM on wgmma, both operands
+// loaded by TMA, the activations through the TMA's im2col mode. NHWC activations, KRSC filters,
+// bf16 / fp16 in, fp32 accumulation, the output (row-major GEMM: y, dx or dw) in bf16, fp16 or
+// fp32; groups == 1. The GEMM view of each direction and the copies' coordinates are in
+// wgmma_conv_index.h; the reduction is walked in K steps of 64 (one 128-byte swizzle atom of
+// 16-bit elements), so that a stage holds (BM + BN) lines of 128 bytes in every direction:
+//   fwd (DIR 0): A = im2col of x (K-major), B = filters (K-major), K step = (tap, 64 channels).
+//   dgrad (DIR 1, stride 1): A = im2col of dy (K-major), B = flipped filters read C-contiguous
+//     (MN-major, wgmma transposes it), K step = (tap, 64 of K's channels). A strided 1x1 dgrad
+//     without padding walks dy's pixels and scatters each row into its s x s block of dx, the
+//     block's other pixels written as zeros.
+//   wgrad (DIR 2): A = dy as an N*P*Q x K matrix read K-contiguous (MN-major), B = im2col of x for
+//     64 output pixels at each 64-column box's tap (MN-major), K step = 64 output pixels.
+// Other strided input gradients and the convolutions the constraints leave out go to mma_conv.
 // The pipeline follows wgmma_gemm.cuh (device helpers shared with it in wgmma_common.h): one
 // producer warpgroup (one thread issuing the copies into a STAGES-deep mbarrier ring) and
 // CONSUMERS consumer warpgroups (setmaxnreg moves registers from the producer to them), a persistent
-// grid walking the tiles in grouped raster order, cooperative consumers (each owns BM / CONSUMERS
-// rows of a tile) or ping-pong ones (PINGPONG: whole tiles in turn, one's epilogue overlapping the
-// other's main loop).
+// grid walking the work units in grouped raster order, cooperative consumers (each owns
+// BM / CONSUMERS rows of a tile) or ping-pong ones (PINGPONG: whole units in turn, one's epilogue
+// overlapping the other's main loop).
+// Split-K (SPLITK > 1, for grids that would leave multiprocessors idle, above all wgrad, whose
+// filter tensor makes few tiles from a long N*P*Q reduction): a unit is one contiguous K range of
+// one tile, split-major; the splits meet in the workspace and the last one sums them in split
+// order (splitk_reduce.h), so results do not depend on timing.
 // Epilogue: accumulators go through a padded fp32 staging buffer, 32 columns at a time, and are
-// written as 16-byte vectors along the rows of y (ld = K; K % 8 == 0 by constraint), or as scalars
-// when y is not 16-byte aligned.
+// written as 16-byte vectors along the output's rows (ld = N, N % 8 == 0 by constraint), or as
+// scalars when the output is not 16-byte aligned.
 #include "conv_tma_params.h"
+#include "splitk_reduce.h"
 #include "wgmma_conv_index.h"
 #include "wgmma_common.h"
 
@@ -39,25 +44,29 @@ TT_DEVICE void tma_im2col_4d(unsigned dst, const TtTensorMap* map, unsigned bar,
 
 }  // namespace tt_wgconv
 
-template <typename TA, typename TC, int BM, int BN, int STAGES, int CONSUMERS, int RASTER, int GROUP, int PINGPONG>
+template <typename TA, typename TC, int DIR, int BM, int BN, int STAGES, int CONSUMERS, int RASTER, int GROUP,
+          int PINGPONG, int SPLITK>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     wgmma_conv(const __grid_constant__ TtConvTmaParams p) {
   using namespace tt_wg;
   static_assert(sizeof(TA) == 2, "wgmma_conv: bf16 or fp16 inputs");
+  static_assert(DIR >= 0 && DIR <= 2, "DIR: 0 fwd, 1 dgrad, 2 wgrad");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "1 or 2 consumer warpgroups");
   static_assert(PINGPONG == 0 || CONSUMERS == 2, "ping-pong needs two consumers");
+  static_assert(SPLITK >= 1, "SPLITK: K splits per tile");
   constexpr bool PP = PINGPONG != 0;
   constexpr int WM = PP ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
   constexpr int MI = WM / 64;                   // m64 sub-tiles per consumer
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "BM / CONSUMERS must be 64 or 128");
   static_assert(BN % 64 == 0 && BN <= 256, "BN is 64, 128, 192 or 256");
-  constexpr u32 A_STAGE = BM * 128, B_STAGE = BN * 128;  // 128-byte lines: 64 channels per row
+  constexpr bool A_K = DIR != 2, B_K = DIR == 0;  // operands K-major (else MN-major, 64-line boxes)
+  constexpr u32 A_STAGE = BM * 128, B_STAGE = BN * 128;  // 128-byte lines of 64 K elements or 64 rows
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
-  constexpr int BOXP = BM < 128 ? BM : 128;  // pixels per im2col copy
-  constexpr int BOXES = BM / BOXP;
+  constexpr int BOXP = DIR == 2 ? 64 : (BM < 128 ? BM : 128);  // pixels per im2col copy
+  constexpr int BOXES = DIR == 2 ? BN / 64 : BM / BOXP;         // im2col copies per stage
   constexpr int EN = 32;      // epilogue chunk (columns)
   constexpr int EP = EN + 4;  // staging pitch (floats), rows of the tile in the staging buffer
-  typedef TtWgmma<BN, IsBf16<TA>::value, 0, 0> Mma;
+  typedef TtWgmma<BN, IsBf16<TA>::value, A_K ? 0 : 1, B_K ? 0 : 1> Mma;
 
   typedef Ring<STAGES, A_STAGE, B_STAGE> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -65,11 +74,22 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
 
   const TtConvParams& cv = p.c;
-  const int M = cv.gemm_m, N = cv.gemm_n;
+  const tt_wgconv::Im2col view = tt_wgconv::im2col_of(cv, DIR);
+  const bool scatter = DIR == 1 && tt_wgconv::dgrad_scatters(cv);
+  const int M = scatter ? cv.n * cv.p * cv.q : cv.gemm_m, N = cv.gemm_n;
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  const int total = tiles_m * tiles_n;
-  const int chunks = cv.c / 64;
-  const int KT = cv.r * cv.s * chunks;
+  const int tiles = tiles_m * tiles_n;
+  const int total = tiles * SPLITK;
+  const int chunks = (DIR == 1 ? cv.k : cv.c) / 64;  // fwd, dgrad: K steps per filter tap
+  const int KT = DIR == 2 ? (cv.gemm_k + 63) / 64 : cv.r * cv.s * chunks;
+  // Work unit u -> tile (mb, nb) and its K steps [kb, ke). Split-major, so that the units running
+  // at once read the same K range of neighbouring tiles' operands.
+  auto unit_tile = [&](int u, int& mb, int& nb, int& kb, int& ke) {
+    int split = 0, b;
+    if (SPLITK > 1) split = u / tiles, u -= split * tiles;
+    tt_splitk::k_range<SPLITK>(KT, split, kb, ke);
+    tile_coords<RASTER, GROUP>(u, tiles_m, tiles_n, mb, nb, b);
+  };
 
   if (threadIdx.x == 0) ring.init(1, PP ? 4 : CONSUMERS * 4);  // empty: one arrival per consuming warp
   __syncthreads();
@@ -79,31 +99,56 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     // ------------------------------------------------------------------ producer
     if (CONSUMERS == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x == 0) {
-      prefetch_map(&p.map_x);
-      prefetch_map(&p.map_w);
+      prefetch_map(&p.map_im2col);
+      prefetch_map(&p.map_tiled);
       int s = 0;
       u32 ph = 0;
-      for (int t = blockIdx.x; t < total; t += gridDim.x) {
-        int mb, nb, b;
-        tile_coords<RASTER, GROUP>(t, tiles_m, tiles_n, mb, nb, b);
-        tt_wgconv::BoxStart box[BOXES];
-        TT_UNROLL
-        for (int i = 0; i < BOXES; ++i) box[i] = tt_wgconv::box_start(cv, mb * BM + i * BOXP);
-        const int n0 = nb * BN;
-        tt_wgconv::KStep k = {0, 0, 0};
-        for (int kt = 0; kt < KT; ++kt) {
-          const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
-          mbar_wait(empty, ph ^ 1);
-          mbar_arrive_expect_tx(full, STAGE_BYTES);
-          const u32 a = sA + s * A_STAGE;
-          const unsigned short off_w = (unsigned short)(k.s * cv.dil_w), off_h = (unsigned short)(k.r * cv.dil_h);
+      for (int u = blockIdx.x; u < total; u += gridDim.x) {
+        int mb, nb, kb, ke;
+        unit_tile(u, mb, nb, kb, ke);
+        const int m0 = mb * BM, n0 = nb * BN;
+        if (DIR == 2) {
+          for (int kt = kb; kt < ke; ++kt) {
+            const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
+            mbar_wait(empty, ph ^ 1);
+            mbar_arrive_expect_tx(full, STAGE_BYTES);
+            TT_UNROLL
+            for (int i = 0; i < BM / 64; ++i) tma_load_3d(sA + s * A_STAGE + i * 64 * 128, &p.map_tiled, full, m0 + 64 * i, kt * 64, 0);
+            const tt_wgconv::BoxStart box = tt_wgconv::box_start(view, kt * 64);
+            TT_UNROLL
+            for (int i = 0; i < BOXES; ++i) {  // a box past R*S*C (never stored) reloads the last one's tap
+              const tt_wgconv::TapColumn tc = tt_wgconv::tap_column(cv, min(n0 + 64 * i, N - 64));
+              tt_wgconv::tma_im2col_4d(sB + s * B_STAGE + i * 64 * 128, &p.map_im2col, full, tc.c, box.w, box.h,
+                                       box.n, (unsigned short)(tc.s * cv.dil_w), (unsigned short)(tc.r * cv.dil_h));
+            }
+            if (++s == STAGES) { s = 0; ph ^= 1; }
+          }
+        } else {
+          tt_wgconv::BoxStart box[BOXES];
           TT_UNROLL
-          for (int i = 0; i < BOXES; ++i)
-            tt_wgconv::tma_im2col_4d(a + i * BOXP * 128, &p.map_x, full, k.chunk * 64, box[i].w, box[i].h, box[i].n,
-                                     off_w, off_h);
-          tma_load_3d(sB + s * B_STAGE, &p.map_w, full, kt * 64, n0, 0);
-          tt_conv::next_tile(k, chunks, cv.s);
-          if (++s == STAGES) { s = 0; ph ^= 1; }
+          for (int i = 0; i < BOXES; ++i) box[i] = tt_wgconv::box_start(view, m0 + i * BOXP);
+          tt_wgconv::KStep k = tt_conv::taps_of_tile(kb, chunks, cv.s);
+          for (int kt = kb; kt < ke; ++kt) {
+            const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
+            mbar_wait(empty, ph ^ 1);
+            mbar_arrive_expect_tx(full, STAGE_BYTES);
+            const u32 a = sA + s * A_STAGE;
+            const unsigned short off_w = (unsigned short)(k.s * cv.dil_w), off_h = (unsigned short)(k.r * cv.dil_h);
+            TT_UNROLL
+            for (int i = 0; i < BOXES; ++i)
+              tt_wgconv::tma_im2col_4d(a + i * BOXP * 128, &p.map_im2col, full, k.chunk * 64, box[i].w, box[i].h,
+                                       box[i].n, off_w, off_h);
+            if (DIR == 0) {
+              tma_load_3d(sB + s * B_STAGE, &p.map_tiled, full, kt * 64, n0, 0);
+            } else {
+              const int tap = tt_wgconv::flipped_tap(cv, k.r, k.s);
+              TT_UNROLL
+              for (int i = 0; i < BN / 64; ++i)
+                tma_load_3d(sB + s * B_STAGE + i * 64 * 128, &p.map_tiled, full, n0 + 64 * i, tap, k.chunk * 64);
+            }
+            tt_conv::next_tile(k, chunks, cv.s);
+            if (++s == STAGES) { s = 0; ph ^= 1; }
+          }
         }
       }
     }
@@ -114,29 +159,44 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const int tid = threadIdx.x - 128 * wg;
     const int warp = tid / 32, lane = tid % 32;
     float* stg = ring.staging + cw * WM * EP;
-    constexpr int V = 16 / (int)sizeof(TC);  // elements per 16-byte vector of y
+    constexpr int V = 16 / (int)sizeof(TC);  // elements per 16-byte vector of the output
     constexpr int TPR = EN / V;              // threads per row of a chunk
     constexpr int RPP = 128 / TPR;           // rows per pass
-    TC* Y = reinterpret_cast<TC*>(cv.y);
+    TC* Y = reinterpret_cast<TC*>(DIR == 0 ? cv.y : DIR == 1 ? cv.x : cv.wt);
     const long long ldy = N;
-    const bool vec_ok = (unsigned long long)cv.y % 16 == 0;
+    const bool vec_ok = (unsigned long long)Y % 16 == 0;
 
     float acc[MI][BN / 2];
     int s = 0;
     u32 ph = 0;
-    // Ping-pong: the consumers take turns, tile by tile; each skips the other's K steps in the ring.
-    if (PP && cw == 1) RingT::skip(s, ph, KT);
+    // Ping-pong: the consumers take turns, unit by unit; each skips the K steps of the other's
+    // units in the ring.
+    auto skip_unit = [&](int u) {
+      if (u >= total) return;
+      int mb, nb, kb, ke;
+      unit_tile(u, mb, nb, kb, ke);
+      RingT::skip(s, ph, ke - kb);
+    };
     const int first = blockIdx.x, step = gridDim.x;
-    const int t_step = PP ? 2 * step : step;
-    for (int t = first + (PP ? cw * step : 0); t < total; t += t_step) {
-      int mb, nb, b;
-      tile_coords<RASTER, GROUP>(t, tiles_m, tiles_n, mb, nb, b);
-      if (PP && t != first) pingpong_wait(cw);
-      // Both operands K-major; KT >= 1, so the loop leaves a stage to release.
-      const int prev = mma_k_tiles<Mma, true, true, 64>(ring, acc, PP ? 0 : cw * MI * 64 * 128, 0, KT, s, ph, lane);
-      if (PP && t + step < total) pingpong_pass(cw);
+    if (PP && cw == 1) skip_unit(first);
+    const int u_step = PP ? 2 * step : step;
+    for (int u = first + (PP ? cw * step : 0); u < total; u += u_step) {
+      int mb, nb, kb, ke;
+      unit_tile(u, mb, nb, kb, ke);
+      if (PP && u != first) pingpong_wait(cw);
+      // The constraints keep KT >= SPLITK, so every unit has a K step and leaves a stage to release.
+      const int prev = mma_k_tiles<Mma, A_K, B_K, 64>(ring, acc, PP ? 0 : cw * MI * 64 * 128, kb, ke, s, ph, lane);
+      if (PP && u + step < total) pingpong_pass(cw);
       finish_k_tiles<false>(ring, acc, prev, lane);
-      if (PP) RingT::skip(s, ph, KT);
+      if (PP) skip_unit(u + step);
+
+      if (SPLITK > 1) {
+        constexpr int GT = PP ? 128 : 128 * CONSUMERS;  // threads holding the tile
+        const NamedGroup group{(PP || CONSUMERS == 1) ? 1 + cw : 5, GT};
+        if (!tt_splitk::reduce<MI * BN / 2, GT, SPLITK, BM * BN>(&acc[0][0], cv.workspace, (long long)mb * tiles_n + nb,
+                                                                 tiles, u / tiles, PP ? tid : threadIdx.x - 128, group))
+          continue;
+      }
 
       // ---------------------------------------------------------------- epilogue
       const int m_base = mb * BM + (PP ? 0 : cw * WM);
@@ -170,7 +230,19 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                 const float4 x = src[q];
                 v[4 * q] = x.x; v[4 * q + 1] = x.y; v[4 * q + 2] = x.z; v[4 * q + 3] = x.w;
               }
-              CVec<TC, V>::store(Y + (long long)gm * ldy + gn, v);
+              if (DIR == 1 && scatter) {
+                const tt_wgconv::Pixel b = tt_wgconv::dgrad_block(cv, gm);
+                for (int dh = 0; dh < cv.stride_h && b.h + dh < cv.h; ++dh)
+                  for (int dw = 0; dw < cv.stride_w && b.w + dw < cv.w; ++dw) {
+                    if (dh > 0 || dw > 0) {
+                      TT_UNROLL
+                      for (int i = 0; i < V; ++i) v[i] = 0.0f;
+                    }
+                    CVec<TC, V>::store(Y + (((long long)b.n * cv.h + b.h + dh) * cv.w + b.w + dw) * ldy + gn, v);
+                  }
+              } else {
+                CVec<TC, V>::store(Y + (long long)gm * ldy + gn, v);
+              }
             }
           }
         } else {
@@ -178,7 +250,18 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           for (int i = tid; i < WM * EN; i += 128) {
             const int r = i / EN, cc = i % EN;
             const int gm = m_base + r, g = n_tile + ch * EN + cc;
-            if (gm < M && g < N) Y[(long long)gm * ldy + g] = tt_from_float<TC>(stg[r * EP + cc]);
+            if (gm < M && g < N) {
+              const TC v = tt_from_float<TC>(stg[r * EP + cc]);
+              if (DIR == 1 && scatter) {
+                const tt_wgconv::Pixel b = tt_wgconv::dgrad_block(cv, gm);
+                for (int dh = 0; dh < cv.stride_h && b.h + dh < cv.h; ++dh)
+                  for (int dw = 0; dw < cv.stride_w && b.w + dw < cv.w; ++dw)
+                    Y[(((long long)b.n * cv.h + b.h + dh) * cv.w + b.w + dw) * ldy + g] =
+                        (dh > 0 || dw > 0) ? tt_from_float<TC>(0.0f) : v;
+              } else {
+                Y[(long long)gm * ldy + g] = v;
+              }
+            }
           }
         }
       }

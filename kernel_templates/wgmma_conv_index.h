@@ -1,19 +1,31 @@
 // Coordinates of the Hopper convolution's TMA copies (wgmma_conv.cuh), as plain functions shared by
-// the kernel, the host side that encodes the tensor maps (gpu/cuda/tma_arguments.cpp) and a host
-// test (tests/test_wgmma_conv_index.cpp) that replays the TMA im2col traversal against the
-// convolution's definition.
+// the kernel, the host side that encodes the tensor maps (ops/cuda/tma_arguments.cpp) and a host
+// test (tests/solutions/test_wgmma_conv_index.cpp) that replays the TMA im2col traversal against
+// the convolution's definition, in all three directions.
 //
-// Forward convolution, NHWC x, KRSC filters, as an implicit GEMM: row m = output pixel (n, p, q),
-// column = output channel, reduction index (r, s, c) with c fastest. The reduction is walked in K
-// steps of 64 channels of one filter tap: step kt = (r, s, chunk), kt = (r * S + s) * CHUNKS + chunk,
-// CHUNKS = C / 64. So the filter tile of step kt is columns [64 kt, 64 kt + 64) of the K x (R*S*C)
-// filter matrix, and the activation tile is one im2col copy per box of pixels:
-//   start {c, w, h, n} = {64 chunk, q * stride_w - pad_w, p * stride_h - pad_h, n} of the box's
-//   first pixel, im2col offsets {s * dil_w, r * dil_h}.
-// The TMA walks the box's pixels from the start through the bounding box (x's H x W grown by the
-// lower / upper corners below), W fastest then H then N, in steps of the traversal strides, which
-// visits exactly the output pixels in order; it reads x at the pixel plus the offsets, zeros
-// outside x (padding, and pixels past the last image).
+// Each direction is an implicit GEMM whose activation operand is one TMA im2col copy per box of
+// pixels: start {c, w, h, n} = {first channel, x * stride_w - pad_w, y * stride_h - pad_h, n} of the
+// box's first pixel (n, y, x) on the copy's pixel grid, im2col offsets {s * dil_w, r * dil_h} for
+// filter tap (r, s). The TMA walks the box's pixels from the start through the bounding box (the
+// read tensor's H x W grown by the corners below), W fastest then H then N, in steps of the
+// traversal strides, which visits the grid's pixels in order; it reads at the pixel plus the
+// offsets and fills zeros outside the tensor (padding, and pixels past the last image).
+//   fwd:   rows = output pixels (P x Q grid), reads x; reduction (r, s, 64 channels of C);
+//          the filters are a tiled K x (R*S*C) matrix (K-major B).
+//   dgrad: stride 1 only; dx is the stride-1 convolution of dy with the filters flipped in R and S
+//          and transposed (C outputs, K inputs), padding dil (R - 1) - pad: rows = x's pixels
+//          (H x W grid), reads dy; reduction (r', s', 64 channels of K). Filter tap (r', s') of the
+//          flipped filters is tap (R-1-r', S-1-s') of wt, whose [K][C] slice is C-contiguous, so B
+//          comes as MN-major boxes of 64 channels of C x 64 of K.
+//   dgrad, 1x1 with stride s and no padding: dx is zero but at pixels (s p, s q), where it is the
+//          1x1 stride-1 dgrad of dy: rows = dy's pixels (P x Q grid), and the epilogue scatters
+//          row (n, p, q) to dx pixel (n, s p, s q) and writes zeros over the rest of its s x s
+//          block (dgrad_block), which covers dx exactly once.
+//   wgrad: rows = output channels K (dy, a tiled N*P*Q x K matrix, MN-major A), columns = the
+//          R*S*C filter elements in KRSC order, 64 at a time (C % 64 == 0, so 64 columns are 64
+//          channels of one tap: tap_column); reduction over the output pixels 64 at a time: the
+//          im2col copy of 64 pixels of the P x Q grid, reading x at a box's tap, is an MN-major B
+//          box of 64 pixels x 64 channels of C.
 #ifndef TILETUNE_WGMMA_CONV_INDEX_H
 #define TILETUNE_WGMMA_CONV_INDEX_H
 
@@ -22,29 +34,80 @@
 
 namespace tt_wgconv {
 
-// First pixel of a box: the TMA start coordinates of output pixel m (h, w include the padding).
+// The im2col side of a direction: the pixel grid the copies walk and the tensor they read.
+struct Im2col {
+  int grid_h, grid_w;  // pixels per image the GEMM walks (P x Q, or H x W for dgrad)
+  int src_h, src_w;    // the tensor read (x: H x W; dgrad: dy, P x Q)
+  int src_c;           // its channels
+  int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+};
+// dgrad of a 1x1 convolution with stride > 1 and no padding: the scattered form (above).
+TT_CONV_FN bool dgrad_scatters(const TtConvParams& p) {
+  return p.r == 1 && p.s == 1 && p.pad_h == 0 && p.pad_w == 0 && (p.stride_h > 1 || p.stride_w > 1);
+}
+TT_CONV_FN Im2col im2col_of(const TtConvParams& p, int dir) {
+  if (dir == 1 && dgrad_scatters(p)) {
+    Im2col v = {p.p, p.q, p.p, p.q, p.k, 1, 1, 0, 0, 1, 1};
+    return v;
+  }
+  if (dir == 1) {
+    Im2col v = {p.h, p.w, p.p, p.q, p.k, 1, 1, p.dil_h * (p.r - 1) - p.pad_h, p.dil_w * (p.s - 1) - p.pad_w,
+                p.dil_h, p.dil_w};
+    return v;
+  }
+  Im2col v = {p.p, p.q, p.h, p.w, p.c, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w};
+  return v;
+}
+
+// First pixel of a box: the TMA start coordinates of grid pixel m (h, w include the padding).
 struct BoxStart {
   int n, h, w;
 };
-TT_CONV_FN BoxStart box_start(const TtConvParams& p, int m) {
-  const int pq = p.p * p.q;
-  const int img = m / pq, rem = m - img * pq, y = rem / p.q, x = rem - y * p.q;
-  BoxStart b = {img, y * p.stride_h - p.pad_h, x * p.stride_w - p.pad_w};
+TT_CONV_FN BoxStart box_start(const Im2col& v, int m) {
+  const int per_image = v.grid_h * v.grid_w;
+  const int img = m / per_image, rem = m - img * per_image, y = rem / v.grid_w, x = rem - y * v.grid_w;
+  BoxStart b = {img, y * v.stride_h - v.pad_h, x * v.stride_w - v.pad_w};
   return b;
 }
 
 // The bounding box corners of the im2col tensor map, {W, H} (the order of the map's dimensions):
-// the box is [lower, extent - 1 + upper] in each spatial dimension.
-TT_CONV_FN void im2col_corners(const TtConvParams& p, int* lower, int* upper) {
-  lower[0] = -p.pad_w;
-  lower[1] = -p.pad_h;
-  upper[0] = p.pad_w - p.dil_w * (p.s - 1);
-  upper[1] = p.pad_h - p.dil_h * (p.r - 1);
+// the box is [lower, extent - 1 + upper] in each spatial dimension. r, s: the filter's extent.
+TT_CONV_FN void im2col_corners(const Im2col& v, int r, int s, int* lower, int* upper) {
+  lower[0] = -v.pad_w;
+  lower[1] = -v.pad_h;
+  upper[0] = v.pad_w - v.dil_w * (s - 1);
+  upper[1] = v.pad_h - v.dil_h * (r - 1);
 }
 
-// K step kt: filter tap (r, s) and channel chunk, advanced in the reduction's (r, s, c) order by
-// tt_conv::next_tile (mma_conv_index.h walks fwd's (tap, chunk) tiles the same way).
+// K step kt of fwd and dgrad: filter tap (r, s) and channel chunk, advanced in the reduction's
+// (r, s, c) order by tt_conv::next_tile (mma_conv_index.h walks fwd's (tap, chunk) tiles the same
+// way); a split of the reduction starts at tt_conv::taps_of_tile(kb, chunks, S).
 typedef tt_conv::Taps KStep;
+
+// dgrad: the tap of wt (r * S + s) that flipped tap (r', s') reads.
+TT_CONV_FN int flipped_tap(const TtConvParams& p, int r, int s) { return (p.r - 1 - r) * p.s + (p.s - 1 - s); }
+
+// Scattered dgrad: the first dx pixel (n, s p, s q) of GEMM row m = (n, p, q) of dy's grid.
+struct Pixel {
+  int n, h, w;
+};
+TT_CONV_FN Pixel dgrad_block(const TtConvParams& p, int m) {
+  const int pq = p.p * p.q;
+  const int img = m / pq, rem = m - img * pq, y = rem / p.q, x = rem - y * p.q;
+  Pixel px = {img, y * p.stride_h, x * p.stride_w};
+  return px;
+}
+
+// wgrad: the filter tap and first channel of column n0, a multiple of 64 (C % 64 == 0, so the 64
+// columns from n0 on are channels of one tap).
+struct TapColumn {
+  int r, s, c;
+};
+TT_CONV_FN TapColumn tap_column(const TtConvParams& p, int n0) {
+  const int tap = n0 / p.c;
+  TapColumn t = {tap / p.s, tap - (tap / p.s) * p.s, n0 - tap * p.c};
+  return t;
+}
 
 }  // namespace tt_wgconv
 

@@ -32,13 +32,22 @@ class ConvOperation final : public Operation {
   std::optional<RepackPlan> repack_plan(const Variables&, const Problem&) const override { return std::nullopt; }
   void fit_to_pointers(Variables&, const Problem&, const Pointers&) const override {}
 
-  // TMA templates read x and the filters through descriptors on 16-byte bases.
-  bool admits(const KernelTemplate& t, const Solution&, const Problem&, const Pointers& ptrs,
-              const gpu::DeviceInfo&) const override {
-    return t.arguments() != KernelTemplate::Arguments::ParamsWithTma || (aligned16(ptrs[0]) && aligned16(ptrs[1]));
+  // TMA templates read two of x, w, y through descriptors on 16-byte bases: fwd x and w, dgrad y
+  // and w, wgrad x and y.
+  static bool tma_bases_aligned(const Problem& p, const Pointers& ptrs) {
+    switch (p.conv().direction) {
+      case ConvDirection::BackwardData: return aligned16(ptrs[2]) && aligned16(ptrs[1]);
+      case ConvDirection::BackwardFilter: return aligned16(ptrs[0]) && aligned16(ptrs[2]);
+      case ConvDirection::Forward: break;
+    }
+    return aligned16(ptrs[0]) && aligned16(ptrs[1]);
   }
-  std::string pointer_class(const Problem&, const Pointers& ptrs) const override {
-    return aligned16(ptrs[0]) && aligned16(ptrs[1]) ? "" : "|unaligned";
+  bool admits(const KernelTemplate& t, const Solution&, const Problem& p, const Pointers& ptrs,
+              const gpu::DeviceInfo&) const override {
+    return t.arguments() != KernelTemplate::Arguments::ParamsWithTma || tma_bases_aligned(p, ptrs);
+  }
+  std::string pointer_class(const Problem& p, const Pointers& ptrs) const override {
+    return tma_bases_aligned(p, ptrs) ? "" : "|unaligned";
   }
 
   std::unique_ptr<Inputs> make_inputs(gpu::Device& dev, const Problem& p, bool rotate, std::uint64_t seed,

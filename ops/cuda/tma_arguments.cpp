@@ -23,7 +23,7 @@ namespace {
 void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what, CUtensorMapDataType dt,
                     int elem_bytes, const void* base, std::int64_t inner, std::int64_t outer, std::int64_t ld,
                     std::int64_t stride, std::int64_t batch, int box_inner, int box_outer,
-                    CUtensorMapL2promotion l2) {
+                    CUtensorMapL2promotion l2, int box_batch = 1) {
   const std::int64_t row_bytes = ld * elem_bytes;
   std::int64_t batch_bytes = stride * elem_bytes;
   if (batch <= 1) batch_bytes = (row_bytes * outer + 15) / 16 * 16;  // unused; any legal value
@@ -34,7 +34,8 @@ void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what,
   cuuint64_t dims[3] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer),
                         static_cast<cuuint64_t>(batch < 1 ? 1 : batch)};
   cuuint64_t strides[2] = {static_cast<cuuint64_t>(row_bytes), static_cast<cuuint64_t>(batch_bytes)};
-  cuuint32_t box[3] = {static_cast<cuuint32_t>(box_inner), static_cast<cuuint32_t>(box_outer), 1};
+  cuuint32_t box[3] = {static_cast<cuuint32_t>(box_inner), static_cast<cuuint32_t>(box_outer),
+                        static_cast<cuuint32_t>(box_batch)};
   cuuint32_t elem_strides[3] = {1, 1, 1};
   CUtensorMap m;
   std::memset(&m, 0, sizeof m);
@@ -125,7 +126,8 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
 }
 
 std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2col, TensorMapEncoder encode_tiled,
-                                                    const TtConvParams& p, DataType in_type, int bm, int bn) {
+                                                    const TtConvParams& p, ConvDirection direction, DataType in_type,
+                                                    int bm, int bn) {
   if (!encode_im2col || !encode_tiled)
     throw Error("wgmma_conv: cuTensorMapEncodeIm2col is not available (no CUDA driver)");
   CUtensorMapDataType dt;
@@ -134,39 +136,63 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
     case DataType::F16: dt = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
     default: throw Error("wgmma_conv: bf16 or fp16 inputs only");
   }
-  if (p.groups != 1 || p.c % 64 != 0 || bm % 64 != 0 || bm > 256 || bn % 64 != 0 || bn > 256)
-    throw Error("wgmma_conv: needs groups 1, C % 64 == 0 and 64..256-row tiles (C " + std::to_string(p.c) +
-                ", groups " + std::to_string(p.groups) + ", tile " + std::to_string(bm) + "x" + std::to_string(bn) + ")");
-  if (reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0 || reinterpret_cast<std::uintptr_t>(p.wt) % 16 != 0)
-    throw Error("wgmma_conv: TMA needs x and the filters 16-byte aligned");
+  const int dir = static_cast<int>(direction);
+  const int red_c = direction == ConvDirection::BackwardData ? p.k : p.c;
+  if (p.groups != 1 || red_c % 64 != 0 || p.c % 8 != 0 || p.k % 8 != 0 || bm % 64 != 0 || bm > 256 || bn % 64 != 0 ||
+      bn > 256 || (direction == ConvDirection::BackwardFilter && p.c % 64 != 0) ||
+      (direction == ConvDirection::BackwardData && (p.stride_h != 1 || p.stride_w != 1) && !tt_wgconv::dgrad_scatters(p)))
+    throw Error("wgmma_conv: needs groups 1, 64-channel reduction chunks, C and K multiples of 8, 64..256-row "
+                "tiles, and dgrad of stride 1 or a 1x1 without padding (C " + std::to_string(p.c) + ", K " +
+                std::to_string(p.k) + ", groups " + std::to_string(p.groups) + ", tile " + std::to_string(bm) + "x" +
+                std::to_string(bn) + ", direction " + std::to_string(dir) + ")");
+  // The tensors the copies read: fwd x and wt, dgrad dy and wt, wgrad x and dy.
+  const void* act = direction == ConvDirection::BackwardData ? p.y : p.x;
+  const void* tiled = direction == ConvDirection::BackwardFilter ? p.y : p.wt;
+  if (reinterpret_cast<std::uintptr_t>(act) % 16 != 0 || reinterpret_cast<std::uintptr_t>(tiled) % 16 != 0)
+    throw Error("wgmma_conv: TMA needs the tensors it reads 16-byte aligned");
   const std::int64_t eb = 2;
   TtConvTmaParams args;
   std::memset(&args, 0, sizeof args);
   args.c = p;
-  // x: NHWC, dimensions innermost first {C, W, H, N}.
+  // The im2col side: x (fwd, wgrad) or dy (dgrad), NHWC, dimensions innermost first {C, W, H, N}.
   {
-    cuuint64_t dims[4] = {cuuint64_t(p.c), cuuint64_t(p.w), cuuint64_t(p.h), cuuint64_t(p.n)};
-    cuuint64_t strides[3] = {cuuint64_t(p.c * eb), cuuint64_t(std::int64_t(p.w) * p.c * eb),
-                             cuuint64_t(std::int64_t(p.h) * p.w * p.c * eb)};
+    const tt_wgconv::Im2col v = tt_wgconv::im2col_of(p, dir);
+    cuuint64_t dims[4] = {cuuint64_t(v.src_c), cuuint64_t(v.src_w), cuuint64_t(v.src_h), cuuint64_t(p.n)};
+    cuuint64_t strides[3] = {cuuint64_t(v.src_c * eb), cuuint64_t(std::int64_t(v.src_w) * v.src_c * eb),
+                             cuuint64_t(std::int64_t(v.src_h) * v.src_w * v.src_c * eb)};
     int lower[2], upper[2];
-    tt_wgconv::im2col_corners(p, lower, upper);
-    cuuint32_t elem_strides[4] = {1, cuuint32_t(p.stride_w), cuuint32_t(p.stride_h), 1};
+    tt_wgconv::im2col_corners(v, p.r, p.s, lower, upper);
+    cuuint32_t elem_strides[4] = {1, cuuint32_t(v.stride_w), cuuint32_t(v.stride_h), 1};
+    // Pixels per copy: a box of GEMM rows (fwd, dgrad) or one K step of 64 pixels (wgrad).
+    const int pixels = direction == ConvDirection::BackwardFilter ? 64 : (bm < 128 ? bm : 128);
     CUtensorMap m;
     std::memset(&m, 0, sizeof m);
-    const CUresult r = encode_im2col(&m, dt, 4, p.x, dims, strides, lower, upper, 64, cuuint32_t(bm < 128 ? bm : 128),
-                                     elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                     CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const CUresult r = encode_im2col(&m, dt, 4, const_cast<void*>(act), dims, strides, lower, upper, 64,
+                                     cuuint32_t(pixels), elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
-      throw Error("wgmma_conv: cuTensorMapEncodeIm2col failed for x (CUresult " + std::to_string(int(r)) +
-                  ", NHWC " + std::to_string(p.n) + "x" + std::to_string(p.h) + "x" + std::to_string(p.w) + "x" +
-                  std::to_string(p.c) + ", corners " + std::to_string(lower[0]) + "," + std::to_string(lower[1]) +
+      throw Error("wgmma_conv: cuTensorMapEncodeIm2col failed (CUresult " + std::to_string(int(r)) + ", NHWC " +
+                  std::to_string(p.n) + "x" + std::to_string(v.src_h) + "x" + std::to_string(v.src_w) + "x" +
+                  std::to_string(v.src_c) + ", corners " + std::to_string(lower[0]) + "," + std::to_string(lower[1]) +
                   " / " + std::to_string(upper[0]) + "," + std::to_string(upper[1]) + ")");
-    std::memcpy(&args.map_x, &m, sizeof m);
+    std::memcpy(&args.map_im2col, &m, sizeof m);
   }
-  // Filters: K rows of R*S*C contiguous elements (KRSC), box {64, BN}.
-  const std::int64_t rsc = std::int64_t(p.r) * p.s * p.c;
-  encode_operand(encode_tiled, &args.map_w, "wgmma_conv filters", dt, int(eb), p.wt, rsc, p.k, rsc, 0, 1, 64, bn,
-                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+  const std::int64_t rs = std::int64_t(p.r) * p.s;
+  switch (direction) {
+    case ConvDirection::Forward:  // K rows of R*S*C contiguous elements (KRSC), box {64, BN}
+      encode_operand(encode_tiled, &args.map_tiled, "wgmma_conv filters", dt, int(eb), p.wt, rs * p.c, p.k,
+                     rs * p.c, 0, 1, 64, bn, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+      break;
+    case ConvDirection::BackwardData:  // {C, R*S, K}, box {64 of C, one tap, 64 of K}
+      encode_operand(encode_tiled, &args.map_tiled, "wgmma_conv filters", dt, int(eb), p.wt, p.c, rs, p.c,
+                     rs * p.c, p.k, 64, 1, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, 64);
+      break;
+    case ConvDirection::BackwardFilter:  // dy as N*P*Q rows of K, box {64 of K, 64 pixels}
+      encode_operand(encode_tiled, &args.map_tiled, "wgmma_conv dy", dt, int(eb), p.y, p.k,
+                     std::int64_t(p.n) * p.p * p.q, p.k, 0, 1, 64, 64, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+      break;
+  }
   std::vector<std::uint8_t> bytes(sizeof args);
   std::memcpy(bytes.data(), &args, sizeof args);
   return bytes;
@@ -174,15 +200,14 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
 
 std::vector<std::uint8_t> make_tma_conv_arguments(const TtConvParams& p, const ConvProblem& problem,
                                                   const Variables& vars) {
-  if (problem.direction != ConvDirection::Forward || problem.layout != ConvLayout::NHWC)
-    throw Error("wgmma_conv: forward NHWC convolutions only");
+  if (problem.layout != ConvLayout::NHWC) throw Error("wgmma_conv: NHWC convolutions only");
   auto get = [&](const char* name) -> int {
     auto it = vars.find(name);
     if (it == vars.end()) throw Error(std::string("wgmma_conv: variable ") + name + " missing");
     return static_cast<int>(it->second);
   };
-  return encode_tma_conv_arguments(im2col_map_encoder(), tensor_map_encoder(), p, problem.in_type, get("BM"),
-                                   get("BN"));
+  return encode_tma_conv_arguments(im2col_map_encoder(), tensor_map_encoder(), p, problem.direction,
+                                   problem.in_type, get("BM"), get("BN"));
 }
 
 std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const GemmProblem& problem,

@@ -33,43 +33,53 @@ TtConvParams params(const Shape& s) {
 }
 
 // The TMA's walk over one box: pixel after pixel from the start, W fastest, wrapping inside the
-// bounding box [lower, extent - 1 + upper] in steps of the traversal strides.
+// bounding box [lower, extent - 1 + upper] of the tensor read, in steps of the traversal strides.
 struct Walker {
-  const TtConvParams& p;
+  tt_wgconv::Im2col v;
   int lower[2], upper[2];
   int n, h, w;
-  Walker(const TtConvParams& params, tt_wgconv::BoxStart b) : p(params), n(b.n), h(b.h), w(b.w) {
-    tt_wgconv::im2col_corners(p, lower, upper);
+  Walker(const TtConvParams& p, int dir, int m) : v(tt_wgconv::im2col_of(p, dir)) {
+    const tt_wgconv::BoxStart b = tt_wgconv::box_start(v, m);
+    n = b.n, h = b.h, w = b.w;
+    tt_wgconv::im2col_corners(v, p.r, p.s, lower, upper);
   }
   void next() {
-    w += p.stride_w;
-    if (w > p.w - 1 + upper[0]) {
+    w += v.stride_w;
+    if (w > v.src_w - 1 + upper[0]) {
       w = lower[0];
-      h += p.stride_h;
-      if (h > p.h - 1 + upper[1]) {
+      h += v.stride_h;
+      if (h > v.src_h - 1 + upper[1]) {
         h = lower[1];
         ++n;
       }
     }
   }
+  // Element offset read for channel c at the offsets, or -1 (zero fill).
+  long long read(int batch, int c, int off_w, int off_h) const {
+    const int hh = h + off_h, ww = w + off_w;
+    if (n < 0 || n >= batch || hh < 0 || hh >= v.src_h || ww < 0 || ww >= v.src_w || c >= v.src_c) return -1;
+    return tt_act_offset(false, n, c, hh, ww, v.src_c, v.src_h, v.src_w);
+  }
 };
 
-// Element offset read for channel c of the pixel at (n, h + off_h, w + off_w), or -1 (zero fill).
-long long tma_read(const TtConvParams& p, const Walker& at, int c, int off_w, int off_h) {
-  const int h = at.h + off_h, w = at.w + off_w;
-  if (at.n < 0 || at.n >= p.n || h < 0 || h >= p.h || w < 0 || w >= p.w || c >= p.c) return -1;
-  return tt_act_offset(false, at.n, c, h, w, p.c, p.h, p.w);
-}
-
-// The definition: x element of GEMM row m (output pixel) and reduction index k, or -1 (padding).
-long long definition(const TtConvParams& p, int m, int k) {
-  if (m >= p.gemm_m) return -1;
+// The definition, forward and wgrad: x element of output pixel m at filter tap (r, s), channel c,
+// or -1 (padding, or past the last pixel).
+long long x_element(const TtConvParams& p, int m, int c, int r, int s) {
+  if (m >= p.n * p.p * p.q) return -1;
   const int img = m / (p.p * p.q), rem = m % (p.p * p.q), y = rem / p.q, x = rem % p.q;
-  int c, r, s;
-  tt_split_crs(false, k, p.c, p.r, p.s, c, r, s);
   const int h = y * p.stride_h - p.pad_h + r * p.dil_h, w = x * p.stride_w - p.pad_w + s * p.dil_w;
   if (h < 0 || h >= p.h || w < 0 || w >= p.w) return -1;
   return tt_act_offset(false, img, c, h, w, p.c, p.h, p.w);
+}
+
+// The definition, dgrad (stride 1): dx[n, h, w, c] sums dy[n, h + pad - r dil, w + pad - s dil, k]
+// wt[k, r, s, c]; the dy element of input pixel m at tap (r, s), channel k, or -1.
+long long dy_element(const TtConvParams& p, int m, int k, int r, int s) {
+  if (m >= p.n * p.h * p.w) return -1;
+  const int img = m / (p.h * p.w), rem = m % (p.h * p.w), h = rem / p.w, w = rem % p.w;
+  const int y = h + p.pad_h - r * p.dil_h, x = w + p.pad_w - s * p.dil_w;
+  if (y < 0 || y >= p.p || x < 0 || x >= p.q) return -1;
+  return tt_act_offset(false, img, k, y, x, p.k, p.p, p.q);
 }
 
 const std::vector<Shape>& shapes() {
@@ -92,23 +102,106 @@ TEST(WgmmaConvIndex, Im2colCopiesReadTheConvolutionsElements) {
     const int chunks = p.c / 64, steps = p.r * p.s * chunks;
     for (int boxp : {64, 128}) {
       for (int m0 = 0; m0 < p.gemm_m; m0 += boxp) {
-        const tt_wgconv::BoxStart start = tt_wgconv::box_start(p, m0);
         tt_wgconv::KStep k = {0, 0, 0};
         for (int kt = 0; kt < steps; ++kt) {
-          Walker at(p, start);
+          Walker at(p, 0, m0);
           for (int j = 0; j < boxp; ++j, at.next())
             for (int ci = 0; ci < 64; ++ci) {
-              const long long got = tma_read(p, at, k.chunk * 64 + ci, k.s * p.dil_w, k.r * p.dil_h);
-              const long long want = definition(p, m0 + j, kt * 64 + ci);
-              ASSERT_EQ(got, want) << "shape " << (&sh - shapes().data()) << " box of " << boxp << " at m0 " << m0
-                                   << ", K step " << kt << " (r " << k.r << ", s " << k.s << ", chunk " << k.chunk
-                                   << "), pixel " << j << ", channel " << ci;
+              const long long got = at.read(p.n, k.chunk * 64 + ci, k.s * p.dil_w, k.r * p.dil_h);
+              int c, r, s;
+              tt_split_crs(false, kt * 64 + ci, p.c, p.r, p.s, c, r, s);
+              ASSERT_EQ(got, x_element(p, m0 + j, c, r, s))
+                  << "shape " << (&sh - shapes().data()) << " box of " << boxp << " at m0 " << m0 << ", K step " << kt
+                  << " (r " << k.r << ", s " << k.s << ", chunk " << k.chunk << "), pixel " << j << ", channel " << ci;
             }
           tt_conv::next_tile(k, chunks, p.s);
         }
         EXPECT_EQ(k.r, p.r);  // the walk ends after the last tap
+        // A split of the reduction starting at K step kt resumes the same walk.
+        for (int kt = 0; kt < steps; kt += 3) {
+          tt_wgconv::KStep a = {0, 0, 0};
+          for (int i = 0; i < kt; ++i) tt_conv::next_tile(a, chunks, p.s);
+          const tt_wgconv::KStep b = tt_conv::taps_of_tile(kt, chunks, p.s);
+          ASSERT_TRUE(a.r == b.r && a.s == b.s && a.chunk == b.chunk) << kt;
+        }
       }
     }
+  }
+}
+
+// dgrad as a stride-1 convolution of dy: the copies on x's pixel grid, at flipped tap (r', s'),
+// read dy where the definition's tap (R-1-r', S-1-s') does, and the filter box of that step holds
+// wt[k][R-1-r'][S-1-s'][c] at (c, k).
+TEST(WgmmaConvIndex, DgradCopiesReadDyAndTheFlippedFilters) {
+  for (const Shape& sh : shapes()) {
+    if (sh.u != 1 || sh.v != 1) continue;  // stride-1 dgrad only
+    TtConvParams p = params(sh);
+    if (p.dil_h * (p.r - 1) < p.pad_h || p.dil_w * (p.s - 1) < p.pad_w) continue;  // refused by the constraints
+    const int chunks = p.k / 64, steps = p.r * p.s * chunks, M = p.n * p.h * p.w;
+    for (int m0 = 0; m0 < M; m0 += 128) {
+      tt_wgconv::KStep k = {0, 0, 0};
+      for (int kt = 0; kt < steps; ++kt) {
+        const int r = p.r - 1 - k.r, s = p.s - 1 - k.s;
+        const int tap = tt_wgconv::flipped_tap(p, k.r, k.s);
+        ASSERT_EQ(tap, r * p.s + s);
+        Walker at(p, 1, m0);
+        for (int j = 0; j < 128; ++j, at.next())
+          for (int ki = 0; ki < 64; ki += 5)
+            ASSERT_EQ(at.read(p.n, k.chunk * 64 + ki, k.s * p.dil_w, k.r * p.dil_h),
+                      dy_element(p, m0 + j, k.chunk * 64 + ki, r, s))
+                << "shape " << (&sh - shapes().data()) << " m0 " << m0 << " step " << kt << " pixel " << j;
+        for (int c = 0; c < p.c; c += 9)  // the {C, R*S, K} box element (c, tap, k)
+          for (int ki = 0; ki < 64; ki += 13) {
+            const int kk = k.chunk * 64 + ki;
+            ASSERT_EQ(((long long)kk * p.r * p.s + tap) * p.c + c, tt_filter_offset(false, kk, c, r, s, p.c, p.r, p.s));
+          }
+        tt_conv::next_tile(k, chunks, p.s);
+      }
+    }
+  }
+}
+
+// wgrad: columns n0 .. n0 + 63 (n0 a multiple of 64) are channels c0 .. c0 + 63 of tap (r, s) of
+// the R*S*C columns; K step kt gathers output pixels [64 kt, 64 kt + 64) of x at that tap, zeros
+// past the last pixel.
+TEST(WgmmaConvIndex, WgradCopiesReadXAtEachBoxsTap) {
+  for (const Shape& sh : shapes()) {
+    const TtConvParams p = params(sh);
+    const int NPQ = p.n * p.p * p.q;
+    for (int n0 = 0; n0 < p.r * p.s * p.c; n0 += 64) {
+      const tt_wgconv::TapColumn tc = tt_wgconv::tap_column(p, n0);
+      int c, r, s;
+      tt_split_crs(false, n0, p.c, p.r, p.s, c, r, s);
+      ASSERT_TRUE(tc.r == r && tc.s == s && tc.c == c) << n0;
+      for (int kt = 0; kt * 64 < NPQ; ++kt) {
+        Walker at(p, 2, kt * 64);
+        for (int j = 0; j < 64; ++j, at.next())
+          for (int ci = 0; ci < 64; ci += 7)
+            ASSERT_EQ(at.read(p.n, tc.c + ci, tc.s * p.dil_w, tc.r * p.dil_h), x_element(p, kt * 64 + j, tc.c + ci, r, s))
+                << "shape " << (&sh - shapes().data()) << " column " << n0 << " step " << kt << " pixel " << j;
+      }
+    }
+  }
+}
+
+// A strided 1x1 dgrad without padding walks dy's pixels, reading them in place, and its s x s
+// blocks cover every dx pixel exactly once (the kernel writes zeros over all but the first).
+TEST(WgmmaConvIndex, ScatteredDgradBlocksCoverDxOnce) {
+  for (const Shape& sh : std::vector<Shape>{{2, 64, 9, 11, 64, 1, 1, 2, 2, 0, 0, 1, 1},
+                                            {1, 64, 8, 7, 64, 1, 1, 2, 1, 0, 0, 1, 1},
+                                            {2, 64, 10, 9, 64, 1, 1, 3, 2, 0, 0, 1, 1}}) {
+    const TtConvParams p = params(sh);
+    ASSERT_TRUE(tt_wgconv::dgrad_scatters(p));
+    std::vector<int> seen(std::size_t(p.n) * p.h * p.w, 0);
+    for (int m = 0; m < p.n * p.p * p.q; ++m) {
+      Walker at(p, 1, m);  // a box starting at row m reads dy's pixel m itself
+      ASSERT_EQ(at.read(p.n, 0, 0, 0), tt_act_offset(false, m / (p.p * p.q), 0, m % (p.p * p.q) / p.q, m % p.q,
+                                                     p.k, p.p, p.q));
+      const tt_wgconv::Pixel b = tt_wgconv::dgrad_block(p, m);
+      for (int dh = 0; dh < p.stride_h && b.h + dh < p.h; ++dh)
+        for (int dw = 0; dw < p.stride_w && b.w + dw < p.w; ++dw) ++seen[(std::size_t(b.n) * p.h + b.h + dh) * p.w + b.w + dw];
+    }
+    for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << "dx pixel " << i;
   }
 }
 
@@ -141,14 +234,20 @@ std::size_t candidates(const ConvProblem& p) {
       .candidates.size();
 }
 
-TEST(WgmmaConvSpace, AdmitsForwardNhwcWithChannelsInSwizzleAtoms) {
+TEST(WgmmaConvSpace, AdmitsNhwcWithReductionChannelsInSwizzleAtoms) {
   EXPECT_GT(candidates(conv(64, 64, 3, 1, 1)), 0u);
   EXPECT_GT(candidates(conv(256, 512, 1, 2, 0)), 0u);
   EXPECT_EQ(candidates(conv(96, 64, 3, 1, 1)), 0u);    // C % 64 != 0: mma_conv's
   EXPECT_EQ(candidates(conv(3, 64, 7, 2, 3)), 0u);     // the stem
   EXPECT_EQ(candidates(conv(128, 128, 3, 1, 1, 2)), 0u);  // groups
   EXPECT_EQ(candidates(conv(64, 60, 3, 1, 1)), 0u);    // K % 8 != 0: no 16-byte output vectors
-  EXPECT_EQ(candidates(conv(64, 64, 3, 1, 1, 1, ConvDirection::BackwardData)), 0u);
+  EXPECT_GT(candidates(conv(64, 64, 3, 1, 1, 1, ConvDirection::BackwardData)), 0u);
+  EXPECT_EQ(candidates(conv(64, 64, 3, 2, 1, 1, ConvDirection::BackwardData)), 0u);  // stride-2 3x3 dgrad: mma_conv's
+  EXPECT_GT(candidates(conv(64, 64, 1, 2, 0, 1, ConvDirection::BackwardData)), 0u);  // 1x1 stride 2: scattered
+  EXPECT_EQ(candidates(conv(64, 64, 1, 2, 1, 1, ConvDirection::BackwardData)), 0u);  // ... but not with padding
+  EXPECT_EQ(candidates(conv(64, 96, 3, 1, 1, 1, ConvDirection::BackwardData)), 0u);  // K % 64 != 0
+  EXPECT_GT(candidates(conv(64, 64, 3, 2, 1, 1, ConvDirection::BackwardFilter)), 0u);
+  EXPECT_EQ(candidates(conv(96, 64, 3, 1, 1, 1, ConvDirection::BackwardFilter)), 0u);  // C % 64 != 0
   EXPECT_EQ(candidates(conv(64, 64, 3, 1, 1, 1, ConvDirection::Forward, ConvLayout::NCHW)), 0u);
   gpu::DeviceInfo ampere = tiletune::testing::fake_device(gpu::BackendKind::Cuda);
   ampere.arch = "sm_80", ampere.compute_capability = 80;
