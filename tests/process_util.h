@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,16 @@ inline std::string read_file(const std::string& path) {
     std::fclose(f);
   }
   return out;
+}
+
+// Runs this test program's `test` ("Suite.DISABLED_Name": it runs only when asked for) in a fresh
+// process with `env` added, for what a process does once (open a library). True when it ran and
+// passed; its output is in `log_path` either way.
+inline bool run_own_test(const std::string& test, const std::vector<std::string>& env, const std::string& log_path) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const int rc = wait_for(spawn({self, "--gtest_also_run_disabled_tests", "--gtest_filter=" + test}, log_path, env));
+  // A filter that matches nothing passes too: the one test must have run.
+  return rc == 0 && read_file(log_path).find("[  PASSED  ] 1 test.") != std::string::npos;
 }
 
 }  // namespace tiletune::testing

@@ -1,7 +1,5 @@
 #include "gpu/hip/hip_backend.h"
 
-#include <hip/hip_runtime_api.h>
-#include <hip/hiprtc.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -9,6 +7,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "gpu/hip/hip_api.h"
 
 namespace tiletune::gpu::hip {
 
@@ -35,17 +34,17 @@ std::string supported_arches_text() {
 namespace {
 
 [[noreturn]] void throw_hip(const char* call, hipError_t err) {
-  const char* name = hipGetErrorName(err);
-  const char* text = hipGetErrorString(err);
+  const char* name = runtime().hipGetErrorName(err);
+  const char* text = runtime().hipGetErrorString(err);
   throw Error(std::string(call) + " failed: " + (text ? text : "unknown error") + " (" +
               (name ? name : "?") + ", code " + std::to_string(static_cast<int>(err)) + ")");
 }
 
 // Throws Error naming the HIP call (not the whole expression) and hipGetErrorString.
-#define TT_HIP_CALL(fn, ...)                              \
-  do {                                                    \
-    hipError_t tt_err_ = fn(__VA_ARGS__);                 \
-    if (tt_err_ != hipSuccess) throw_hip(#fn, tt_err_);   \
+#define TT_HIP_CALL(fn, ...)                                \
+  do {                                                      \
+    hipError_t tt_err_ = runtime().fn(__VA_ARGS__);         \
+    if (tt_err_ != hipSuccess) throw_hip(#fn, tt_err_);     \
   } while (0)
 
 bool kfd_present() { return ::access("/dev/kfd", F_OK) == 0; }
@@ -64,7 +63,7 @@ std::mutex& hiprtc_mutex() {
 }
 
 std::string hiprtc_status(const char* call, hiprtcResult r) {
-  const char* s = hiprtcGetErrorString(r);
+  const char* s = hiprtc().hiprtcGetErrorString(r);
   return std::string(call) + " failed: " + (s ? s : "unknown hiprtc error") + " (code " +
          std::to_string(static_cast<int>(r)) + ")";
 }
@@ -75,7 +74,7 @@ class HiprtcProgram {  // owns a hiprtcProgram
   HiprtcProgram(const HiprtcProgram&) = delete;
   HiprtcProgram& operator=(const HiprtcProgram&) = delete;
   ~HiprtcProgram() {
-    if (prog_) hiprtcDestroyProgram(&prog_);
+    if (prog_) hiprtc().hiprtcDestroyProgram(&prog_);
   }
   hiprtcProgram* out() { return &prog_; }
   hiprtcProgram get() const { return prog_; }
@@ -86,9 +85,9 @@ class HiprtcProgram {  // owns a hiprtcProgram
 
 std::string program_log(hiprtcProgram prog) {
   std::size_t size = 0;
-  if (hiprtcGetProgramLogSize(prog, &size) != HIPRTC_SUCCESS || size == 0) return "";
+  if (hiprtc().hiprtcGetProgramLogSize(prog, &size) != HIPRTC_SUCCESS || size == 0) return "";
   std::string log(size, '\0');
-  if (hiprtcGetProgramLog(prog, log.data()) != HIPRTC_SUCCESS) return "";
+  if (hiprtc().hiprtcGetProgramLog(prog, log.data()) != HIPRTC_SUCCESS) return "";
   while (!log.empty() && log.back() == '\0') log.pop_back();
   return log;
 }
@@ -96,13 +95,17 @@ std::string program_log(hiprtcProgram prog) {
 class HipCompiler final : public Compiler {
  public:
   HipCompiler() {
+    if (!hiprtc_missing().empty()) {  // only compiling fails, saying why
+      version_ = "hiprtc-none";
+      return;
+    }
     int major = 0, minor = 0;
-    if (hiprtcVersion(&major, &minor) == HIPRTC_SUCCESS)
+    if (hiprtc().hiprtcVersion(&major, &minor) == HIPRTC_SUCCESS)
       version_ = "hiprtc-" + std::to_string(major) + "." + std::to_string(minor);
     else
       version_ = "hiprtc-unknown";
     int rt = 0;
-    if (hipRuntimeGetVersion(&rt) == hipSuccess && rt > 0)
+    if (runtime_missing().empty() && runtime().hipRuntimeGetVersion(&rt) == hipSuccess && rt > 0)
       version_ += "+hip-" + version_text(rt);
     else
       version_ += "+hip-headers-" + version_text(HIP_VERSION);
@@ -116,6 +119,10 @@ class HipCompiler final : public Compiler {
       result.log = "hipRTC: unsupported target arch '" + request.arch + "'; this HIP (" + version_ +
                    ") can compile for: " + supported_arches_text() +
                    " (other names are refused because hipRTC aborts the process on them)";
+      return result;
+    }
+    if (!hiprtc_missing().empty()) {
+      result.log = hiprtc_missing();
       return result;
     }
 
@@ -133,7 +140,7 @@ class HipCompiler final : public Compiler {
 
     std::lock_guard<std::mutex> lock(hiprtc_mutex());
     HiprtcProgram prog;
-    hiprtcResult r = hiprtcCreateProgram(prog.out(), request.source.c_str(), "tiletune_kernel.hip",
+    hiprtcResult r = hiprtc().hiprtcCreateProgram(prog.out(), request.source.c_str(), "tiletune_kernel.hip",
                                          static_cast<int>(header_texts.size()),
                                          header_texts.empty() ? nullptr : header_texts.data(),
                                          header_names.empty() ? nullptr : header_names.data());
@@ -142,13 +149,13 @@ class HipCompiler final : public Compiler {
       return result;
     }
     if (!request.name_expression.empty()) {
-      r = hiprtcAddNameExpression(prog.get(), request.name_expression.c_str());
+      r = hiprtc().hiprtcAddNameExpression(prog.get(), request.name_expression.c_str());
       if (r != HIPRTC_SUCCESS) {
         result.log = hiprtc_status("hiprtcAddNameExpression", r) + " for '" + request.name_expression + "'";
         return result;
       }
     }
-    r = hiprtcCompileProgram(prog.get(), static_cast<int>(opt_ptrs.size()), opt_ptrs.data());
+    r = hiprtc().hiprtcCompileProgram(prog.get(), static_cast<int>(opt_ptrs.size()), opt_ptrs.data());
     result.log = program_log(prog.get());
     if (r != HIPRTC_SUCCESS) {
       std::string opts_text;
@@ -158,7 +165,7 @@ class HipCompiler final : public Compiler {
     }
     if (!request.name_expression.empty()) {
       const char* lowered = nullptr;
-      r = hiprtcGetLoweredName(prog.get(), request.name_expression.c_str(), &lowered);
+      r = hiprtc().hiprtcGetLoweredName(prog.get(), request.name_expression.c_str(), &lowered);
       if (r != HIPRTC_SUCCESS || !lowered || !*lowered) {
         result.log += (result.log.empty() ? "" : "\n") +
                       (r != HIPRTC_SUCCESS ? hiprtc_status("hiprtcGetLoweredName", r)
@@ -169,7 +176,7 @@ class HipCompiler final : public Compiler {
       result.code.symbol = lowered;
     }
     std::size_t size = 0;
-    r = hiprtcGetCodeSize(prog.get(), &size);
+    r = hiprtc().hiprtcGetCodeSize(prog.get(), &size);
     if (r != HIPRTC_SUCCESS || size == 0) {
       result.log += (result.log.empty() ? "" : "\n") +
                     (r != HIPRTC_SUCCESS ? hiprtc_status("hiprtcGetCodeSize", r)
@@ -177,7 +184,7 @@ class HipCompiler final : public Compiler {
       return result;
     }
     result.code.bytes.resize(size);
-    r = hiprtcGetCode(prog.get(), reinterpret_cast<char*>(result.code.bytes.data()));
+    r = hiprtc().hiprtcGetCode(prog.get(), reinterpret_cast<char*>(result.code.bytes.data()));
     if (r != HIPRTC_SUCCESS) {
       result.code = CodeObject{};
       result.log += (result.log.empty() ? "" : "\n") + hiprtc_status("hiprtcGetCode", r);
@@ -210,9 +217,9 @@ DeviceInfo query_device(int index) {
   info.shared_bytes_per_block = static_cast<int>(props.sharedMemPerBlock);
   info.warp_size = props.warpSize;
   int drv = 0;
-  if (hipDriverGetVersion(&drv) == hipSuccess) info.driver_version = std::to_string(drv);
+  if (runtime().hipDriverGetVersion(&drv) == hipSuccess) info.driver_version = std::to_string(drv);
   int rt = 0;
-  if (hipRuntimeGetVersion(&rt) == hipSuccess && rt > 0)
+  if (runtime().hipRuntimeGetVersion(&rt) == hipSuccess && rt > 0)
     info.driver_version += (info.driver_version.empty() ? "" : " ") + std::string("HIP ") + version_text(rt);
   return info;
 }
@@ -222,8 +229,8 @@ class HipKernel final : public Kernel {
   HipKernel(int device, hipModule_t module, hipFunction_t function)
       : device_(device), module_(module), function_(function) {}
   ~HipKernel() override {
-    (void)hipSetDevice(device_);
-    (void)hipModuleUnload(module_);
+    (void)runtime().hipSetDevice(device_);
+    (void)runtime().hipModuleUnload(module_);
   }
   HipKernel(const HipKernel&) = delete;
   HipKernel& operator=(const HipKernel&) = delete;
@@ -250,10 +257,10 @@ class HipDevice final : public Device {
     hipModule_t module = nullptr;
     TT_HIP_CALL(hipModuleLoadData, &module, code.bytes.data());
     hipFunction_t fn = nullptr;
-    hipError_t err = hipModuleGetFunction(&fn, module, code.symbol.c_str());
+    hipError_t err = runtime().hipModuleGetFunction(&fn, module, code.symbol.c_str());
     if (err != hipSuccess) {
-      (void)hipModuleUnload(module);
-      const char* text = hipGetErrorString(err);
+      (void)runtime().hipModuleUnload(module);
+      const char* text = runtime().hipGetErrorString(err);
       throw Error("hipModuleGetFunction failed for '" + code.symbol + "': " + (text ? text : "unknown error"));
     }
     return std::make_shared<HipKernel>(info_.index, module, fn);
@@ -279,17 +286,17 @@ class HipDevice final : public Device {
   void* alloc(std::size_t bytes) override {
     bind();
     void* p = nullptr;
-    hipError_t err = hipMalloc(&p, bytes == 0 ? 1 : bytes);
+    hipError_t err = runtime().hipMalloc(&p, bytes == 0 ? 1 : bytes);
     if (err != hipSuccess) {
-      const char* text = hipGetErrorString(err);
+      const char* text = runtime().hipGetErrorString(err);
       throw Error("hipMalloc of " + std::to_string(bytes) + " bytes failed: " + (text ? text : "unknown error"));
     }
     return p;
   }
   void free(void* ptr) noexcept override {
     if (!ptr) return;
-    (void)hipSetDevice(info_.index);
-    (void)hipFree(ptr);
+    (void)runtime().hipSetDevice(info_.index);
+    (void)runtime().hipFree(ptr);
   }
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
     bind();
@@ -311,7 +318,7 @@ class HipDevice final : public Device {
   }
   void synchronize() override {
     bind();
-    hipError_t err = hipDeviceSynchronize();
+    hipError_t err = runtime().hipDeviceSynchronize();
     if (err != hipSuccess) throw_hip("hipDeviceSynchronize", err);
   }
 
@@ -322,7 +329,7 @@ class HipDevice final : public Device {
     return ev;
   }
   void destroy_event(Event event) noexcept override {
-    if (event) (void)hipEventDestroy(static_cast<hipEvent_t>(event));
+    if (event) (void)runtime().hipEventDestroy(static_cast<hipEvent_t>(event));
   }
   void record(Event event, Stream stream) override {
     bind();
@@ -349,10 +356,10 @@ class HipDevice final : public Device {
 std::unique_ptr<Compiler> make_compiler() { return std::make_unique<HipCompiler>(); }
 
 std::vector<DeviceInfo> list_devices() {
-  // Without the kernel driver node there is no device; do not even initialise the runtime.
-  if (!kfd_present()) return {};
+  // Without the kernel driver node there is no device; do not even load the runtime.
+  if (!kfd_present() || !runtime_missing().empty()) return {};
   int count = 0;
-  if (hipGetDeviceCount(&count) != hipSuccess || count <= 0) return {};
+  if (runtime().hipGetDeviceCount(&count) != hipSuccess || count <= 0) return {};
   std::vector<DeviceInfo> out;
   out.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) out.push_back(query_device(i));
@@ -364,7 +371,9 @@ std::unique_ptr<Device> open_device(int index) {
   if (index < 0 || index >= static_cast<int>(devices.size()))
     throw Error("HIP device index " + std::to_string(index) + " out of range: " +
                 std::to_string(devices.size()) + " HIP device(s) found" +
-                (kfd_present() ? "" : " (no /dev/kfd: AMD GPU driver not present)"));
+                (!kfd_present()               ? " (no /dev/kfd: AMD GPU driver not present)"
+                 : !runtime_missing().empty() ? " (" + runtime_missing() + ")"
+                                              : std::string()));
   return std::make_unique<HipDevice>(std::move(devices[static_cast<std::size_t>(index)]));
 }
 

@@ -17,7 +17,8 @@ bool arch_supported(const std::string& arch);
 std::string supported_arches_text();  // "gfx908, gfx90a, gfx1030"
 
 std::unique_ptr<Compiler> make_compiler();
-// Empty, quietly, when there is no AMD GPU or no driver (/dev/kfd absent, hipGetDeviceCount fails).
+// Empty, quietly, when there is no AMD GPU, no driver or no HIP runtime (/dev/kfd absent,
+// libamdhip64 not loadable, hipGetDeviceCount fails).
 std::vector<DeviceInfo> list_devices();
 std::unique_ptr<Device> open_device(int index);  // throws Error for a bad index or a HIP failure
 

@@ -14,9 +14,8 @@
 #include <string>
 #include <vector>
 
-#include <hip/hip_runtime_api.h>
-
 #include "common/error.h"
+#include "gpu/hip/hip_api.h"
 #include "gpu/hip/hip_backend.h"
 #include "gpu/stream_buffers.h"
 #include "vendors/libraries.h"
@@ -185,7 +184,7 @@ class MiopenConv final : public VendorConv {
   };
 
   void bind_device() const {
-    if (hipSetDevice(device_) != hipSuccess) throw Error("hipSetDevice(" + std::to_string(device_) + ") failed");
+    if (runtime().hipSetDevice(device_) != hipSuccess) throw Error("hipSetDevice(" + std::to_string(device_) + ") failed");
   }
 
   void check(mi_status s, const char* what) const {

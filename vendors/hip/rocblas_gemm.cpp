@@ -8,9 +8,8 @@
 #include <mutex>
 #include <string>
 
-#include <hip/hip_runtime_api.h>
-
 #include "common/error.h"
+#include "gpu/hip/hip_api.h"
 #include "gpu/hip/hip_backend.h"
 #include "vendors/libraries.h"
 #include "vendors/shared_library.h"
@@ -123,7 +122,7 @@ class RocblasGemm final : public VendorGemm {
 
  private:
   void bind() const {
-    if (hipSetDevice(device_) != hipSuccess) throw Error("hipSetDevice(" + std::to_string(device_) + ") failed");
+    if (runtime().hipSetDevice(device_) != hipSuccess) throw Error("hipSetDevice(" + std::to_string(device_) + ") failed");
   }
   // D = C in place; compute in fp32 for every input type.
   rb_status call_gemm(const GemmProblem& p, const TtGemmParams& a, int algo, std::int32_t index, std::uint32_t flags) {

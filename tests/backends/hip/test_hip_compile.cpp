@@ -22,6 +22,7 @@
 #include "gpu/hip/hip_backend.h"
 #include "kernel_templates/gemm_params.h"
 #include "ops/output_check.h"
+#include "tests/process_util.h"
 
 #ifndef TILETUNE_KERNEL_DIR
 #error "TILETUNE_KERNEL_DIR must name the kernel_templates directory"
@@ -114,6 +115,7 @@ TEST(HipCompile, VersionNamesHiprtc) {
   const std::string v = compiler->version();
   std::printf("hip compiler version: %s\n", v.c_str());
   EXPECT_EQ(v.rfind("hiprtc-", 0), 0u) << v;
+  EXPECT_NE(v, "hiprtc-none") << "hipRTC was not loaded";
 }
 
 TEST(HipCompile, SimtVariantsForEveryArch) {
@@ -294,6 +296,34 @@ TEST(HipCodeObject, UnbundlesClangOffloadBundles) {
 // ---------------------------------------------------------------------------------------------
 // Devices: none here (no /dev/kfd); the tests below run only where an AMD GPU is present.
 
+// Run by the test below in a fresh process, with TILETUNE_HIP_LIB naming no file: libamdhip64
+// (and the hipRTC inside it) is then absent, and only HIP calls fail, naming what was tried.
+TEST(HipCompile, DISABLED_WithoutHipChild) {
+  auto compiler = hipb::make_compiler();
+  EXPECT_EQ(compiler->version(), "hiprtc-none");
+  CompileResult res = compiler->compile(simt_request(variants()[0], "gfx90a"));
+  EXPECT_FALSE(res.ok);
+  EXPECT_NE(res.log.find("/nonexistent/libamdhip64.so.5"), std::string::npos) << res.log;
+  EXPECT_NE(res.log.find("TILETUNE_HIP_LIB"), std::string::npos) << res.log;
+  EXPECT_TRUE(hipb::list_devices().empty());
+  try {
+    hipb::open_device(0);
+    ADD_FAILURE() << "a HIP device opened without the HIP runtime";
+  } catch (const tiletune::Error& e) {
+    // Without the driver node the runtime is not even looked for; with it, what was tried is named.
+    const std::string what = e.what();
+    EXPECT_TRUE(what.find("/dev/kfd") != std::string::npos ||
+                what.find("/nonexistent/libamdhip64.so.5") != std::string::npos) << what;
+  }
+}
+TEST(HipCompile, WithoutHipOnlyCompilingFailsAndSaysWhy) {
+  // The HIP runtime is opened once per process (this one has it open): ask a fresh one.
+  const std::string log = std::filesystem::temp_directory_path() / ("tiletune-without-hip-" + std::to_string(::getpid()) + ".log");
+  const bool passed = tiletune::testing::run_own_test(
+      "HipCompile.DISABLED_WithoutHipChild", {"TILETUNE_HIP_LIB=/nonexistent/libamdhip64.so.5"}, log);
+  EXPECT_TRUE(passed) << "without the HIP runtime, a compile did not fail naming it:\n" << tiletune::testing::read_file(log);
+  std::filesystem::remove(log);
+}
 TEST(HipDevice, ListDevicesIsQuietWithoutAGpu) {
   std::vector<tiletune::gpu::DeviceInfo> devices;
   ASSERT_NO_THROW(devices = hipb::list_devices());
