@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,18 @@ inline std::string read_file(const std::string& path) {
     std::fclose(f);
   }
   return out;
+}
+
+struct ProgramRun {
+  int rc;           // exit status, or 128 + signal number
+  std::string out;  // stdout and stderr together
+};
+
+// Runs `argv` to its end with stdout and stderr into `log_path` (emptied first).
+inline ProgramRun run_program(const std::vector<std::string>& argv, const std::string& log_path) {
+  std::remove(log_path.c_str());
+  const int rc = wait_for(spawn(argv, log_path));
+  return {rc, read_file(log_path)};
 }
 
 }  // namespace tiletune::testing
