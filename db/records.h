@@ -143,6 +143,11 @@ struct ProvenanceRecord {
   std::string recorded_at;     // UTC, ISO 8601; when measured (local) or when copied here
 };
 
+// The meta key under which a sweep records its search settings: this prefix and the sweep's name;
+// the value is JSON {"strategy", "budget", "budget_seconds", "seed"} (tuner/search.h's SearchOptions).
+// `tiletune report` labels each sweep's convergence with it.
+inline constexpr const char* kSearchMetaPrefix = "search:";
+
 // Bulk rows, with their ids in the database they were read from.
 struct DeviceRow : DeviceRecord {
   std::int64_t id = 0;

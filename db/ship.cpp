@@ -329,8 +329,10 @@ std::vector<MergeResult> merge(const std::string& dst_path, const std::vector<st
       });
       std::map<std::int64_t, ProvenanceRecord> prov;
       for (auto& p : src.all_provenance()) prov[p.measurement_id] = std::move(p);
+      std::set<std::string> sweeps;
       for (const auto& row : src.all_measurements()) {
         ++r.measurements;
+        sweeps.insert(row.sweep);
         auto it = prov.find(row.id);
         auto [m, p] = copy.measurement(row, it == prov.end() ? std::nullopt : std::optional(it->second));
         const bool existed = dst.find_measurement(m.problem_id, m.solution_id, m.arch).has_value();
@@ -338,6 +340,11 @@ std::vector<MergeResult> merge(const std::string& dst_path, const std::vector<st
           ++(existed ? r.replaced : r.added);
         else
           ++r.kept;
+      }
+      // The sweeps' search settings (`tiletune report` labels them), unless this file has its own.
+      for (const auto& sweep : sweeps) {
+        const std::string key = kSearchMetaPrefix + sweep;
+        if (auto v = src.meta(key); v && !dst.meta(key)) dst.set_meta(key, *v);
       }
     });
     results.push_back(r);

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -57,6 +58,18 @@ inline bool run_own_test(const std::string& test, const std::vector<std::string>
   const int rc = wait_for(spawn({self, "--gtest_also_run_disabled_tests", "--gtest_filter=" + test}, log_path, env));
   // A filter that matches nothing passes too: the one test must have run.
   return rc == 0 && read_file(log_path).find("[  PASSED  ] 1 test.") != std::string::npos;
+}
+
+struct ProgramRun {
+  int rc;           // exit status, or 128 + signal number
+  std::string out;  // stdout and stderr together
+};
+
+// Runs `argv` to its end with stdout and stderr into `log_path` (emptied first).
+inline ProgramRun run_program(const std::vector<std::string>& argv, const std::string& log_path) {
+  std::remove(log_path.c_str());
+  const int rc = wait_for(spawn(argv, log_path));
+  return {rc, read_file(log_path)};
 }
 
 }  // namespace tiletune::testing

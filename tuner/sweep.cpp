@@ -15,6 +15,8 @@
 #include <tuple>
 #include <unordered_set>
 
+#include <nlohmann/json.hpp>
+
 #include "common/error.h"
 #include "db/database.h"
 #include "vendors/vendor.h"
@@ -176,6 +178,12 @@ void Sweep::enumerate_candidates() {
 // finished (a resumed sweep skips them, unless its strategy plans rounds from them).
 void Sweep::select_work() {
   validate(config_.search);
+  // What the sweep searched with, for `tiletune report`'s convergence plot (measurements name only
+  // their sweep).
+  const SearchOptions& so = config_.search;
+  db_.set_meta(std::string(db::kSearchMetaPrefix) + config_.name,
+               nlohmann::json{{"strategy", so.strategy}, {"budget", so.budget}, {"budget_seconds", so.budget_seconds},
+                              {"seed", so.seed}}.dump());
   const gpu::DeviceInfo& info = dev_->info();
   for (const auto& p : config_.problems) problem_ids_.push_back(db_.upsert_problem(p));
   std::vector<std::vector<const Candidate*>> by_problem(config_.problems.size());

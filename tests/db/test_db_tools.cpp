@@ -591,18 +591,12 @@ TEST(DbExplain, ProblemJson) {
 
 namespace {
 
-struct ProgramRun {
-  int rc;
-  std::string out;
-};
+using tiletune::testing::ProgramRun;
 
 ProgramRun run_tiletune(const std::vector<std::string>& args, const std::string& log) {
   std::vector<std::string> argv = {TILETUNE_EXE};
   argv.insert(argv.end(), args.begin(), args.end());
-  std::error_code ec;
-  fs::remove(log, ec);
-  int rc = tiletune::testing::wait_for(tiletune::testing::spawn(argv, log));
-  return {rc, tiletune::testing::read_file(log)};
+  return tiletune::testing::run_program(argv, log);
 }
 
 }  // namespace
