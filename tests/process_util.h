@@ -48,4 +48,20 @@ inline std::string read_file(const std::string& path) {
   return out;
 }
 
+#ifdef TILETUNE_EXE
+struct ProgramRun {
+  int rc;           // exit status, or 128 + signal number
+  std::string out;  // stdout and stderr
+};
+
+// Runs the tiletune program with `args` to its end; `log` (rewritten) holds what it printed.
+inline ProgramRun run_tiletune(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> argv = {TILETUNE_EXE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ::unlink(log.c_str());
+  const int rc = wait_for(spawn(argv, log));
+  return {rc, read_file(log)};
+}
+#endif
+
 }  // namespace tiletune::testing

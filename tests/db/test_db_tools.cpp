@@ -589,23 +589,8 @@ TEST(DbExplain, ProblemJson) {
 
 // ---- the program ----------------------------------------------------------------------------
 
-namespace {
-
-struct ProgramRun {
-  int rc;
-  std::string out;
-};
-
-ProgramRun run_tiletune(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> argv = {TILETUNE_EXE};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::error_code ec;
-  fs::remove(log, ec);
-  int rc = tiletune::testing::wait_for(tiletune::testing::spawn(argv, log));
-  return {rc, tiletune::testing::read_file(log)};
-}
-
-}  // namespace
+using tiletune::testing::ProgramRun;
+using tiletune::testing::run_tiletune;
 
 // Beside the winners, pack pools per arch and class of problems the kernels of highest mean
 // efficiency over the class's measured problems (best time over theirs, 0 where not measured), each
