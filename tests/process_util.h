@@ -72,4 +72,13 @@ inline ProgramRun run_program(const std::vector<std::string>& argv, const std::s
   return {rc, read_file(log_path)};
 }
 
+#ifdef TILETUNE_EXE
+// Runs the tiletune program with `args` to its end; `log` (rewritten) holds what it printed.
+inline ProgramRun run_tiletune(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> argv = {TILETUNE_EXE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_program(argv, log);
+}
+#endif
+
 }  // namespace tiletune::testing

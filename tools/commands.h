@@ -20,6 +20,7 @@ Run add_tune(CLI::App& app);
 Run add_db(CLI::App& app);
 Run add_devices(CLI::App& app);
 Run add_report(CLI::App& app);
+Run add_import(CLI::App& app);  // tools/import/: workload logs -> tuning config
 Run add_worker(CLI::App& app);  // hidden: the worker process of `tune --isolation process`
 Run add_compile_server(CLI::App& app);  // hidden: a compile server of `tune` (GPU backends)
 

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   tiletune::tools::Run db = tiletune::tools::add_db(app);
   tiletune::tools::Run devices = tiletune::tools::add_devices(app);
   tiletune::tools::Run report = tiletune::tools::add_report(app);
+  tiletune::tools::Run import_logs = tiletune::tools::add_import(app);
   tiletune::tools::Run worker = tiletune::tools::add_worker(app);
   tiletune::tools::Run compile_server = tiletune::tools::add_compile_server(app);
   try {
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("db")) return db();
     if (app.got_subcommand("devices")) return devices();
     if (app.got_subcommand("report")) return report();
+    if (app.got_subcommand("import")) return import_logs();
     if (app.got_subcommand("worker")) return worker();
     if (app.got_subcommand("compile-server")) return compile_server();
   } catch (const tiletune::Error& e) {

@@ -589,17 +589,8 @@ TEST(DbExplain, ProblemJson) {
 
 // ---- the program ----------------------------------------------------------------------------
 
-namespace {
-
 using tiletune::testing::ProgramRun;
-
-ProgramRun run_tiletune(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> argv = {TILETUNE_EXE};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return tiletune::testing::run_program(argv, log);
-}
-
-}  // namespace
+using tiletune::testing::run_tiletune;
 
 // Beside the winners, pack pools per arch and class of problems the kernels of highest mean
 // efficiency over the class's measured problems (best time over theirs, 0 where not measured), each
