@@ -15,7 +15,7 @@ echo "== GPU tests"
 "$B/tests/test_cuda_gemm" > "$OUT/test_cuda_gemm.log" 2>&1
 echo "test_cuda_gemm exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED" "$OUT/test_cuda_gemm.log" | head -20
 echo "== sweep"
-time "$B/tiletune" tune configs/h200_simt_sgemm.json --backend cuda --db "$OUT/h200_simt.db" > "$OUT/tune.log" 2>&1
+time "$B/tiletune" tune configs/h200/h200_simt_sgemm.json --backend cuda --db "$OUT/h200_simt.db" > "$OUT/tune.log" 2>&1
 echo "tune exit $?"; tail -12 "$OUT/tune.log"
 echo "== winners vs cuBLAS through the runtime"
 "$B/benchmarks/gemm_vs_vendor" --db "$OUT/h200_simt.db" --commit "$COMMIT" --out "$OUT/simt_sgemm_h200" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 3 on the H200: GPU tests, a compute-sanitizer memcheck sample of every CUDA template, the
-# tensor-core sweeps of configs/h200_gemm_<dtypes>.json into one database, and the winners against
+# tensor-core sweeps of configs/h200/h200_gemm_<dtypes>.json into one database, and the winners against
 # cuBLAS through the runtime (gemm_vs_vendor). Each stage has a time limit; a sweep stopped by it
 # keeps what it finished and a rerun resumes.
 # Usage: scripts/h200_issue3.sh BUILD_DIR OUT_DIR COMMIT "bf16 fp16 tf32" [tests]
@@ -20,10 +20,10 @@ if [ -n "$TESTS" ]; then
 fi
 for dt in $DTYPES; do
   limit=240; [ "$dt" = tf32 ] && limit=120
-  timeout $limit "$B/tiletune" tune "configs/h200_gemm_$dt.json" --backend cuda ${DEVICES:+--devices $DEVICES} --db "$DB" \
+  timeout $limit "$B/tiletune" tune "configs/h200/h200_gemm_$dt.json" --backend cuda ${DEVICES:+--devices $DEVICES} --db "$DB" \
     > "$OUT/tune_$dt.log" 2>&1
   echo "tune $dt exit $?"; grep -E "^summary|took" "$OUT/tune_$dt.log"
 done
 timeout 150 "$B/benchmarks/gemm_vs_vendor" --db "$DB" --commit "$COMMIT" --rounds 5 --out "$OUT/gemm_h200" \
-  --label "tensor-core templates (wgmma_gemm, mma_gemm) tuned by configs/h200_gemm_{$(echo $DTYPES | tr ' ' ,)}.json"
+  --label "tensor-core templates (wgmma_gemm, mma_gemm) tuned by configs/h200/h200_gemm_{$(echo $DTYPES | tr ' ' ,)}.json"
 echo "gemm_vs_vendor exit $?"

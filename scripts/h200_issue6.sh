@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 6 on the H200: the CUDA convolution tests (simt_conv, the device fp64 reference, cuDNN),
-# the ResNet-50 sweep of configs/h200_conv_bf16.json (plus mma_conv where this tree has it), and
+# the ResNet-50 sweep of configs/h200/h200_conv_bf16.json (plus mma_conv where this tree has it), and
 # every layer through the runtime against cuDNN's fastest algorithm (conv_vs_cudnn). Each stage
 # has a time limit (together under 10 minutes); a sweep stopped by its limit keeps what it
 # finished and a rerun resumes it; layers it did not reach show as "fallback" rows.
@@ -34,15 +34,15 @@ if [ -n "$TESTS" ]; then
   echo "test_cuda_conv exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED|inputs and device reference" "$OUT/test_cuda_conv.log"
 fi
 
-CONFIG=configs/h200_conv_bf16.json
+CONFIG=configs/h200/h200_conv_bf16.json
 if [ -e kernel_templates/mma_conv.json ]; then  # the tensor-core template, at its full space
   CONFIG="$OUT/h200_conv_bf16_mma.json"
   python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["templates"]["mma_conv"]={}; json.dump(c,open(sys.argv[2],"w"),indent=1)' \
-    configs/h200_conv_bf16.json "$CONFIG"
+    configs/h200/h200_conv_bf16.json "$CONFIG"
 fi
 timeout 300 "$B/tiletune" tune "$CONFIG" --backend cuda --db "$DB" > "$OUT/tune_conv.log" 2>&1
 echo "tune exit $?"; grep -E "^summary|took" "$OUT/tune_conv.log"
 
-timeout 180 "$B/benchmarks/conv_vs_cudnn" --db "$DB" --create-db --config configs/h200_conv_bf16.json --commit "$COMMIT" \
+timeout 180 "$B/benchmarks/conv_vs_cudnn" --db "$DB" --create-db --config configs/h200/h200_conv_bf16.json --commit "$COMMIT" \
   --rounds 3 --out "$OUT/conv_h200" --label "ResNet-50 layers, batch 128, NHWC, bf16, tuned by $(basename "$CONFIG")"
 echo "conv_vs_cudnn exit $?"
