@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# Issue 3 on the H200: GPU tests, a compute-sanitizer memcheck sample of every CUDA template, the
+# On the H200: GPU tests, a compute-sanitizer memcheck sample of every CUDA template, the
 # tensor-core sweeps of configs/h200/h200_gemm_<dtypes>.json into one database, and the winners against
 # cuBLAS through the runtime (gemm_vs_vendor). Each stage has a time limit; a sweep stopped by it
 # keeps what it finished and a rerun resumes.
-# Usage: scripts/h200_issue3.sh BUILD_DIR OUT_DIR COMMIT "bf16 fp16 tf32" [tests]
+# Usage: scripts/h200_gemm_vs_cublas.sh BUILD_DIR OUT_DIR COMMIT "bf16 fp16 tf32" [tests]
 # DEVICES=all (or a list) sweeps on several GPUs; the table is measured on the first.
 set -uo pipefail
 B=$1 OUT=$2 COMMIT=$3 DTYPES=$4 TESTS=${5:-}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export TILETUNE_SHAPES_DIR=${TILETUNE_SHAPES_DIR:-$PWD/.shapes}
 DB="$OUT/h200_gemm.db"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
 if [ -n "$TESTS" ]; then

@@ -1,19 +1,16 @@
 #!/usr/bin/env bash
-# Issue 6 on the H200: the CUDA convolution tests (simt_conv, the device fp64 reference, cuDNN),
+# On the H200: the CUDA convolution tests (simt_conv, the device fp64 reference, cuDNN),
 # the ResNet-50 sweep of configs/h200/h200_conv_bf16.json (plus mma_conv where this tree has it), and
 # every layer through the runtime against cuDNN's fastest algorithm (conv_vs_cudnn). Each stage
 # has a time limit (together under 10 minutes); a sweep stopped by its limit keeps what it
 # finished and a rerun resumes it; layers it did not reach show as "fallback" rows.
-# Usage: scripts/h200_issue6.sh BUILD_DIR OUT_DIR COMMIT [tests]
+# Usage: scripts/h200_conv_vs_cudnn.sh BUILD_DIR OUT_DIR COMMIT [tests]
 set -uo pipefail
 B=$1 OUT=$2 COMMIT=$3 TESTS=${4:-}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-# The shapes folder: named, or .shapes/ in this tree (as scripts/h200_issue3.sh), or shared/shapes.
-for d in "${TILETUNE_SHAPES_DIR:-}" "$PWD/.shapes" "$PWD/shared/shapes" "$PWD/../shared/shapes"; do
-  [ -n "$d" ] && [ -e "$d/conv_resnet50.json" ] && { export TILETUNE_SHAPES_DIR=$d; break; }
-done
-echo "shapes: ${TILETUNE_SHAPES_DIR:-not found, the relative path in the configs must resolve}"
+# The config widened below is written to OUT_DIR, away from configs/shapes/ that its relative path names.
+export TILETUNE_SHAPES_DIR=${TILETUNE_SHAPES_DIR:-$PWD/configs/shapes}
 DB="$OUT/h200_conv.db"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The H200 measurement of issue 2, in one device call: GPU tests, the SIMT fp32 sweep (sq4096 and
+# On the H200, in one device call: GPU tests, the SIMT fp32 sweep (sq4096 and
 # odd1000) against cuBLAS, and the winners re-timed through the runtime by gemm_vs_vendor.
-# Usage (binaries built elsewhere and carried): scripts/h200_issue2.sh BUILD_DIR OUT_DIR COMMIT
+# Usage (binaries built elsewhere and carried): scripts/h200_simt_sgemm_vs_cublas.sh BUILD_DIR OUT_DIR COMMIT
 set -uo pipefail
 B=${1:-build}
 OUT=${2:-/tmp/tiletune-out}

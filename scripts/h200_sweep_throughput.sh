@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 4 on one or more H200s: end-to-end candidates per second of a fresh sweep (compile and
+# On one or more H200s: end-to-end candidates per second of a fresh sweep (compile and
 # measure overlapped, candidates in worker processes), once per device list given.
-# Usage: scripts/h200_issue4_throughput.sh BUILD_DIR OUT_DIR CONFIG DEVICES...
-#   e.g. scripts/h200_issue4_throughput.sh build /tmp/out configs/h200/h200_simt_sgemm.json 0 0,1
+# Usage: scripts/h200_sweep_throughput.sh BUILD_DIR OUT_DIR CONFIG DEVICES...
+#   e.g. scripts/h200_sweep_throughput.sh build /tmp/out configs/h200/h200_simt_sgemm.json 0 0,1
 # Each run uses a fresh database (nothing cached) and is stopped after LIMIT seconds (default 280);
 # BACKEND=host runs the same on the CPU (logical workers), to try the script without a GPU.
 # WARM=1: first one sweep to compile everything (seed database), then each run starts from a copy
