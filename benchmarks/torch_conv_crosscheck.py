@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""cuDNN through PyTorch on the ResNet-50 layers of shared/shapes/conv_resnet50.json: a cross-check of
+"""cuDNN through PyTorch on the ResNet-50 layers of configs/shapes/conv_resnet50.json: a cross-check of
 benchmarks/conv_vs_cudnn's baseline (which calls cuDNN's legacy cudnnFind*AlgorithmEx). PyTorch uses
 cuDNN's v8 graph API with torch.backends.cudnn.benchmark, so it may pick engines the legacy find
 does not offer. bf16, channels_last (NHWC), batch from the file or --batch.

@@ -14,6 +14,7 @@ install(TARGETS tiletune_runtime EXPORT tiletuneTargets
 install(FILES ${PROJECT_SOURCE_DIR}/runtime/tiletune.h ${PROJECT_SOURCE_DIR}/runtime/tiletune.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tiletune)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/tiletune/configs)
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/tiletune)
 install(EXPORT tiletuneTargets NAMESPACE tiletune:: DESTINATION ${TILETUNE_CMAKE_DIR})
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tiletuneConfig.cmake.in

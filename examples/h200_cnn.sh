@@ -13,7 +13,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 T="$B/examples/cnn_trainer"
 # The trainer's problems at this size: convolutions on simt_conv (and mma_conv where this tree
-# has it), the head's GEMMs on mma_gemm narrowed as in configs/h200_gemm_bf16.json.
+# has it), the head's GEMMs on mma_gemm narrowed as in configs/h200/h200_gemm_bf16.json.
 "$T" "${SIZE[@]}" --print-config > "$OUT/cnn_problems.json" || exit 1
 python3 - "$OUT/cnn_problems.json" "$OUT/cnn_gpu.json" <<'PY'
 import json, os, sys

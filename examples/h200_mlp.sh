@@ -12,7 +12,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 T="$B/examples/mlp_trainer"
-# The trainer's GEMM problems at this size, on the tensor-core templates narrowed as in configs/h200_gemm_bf16.json.
+# The trainer's GEMM problems at this size, on the tensor-core templates narrowed as in configs/h200/h200_gemm_bf16.json.
 "$T" "${SIZE[@]}" --print-config > "$OUT/mlp_problems.json" || exit 1
 python3 - "$OUT/mlp_problems.json" "$OUT/mlp_gpu.json" <<'PY'
 import json, sys

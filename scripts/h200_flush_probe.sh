@@ -8,9 +8,9 @@ B=$1 OUT=$2 LABEL=$3 BUDGET=${4:-16}
 mkdir -p "$OUT"
 source "$(dirname "$0")/h200_env.sh"
 python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c.setdefault("benchmark",{})["flush_l2"]=True; c["name"]+="-flush"; json.dump(c,open(sys.argv[2],"w"))' \
-  configs/h200_gemm_bf16.json configs/.h200_gemm_bf16_flush.json
+  configs/h200/h200_gemm_bf16.json configs/h200/.h200_gemm_bf16_flush.json
 for mode in backtoback flush; do
-  cfg=configs/h200_gemm_bf16.json; [ $mode = flush ] && cfg=configs/.h200_gemm_bf16_flush.json
+  cfg=configs/h200/h200_gemm_bf16.json; [ $mode = flush ] && cfg=configs/h200/.h200_gemm_bf16_flush.json
   timeout 150 "$B/tiletune" tune $cfg --backend cuda --db "$OUT/$mode.db" --search model --budget "$BUDGET" > "$OUT/tune_$mode.log" 2>&1
   echo "tune $mode exit $?"
   PYTHONUNBUFFERED=1 timeout 120 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$OUT/$mode.db" --set shipped \

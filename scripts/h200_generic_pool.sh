@@ -8,7 +8,7 @@ set -uo pipefail
 B=$1 OUT=$2 LABEL=$3 GENERICS=${4:-2} BUDGET=${5:-16}
 mkdir -p "$OUT"
 source "$(dirname "$0")/h200_env.sh"
-timeout "${T_TUNE:-120}" "$B/tiletune" tune configs/h200_gemm_bf16.json --backend cuda --db "$OUT/sweep.db" \
+timeout "${T_TUNE:-120}" "$B/tiletune" tune configs/h200/h200_gemm_bf16.json --backend cuda --db "$OUT/sweep.db" \
   --search model --budget "$BUDGET" > "$OUT/tune.log" 2>&1
 echo "tune exit $?"; grep -E "^summary" "$OUT/tune.log"
 for g in "$GENERICS" 0; do

@@ -14,7 +14,7 @@ mkdir -p "$OUT"
 source "$(dirname "$0")/h200_env.sh"
 DB="$OUT/shipped_$KIND.db"
 config=$([ "$KIND" = gemm ] && echo h200_gemm_bf16 || echo h200_conv_resnet50)
-timeout "$T_TUNE" "$B/tiletune" tune "configs/$config.json" --backend cuda --db "$DB" --search model --budget "$BUDGET" \
+timeout "$T_TUNE" "$B/tiletune" tune "configs/h200/$config.json" --backend cuda --db "$DB" --search model --budget "$BUDGET" \
   > "$OUT/tune_$config.log" 2>&1
 echo "tune $config exit $?"; grep -E "^summary|took|no candidate" "$OUT/tune_$config.log" | tail -4
 python3 benchmarks/vendor_share.py "$DB" --out "$OUT/share_$KIND.md" | tail -2
@@ -23,7 +23,7 @@ if [ "$KIND" = gemm ] && [ "${COVERAGE:-1}" = 1 ]; then
 import json, sys
 sys.path.insert(0, "benchmarks")
 import vs_torch
-cfg = json.load(open("configs/h200_gemm_bf16.json"))
+cfg = json.load(open("configs/h200/h200_gemm_bf16.json"))
 dtype = {"torch.bfloat16": "bf16", "torch.float16": "fp16"}
 problems = [{"dtype": dtype[str(t)], "transA": ta, "transB": tb, "m": m, "n": n, "k": k}
             for _, ta, tb, m, n, k, t in vs_torch.untuned_gemms()]
@@ -43,7 +43,7 @@ fi
 for set in shipped untuned; do
   PYTHONUNBUFFERED=1 timeout "$T_BENCH" python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$DB" --set $set \
     --only "$KIND" --rounds 2 --out "$OUT/${set}_$KIND.md" \
-    --label "$LABEL, $set set, database tuned on configs/$config.json (model search, budget $BUDGET)" \
+    --label "$LABEL, $set set, database tuned on configs/h200/$config.json (model search, budget $BUDGET)" \
     > "$OUT/${set}_$KIND.log" 2>&1
   echo "vs_torch $set exit $?"; tail -3 "$OUT/${set}_$KIND.md"
 done

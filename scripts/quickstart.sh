@@ -8,5 +8,5 @@ export PATH="$PATH:/usr/local/cuda/bin"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" --target tiletune
 ./build/tiletune devices
-./build/tiletune tune configs/quickstart.json --db tiletune.db "$@"
+./build/tiletune tune configs/examples/quickstart.json --db tiletune.db "$@"
 ./build/tiletune db winners tiletune.db

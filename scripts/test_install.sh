@@ -11,6 +11,11 @@ B=${1:-build}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cmake --install "$B" --prefix "$T/prefix" > "$T/install.log"
+# The configs keep their folders, with the shapes their relative paths name, and the license.
+for f in configs/examples/quickstart.json configs/h200/h200_gemm_bf16.json configs/shapes/gemm.json; do
+  [ -f "$T/prefix/share/tiletune/$f" ] || { echo "not installed: share/tiletune/$f"; exit 1; }
+done
+[ -f "$T/prefix/share/doc/tiletune/LICENSE" ] || { echo "not installed: share/doc/tiletune/LICENSE"; exit 1; }
 "$T/prefix/bin/tiletune" --version | grep -qx "tiletune [0-9]*\.[0-9]*\.[0-9]*"
 # The library exports the C API and nothing else (cmake/runtime.map).
 lib=$(find "$T/prefix" -name libtiletune_runtime.so.0 | head -1)

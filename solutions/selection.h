@@ -46,7 +46,7 @@ const char* to_string(Rung r);  // "tuned", "pool", "vendor", "default"
 // to be served where the vendor computes the problem too. Below it the difference is within what
 // the tuner's timing and PyTorch's do_bench disagree by (H200, 2026-12-01: kernels 3-5% ahead of
 // cuBLAS at tune time ran 0.92-0.98x of it under do_bench, in another process, on other data;
-// benchmarks/results/2026-12-01_h200_gemm_tuner_timing_probe.md), and off its tuned shape a kernel
+// benchmarks/results/vs_torch/2026-12-01_h200_gemm_tuner_timing_probe.md), and off its tuned shape a kernel
 // ran 0.87-0.97x of its tuned speed.
 inline constexpr double kKernelMargin = 1.10;
 

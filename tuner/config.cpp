@@ -97,7 +97,7 @@ void add_problems(const json& spec, std::vector<Problem>& out) {
       }
 }
 
-// A convolution shapes file (../shared/shapes/conv_resnet50.json): "layers" with c, k, h, w, r, s,
+// A convolution shapes file (configs/shapes/conv_resnet50.json): "layers" with c, k, h, w, r, s,
 // stride, pad, and the batch "n". The config picks dtypes, directions (default fwd), layout
 // (default NHWC) and may override the batch (CI tunes small ones).
 void add_conv_shapes(const json& spec, const json& shapes, const std::string& file, std::vector<Problem>& out) {

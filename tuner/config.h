@@ -27,7 +27,7 @@ struct BenchmarkOptions {
   // The finals (and the vendor's fastest algorithms) are timed for at least this long each, so
   // that they are compared under sustained load, as do_bench's 100 ms of runs see them: on the
   // H200 a 25 ms timing caught boost clocks that a longer one does not (cuBLASLt algorithms 4-8%
-  // ahead at 25 ms were level or behind at 200 ms; benchmarks/results/2026-12-01_h200_vendor_algorithms.md).
+  // ahead at 25 ms were level or behind at 200 ms; benchmarks/results/vs_torch/2026-12-01_h200_vendor_algorithms.md).
   // Negative: 100 ms on a GPU, target_ms on the host.
   double final_ms = -1;
 };

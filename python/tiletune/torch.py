@@ -45,7 +45,7 @@ class _Declined(Exception):
 # A GEMM with a bias PyTorch would fuse into cuBLASLt's epilogue costs tiletune an extra pass over
 # the output (the bias copied in, read back as beta * C): it goes to tiletune only where the winner
 # led the vendor by this much. Measured on GPT-2's projections (H200, 2026-12-02): winners 1.00-1.05x
-# the vendor lost to PyTorch's fused addmm by the copy (benchmarks/results/2026-12-02_h200_torch_gpt2.md).
+# the vendor lost to PyTorch's fused addmm by the copy (benchmarks/results/training/2026-12-02_h200_torch_gpt2.md).
 BIAS_MARGIN = 1.3
 _MAX_DECISIONS = 100000
 

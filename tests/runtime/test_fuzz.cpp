@@ -15,6 +15,7 @@
 #include <iterator>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -98,15 +99,19 @@ void expect_clean(const std::string& input, F&& f) {
 }
 
 TEST(Fuzz, ConfigParser) {
+  // Every shipped config (configs/examples, h200, probes), each parsed from its own folder so
+  // that its relative shapes path resolves; the shapes files themselves are not configs.
   const fs::path configs = fs::path(TILETUNE_SOURCE_DIR) / "configs";
-  std::vector<std::string> seeds;
-  for (const auto& f : fs::directory_iterator(configs))
-    if (f.path().extension() == ".json") seeds.push_back(read(f.path()));
-  ASSERT_FALSE(seeds.empty());
+  std::vector<std::pair<std::string, std::string>> seeds;  // text, folder
+  for (const auto& f : fs::recursive_directory_iterator(configs))
+    if (f.path().extension() == ".json" && f.path().parent_path().filename() != "shapes")
+      seeds.emplace_back(read(f.path()), f.path().parent_path().string());
+  ASSERT_GE(seeds.size(), 3u);
   std::mt19937_64 rng(seed());
   const std::uint64_t n = fuzz("config parser", [&](std::uint64_t) {
-    const std::string text = mutate(seeds[rng() % seeds.size()], rng);
-    expect_clean(text, [&] { tuner::parse_config(text, configs.string()); });
+    const auto& [original, folder] = seeds[rng() % seeds.size()];
+    const std::string text = mutate(original, rng);
+    expect_clean(text, [&] { tuner::parse_config(text, folder); });
   });
   EXPECT_GT(n, 0u);
 }

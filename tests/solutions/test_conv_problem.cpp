@@ -159,7 +159,7 @@ class ConvConfig : public ::testing::Test {
 };
 
 TEST_F(ConvConfig, ExplicitProblemsAndLayersFile) {
-  // Three layers in the format of shared/shapes/conv_resnet50.json, written here so that the test
+  // Three layers in the format of configs/shapes/conv_resnet50.json, written here so that the test
   // runs where that folder is not beside the checkout (CI's fresh clone).
   const std::string shapes = (dir_ / "conv_layers.json").string();
   std::ofstream(shapes) << R"({"n": 128, "layers": [

@@ -256,7 +256,7 @@ TEST(WgmmaConvSpace, AdmitsNhwcWithReductionChannelsInSwizzleAtoms) {
 }
 
 // Every forward ResNet-50 layer at batch 128 but the 3-channel stem, under the template's space and
-// under the narrow space of configs/h200_conv_resnet50.json.
+// under the narrow space of configs/h200/h200_conv_resnet50.json.
 TEST(WgmmaConvSpace, EveryForwardResNetLayerButTheStemHasCandidates) {
   const gpu::DeviceInfo dev = tiletune::testing::fake_device(gpu::BackendKind::Cuda);
   const int layers[][6] = {{64, 64, 56, 1, 1, 0},   {64, 64, 56, 3, 1, 1},    {64, 256, 56, 1, 1, 0},

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -20,7 +22,7 @@ using namespace tiletune;
 namespace {
 
 tuner::TuningConfig shipped(const std::string& name) {
-  return tuner::load_config(std::string(TILETUNE_SOURCE_DIR) + "/configs/" + name);
+  return tuner::load_config(std::string(TILETUNE_SOURCE_DIR) + "/configs/h200/" + name);
 }
 
 // The problems no candidate admits, by key. Each problem tries the config's templates from the
@@ -141,3 +143,21 @@ TEST(ShippedSpaceTest, AnOddLeadingDimensionNeedsElementCopiesOrRepacking) {
 }
 
 }  // namespace
+
+// Every config under configs/ (examples, h200, probes) loads where it lies, with no help from
+// TILETUNE_SHAPES_DIR: its shapes file resolves relative to its folder, inside the repository, so
+// that a fresh clone and an installed share/tiletune/configs can run it. The shapes files are
+// inputs of configs, not configs.
+TEST(ShippedConfigs, EveryConfigLoadsFromItsFolder) {
+  namespace fs = std::filesystem;
+  ::unsetenv("TILETUNE_SHAPES_DIR");
+  const fs::path root = fs::path(TILETUNE_SOURCE_DIR) / "configs";
+  std::set<std::string> folders;
+  for (const auto& f : fs::recursive_directory_iterator(root)) {
+    if (f.path().extension() != ".json" || f.path().parent_path().filename() == "shapes") continue;
+    folders.insert(f.path().parent_path().filename().string());
+    EXPECT_EQ(f.path().parent_path().parent_path(), root) << f.path() << ": configs live one folder below configs/";
+    EXPECT_NO_THROW(tuner::load_config(f.path().string())) << f.path();
+  }
+  EXPECT_EQ(folders, (std::set<std::string>{"examples", "h200", "probes"}));
+}

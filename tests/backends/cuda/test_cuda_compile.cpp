@@ -484,10 +484,10 @@ TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
   EXPECT_EQ(v.at("SMEM_BYTES"), smem0 + 512 * v.at("CONSUMERS"));  // every consumer's staging on 1024 bytes
 }
 
-// configs/h200_odd_splitk.json stays a short probe: split-K only on odd1000 (3000^3 has 576
+// configs/probes/h200_odd_splitk.json stays a short probe: split-K only on odd1000 (3000^3 has 576
 // tiles), L2 promotion swept on single CTAs.
 TEST(CudaCompile, OddSplitKProbeConfigEnumeratesASmallSpace) {
-  const tuner::TuningConfig config = tuner::load_config(std::string(TILETUNE_SOURCE_DIR) + "/configs/h200_odd_splitk.json");
+  const tuner::TuningConfig config = tuner::load_config(std::string(TILETUNE_SOURCE_DIR) + "/configs/probes/h200_odd_splitk.json");
   const auto e = tuner::enumerate(config.templates, config.problems, fake_device(gpu::BackendKind::Cuda));
   std::size_t split[2] = {0, 0}, all[2] = {0, 0};
   for (const auto& c : e.candidates) {
