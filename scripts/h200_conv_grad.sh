@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# On the H200: the convolution gradients of the generated kernels alone. Tunes configs/h200_conv_grad.json
+# On the H200: the convolution gradients of the generated kernels alone. Tunes configs/h200/h200_conv_grad.json
 # without the vendor as a candidate (--no-vendor), then times the winners through the C API against
 # PyTorch's cuDNN in benchmark mode on the same tensors (benchmarks/vs_torch.py, ResNet-50 layers).
 # Usage: scripts/h200_conv_grad.sh BUILD_DIR OUT_DIR LABEL [TUNE_LIMIT_S] [CONFIG]
 set -uo pipefail
-B=$1 OUT=$2 LABEL=$3 LIMIT=${4:-300} CONFIG=${5:-configs/h200_conv_grad.json}
+B=$1 OUT=$2 LABEL=$3 LIMIT=${4:-300} CONFIG=${5:-configs/h200/h200_conv_grad.json}
 mkdir -p "$OUT"
 source "$(dirname "$0")/h200_env.sh"
 start=$(date +%s)
