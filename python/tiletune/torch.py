@@ -111,13 +111,17 @@ class _State:
 
     def early(self, fast):
         """A decision made before for the same tensor metadata (`fast`): raises _Declined for one
-        handed back, before any descriptor is built; True for one routed; None when not yet seen."""
+        handed back, before any descriptor is built or any setting is read (the cost of a call
+        handed back is mostly this); True for one routed; None when not yet seen. For the latter
+        two, the call's settings and device are checked next (_admit)."""
         if self.route_all:
-            return True
-        d = self.fast.get(fast)
-        if d is None or d is True:
-            return d
-        raise _Declined(d)
+            d = True
+        else:
+            d = self.fast.get(fast)
+            if d is not None and d is not True:
+                raise _Declined(d)
+        _admit()
+        return d
 
     def decide(self, key, ask, bias_pass=False, fast=None):
         """Raises _Declined unless tiletune should serve this problem (decided once per problem)."""
@@ -419,18 +423,45 @@ def _settings(name, first):
             raise _Declined("fp32 convolution with cuDNN's TF32 allowed (tuned in full fp32)")
 
 
+class _OtherDevice(Exception):
+    """The call's tensors are on another GPU than the current one: run the handler again under it."""
+
+
+_call = threading.local()  # the call in a handler: its op's name, first tensor, what was checked
+
+
+def _admit():
+    """The checks a call that may be routed needs (PyTorch's settings, the tensor's device), made
+    once per call from State.early, after the decisions of calls handed back were looked up."""
+    c = _call
+    if c.checked:
+        if c.refused is not None:  # a second early() of the call (convolution_backward's two gradients)
+            raise c.refused
+        return
+    c.checked = True
+    try:
+        _settings(c.name, c.first)
+    except _Declined as e:
+        c.refused = e
+        raise
+    if c.first.is_cuda and not c.switched and c.first.device.index != torch.cuda.current_device():
+        raise _OtherDevice()
+
+
 def _kernel(state, name, handler, theirs):
     def kernel(*args, **kwargs):
         if _paused_all or getattr(_paused, "on", False):
             return theirs(*args, **kwargs)
         first = args[1] if name in ("addmm", "baddbmm") else args[0]
+        c = _call
+        c.name, c.first, c.checked, c.switched, c.refused = name, first, False, False, None
         try:
-            _settings(name, first)
-            if first.is_cuda and first.device.index != torch.cuda.current_device():
+            try:
+                out = handler(state, *args, **kwargs)
+            except _OtherDevice:  # nothing was done yet: the handler starts over on the tensor's device
+                c.checked, c.switched = False, True
                 with torch.cuda.device(first.device):  # the stream, the context: those of the tensor's device
                     out = handler(state, *args, **kwargs)
-            else:
-                out = handler(state, *args, **kwargs)
             state.count(state.routed, name)
             return out
         except _Declined as why:
