@@ -264,7 +264,7 @@ void Sweep::start(std::vector<CompileJob> jobs) {
   for (std::size_t pi = 0; pi < work_.size(); ++pi) planned += strategy_.planned(rows(pi), config_.search);
   progress_ = std::make_unique<Progress>(log_);
   compile_stage_ = jobs.empty() ? 0 : progress_->add_stage("compile", jobs.size());
-  measure_stage_ = progress_->add_stage("measure", planned);
+  measure_stage_ = progress_->add_stage("measure", planned, jobs.empty() ? Progress::kNoFeeder : compile_stage_);
   const unsigned threads = options_.compile_jobs > 0 ? unsigned(options_.compile_jobs)
                                                      : std::max(1u, std::thread::hardware_concurrency());
   // --compile-servers (compile_exe set): a compile server process per compile thread, since NVRTC
@@ -331,7 +331,14 @@ void take_result(db::MeasurementRecord& m, const MeasureResult& res, const Probl
 std::optional<db::MeasurementRecord> Sweep::measure_one(MeasureSlot& slot, std::size_t pi, const Work& w,
                                                         const BenchmarkOptions& bench, Timing timing, bool count_step) {
   const Problem& problem = config_.problems[pi];
-  compile_->wait(w.cache_key);
+  {
+    // Time spent waiting for the compiler is not the measuring's own pace (the progress line's
+    // time left); each slot waits on its own, so its share of the stage is 1 / slots.
+    const auto t0 = std::chrono::steady_clock::now();
+    compile_->wait(w.cache_key);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (waited > 1e-3) progress_->waited(measure_stage_, waited / double(slots_.size()));
+  }
   long long unset = 0;
   first_start_[pi].compare_exchange_strong(unset, now_ns());
   db::MeasurementRecord m = new_record(pi, w.solution_id, slot);
@@ -702,6 +709,7 @@ SweepSummary Sweep::run() {
   // disturb their timings, so there the whole compile stage comes first.
   if (host_) compile_->wait_all();
   measure_start_ = std::chrono::steady_clock::now();
+  progress_->begin(measure_stage_);
   runner_ = std::make_unique<SlotRunner>(slots_);
   strategy_.measure(*this);
   return finish();
