@@ -437,6 +437,23 @@ std::int64_t Database::put_code_object(const CodeObjectRecord& r) {
   });
 }
 
+std::size_t Database::forget_failed_code_objects(const std::vector<std::string>& cache_keys) {
+  require_writable("forget_failed_code_objects");
+  if (cache_keys.empty()) return 0;
+  return write_txn(db_.get(), path_, "forget_failed_code_objects", [&] {
+    std::size_t n = 0;
+    for (const auto& key : cache_keys) {
+      Stmt del(db_.get(),
+               "DELETE FROM code_objects WHERE cache_key = ?1 AND ok = 0 "
+               "AND NOT EXISTS (SELECT 1 FROM measurements WHERE code_object_id = code_objects.id)",
+               path_);
+      del.text(1, key).run();
+      n += std::size_t(sqlite3_changes(db_.get()));
+    }
+    return n;
+  });
+}
+
 namespace {
 
 void check_measurement(const std::string& path, const char* what, const MeasurementRecord& m) {

@@ -60,6 +60,10 @@ class Database {
   // not); returns the id of the stored one. record.id is ignored.
   std::int64_t put_code_object(const CodeObjectRecord& record);
   void put_signature(const SignatureRecord& s);  // replaces the object's signature, if any
+  // Deletes the failed compiles (ok = 0) stored under these cache keys, so that put_code_object
+  // can store a new compile of them (`tune --retry-failed`); one a measurement names is kept.
+  // Returns how many it deleted; one transaction.
+  std::size_t forget_failed_code_objects(const std::vector<std::string>& cache_keys);
   // Inserts or replaces the measurement of (problem, solution, arch), then recomputes that
   // (arch, problem)'s winner: the 'ok' measurement with the lowest median_ms (ties: the older
   // row). Failures never win; when no 'ok' measurement is left the winner row is removed.

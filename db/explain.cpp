@@ -257,4 +257,69 @@ std::string format(const Explanation& e) {
   return s;
 }
 
+namespace {
+
+const char* choice_name(Explanation::Choice c) {
+  switch (c) {
+    case Explanation::Choice::Tuned: return "tuned";
+    case Explanation::Choice::Nearest: return "nearest";
+    case Explanation::Choice::Vendor: return "vendor";
+    case Explanation::Choice::Fallback: return "fallback";
+    case Explanation::Choice::NoKernel: return "none";
+  }
+  return "none";
+}
+
+nlohmann::ordered_json measured(double v) { return std::isfinite(v) ? nlohmann::ordered_json(v) : nullptr; }
+
+nlohmann::ordered_json solution_json(const Solution& s) {
+  return {{"kernel", s.kernel_name()}, {"template", s.template_name}, {"params", s.params}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const Explanation& e) {
+  nlohmann::ordered_json j;
+  j["problem"] = e.key;
+  j["arch"] = e.arch;
+  j["backend"] = gpu::to_string(e.device.backend);
+  j["device"] = e.device.name;
+  j["choice"] = choice_name(e.choice);
+  j["solution"] = nullptr;
+  j["reason"] = e.choice == Explanation::Choice::Tuned ? "exact match of the problem key among the winners"
+                                                       : e.untuned_reason + (e.rule.empty() ? "" : "; " + e.rule);
+  if (e.choice == Explanation::Choice::Tuned) {
+    const WinnerRecord& w = *e.winner;
+    j["solution"] = solution_json(w.solution);
+    if (e.measurement) {
+      const MeasurementRow& m = *e.measurement;
+      j["measurement"] = {{"median_ms", measured(m.median_ms)}, {"min_ms", measured(m.min_ms)},
+                          {"max_ms", measured(m.max_ms)},       {"tflops", measured(m.tflops)},
+                          {"rel_error", measured(m.rel_error)}, {"sweep", m.sweep},
+                          {"created_at", m.created_at}};
+    }
+    if (e.provenance)
+      j["source"] = e.provenance->source.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.provenance->source);
+    const bool vendor = w.solution.template_name == kVendorTemplate;
+    j["code_object"] = !vendor && e.code_object && e.code_object->ok && e.code_object->arch == e.arch
+                           ? nlohmann::ordered_json(e.code_object->id)
+                           : nullptr;
+    j["vendor_ratio"] = measured(e.vendor_ratio);
+    j["vendor_serves"] = !vendor && !kernel_serves(TunedEntry{e.problem, nullptr, w.solution, e.vendor_ratio},
+                                                   gpu::vendor_scope(e.device.backend, e.problem).empty());
+  } else if (e.choice == Explanation::Choice::Nearest) {
+    j["solution"] = solution_json(e.neighbour->solution);
+    j["neighbour"] = e.generic ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.neighbour->problem_key);
+    j["generic"] = e.generic;
+    j["distance"] = e.distance;
+  } else if (e.choice == Explanation::Choice::Fallback) {
+    j["solution"] = solution_json(e.fallback);
+  }
+  nlohmann::ordered_json rejected = nlohmann::ordered_json::array();
+  for (const auto& [name, why] : e.rejected) rejected.push_back({{"template", name}, {"breaks", why}});
+  j["rejected_fallbacks"] = rejected;
+  j["tuned_neighbours"] = e.tuned_neighbours;
+  return j;
+}
+
 }  // namespace tiletune::db

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "db/database.h"
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
@@ -62,5 +64,7 @@ std::string resolve_arch(Database& db, const std::string& given);
 // Throws Error for an arch the database has no measurements of (naming those it has).
 Explanation explain(Database& db, const Problem& problem, const std::string& arch);
 std::string format(const Explanation& e);
+// The same as data, for `db explain --json` (docs/cli-json.md).
+nlohmann::ordered_json to_json(const Explanation& e);
 
 }  // namespace tiletune::db

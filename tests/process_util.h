@@ -81,4 +81,29 @@ inline ProgramRun run_tiletune(const std::vector<std::string>& args, const std::
 }
 #endif
 
+// What a run of a program left: its exit status and its stdout and stderr apart (a --json
+// document is on stdout alone).
+struct Output {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs `argv` to its end, its stdout and stderr written to `dir`/stdout and `dir`/stderr.
+inline Output run_to_end(const std::vector<std::string>& argv, const std::string& dir,
+                         const std::vector<std::string>& env = {}) {
+  const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  SpawnOptions o;
+  o.out = out;
+  o.err = err;
+  o.env = env;
+  Output r;
+  r.code = wait_for(Child{spawn_process(argv, o)});
+  ::close(out), ::close(err);
+  r.out = read_file(out_path);
+  r.err = read_file(err_path);
+  return r;
+}
+
 }  // namespace tiletune::testing

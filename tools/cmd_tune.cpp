@@ -8,6 +8,8 @@
 
 #include "gpu/backend.h"
 #include "tools/commands.h"
+#include "tools/json_output.h"
+#include "tools/tune_json.h"
 #include "tuner/compile_process.h"
 #include "tuner/config.h"
 #include "common/error.h"
@@ -30,7 +32,7 @@ struct TuneArgs {
   long long budget = -1;
   double budget_seconds = -1;
   long long seed = -1;
-  bool no_vendor = false, list_pruned = false, compile_servers = false;
+  bool no_vendor = false, list_pruned = false, compile_servers = false, retry_failed = false, json = false;
 };
 
 void add_tune_options(CLI::App* cmd, const std::shared_ptr<TuneArgs>& a) {
@@ -55,6 +57,11 @@ void add_tune_options(CLI::App* cmd, const std::shared_ptr<TuneArgs>& a) {
                   "first few, cuDNN's engine configurations) as candidates; 0: the default only")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--list-pruned", a->list_pruned, "print every pruned candidate with the constraint it breaks");
+  cmd->add_flag("--retry-failed", a->retry_failed,
+                "try again the candidates of this config whose failure is recorded (failed compiles, invalid results, "
+                "launch failures, crashes, time-outs), which a rerun otherwise skips: after mending the compiler or "
+                "the environment");
+  add_json_flag(cmd, a->json);
   cmd->add_option("--isolation", a->isolation,
                   "process: validate and time each candidate in a worker process, so that one that crashes or "
                   "hangs is recorded as failed and the sweep goes on; none: in this process")
@@ -98,6 +105,7 @@ tuner::SweepOptions sweep_options(const TuneArgs& args, tuner::TuningConfig& con
   o.compare_vendor = !a->no_vendor;
   o.vendor_algorithms = a->vendor_algorithms;
   o.list_pruned = a->list_pruned;
+  o.retry_failed = a->retry_failed;
   if (a->timeout > 0) config.benchmark.timeout_s = a->timeout;
   if (a->prepare_timeout > 0) config.benchmark.prepare_timeout_s = a->prepare_timeout;
   std::error_code ec;
@@ -115,33 +123,53 @@ tuner::SweepOptions sweep_options(const TuneArgs& args, tuner::TuningConfig& con
   return o;
 }
 
+// The exit code of a finished sweep, and on stderr why it is not 0: a sweep in which nothing
+// compiled, or a problem none of whose candidates compiled, is a failure (a broken compiler or
+// environment) with its first compiler message; an unprepared problem leaves the sweep incomplete;
+// a problem no template admits is uncovered.
+int tune_exit_code(const tuner::SweepSummary& s) {
+  const bool nothing_compiled = s.compile_failed > 0 && s.compiled + s.compile_cached == 0 && s.benchmarked == 0;
+  if (nothing_compiled || !s.uncompiled.empty()) {
+    if (nothing_compiled)
+      std::fprintf(stderr, "tiletune: error: no candidate compiled (%zu failed); the first compiler message:\n%s",
+                   s.compile_failed, tuner::log_head(s.first_compile_error).c_str());
+    if (!s.uncompiled.empty()) {
+      std::fprintf(stderr, "tiletune: error: no candidate compiled for %zu problem(s)", s.uncompiled.size());
+      if (nothing_compiled) std::fprintf(stderr, "\n");
+      else std::fprintf(stderr, "; the first:\n%s", tuner::log_head(s.uncompiled.front()).c_str());
+      std::fprintf(stderr, "tiletune: failures are recorded and a rerun under the same compiler skips them: mend the "
+                           "compiler (TILETUNE_HOST_CXX on the host) or the environment and rerun with --retry-failed\n");
+    }
+    return kExitError;
+  }
+  if (!s.unprepared.empty()) return kExitIncomplete;  // a script must not take it for a finished sweep
+  return s.no_candidate.empty() ? kExitOk : kExitUncovered;
+}
+
 }  // namespace
 
 Run add_tune(CLI::App& app) {
   auto a = std::make_shared<TuneArgs>();
   CLI::App* cmd = app.add_subcommand("tune", "run a tuning sweep: config -> solution database");
   add_tune_options(cmd, a);
-  return [a] {
+  return [a, cmd] {
     tuner::TuningConfig config = tuner::load_config(a->config);
     if (a->parent > 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // it removes its temporary directories, then dies
-      if (::getppid() != a->parent) {  // it ended before the line above: nothing to tune for
-        std::fprintf(stderr, "tiletune tune: --die-with-parent %d: the parent process is gone (or is not it)\n", a->parent);
-        return kExitError;
-      }
+      if (::getppid() != a->parent)  // it ended before the line above: nothing to tune for
+        throw Error("--die-with-parent " + std::to_string(a->parent) + ": the parent process is gone (or is not it)");
     }
     const tuner::SweepOptions o = sweep_options(*a, config);
     gpu::vendor_disabled();  // a TILETUNE_VENDOR it does not take stops the tune here, not in a worker
     tuner::SweepSummary s = tuner::run_sweep(config, o);
-    tuner::print_summary(s, stdout);
-    std::printf("\nwrote %s\n", a->db.c_str());
-    if (s.compile_failed > 0 && s.compiled + s.compile_cached == 0 && s.benchmarked == 0) {
-      std::fprintf(stderr, "tiletune: error: no candidate compiled (%zu failed; the first failure is above)\n",
-                   s.compile_failed);
-      return kExitError;
-    }
-    if (!s.unprepared.empty()) return kExitIncomplete;  // a script must not take it for a finished sweep
-    return s.no_candidate.empty() ? kExitOk : kExitUncovered;
+    // With --json the text goes to stderr beside the progress: stdout holds the document alone.
+    std::FILE* text = a->json ? stderr : stdout;
+    tuner::print_summary(s, text);
+    std::fprintf(text, "\nwrote %s\n", a->db.c_str());
+    std::fflush(text);
+    const int code = tune_exit_code(s);
+    if (a->json) print_json(tune_json(*cmd, code, s, config, o));
+    return code;
   };
 }
 
@@ -167,27 +195,6 @@ Run add_worker(CLI::App& app) {
   cmd->add_option("--backend", a->backend, "cuda | hip | host")->capture_default_str();
   cmd->add_option("--device", a->device, "device index")->capture_default_str();
   return [a] { return tuner::run_worker(gpu::backend_from_string(a->backend), a->device, a->db); };
-}
-
-Run add_devices(CLI::App& app) {
-  app.add_subcommand("devices", "list the backends built in and the devices they find");
-  return [] {
-    for (const gpu::BackendTraits* t : gpu::all_backend_traits()) {
-      const gpu::BackendKind kind = t->kind;
-      if (!gpu::backend_built(kind)) {
-        std::printf("%-5s not built\n", gpu::to_string(kind));
-        continue;
-      }
-      auto devs = gpu::list_devices(kind);
-      if (devs.empty()) std::printf("%-5s no devices\n", gpu::to_string(kind));
-      for (const auto& d : devs)
-        std::printf("%-5s %d: %s  arch %s  %d multiprocessors  %d KiB shared/block  %s\n", gpu::to_string(kind), d.index,
-                    d.name.c_str(), d.arch.c_str(), d.multiprocessors, d.shared_bytes_per_block / 1024,
-                    d.driver_version.c_str());
-    }
-    std::printf("auto picks: %s\n", gpu::to_string(gpu::resolve_backend("auto")));
-    return 0;
-  };
 }
 
 }  // namespace tiletune::tools

@@ -7,7 +7,7 @@
 
 namespace tiletune::tools {
 
-// The program's exit codes (README, "The command line"); a signal's is 128 + its number.
+// The program's exit codes (docs/cli-json.md, "Exit codes"); a signal's is 128 + its number.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;       // bad input or failed work, named on stderr
 inline constexpr int kExitInternal = 2;    // a defect of tiletune's own

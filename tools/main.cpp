@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/temp_dir.h"
 #include "tools/commands.h"
+#include "tools/json_output.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tiletune: GEMM and convolution kernel autotuner (tune sweeps into a SQLite solution database, "
@@ -36,11 +37,9 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("worker")) return worker();
     if (app.got_subcommand("compile-server")) return compile_server();
   } catch (const tiletune::Error& e) {
-    std::fprintf(stderr, "tiletune: error: %s\n", e.what());
-    return tiletune::tools::kExitError;
+    return tiletune::tools::report_failure(app, "error", e.what(), tiletune::tools::kExitError);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tiletune: internal error: %s\n", e.what());
-    return tiletune::tools::kExitInternal;
+    return tiletune::tools::report_failure(app, "internal error", e.what(), tiletune::tools::kExitInternal);
   }
-  return 0;
+  return tiletune::tools::kExitOk;
 }

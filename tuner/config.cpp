@@ -284,7 +284,8 @@ TuningConfig load_config(const std::string& path) {
   std::error_code ec;
   std::ifstream in;
   if (std::filesystem::is_regular_file(path, ec)) in.open(path);
-  if (!in) throw Error("cannot open config file " + path + " (not a readable file)");
+  // A stream never opened is not in a failed state: is_open, not !in.
+  if (!in.is_open() || !in) throw Error("cannot open config file " + path + " (not a readable file)");
   std::stringstream ss;
   ss << in.rdbuf();
   try {

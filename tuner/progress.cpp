@@ -2,15 +2,35 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace tiletune::tuner {
 
 Progress::Progress(std::FILE* out)
     : out_(out), tty_(::isatty(::fileno(out))), start_(Clock::now()), last_print_(start_) {}
 
-std::size_t Progress::add_stage(std::string name, std::size_t total) {
+std::size_t Progress::add_stage(std::string name, std::size_t total, std::size_t feeder) {
   std::lock_guard<std::mutex> lock(mu_);
-  stages_.push_back({std::move(name), total, 0, start_});
+  Stage s;
+  s.name = std::move(name);
+  s.total = total;
+  s.feeder = feeder;
+  s.begin = s.last_step = start_;
+  stages_.push_back(std::move(s));
   return stages_.size() - 1;
+}
+
+void Progress::begin(std::size_t stage) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stage& s = stages_.at(stage);
+  s.begin = s.last_step = Clock::now();
+  s.waited_s = 0;
+}
+
+void Progress::waited(std::size_t stage, double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stages_.at(stage).waited_s += seconds;
 }
 
 void Progress::step(std::size_t stage, const std::string& note) {
@@ -50,18 +70,31 @@ void Progress::message_locked(const std::string& line) {
   }
 }
 
-std::string Progress::stage_text(const Stage& s, Clock::time_point now, bool final) const {
-  // Rates count from the sweep's start, since the stages overlap: compiled per second and
-  // measured per second are then directly comparable.
+StageCounts Progress::counts(const Stage& s, Clock::time_point now) const {
   const bool complete = s.done >= s.total;
-  double seconds = std::chrono::duration<double>((complete ? s.last_step : now) - start_).count();
-  double rate = seconds > 0 ? double(s.done) / seconds : 0;
+  const double wall = std::chrono::duration<double>((complete ? s.last_step : now) - s.begin).count();
+  return {s.done, s.total, std::max(0.0, wall - s.waited_s)};
+}
+
+std::string Progress::stage_text(const Stage& s, Clock::time_point now, bool final) const {
+  // The rate shown is over the stage's wall time (what a user can check against a clock); the
+  // time left is over its active time (tuner/eta.h).
+  const bool complete = s.done >= s.total;
+  const double seconds = std::chrono::duration<double>((complete ? s.last_step : now) - s.begin).count();
+  const double rate = seconds > 0 ? double(s.done) / seconds : 0;
   char text[200];
-  if (final || complete)
+  if (final || complete) {
     std::snprintf(text, sizeof text, "[%s] %zu/%zu  %.1f/s  took %.0fs", s.name.c_str(), s.done, s.total, rate, seconds);
-  else
-    std::snprintf(text, sizeof text, "[%s] %zu/%zu  %.1f/s  eta %.0fs", s.name.c_str(), s.done, s.total, rate,
-                  rate > 0 ? double(s.total - s.done) / rate : 0.0);
+    return text;
+  }
+  const Stage* feeder = s.feeder < stages_.size() ? &stages_[s.feeder] : nullptr;
+  const StageCounts feeder_counts = feeder ? counts(*feeder, now) : StageCounts{};
+  const Eta eta = estimate_eta(counts(s, now), feeder ? &feeder_counts : nullptr);
+  std::string left;
+  if (eta.seconds >= 0) left = "eta " + std::to_string(std::llround(eta.seconds)) + "s";
+  if (eta.feeder_bound) left += (left.empty() ? "waiting on " : " (waiting on ") + feeder->name + (left.empty() ? "" : ")");
+  if (left.empty()) left = "eta ?";
+  std::snprintf(text, sizeof text, "[%s] %zu/%zu  %.1f/s  %s", s.name.c_str(), s.done, s.total, rate, left.c_str());
   return text;
 }
 

@@ -117,8 +117,9 @@ Sweep::Sweep(const TuningConfig& config, const SweepOptions& options, std::FILE*
   const gpu::DeviceInfo& info = dev_->info();
   sum_.arch = info.arch;
   sum_.device_name = info.name;
-  std::fprintf(log_, "tiletune: %s device %d: %s (%s, %d multiprocessors), compiler %s\n", gpu::to_string(info.backend),
-               device_list_[0], info.name.c_str(), info.arch.c_str(), info.multiprocessors, compiler_version_.c_str());
+  std::fprintf(log_, "tiletune: %s device %d: %s (%s, %d %s), compiler %s\n", gpu::to_string(info.backend),
+               device_list_[0], info.name.c_str(), info.arch.c_str(), info.multiprocessors,
+               host_ ? "threads" : "multiprocessors", compiler_version_.c_str());
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) first_start_[pi] = 0;
   open_slots();
   enumerate_candidates();
@@ -193,6 +194,7 @@ void Sweep::select_work() {
   std::vector<CompileJob> jobs;  // in the order the measuring asks for them (sorted below)
   std::vector<std::pair<std::size_t, std::size_t>> job_at;  // per job: the (problem, rank) first needing it
   std::unordered_set<std::string> job_keys;
+  std::vector<std::string> forget;  // failed compiles to try again (retry_failed)
   for (std::size_t pi = 0; pi < config_.problems.size(); ++pi) {
     std::vector<SearchCandidate> sc;
     for (const Candidate* c : by_problem[pi]) sc.push_back({c->tmpl.get(), &c->solution});
@@ -210,7 +212,8 @@ void Sweep::select_work() {
         // another one the cache key differs, no failed code object is found for it, and the
         // candidate is compiled and measured again.
         const bool retry = m->status == db::Status::CompileFailed && !failed_code_object(db_, key);
-        if (!retry) {
+        if (options_.retry_failed && m->status != db::Status::Ok) ++sum_.retried;
+        else if (!retry) {
           ++sum_.already_done;
           if (!strategy_.in_rounds()) continue;
           row = halving_row(*m);
@@ -218,7 +221,9 @@ void Sweep::select_work() {
       }
       Work w{&c, sid, std::move(key), row};
       if (job_keys.insert(w.cache_key).second) {
-        if (db_.find_code_object(w.cache_key)) ++sum_.compile_cached;
+        const bool failed = failed_code_object(db_, w.cache_key);
+        if (failed && options_.retry_failed) forget.push_back(w.cache_key);
+        if (db_.find_code_object(w.cache_key) && !(failed && options_.retry_failed)) ++sum_.compile_cached;
         else {
           c.tmpl->add_headers(req);  // only for what is compiled: they are every kernel source
           jobs.push_back({w.cache_key, c.solution.kernel_name(), std::move(req), sid});
@@ -229,6 +234,10 @@ void Sweep::select_work() {
     }
   }
   order_compile_jobs(jobs, job_at);
+  db_.forget_failed_code_objects(forget);
+  if (sum_.retried)
+    std::fprintf(log_, "retrying %zu recorded failures (--retry-failed); %zu failed code objects to compile again\n",
+                 sum_.retried, forget.size());
   const SearchOptions& s = config_.search;
   if (s.strategy != "exhaustive" || s.budget || s.budget_seconds > 0)
     std::fprintf(log_, "search: %s (budget %zu candidates, %g s per problem, seed %llu): %zu candidates not selected\n",
@@ -272,7 +281,7 @@ void Sweep::start(std::vector<CompileJob> jobs) {
   for (std::size_t pi = 0; pi < work_.size(); ++pi) planned += strategy_.planned(rows(pi), config_.search);
   progress_ = std::make_unique<Progress>(log_);
   compile_stage_ = jobs.empty() ? 0 : progress_->add_stage("compile", jobs.size());
-  measure_stage_ = progress_->add_stage("measure", planned);
+  measure_stage_ = progress_->add_stage("measure", planned, jobs.empty() ? Progress::kNoFeeder : compile_stage_);
   const unsigned threads = options_.compile_jobs > 0 ? unsigned(options_.compile_jobs)
                                                      : std::max(1u, std::thread::hardware_concurrency());
   // --compile-servers (compile_exe set): a compile server process per compile thread, since NVRTC
@@ -339,7 +348,14 @@ void take_result(db::MeasurementRecord& m, const MeasureResult& res, const Probl
 std::optional<db::MeasurementRecord> Sweep::measure_one(MeasureSlot& slot, std::size_t pi, const Work& w,
                                                         const BenchmarkOptions& bench, Timing timing, bool count_step) {
   const Problem& problem = config_.problems[pi];
-  compile_->wait(w.cache_key);
+  {
+    // Time spent waiting for the compiler is not the measuring's own pace (the progress line's
+    // time left); each slot waits on its own, so its share of the stage is 1 / slots.
+    const auto t0 = std::chrono::steady_clock::now();
+    compile_->wait(w.cache_key);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (waited > 1e-3) progress_->waited(measure_stage_, waited / double(slots_.size()));
+  }
   long long unset = 0;
   first_start_[pi].compare_exchange_strong(unset, now_ns());
   db::MeasurementRecord m = new_record(pi, w.solution_id, slot);
@@ -710,6 +726,7 @@ SweepSummary Sweep::run() {
   // disturb their timings, so there the whole compile stage comes first.
   if (host_) compile_->wait_all();
   measure_start_ = std::chrono::steady_clock::now();
+  progress_->begin(measure_stage_);
   runner_ = std::make_unique<SlotRunner>(slots_);
   strategy_.measure(*this);
   return finish();
@@ -734,11 +751,30 @@ SweepSummary Sweep::finish() {
                     (worker_starts > int(slots_.size()) ? " (" + std::to_string(worker_starts) + " worker processes)" : ""));
   for (auto& s : slots_) s.worker.reset();  // ends the workers
   std::vector<db::WinnerRecord> winners = db_.winners(dev_->info().arch);
-  for (std::size_t pi = 0; pi < config_.problems.size(); ++pi)
+  for (std::size_t pi = 0; pi < config_.problems.size(); ++pi) {
+    const Problem& p = config_.problems[pi];
+    const double vendor_ms = vendor_tflops_[pi] > 0 ? p.flops() / (vendor_tflops_[pi] * 1e12) * 1e3 : -1;
     for (const auto& w : winners)
       if (w.problem_id == problem_ids_[pi])
-        sum_.winners.push_back({config_.problems[pi], w.solution.kernel_name(), w.median_ms, w.tflops, vendor_tflops_[pi]});
+        sum_.winners.push_back({p, w.solution.kernel_name(), w.median_ms, w.tflops, vendor_tflops_[pi], vendor_ms,
+                                w.solution.template_name == kVendorTemplate});
+    note_uncompiled(pi);
+  }
   return sum_;
+}
+
+// A problem none of whose selected candidates compiled, by what the database holds (a rerun that
+// resumes such a sweep compiles nothing and must say so too); a candidate not measured (a seconds
+// budget) says nothing either way.
+void Sweep::note_uncompiled(std::size_t pi) {
+  std::string first;
+  for (const auto& [sid, c] : selected_[pi]) {
+    const auto m = db_.find_measurement(problem_ids_[pi], sid, dev_->info().arch);
+    if (!m) continue;
+    if (m->status != db::Status::CompileFailed) return;
+    if (first.empty()) first = c->solution.kernel_name() + ": " + m->reason;
+  }
+  if (!first.empty()) sum_.uncompiled.push_back(config_.problems[pi].key() + ": " + first);
 }
 
 SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, std::FILE* log) {
@@ -757,17 +793,9 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
                  s.not_selected, s.over_budget, s.short_timed, s.fully_timed, s.promoted, s.remeasured);
   std::fprintf(out, "failed by reason: %zu invalid, %zu failed to launch, %zu crashed, %zu timed out\n", s.invalid,
                s.launch_failed, s.crashed, s.timed_out);
-  if (!s.first_compile_error.empty()) {
-    // Its first lines: enough to see a missing compiler or a bad option without the whole log.
-    std::string head;
-    std::size_t lines = 0, at = 0;
-    while (at < s.first_compile_error.size() && lines < 12) {
-      const std::size_t end = std::min(s.first_compile_error.find('\n', at), s.first_compile_error.size());
-      head += "  " + s.first_compile_error.substr(at, end - at) + "\n";
-      at = end + 1, ++lines;
-    }
-    std::fprintf(out, "first compile failure of %zu:\n%s", s.compile_failed, head.c_str());
-  }
+  if (!s.first_compile_error.empty())
+    std::fprintf(out, "first compile failure of %zu:\n%s", s.compile_failed, log_head(s.first_compile_error).c_str());
+  if (s.retried) std::fprintf(out, "%zu recorded failures retried (--retry-failed)\n", s.retried);
   if (s.recompiled)
     std::fprintf(out, "%zu code objects of earlier sweeps' candidates compiled again to re-time them (finals, promotions)\n",
                  s.recompiled);
@@ -793,6 +821,7 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
                       "objects), %.1f s validating, %.1f s timing\n",
                  s.measure_wall_s, s.prepare_s, s.validate_s, s.timing_s);
   for (const auto& u : s.unprepared) std::fprintf(out, "not tuned (its data were not ready in time): %s\n", u.c_str());
+  for (const auto& u : s.uncompiled) std::fprintf(out, "no candidate compiled: %s\n", u.substr(0, u.find('\n')).c_str());
   for (const auto& u : s.no_candidate)
     std::fprintf(out, "no generated candidate (the vendor library serves it, if it computes it): %s\n", u.c_str());
   std::fprintf(out, "\nwinners on %s (%s):\n", s.arch.c_str(), s.device_name.c_str());
@@ -803,6 +832,17 @@ void print_summary(const SweepSummary& s, std::FILE* out) {
     const std::string shape = w.problem.describe();
     std::fprintf(out, "%-48s %10.4f %10.3f %10s  %s\n", shape.c_str(), w.median_ms, w.tflops, ratio, w.kernel_name.c_str());
   }
+}
+
+std::string log_head(const std::string& log, std::size_t lines) {
+  std::string head;
+  std::size_t n = 0, at = 0;
+  while (at < log.size() && n < lines) {
+    const std::size_t end = std::min(log.find('\n', at), log.size());
+    head += "  " + log.substr(at, end - at) + "\n";
+    at = end + 1, ++n;
+  }
+  return head;
 }
 
 }  // namespace tiletune::tuner

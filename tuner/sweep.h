@@ -30,6 +30,10 @@ struct SweepOptions {
   bool compare_vendor = true;  // time the vendor library on every problem too
   int vendor_algorithms = 8;   // ... and up to this many of its other algorithms (cuBLASLt's, cuDNN's engine configurations)
   bool list_pruned = false;    // print every pruned candidate with its reason
+  // Recorded failures of the config's candidates (failed compiles, invalid results, launch
+  // failures, crashes, time-outs) are finished work that a rerun skips; with this they are
+  // forgotten and the candidates compiled and measured again (`tune --retry-failed`).
+  bool retry_failed = false;
   Isolation isolation = Isolation::InProcess;
   std::string worker_exe;      // the tiletune program, for Isolation::Process (the CLI: /proc/self/exe)
   // The tiletune program for compile servers (tuner/compile_process.h; the CLI's --compile-servers):
@@ -43,12 +47,15 @@ struct WinnerRow {
   std::string kernel_name;
   double median_ms = 0, tflops = 0;
   double vendor_tflops = -1;  // < 0: no vendor library
+  double vendor_ms = -1;      // the vendor library's default on the problem (< 0: not timed)
+  bool vendor = false;        // the winner is one of the vendor library's algorithms
 };
 
 struct SweepSummary {
   std::string arch, device_name, vendor;
   std::size_t total = 0, pruned = 0, candidates = 0, already_done = 0;
   std::size_t compiled = 0, compile_cached = 0, compile_failed = 0;
+  std::size_t retried = 0;     // recorded failures tried again (retry_failed)
   std::size_t recompiled = 0;  // code objects of earlier sweeps' candidates built again to re-time them (packed database)
   std::size_t invalid = 0, launch_failed = 0, benchmarked = 0;
   std::size_t crashed = 0, timed_out = 0;  // the worker died / was killed for overrunning its time-out
@@ -79,6 +86,9 @@ struct SweepSummary {
   // Problems no generated candidate admits ("key: the constraint that pruned most of them"): they
   // run on the vendor library (or a template default) until a template covers them.
   std::vector<std::string> no_candidate;
+  // Problems whose every candidate failed to compile, in this sweep or an earlier one into the
+  // same database ("key: the first compiler message"): nothing generated serves them.
+  std::vector<std::string> uncompiled;
   // Devices left out because their worker process did not start ("device N: why"); the others
   // measured everything (tuner/measure_slots.h, start_workers).
   std::vector<std::string> devices_left_out;
@@ -92,5 +102,9 @@ std::string compile_cache_key(const std::string& source_hash, const gpu::Compile
 SweepSummary run_sweep(const TuningConfig& config, const SweepOptions& options, std::FILE* log = stderr);
 
 void print_summary(const SweepSummary& s, std::FILE* out);
+
+// The first `lines` lines of a compiler's log, each indented: enough to see a missing compiler or
+// a bad option without the whole log.
+std::string log_head(const std::string& log, std::size_t lines = 12);
 
 }  // namespace tiletune::tuner

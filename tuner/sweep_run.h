@@ -91,6 +91,7 @@ class Sweep {
   std::optional<Work> measured_again(std::size_t pi, std::int64_t sid, const Candidate* c);
   void candidate_done(std::size_t pi);
   void promote_short_winners(std::size_t pi);
+  void note_uncompiled(std::size_t pi);
   SweepSummary finish();
   long long now_ns() const;
 
