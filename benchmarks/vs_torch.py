@@ -206,6 +206,7 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--label", default="")
     ap.add_argument("--only", default="", help="gemm or conv")
+    ap.add_argument("--conv-dtype", default="bf16", choices=("bf16", "fp16"), help="the convolutions' data type")
     ap.add_argument("--names", default="", help="comma-separated problem names (default: all of the set)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--set", default="untuned", choices=("untuned", "shipped"))
@@ -220,7 +221,8 @@ def main():
     if a.only in ("", "gemm"):
         cases += [gemm_case(tt, *g) for g in (untuned_gemms() if a.set == "untuned" else shipped_gemms(root))]
     if a.only in ("", "conv"):
-        cases += [conv_case(tt, *c) for c in (untuned_convs() if a.set == "untuned" else shipped_convs(root))]
+        cdt = torch.float16 if a.conv_dtype == "fp16" else torch.bfloat16
+        cases += [conv_case(tt, *c, dtype=cdt) for c in (untuned_convs() if a.set == "untuned" else shipped_convs(root))]
     if a.names:
         wanted = set(a.names.split(","))
         cases = [cs for cs in cases if cs["name"] in wanted]
