@@ -39,7 +39,7 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
 
 // Launch arguments of the "conv_tma" templates (kernel_templates/wgmma_conv.cuh): the bytes of a
 // TtConvTmaParams (kernel_templates/conv_tma_params.h), i.e. `p` plus an im2col tensor map over x
-// and a tiled one over the filters or dy, per direction (layouts in conv_tma_params.h). NHWC / KRSC,
+// (dy for dgrad) and a tiled one over the filters (dy for wgrad), per direction (layouts in conv_tma_params.h). NHWC / KRSC,
 // 16-bit inputs, groups 1, the constraints of wgmma_conv.json; vars must hold BM and BN. Valid for
 // p's buffers only. Throws tiletune::Error when no driver is loaded, the problem is outside that
 // set, a tensor the copies read is not 16-byte aligned, or the driver rejects a map.

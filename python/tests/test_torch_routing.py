@@ -224,3 +224,39 @@ def test_a_batched_problem_is_asked_about_with_its_strides(workdir):
     finally:
         ttt.disable()
     assert declined == {"bmm: untuned (vendor rung): PyTorch's own kernel": 1}, declined
+
+
+def test_settings_decline_each_call_and_are_not_remembered(routed):
+    """Deterministic mode hands a call back (both gradients of a convolution's backward), and a
+    problem routed before is routed again once the setting is back: settings are read per call, a
+    decline they cause is not cached with the problem's decision."""
+    a, b = torch.randn(32, 24), torch.randn(24, 16)
+    x, w = torch.randn(2, 8, 9, 9), torch.randn(8, 8, 3, 3)
+    dy = torch.randn(2, 8, 9, 9)
+    back = lambda mask: torch.ops.aten.convolution_backward(dy, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                                            mask)
+    close(a @ b, plain(torch.mm, a, b))
+    close(back([True, True, False])[0], plain(back, [True, True, False])[0])
+    routed_before = dict(ttt.stats()["routed"])
+    torch.use_deterministic_algorithms(True)
+    try:
+        close(a @ b, plain(torch.mm, a, b))
+        dx, dw, _ = back([True, True, False])
+        rdx, rdw, _ = plain(back, [True, True, False])
+        close(dx, rdx), close(dw, rdw)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    stats = ttt.stats()
+    assert stats["routed"] == routed_before, stats
+    declined = [k for k in stats["declined"] if "deterministic" in k]
+    assert any(k.startswith("mm:") for k in declined) and any(k.startswith("convolution_backward:") for k in declined)
+    close(a @ b, plain(torch.mm, a, b))
+    assert ttt.stats()["routed"]["mm"] == routed_before["mm"] + 1
+
+
+def test_the_bias_gradient_alone_goes_to_pytorch(routed):
+    x, w, dy = torch.randn(2, 4, 6, 6), torch.randn(4, 4, 3, 3), torch.randn(2, 4, 6, 6)
+    _, _, db = torch.ops.aten.convolution_backward(dy, x, w, [4], [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                                   [False, False, True])
+    close(db, dy.sum((0, 2, 3)))
+    assert ttt.stats()["declined"].get("convolution_backward: no gradient asked") == 1, ttt.stats()

@@ -311,6 +311,8 @@ def _convolution(state, x, w, bias, stride, padding, dilation, transposed, outpu
 
 def _convolution_backward(state, dy, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding,
                           groups, output_mask):
+    if not (output_mask[0] or output_mask[1]):  # the bias's gradient alone: a sum, PyTorch's
+        raise _Declined("no gradient asked")
     fast = _conv_fast((dy, x, w), stride, padding, dilation, transposed, groups)
     known = []
     for i, direction in ((0, _capi.CONV_BACKWARD_DATA), (1, _capi.CONV_BACKWARD_FILTER)):
@@ -471,6 +473,8 @@ def _kernel(state, name, handler, theirs):
             state.count(state.declined, f"{name}: refused by the runtime ({str(e)[:120]})")
             if e.status not in _DECLINE_STATUSES:
                 _warn_once(f"tiletune.torch: {name} failed in tiletune and ran on PyTorch's kernel: {e}")
+        finally:
+            c.first = c.refused = None  # no tensor kept alive past the call
         return theirs(*args, **kwargs)
     return kernel
 

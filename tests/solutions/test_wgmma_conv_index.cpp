@@ -150,11 +150,17 @@ TEST(WgmmaConvIndex, DgradCopiesReadDyAndTheFlippedFilters) {
             ASSERT_EQ(at.read(p.n, k.chunk * 64 + ki, k.s * p.dil_w, k.r * p.dil_h),
                       dy_element(p, m0 + j, k.chunk * 64 + ki, r, s))
                 << "shape " << (&sh - shapes().data()) << " m0 " << m0 << " step " << kt << " pixel " << j;
-        for (int c = 0; c < p.c; c += 9)  // the {C, R*S, K} box element (c, tap, k)
-          for (int ki = 0; ki < 64; ki += 13) {
-            const int kk = k.chunk * 64 + ki;
-            ASSERT_EQ(((long long)kk * p.r * p.s + tap) * p.c + c, tt_filter_offset(false, kk, c, r, s, p.c, p.r, p.s));
-          }
+        // The kernel's filter boxes: at map coordinates {n0 + 64 i, tap, 64 chunk} of the {C, R*S, K}
+        // map (element strides 1, C, R*S*C), box {64, 1, 64}; element (c, k) of box i must be
+        // wt[k][r][s][c] of the definition's tap, or zero past C.
+        for (int i = 0; i * 64 < p.c; ++i)
+          for (int ci = 0; ci < 64; ci += 9)
+            for (int ki = 0; ki < 64; ki += 13) {
+              const int c = 64 * i + ci, kk = k.chunk * 64 + ki;
+              if (c >= p.c) continue;  // zero fill
+              const long long at = (long long)kk * (p.r * p.s * p.c) + (long long)tap * p.c + c;
+              ASSERT_EQ(at, tt_filter_offset(false, kk, c, r, s, p.c, p.r, p.s));
+            }
         tt_conv::next_tile(k, chunks, p.s);
       }
     }

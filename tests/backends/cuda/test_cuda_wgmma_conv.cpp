@@ -65,6 +65,8 @@ std::vector<Problem> problems() {
       conv(D::F16, D::F32, 3, 128, 12, 11, 136, 3, 3, 2, 2, 1, 1, 1, 1, WG),     // wgrad stride 2, K = 136
       conv(D::BF16, D::BF16, 2, 256, 9, 9, 512, 1, 1, 2, 2, 0, 0, 1, 1, WG),     // wgrad 1x1 stride 2
       conv(D::BF16, D::F16, 2, 64, 12, 13, 64, 3, 3, 1, 1, 2, 2, 2, 2, WG),      // wgrad dilation 2
+      conv(D::BF16, D::BF16, 2, 64, 9, 11, 64, 1, 1, 2, 2, 0, 0, 1, 1, DG),      // dgrad 1x1 stride 2, scattered, odd H, W
+      conv(D::F16, D::F32, 2, 128, 10, 9, 64, 1, 1, 3, 2, 0, 0, 1, 1, DG),       // scattered, anisotropic stride
   };
 }
 
