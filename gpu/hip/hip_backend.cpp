@@ -7,6 +7,8 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/env.h"
+#include "gpu/hip/clang_compiler.h"
 #include "gpu/hip/hip_api.h"
 
 namespace tiletune::gpu::hip {
@@ -92,9 +94,34 @@ std::string program_log(hiprtcProgram prog) {
   return log;
 }
 
+// Which compiler takes an arch: hipRTC where it can, the offline clang (clang_compiler.h) for
+// the arches it cannot take or when it is absent; TILETUNE_HIP_COMPILER=clang or =hiprtc picks one
+// for every arch.
 class HipCompiler final : public Compiler {
  public:
-  HipCompiler() {
+  HipCompiler() : choice_(env_text("TILETUNE_HIP_COMPILER").value_or("auto")), offline_(make_clang_compiler()) {
+    if (choice_ != "auto" && choice_ != "clang" && choice_ != "hiprtc")
+      throw Error("TILETUNE_HIP_COMPILER=" + choice_ + ": expected auto, clang or hiprtc");
+    set_hiprtc_version();
+    // The cache key names both: an object made by either is never taken for the other's.
+    if (choice_ != "hiprtc" && clang_toolchain().missing.empty()) version_ += "; " + offline_->version();
+  }
+
+  std::string version() const override { return version_; }
+
+  CompileResult compile(const CompileRequest& request) const override {
+    const bool hiprtc_can = hiprtc_missing().empty() && arch_supported(request.arch);
+    const bool amd_name = request.arch.rfind("gfx", 0) == 0;  // else hipRTC's refusal names the arches
+    if (choice_ == "clang" || (choice_ == "auto" && amd_name && !hiprtc_can && clang_toolchain().missing.empty()))
+      return offline_->compile(request);
+    CompileResult result = compile_hiprtc(request);
+    if (!result.ok && !hiprtc_can && amd_name && choice_ == "auto")
+      result.log += "\n(the offline AMD compiler cannot take it either: " + clang_toolchain().missing + ")";
+    return result;
+  }
+
+ private:
+  void set_hiprtc_version() {
     if (!hiprtc_missing().empty()) {  // only compiling fails, saying why
       version_ = "hiprtc-none";
       return;
@@ -111,9 +138,7 @@ class HipCompiler final : public Compiler {
       version_ += "+hip-headers-" + version_text(HIP_VERSION);
   }
 
-  std::string version() const override { return version_; }
-
-  CompileResult compile(const CompileRequest& request) const override {
+  CompileResult compile_hiprtc(const CompileRequest& request) const {
     CompileResult result;
     if (!arch_supported(request.arch)) {
       result.log = "hipRTC: unsupported target arch '" + request.arch + "'; this HIP (" + version_ +
@@ -194,7 +219,8 @@ class HipCompiler final : public Compiler {
     return result;
   }
 
- private:
+  std::string choice_;
+  std::unique_ptr<Compiler> offline_;
   std::string version_;
 };
 
