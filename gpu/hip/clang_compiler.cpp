@@ -135,7 +135,10 @@ class ClangCompiler final : public Compiler {
     write_file(dir / "tu.hip", req.source + "\n" + probe_source(req.name_expression));
     std::vector<std::string> argv = {t.clang, "-x", "hip", "--offload-arch=" + req.arch, "--cuda-device-only",
                                      "--no-gpu-bundle-output", "-nogpuinc", "-nogpulib", "-D__HIPCC_RTC__",
-                                     "-include", t.header, "-O3", "-std=c++17", "-I" + dir.string()};
+                                     "-include", t.header, "-O3", "-std=c++17", "-I" + dir.string(),
+                                     // v5, what ROCm 6's compilers make: clang 22 would write v6,
+                                     // which older runtimes refuse.
+                                     "-mcode-object-version=5"};
     const auto libs = bitcode_options(t, req.arch);
     argv.insert(argv.end(), libs.begin(), libs.end());
     argv.insert(argv.end(), req.options.begin(), req.options.end());
