@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/env.h"
+#include "gpu/hip/code_object_info.h"
 #include "gpu/hip/clang_compiler.h"
 #include "gpu/hip/hip_api.h"
 
@@ -401,6 +402,22 @@ std::unique_ptr<Device> open_device(int index) {
                  : !runtime_missing().empty() ? " (" + runtime_missing() + ")"
                                               : std::string()));
   return std::make_unique<HipDevice>(std::move(devices[static_cast<std::size_t>(index)]));
+}
+
+std::string code_object_figures(const CodeObject& code, const std::string& arch) {
+  const std::vector<AmdKernelInfo> kernels = read_amd_code_object(code.bytes);
+  const AmdKernelInfo* k = nullptr;
+  for (const auto& info : kernels)
+    if (info.name == code.symbol) k = &info;
+  if (!k) throw Error("kernel " + code.symbol + " is not in its code object's metadata");
+  const std::string dis = disassemble_amd(code.bytes, arch);
+  std::size_t mfma = 0;
+  for (std::size_t at = dis.find("v_mfma"); at != std::string::npos; at = dis.find("v_mfma", at + 1)) ++mfma;
+  auto field = [](const char* name, long long v) { return "\"" + std::string(name) + "\": " + std::to_string(v); };
+  return "{" + field("vgpr", k->vgpr_count) + ", " + field("agpr", k->agpr_count) + ", " + field("sgpr", k->sgpr_count) +
+         ", " + field("lds_bytes", k->lds_bytes) + ", " + field("scratch_bytes", k->private_bytes) + ", " +
+         field("vgpr_spills", k->vgpr_spill_count) + ", " + field("sgpr_spills", k->sgpr_spill_count) + ", " +
+         field("mfma_instructions", static_cast<long long>(mfma)) + "}";
 }
 
 }  // namespace tiletune::gpu::hip

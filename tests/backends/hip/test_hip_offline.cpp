@@ -17,7 +17,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/error.h"
+#include "common/temp_dir.h"
+#include "db/database.h"
 #include "gpu/backend.h"
 #include "gpu/hip/arch_table.h"
 #include "gpu/hip/clang_compiler.h"
@@ -27,6 +31,8 @@
 #include "solutions/conv_problem.h"
 #include "solutions/kernel_template.h"
 #include "tests/test_util.h"
+#include "tuner/compile_only.h"
+#include "tuner/config.h"
 #include "tuner/enumerator.h"
 
 namespace {
@@ -271,6 +277,10 @@ TEST(OfflineCompile, HipBackendRoutesGfx942ToClang) {
   const auto p = tiletune::testing::gemm(DataType::BF16, DataType::BF16, false, false, 256, 256, 256, 1);
   const auto res = compiler->compile(t.compile_request(t.default_solution(), p, device_for("gfx942")));
   ASSERT_TRUE(res.ok) << res.log;
+  // An AMDGPU HSA ELF (OS/ABI 64) of code object v5 (ABI version 3).
+  ASSERT_GT(res.code.bytes.size(), 16u);
+  EXPECT_EQ(res.code.bytes[7], 64);
+  EXPECT_EQ(res.code.bytes[8], 3);
   EXPECT_EQ(res.code.symbol, "_Z9mfma_gemmI7tt_bf16S0_Lb0ELb0ELi64ELi64ELi16ELi32ELi32ELi16ELi1ELi4ELi0EEv12TtGemmParams");
   // TILETUNE_HIP_COMPILER picks one compiler for every arch; a bad value is an error naming it.
   ::setenv("TILETUNE_HIP_COMPILER", "hiprtc", 1);
@@ -283,6 +293,54 @@ TEST(OfflineCompile, HipBackendRoutesGfx942ToClang) {
     EXPECT_NE(std::string(e.what()).find("TILETUNE_HIP_COMPILER=nvcc"), std::string::npos) << e.what();
   }
   ::unsetenv("TILETUNE_HIP_COMPILER");
+}
+
+}  // namespace
+
+namespace {
+
+// `tune --compile-only --arch gfx942`: code objects and their figures in the database, nothing
+// measured; a rerun finds them cached.
+TEST(CompileOnly, FillsTheDatabaseForAnArchThatIsNotHere) {
+  REQUIRE_TOOLCHAIN();
+  const tiletune::TempDir dir("tiletune-compile-only-");
+  const auto config = tiletune::tuner::parse_config(R"({
+    "name": "mi300_tiny",
+    "problems": [{"dtype": "bf16", "transA": "N", "transB": "T", "m": 4096, "n": 4096, "k": 4096}],
+    "templates": {"mfma_gemm": {"parameters": {"MT0": [128], "MT1": [128], "DU": [32], "MI": [32]}}},
+    "search": {"strategy": "random", "budget": 2}
+  })", dir.path().string());
+  tiletune::tuner::SweepOptions o;
+  o.backend = BackendKind::Hip;
+  o.db_path = (dir.path() / "t.db").string();
+  o.compile_jobs = 2;
+  std::FILE* quiet = std::fopen("/dev/null", "w");
+  const auto s = tiletune::tuner::run_compile_only(config, o, "gfx942", quiet);
+  EXPECT_EQ(s.selected, 2u);
+  EXPECT_EQ(s.compiled, 2u);
+  EXPECT_EQ(s.failed, 0u);
+  EXPECT_EQ(s.with_figures, 2u);
+  auto db = tiletune::db::Database::open(o.db_path, tiletune::db::Mode::ReadOnly);
+  std::size_t objects = 0;
+  db.for_each_code_object([&](const tiletune::db::CodeObjectRecord& r) {
+    ++objects;
+    EXPECT_EQ(r.arch, "gfx942");
+    EXPECT_TRUE(r.ok);
+    const auto figures = db.meta(tiletune::tuner::figures_meta_key(r.cache_key));
+    ASSERT_TRUE(figures.has_value());
+    const auto j = nlohmann::json::parse(*figures);
+    EXPECT_GT(j.at("vgpr").get<int>(), 0);
+    EXPECT_GT(j.at("mfma_instructions").get<int>(), 0);
+    EXPECT_LE(j.at("lds_bytes").get<int>(), 65536);
+  });
+  EXPECT_EQ(objects, 2u);
+  EXPECT_TRUE(db.winners("gfx942").empty());  // nothing measured, nothing won
+  const auto again = tiletune::tuner::run_compile_only(config, o, "gfx942", quiet);
+  EXPECT_EQ(again.cached, 2u);
+  EXPECT_EQ(again.compiled, 0u);
+  EXPECT_THROW(tiletune::tuner::run_compile_only(config, o, "sm_90a", quiet), tiletune::Error);
+  EXPECT_THROW(tiletune::tuner::run_compile_only(config, o, "", quiet), tiletune::Error);
+  std::fclose(quiet);
 }
 
 }  // namespace
