@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/temp_dir.h"
 
 extern char** environ;
 
@@ -148,6 +149,42 @@ pid_t spawn_process(const std::vector<std::string>& argv_in, const SpawnOptions&
     throw Error("cannot start " + program + ": " + std::strerror(e));
   }
   return pid;
+}
+
+ProgramOutput run_program(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(argv.at(0) + ": pipe: " + std::strerror(errno));
+  SpawnOptions o;
+  o.out = o.err = fds[1];
+  o.death_signal = SIGKILL;
+  o.own_group = true;
+  o.env = env;
+  pid_t pid;
+  try {
+    pid = spawn_process(argv, o);
+  } catch (...) {
+    ::close(fds[0]), ::close(fds[1]);
+    throw;
+  }
+  track_child(pid);
+  ::close(fds[1]);
+  ProgramOutput out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) out.text.append(buf, std::size_t(n));
+    else if (n == 0 || errno != EINTR) break;
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) {
+      untrack_child(pid);
+      throw Error(argv.at(0) + ": waitpid: " + std::strerror(errno));
+    }
+  untrack_child(pid);
+  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
 }
 
 }  // namespace tiletune

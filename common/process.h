@@ -35,4 +35,18 @@ std::string find_program(const std::string& name);
 // "killed by SIGSEGV (Segmentation fault)", "exited with status 3".
 std::string describe_exit(int status);
 
+// What run_program saw: the exit status (-1 when killed) and stdout and stderr, interleaved.
+struct ProgramOutput {
+  int status = -1;
+  std::string text;
+};
+
+// Runs a tool to its end (a compiler, llvm-readelf): no shell between, stdin closed, stdout and
+// stderr captured, in its own process group and killed when the calling thread exits (a stopped
+// tune leaves no compiler or its children behind); its pid is tracked so that a stop signal kills
+// it before temporary directories go. `env`: "NAME=value" entries added to its environment (a
+// TMPDIR inside the caller's TempDir). Throws Error naming the program when it cannot be started:
+// the environment's failure, never a result of what it was asked to do.
+ProgramOutput run_program(const std::vector<std::string>& argv, const std::vector<std::string>& env = {});
+
 }  // namespace tiletune

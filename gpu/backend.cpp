@@ -69,4 +69,12 @@ std::vector<DeviceInfo> list_devices(BackendKind kind) {
 
 std::unique_ptr<Device> open_device(BackendKind kind, int index) { return require_built(kind).open_device(index); }
 
+std::string code_object_figures(BackendKind kind, const CodeObject& code, const std::string& arch) {
+#ifdef TILETUNE_WITH_HIP
+  if (kind == BackendKind::Hip) return hip::code_object_figures(code, arch);
+#endif
+  (void)kind, (void)code, (void)arch;
+  return "";
+}
+
 }  // namespace tiletune::gpu

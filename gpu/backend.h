@@ -129,6 +129,10 @@ BackendKind resolve_backend(const std::string& name);
 std::unique_ptr<Compiler> make_compiler(BackendKind kind);
 std::vector<DeviceInfo> list_devices(BackendKind kind);
 std::unique_ptr<Device> open_device(BackendKind kind, int index);
+// What a code object says of itself without a device (registers, LDS, spills, matrix
+// instructions), as a JSON object's text; "" where the backend has no reader for it. Throws Error
+// when the reader's tools are missing or fail.
+std::string code_object_figures(BackendKind kind, const CodeObject& code, const std::string& arch);
 
 // RAII device buffer, so that a throwing validation or benchmark never leaks device memory.
 class DeviceBuffer {

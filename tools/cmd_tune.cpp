@@ -10,6 +10,7 @@
 #include "tools/commands.h"
 #include "tools/json_output.h"
 #include "tools/tune_json.h"
+#include "tuner/compile_only.h"
 #include "tuner/compile_process.h"
 #include "tuner/config.h"
 #include "common/error.h"
@@ -33,6 +34,8 @@ struct TuneArgs {
   double budget_seconds = -1;
   long long seed = -1;
   bool no_vendor = false, list_pruned = false, compile_servers = false, retry_failed = false, json = false;
+  std::string arch;           // --compile-only: the arch to compile for
+  bool compile_only = false;
 };
 
 void add_tune_options(CLI::App* cmd, const std::shared_ptr<TuneArgs>& a) {
@@ -57,6 +60,10 @@ void add_tune_options(CLI::App* cmd, const std::shared_ptr<TuneArgs>& a) {
                   "first few, cuDNN's engine configurations) as candidates; 0: the default only")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--list-pruned", a->list_pruned, "print every pruned candidate with the constraint it breaks");
+  CLI::Option* compile_only = cmd->add_flag(
+      "--compile-only", a->compile_only,
+      "no device: compile the selected candidates for --arch into the database, with their static figures; measure nothing");
+  cmd->add_option("--arch", a->arch, "with --compile-only: the arch to compile for (gfx942, sm_90a, ...)")->needs(compile_only);
   cmd->add_flag("--retry-failed", a->retry_failed,
                 "try again the candidates of this config whose failure is recorded (failed compiles, invalid results, "
                 "launch failures, crashes, time-outs), which a rerun otherwise skips: after mending the compiler or "
@@ -160,6 +167,13 @@ Run add_tune(CLI::App& app) {
         throw Error("--die-with-parent " + std::to_string(a->parent) + ": the parent process is gone (or is not it)");
     }
     const tuner::SweepOptions o = sweep_options(*a, config);
+    if (a->compile_only) {
+      if (a->json) throw Error("--json is not available with --compile-only");
+      const tuner::CompileOnlySummary s = tuner::run_compile_only(config, o, a->arch);
+      tuner::print_summary(s, stdout);
+      std::printf("wrote %s\n", a->db.c_str());
+      return s.compiled + s.cached == 0 && s.failed > 0 ? kExitError : kExitOk;
+    }
     gpu::vendor_disabled();  // a TILETUNE_VENDOR it does not take stops the tune here, not in a worker
     tuner::SweepSummary s = tuner::run_sweep(config, o);
     // With --json the text goes to stderr beside the progress: stdout holds the document alone.

@@ -1,9 +1,5 @@
 #include "gpu/hip/code_object_info.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -13,8 +9,7 @@
 #include <sstream>
 
 #include "common/error.h"
-
-extern char** environ;
+#include "common/process.h"
 
 namespace tiletune::gpu::hip {
 namespace {
@@ -32,24 +27,9 @@ std::uint64_t read_u64le(const std::uint8_t* p) {
   return v;
 }
 
-// Executable named `name`: an absolute/relative path as is, else the first hit on $PATH.
 std::string which(const std::string& name) {
-  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-  const char* path = std::getenv("PATH");
-  std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
-  std::size_t start = 0;
-  while (start <= dirs.size()) {
-    std::size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::string dir = dirs.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    std::string cand = dir + "/" + name;
-    struct stat st;
-    if (::stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(cand.c_str(), X_OK) == 0)
-      return cand;
-    start = end + 1;
-  }
-  return "";
+  std::string hit = find_program(name);
+  return !hit.empty() && ::access(hit.c_str(), X_OK) == 0 ? hit : "";
 }
 
 // First available of: $<env_var>, then `names` on $PATH. Throws Error naming all of them.
@@ -67,50 +47,11 @@ std::string find_tool(const char* env_var, const std::vector<std::string>& names
     tried += (tried.empty() ? "" : ", ") + n;
   }
   throw Error("LLVM tool not found on PATH (tried " + tried + "; set " + env_var +
-              " to override); install llvm-14 to inspect AMDGPU code objects");
+              " to override); install llvm-22 to inspect AMDGPU code objects (llvm-14 reads gfx90a and older only)");
 }
-
-struct ToolOutput {
-  int status = -1;  // exit status, or -1 when killed by a signal
-  std::string text; // stdout and stderr, interleaved
-};
 
 // Runs argv[0] (a full path) without a shell, capturing stdout+stderr.
-ToolOutput run_tool(const std::vector<std::string>& argv) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0)
-    throw Error(std::string("pipe2 failed while running ") + argv[0] + ": " + std::strerror(errno));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    throw Error("cannot start " + argv[0] + ": " + std::strerror(rc));
-  }
-  ToolOutput out;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n > 0) out.text.append(buf, static_cast<std::size_t>(n));
-    else if (n == 0) break;
-    else if (errno != EINTR) break;
-  }
-  ::close(fds[0]);
-  int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  out.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
-  return out;
-}
+ProgramOutput run_tool(const std::vector<std::string>& argv) { return run_program(argv); }
 
 // The code object in a private temporary file, removed again on scope exit.
 class TempFile {
@@ -285,9 +226,9 @@ std::vector<std::uint8_t> extract_amd_elf(const std::vector<std::uint8_t>& bytes
 }
 
 std::vector<AmdKernelInfo> read_amd_code_object(const std::vector<std::uint8_t>& bytes) {
-  const std::string tool = find_tool("TILETUNE_LLVM_READELF", {"llvm-readelf-14", "llvm-readelf"});
+  const std::string tool = find_tool("TILETUNE_LLVM_READELF", {"llvm-readelf-22", "llvm-readelf-14", "llvm-readelf"});
   TempFile file(extract_amd_elf(bytes));
-  ToolOutput out = run_tool({tool, "--notes", file.path()});
+  ProgramOutput out = run_tool({tool, "--notes", file.path()});
   if (out.status != 0)
     throw Error(tool + " --notes failed (status " + std::to_string(out.status) + "): " + out.text);
   if (out.text.find("amdhsa.kernels") == std::string::npos)
@@ -297,12 +238,25 @@ std::vector<AmdKernelInfo> read_amd_code_object(const std::vector<std::uint8_t>&
 
 std::string disassemble_amd(const std::vector<std::uint8_t>& bytes, const std::string& arch) {
   if (!safe_arch(arch)) throw Error("invalid AMDGPU arch name for disassembly: '" + arch + "'");
-  const std::string tool = find_tool("TILETUNE_LLVM_OBJDUMP", {"llvm-objdump-14", "llvm-objdump"});
+  const std::string tool = find_tool("TILETUNE_LLVM_OBJDUMP", {"llvm-objdump-22", "llvm-objdump-14", "llvm-objdump"});
   TempFile file(extract_amd_elf(bytes));
-  ToolOutput out = run_tool({tool, "-d", "--mcpu=" + arch, file.path()});
+  ProgramOutput out = run_tool({tool, "-d", "--mcpu=" + arch, file.path()});
   if (out.status != 0)
     throw Error(tool + " -d --mcpu=" + arch + " failed (status " + std::to_string(out.status) + "): " + out.text);
   return out.text;
+}
+
+std::vector<std::string> amd_defined_symbols(const std::vector<std::uint8_t>& bytes) {
+  const std::string tool = find_tool("TILETUNE_LLVM_NM", {"llvm-nm-22", "llvm-nm-14", "llvm-nm"});
+  TempFile file(extract_amd_elf(bytes));
+  ProgramOutput out = run_tool({tool, "--defined-only", "--format=just-symbols", file.path()});
+  if (out.status != 0)
+    throw Error(tool + " --defined-only failed (status " + std::to_string(out.status) + "): " + out.text);
+  std::vector<std::string> names;
+  std::istringstream in(out.text);
+  for (std::string line; std::getline(in, line);)
+    if (!(line = trim(line)).empty()) names.push_back(line);
+  return names;
 }
 
 }  // namespace tiletune::gpu::hip

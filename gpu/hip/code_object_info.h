@@ -1,6 +1,7 @@
 // Inspection of AMDGPU code objects (what hipRTC returns) with the LLVM binutils: per-kernel
 // register and LDS usage from the AMDGPU metadata note, and a disassembly listing. Needs no GPU
-// and no HIP runtime; it runs `llvm-readelf` / `llvm-objdump` (the versioned `-14` names first).
+// and no HIP runtime; it runs `llvm-readelf` / `llvm-objdump` / `llvm-nm` (the versioned `-22`,
+// then `-14` names first: LLVM 14 cannot disassemble gfx940 and newer).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,6 +31,10 @@ std::vector<std::uint8_t> extract_amd_elf(const std::vector<std::uint8_t>& bytes
 // The kernels described by the code object's AMDGPU metadata (amdhsa.kernels), via
 // `llvm-readelf --notes`. Throws Error when the tool is missing or fails, or the metadata is absent.
 std::vector<AmdKernelInfo> read_amd_code_object(const std::vector<std::uint8_t>& bytes);
+
+// The names of the symbols the code object defines (kernels, their .kd descriptors, variables),
+// mangled, via `llvm-nm --defined-only`. Throws Error when the tool is missing or fails.
+std::vector<std::string> amd_defined_symbols(const std::vector<std::uint8_t>& bytes);
 
 // `llvm-objdump -d --mcpu=<arch>` of the code object. Throws Error when the tool is missing or fails.
 std::string disassemble_amd(const std::vector<std::uint8_t>& bytes, const std::string& arch);

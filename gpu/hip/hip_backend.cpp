@@ -7,6 +7,9 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/env.h"
+#include "gpu/hip/code_object_info.h"
+#include "gpu/hip/clang_compiler.h"
 #include "gpu/hip/hip_api.h"
 
 namespace tiletune::gpu::hip {
@@ -92,9 +95,34 @@ std::string program_log(hiprtcProgram prog) {
   return log;
 }
 
+// Which compiler takes an arch: hipRTC where it can, the offline clang (clang_compiler.h) for
+// the arches it cannot take or when it is absent; TILETUNE_HIP_COMPILER=clang or =hiprtc picks one
+// for every arch.
 class HipCompiler final : public Compiler {
  public:
-  HipCompiler() {
+  HipCompiler() : choice_(env_text("TILETUNE_HIP_COMPILER").value_or("auto")), offline_(make_clang_compiler()) {
+    if (choice_ != "auto" && choice_ != "clang" && choice_ != "hiprtc")
+      throw Error("TILETUNE_HIP_COMPILER=" + choice_ + ": expected auto, clang or hiprtc");
+    set_hiprtc_version();
+    // The cache key names both: an object made by either is never taken for the other's.
+    if (choice_ != "hiprtc" && clang_toolchain().missing.empty()) version_ += "; " + offline_->version();
+  }
+
+  std::string version() const override { return version_; }
+
+  CompileResult compile(const CompileRequest& request) const override {
+    const bool hiprtc_can = hiprtc_missing().empty() && arch_supported(request.arch);
+    const bool amd_name = request.arch.rfind("gfx", 0) == 0;  // else hipRTC's refusal names the arches
+    if (choice_ == "clang" || (choice_ == "auto" && amd_name && !hiprtc_can && clang_toolchain().missing.empty()))
+      return offline_->compile(request);
+    CompileResult result = compile_hiprtc(request);
+    if (!result.ok && !hiprtc_can && amd_name && choice_ == "auto")
+      result.log += "\n(the offline AMD compiler cannot take it either: " + clang_toolchain().missing + ")";
+    return result;
+  }
+
+ private:
+  void set_hiprtc_version() {
     if (!hiprtc_missing().empty()) {  // only compiling fails, saying why
       version_ = "hiprtc-none";
       return;
@@ -111,9 +139,7 @@ class HipCompiler final : public Compiler {
       version_ += "+hip-headers-" + version_text(HIP_VERSION);
   }
 
-  std::string version() const override { return version_; }
-
-  CompileResult compile(const CompileRequest& request) const override {
+  CompileResult compile_hiprtc(const CompileRequest& request) const {
     CompileResult result;
     if (!arch_supported(request.arch)) {
       result.log = "hipRTC: unsupported target arch '" + request.arch + "'; this HIP (" + version_ +
@@ -194,7 +220,8 @@ class HipCompiler final : public Compiler {
     return result;
   }
 
- private:
+  std::string choice_;
+  std::unique_ptr<Compiler> offline_;
   std::string version_;
 };
 
@@ -375,6 +402,22 @@ std::unique_ptr<Device> open_device(int index) {
                  : !runtime_missing().empty() ? " (" + runtime_missing() + ")"
                                               : std::string()));
   return std::make_unique<HipDevice>(std::move(devices[static_cast<std::size_t>(index)]));
+}
+
+std::string code_object_figures(const CodeObject& code, const std::string& arch) {
+  const std::vector<AmdKernelInfo> kernels = read_amd_code_object(code.bytes);
+  const AmdKernelInfo* k = nullptr;
+  for (const auto& info : kernels)
+    if (info.name == code.symbol) k = &info;
+  if (!k) throw Error("kernel " + code.symbol + " is not in its code object's metadata");
+  const std::string dis = disassemble_amd(code.bytes, arch);
+  std::size_t mfma = 0;
+  for (std::size_t at = dis.find("v_mfma"); at != std::string::npos; at = dis.find("v_mfma", at + 1)) ++mfma;
+  auto field = [](const char* name, long long v) { return "\"" + std::string(name) + "\": " + std::to_string(v); };
+  return "{" + field("vgpr", k->vgpr_count) + ", " + field("agpr", k->agpr_count) + ", " + field("sgpr", k->sgpr_count) +
+         ", " + field("lds_bytes", k->lds_bytes) + ", " + field("scratch_bytes", k->private_bytes) + ", " +
+         field("vgpr_spills", k->vgpr_spill_count) + ", " + field("sgpr_spills", k->sgpr_spill_count) + ", " +
+         field("mfma_instructions", static_cast<long long>(mfma)) + "}";
 }
 
 }  // namespace tiletune::gpu::hip

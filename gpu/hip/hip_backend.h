@@ -21,5 +21,8 @@ std::unique_ptr<Compiler> make_compiler();
 // libamdhip64 not loadable, hipGetDeviceCount fails).
 std::vector<DeviceInfo> list_devices();
 std::unique_ptr<Device> open_device(int index);  // throws Error for a bad index or a HIP failure
+// gpu::code_object_figures for AMDGPU objects: the metadata of the kernel `code.symbol` and the
+// v_mfma instructions of its disassembly.
+std::string code_object_figures(const CodeObject& code, const std::string& arch);
 
 }  // namespace tiletune::gpu::hip

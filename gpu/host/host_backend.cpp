@@ -63,44 +63,17 @@ std::vector<std::string> cxx() {
   return argv;
 }
 
-// Runs `argv` with no shell between and returns its exit status (-1: killed) and what it printed
-// on stdout and stderr. Its temporary files go into `tmpdir` (removed with it, also when a tune is
-// stopped), and it dies with the thread that started it (a sweep killed outright leaves no
-// compiler behind). Throws Error when it cannot be started: that is the environment's failure,
-// not the candidate's, and nothing is recorded for it.
+// Runs the compiler (common/process.h: run_program) with its temporary files in `tmpdir`. A
+// compiler that cannot be started is the environment's failure, not the candidate's: thrown, and
+// nothing is recorded for it.
 std::pair<int, std::string> run_process(const std::vector<std::string>& argv, const fs::path& tmpdir) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("host backend: pipe: ") + std::strerror(errno));
-  SpawnOptions o;
-  o.out = o.err = fds[1];
-  o.death_signal = SIGKILL;
-  o.own_group = true;  // so that a stopped tune kills the compiler's own children (cc1plus, as) too
-  if (!tmpdir.empty()) o.env = {"TMPDIR=" + tmpdir.string()};
-  pid_t pid;
   try {
-    pid = spawn_process(argv, o);
+    ProgramOutput out = run_program(argv, tmpdir.empty() ? std::vector<std::string>{}
+                                                         : std::vector<std::string>{"TMPDIR=" + tmpdir.string()});
+    return {out.status, std::move(out.text)};
   } catch (const Error& e) {
-    ::close(fds[0]), ::close(fds[1]);
     throw Error(std::string("host backend: ") + e.what() + " (the compiler; set TILETUNE_HOST_CXX)");
   }
-  track_child(pid);
-  ::close(fds[1]);
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n > 0) out.append(buf, std::size_t(n));
-    else if (n == 0 || errno != EINTR) break;
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) {
-      untrack_child(pid);
-      throw Error(std::string("host backend: waitpid: ") + std::strerror(errno));
-    }
-  untrack_child(pid);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 void write_file(const fs::path& path, const void* data, size_t size) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -182,8 +183,12 @@ TEST(HipCompile, DisassemblyShowsTheKernel) {
   EXPECT_EQ(dis.find("v_mfma"), std::string::npos) << "SIMT kernel must not use MFMA";
 }
 
+// With hipRTC chosen (TILETUNE_HIP_COMPILER=hiprtc): by default, gfx names hipRTC cannot take go
+// to the offline compiler (test_hip_offline.cpp).
 TEST(HipCompile, RefusesArchesThatWouldAbortHiprtc) {
+  ::setenv("TILETUNE_HIP_COMPILER", "hiprtc", 1);
   auto compiler = hipb::make_compiler();
+  ::unsetenv("TILETUNE_HIP_COMPILER");
   for (const std::string arch : {"gfx942", "gfx1100", "gfx950", "sm_90", ""}) {
     CompileResult res = compiler->compile(simt_request(variants()[0], arch));
     EXPECT_FALSE(res.ok) << arch;
@@ -320,7 +325,8 @@ TEST(HipCompile, WithoutHipOnlyCompilingFailsAndSaysWhy) {
   // The HIP runtime is opened once per process (this one has it open): ask a fresh one.
   const std::string log = std::filesystem::temp_directory_path() / ("tiletune-without-hip-" + std::to_string(::getpid()) + ".log");
   const bool passed = tiletune::testing::run_own_test(
-      "HipCompile.DISABLED_WithoutHipChild", {"TILETUNE_HIP_LIB=/nonexistent/libamdhip64.so.5"}, log);
+      "HipCompile.DISABLED_WithoutHipChild",
+      {"TILETUNE_HIP_LIB=/nonexistent/libamdhip64.so.5", "TILETUNE_HIP_COMPILER=hiprtc"}, log);
   EXPECT_TRUE(passed) << "without the HIP runtime, a compile did not fail naming it:\n" << tiletune::testing::read_file(log);
   std::filesystem::remove(log);
 }

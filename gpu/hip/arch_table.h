@@ -1,0 +1,100 @@
+// What an AMD arch is, without a device: the figures a sweep for that arch prunes with (LDS a
+// work-group may use, wave size), that `db explain` assumes for a database tuned elsewhere, and
+// that an analytical model needs (CUs, clock, MFMA shapes and rates). Header-only: the backend
+// traits use it in builds without HIP.
+//
+// Sources: AMD's CDNA2/CDNA3/CDNA4 ISA guides and instinct data sheets. The MFMA cycle counts are
+// the data sheets' dense peak rates divided back through CUs x 4 SIMDs x clock, not measurements;
+// no figure here has been checked on AMD hardware.
+#pragma once
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace tiletune::gpu::hip {
+
+struct MfmaShape {
+  const char* type;  // input type: "f16", "bf16", "f32", "fp8", "i8"
+  int m, n, k;
+  int cycles;        // issue-to-issue cycles of one instruction on one SIMD
+  const char* instruction;
+  long long flops() const { return 2LL * m * n * k; }
+};
+
+struct AmdArch {
+  const char* arch;
+  const char* product;
+  int compute_units;
+  int lds_bytes_per_cu;
+  int lds_bytes_per_workgroup;  // what one work-group may allocate (all of the CU's on CDNA)
+  int wave_size;
+  // Vector registers per lane of one wave. CDNA2 and later have one unified file of 512: the
+  // arch VGPRs (at most 256) and the AGPRs (accumulators) are both carved from it. gfx908 has
+  // 256 VGPRs plus a separate 256 AGPRs.
+  int vgprs;
+  int agprs;
+  bool unified_registers;
+  int clock_mhz;                 // peak engine clock
+  std::vector<MfmaShape> mfma;   // empty: no matrix cores (RDNA)
+
+  // Dense matrix-core peak in flop/s for `type`, from the fastest shape; 0 when there is none.
+  double peak_flops(const std::string& type) const {
+    double best = 0;
+    for (const auto& s : mfma)
+      if (type == s.type) best = std::max(best, double(s.flops()) / s.cycles * 4 * compute_units * clock_mhz * 1e6);
+    return best;
+  }
+  const MfmaShape* shape(const std::string& type, int m, int k) const {
+    for (const auto& s : mfma)
+      if (type == s.type && s.m == m && s.k == k) return &s;
+    return nullptr;
+  }
+};
+
+inline std::vector<AmdArch> make_amd_arches() {
+  using Shapes = std::vector<MfmaShape>;
+  auto join = [](Shapes a, const Shapes& b) { return a.insert(a.end(), b.begin(), b.end()), a; };
+  // CDNA3's 16-bit and fp32 shapes (underscored names), which gfx950 keeps.
+  const Shapes cdna3_16bit_f32 = {
+      {"f16", 32, 32, 8, 32, "v_mfma_f32_32x32x8_f16"}, {"f16", 16, 16, 16, 16, "v_mfma_f32_16x16x16_f16"},
+      {"bf16", 32, 32, 8, 32, "v_mfma_f32_32x32x8_bf16"}, {"bf16", 16, 16, 16, 16, "v_mfma_f32_16x16x16_bf16"},
+      {"f32", 32, 32, 2, 64, "v_mfma_f32_32x32x2_f32"}, {"f32", 16, 16, 4, 32, "v_mfma_f32_16x16x4_f32"}};
+  return {
+      {"gfx908", "MI100", 120, 65536, 65536, 64, 256, 256, false, 1502,
+       {{"f16", 32, 32, 8, 64, "v_mfma_f32_32x32x8f16"}, {"f16", 16, 16, 16, 32, "v_mfma_f32_16x16x16f16"},
+        {"bf16", 32, 32, 4, 64, "v_mfma_f32_32x32x4bf16"}, {"bf16", 16, 16, 8, 32, "v_mfma_f32_16x16x8bf16"},
+        {"f32", 32, 32, 2, 64, "v_mfma_f32_32x32x2f32"}, {"f32", 16, 16, 4, 32, "v_mfma_f32_16x16x4f32"}}},
+      {"gfx90a", "MI250X (one GCD)", 110, 65536, 65536, 64, 512, 512, true, 1700,
+       {{"f16", 32, 32, 8, 64, "v_mfma_f32_32x32x8f16"}, {"f16", 16, 16, 16, 32, "v_mfma_f32_16x16x16f16"},
+        {"bf16", 32, 32, 8, 64, "v_mfma_f32_32x32x8bf16_1k"}, {"bf16", 16, 16, 16, 32, "v_mfma_f32_16x16x16bf16_1k"},
+        {"f32", 32, 32, 2, 64, "v_mfma_f32_32x32x2f32"}, {"f32", 16, 16, 4, 32, "v_mfma_f32_16x16x4f32"}}},
+      {"gfx942", "MI300X", 304, 65536, 65536, 64, 512, 512, true, 2100,
+       join(cdna3_16bit_f32,
+            {{"fp8", 32, 32, 16, 32, "v_mfma_f32_32x32x16_fp8_fp8"}, {"fp8", 16, 16, 32, 16, "v_mfma_f32_16x16x32_fp8_fp8"},
+             {"i8", 32, 32, 16, 32, "v_mfma_i32_32x32x16_i8"}, {"i8", 16, 16, 32, 16, "v_mfma_i32_16x16x32_i8"}})},
+      // The CDNA3 shapes run on gfx950 at their gfx942 rate (an assumption); the doubled-K
+      // shapes are new in gfx950 and carry its doubled 16-bit peak.
+      {"gfx950", "MI355X", 256, 163840, 163840, 64, 512, 512, true, 2400,
+       join(cdna3_16bit_f32,
+            {{"f16", 32, 32, 16, 32, "v_mfma_f32_32x32x16_f16"}, {"f16", 16, 16, 32, 16, "v_mfma_f32_16x16x32_f16"},
+             {"bf16", 32, 32, 16, 32, "v_mfma_f32_32x32x16_bf16"}, {"bf16", 16, 16, 32, 16, "v_mfma_f32_16x16x32_bf16"},
+             {"fp8", 32, 32, 64, 64, "v_mfma_f32_32x32x64_f8f6f4"}, {"fp8", 16, 16, 128, 32, "v_mfma_f32_16x16x128_f8f6f4"},
+             {"i8", 32, 32, 32, 32, "v_mfma_i32_32x32x32_i8"}, {"i8", 16, 16, 64, 16, "v_mfma_i32_16x16x64_i8"}})},
+      {"gfx1030", "RX 6900 XT", 80, 65536, 65536, 32, 256, 0, false, 2250, {}},
+  };
+}
+
+inline const std::vector<AmdArch>& amd_arches() {
+  static const std::vector<AmdArch> arches = make_amd_arches();
+  return arches;
+}
+
+// The known arches; a name with feature suffixes ("gfx90a:xnack-") is looked up without them.
+inline const AmdArch* amd_arch(const std::string& arch) {
+  const std::string base = arch.substr(0, arch.find(':'));
+  for (const auto& a : amd_arches())
+    if (base == a.arch) return &a;
+  return nullptr;
+}
+
+}  // namespace tiletune::gpu::hip

@@ -1,0 +1,346 @@
+// The offline AMD compiler (gpu/hip/clang_compiler.h) and the arch table (gpu/hip/arch_table.h):
+//  - the name-expression lookup and the arch table, without any tool;
+//  - a sample of every HIP template's space compiled with clang-22 for gfx90a, gfx942 and gfx950,
+//    with the v_mfma instructions of the arch (and only those) in the disassembly and the
+//    register / LDS figures of the metadata within the arch's limits;
+//  - gfx950's doubled-K MFMA builtin, which gfx942 refuses.
+// The compile tests skip, saying why, where clang-22, hipRTC's header or the device libraries are
+// missing (scripts/install-deps.sh installs them).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/temp_dir.h"
+#include "db/database.h"
+#include "gpu/backend.h"
+#include "gpu/hip/arch_table.h"
+#include "gpu/hip/clang_compiler.h"
+#include "gpu/hip/code_object_info.h"
+#include "gpu/hip/hip_backend.h"
+#include "gpu/hip/traits.h"
+#include "solutions/conv_problem.h"
+#include "solutions/kernel_template.h"
+#include "tests/test_util.h"
+#include "tuner/compile_only.h"
+#include "tuner/config.h"
+#include "tuner/enumerator.h"
+
+namespace {
+
+namespace hipb = tiletune::gpu::hip;
+using tiletune::DataType;
+using tiletune::Problem;
+using tiletune::Solution;
+using tiletune::gpu::BackendKind;
+using tiletune::gpu::DeviceInfo;
+
+DeviceInfo device_for(const std::string& arch) {
+  DeviceInfo d;
+  d.backend = BackendKind::Hip;
+  d.arch = arch;
+  hipb::assume_from_arch(d, false);
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Without tools.
+
+TEST(ClangNameLookup, PicksTheKernelTheProbeNames) {
+  // What llvm-nm lists for a code object with two instances of one template and a plain kernel.
+  const std::vector<std::string> symbols = {
+      "_DYNAMIC",
+      "_Z3fooILi1EEvi", "_Z3fooILi1EEvi.kd",
+      "_Z3fooILi2EEvi", "_Z3fooILi2EEvi.kd",
+      "_Z3bari", "_Z3bari.kd",
+      "_Z13tt_name_probeIXadL_Z3fooILi2EEviEEE",
+  };
+  EXPECT_EQ(hipb::kernel_for_probe(symbols), "_Z3fooILi2EEvi");
+  auto plain = symbols;
+  plain.back() = "_Z13tt_name_probeIXadL_Z3bariEEE";
+  EXPECT_EQ(hipb::kernel_for_probe(plain), "_Z3bari");
+  // No probe, or a probe naming no kernel of the object (a function without a descriptor).
+  EXPECT_EQ(hipb::kernel_for_probe({"_Z3bari", "_Z3bari.kd"}), "");
+  EXPECT_EQ(hipb::kernel_for_probe({"_Z3bazi", "_Z13tt_name_probeIXadL_Z3baziEEE"}), "");
+  EXPECT_EQ(hipb::probe_source(""), "");
+  EXPECT_NE(hipb::probe_source("foo<2>").find("tt_name_probe<&foo<2>>"), std::string::npos);
+}
+
+TEST(AmdArchTable, FiguresOfTheTrainingGpus) {
+  const auto* mi300 = hipb::amd_arch("gfx942");
+  const auto* mi355 = hipb::amd_arch("gfx950:sramecc+:xnack-");
+  ASSERT_NE(mi300, nullptr);
+  ASSERT_NE(mi355, nullptr);
+  EXPECT_EQ(mi300->compute_units, 304);
+  EXPECT_EQ(mi300->lds_bytes_per_cu, 64 * 1024);
+  EXPECT_EQ(mi355->compute_units, 256);
+  EXPECT_EQ(mi355->lds_bytes_per_cu, 160 * 1024);
+  EXPECT_EQ(mi300->vgprs, 512);
+  EXPECT_TRUE(mi300->unified_registers);
+  EXPECT_EQ(hipb::amd_arch("gfx1100"), nullptr);
+  // The table's shapes and cycles give back the data sheets' dense peaks (within 3%).
+  auto near = [](double got, double want) { return std::abs(got / want - 1) < 0.03; };
+  EXPECT_TRUE(near(mi300->peak_flops("bf16"), 1307.4e12)) << mi300->peak_flops("bf16");
+  EXPECT_TRUE(near(mi300->peak_flops("fp8"), 2614.9e12)) << mi300->peak_flops("fp8");
+  EXPECT_TRUE(near(mi300->peak_flops("f32"), 163.4e12)) << mi300->peak_flops("f32");
+  EXPECT_TRUE(near(mi355->peak_flops("bf16"), 2.5e15)) << mi355->peak_flops("bf16");
+  EXPECT_TRUE(near(mi355->peak_flops("fp8"), 5.0e15)) << mi355->peak_flops("fp8");
+  EXPECT_TRUE(near(hipb::amd_arch("gfx90a")->peak_flops("bf16") * 2, 383e12));  // two GCDs
+  EXPECT_EQ(hipb::amd_arch("gfx1030")->peak_flops("f16"), 0);
+  ASSERT_NE(mi355->shape("bf16", 32, 16), nullptr);
+  EXPECT_EQ(mi300->shape("bf16", 32, 16), nullptr);
+}
+
+TEST(AmdArchTable, PruningFollowsTheArch) {
+  const DeviceInfo mi300 = device_for("gfx942"), mi355 = device_for("gfx950");
+  EXPECT_EQ(mi300.multiprocessors, 304);
+  EXPECT_EQ(mi300.warp_size, 64);
+  EXPECT_EQ(mi300.shared_bytes_per_block, 65536);
+  EXPECT_EQ(mi355.shared_bytes_per_block, 163840);
+  // A double-buffered 128x128x64 fp32 tile needs 144 KiB of LDS: beyond an MI300X, within an MI355X.
+  const auto& t = tiletune::find_template("mfma_gemm");
+  const auto p = tiletune::testing::gemm(DataType::F32, DataType::F32, false, true, 4096, 4096, 4096, 1);
+  const Solution s{"mfma_gemm", {{"MT0", 128}, {"MT1", 128}, {"DU", 64}, {"WM", 64}, {"WN", 32}, {"MI", 32},
+                                 {"VW", 4}, {"PAD", 8}, {"DB", 1}}};
+  const auto on300 = t.violation(t.variables(s, p, mi300));
+  ASSERT_TRUE(on300.has_value());
+  EXPECT_NE(on300->find("lds_fits"), std::string::npos) << *on300;
+  const auto on355 = t.violation(t.variables(s, p, mi355));
+  EXPECT_FALSE(on355.has_value()) << *on355;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compiles.
+
+#define REQUIRE_TOOLCHAIN()                                                                  \
+  do {                                                                                       \
+    if (!hipb::clang_toolchain().missing.empty())                                            \
+      GTEST_SKIP() << "offline AMD compiler unavailable: " << hipb::clang_toolchain().missing; \
+  } while (0)
+
+std::vector<Problem> problems_for(const std::string& templ) {
+  std::vector<Problem> ps;
+  if (templ.find("gemm") != std::string::npos) {
+    ps.push_back(tiletune::testing::gemm(DataType::BF16, DataType::BF16, false, true, 4096, 4096, 4096, 1));
+    ps.push_back(tiletune::testing::gemm(DataType::F16, DataType::F32, true, false, 1000, 777, 333, 2));
+    return ps;
+  }
+  tiletune::ConvProblem c;
+  c.in_type = c.out_type = DataType::BF16;
+  c.n = 4, c.c = 64, c.h = c.w = 56, c.k = 64, c.r = c.s = 3, c.pad_h = c.pad_w = 1;
+  ps.push_back(c);
+  return ps;
+}
+
+struct Outcome {
+  std::string what, error;
+  hipb::AmdKernelInfo info;
+  std::set<std::string> mfma;
+  std::int64_t lds_needed = 0, threads = 0;
+};
+
+Outcome compile_one(const tiletune::gpu::Compiler& compiler, const tiletune::tuner::Candidate& c,
+                    const Problem& p, const DeviceInfo& dev) {
+  Outcome o;
+  o.what = dev.arch + " " + c.solution.kernel_name() + " " + p.key();
+  try {
+    const auto vars = c.tmpl->variables(c.solution, p, dev);
+    if (auto shape = c.tmpl->model_shape(vars)) o.lds_needed = shape->shared_bytes, o.threads = shape->threads;
+    const auto res = compiler.compile(c.tmpl->compile_request(c.solution, p, dev));
+    if (!res.ok) return o.error = "compile failed:\n" + res.log, o;
+    for (const auto& k : hipb::read_amd_code_object(res.code.bytes))
+      if (k.name == res.code.symbol) o.info = k;
+    if (o.info.name.empty()) return o.error = "kernel " + res.code.symbol + " not in the metadata", o;
+    const std::string dis = hipb::disassemble_amd(res.code.bytes, dev.arch);
+    static const std::regex mfma(R"(\bv_mfma_[a-z0-9_]+)");
+    for (std::sregex_iterator it(dis.begin(), dis.end(), mfma), end; it != end; ++it) o.mfma.insert(it->str());
+  } catch (const std::exception& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+// Per arch and HIP template, from the enumerated space of one problem: the first and the last
+// candidate of the MFMA templates (the smallest and the largest tiles), the last of the others.
+TEST(OfflineCompile, SampleOfEveryHipTemplateForTheCdnaArches) {
+  REQUIRE_TOOLCHAIN();
+  auto compiler = hipb::make_clang_compiler();
+  std::vector<std::string> templates;
+  for (const auto& t : tiletune::builtin_templates())
+    if (t.supports(BackendKind::Hip)) templates.push_back(t.name());
+  ASSERT_GE(templates.size(), 4u);  // mfma_gemm, mfma_conv, simt_gemm, simt_conv
+  std::vector<std::pair<DeviceInfo, Problem>> context;
+  std::vector<tiletune::tuner::Candidate> picks;
+  for (const std::string arch : {"gfx90a", "gfx942", "gfx950"}) {
+    const DeviceInfo dev = device_for(arch);
+    for (const auto& name : templates) {
+      const auto problems = problems_for(name);
+      const auto e = tiletune::tuner::enumerate({tiletune::find_template(name)}, problems, dev);
+      std::vector<const tiletune::tuner::Candidate*> mine;
+      for (const auto& c : e.candidates)
+        if (c.problem_index == 0) mine.push_back(&c);
+      ASSERT_FALSE(mine.empty()) << name << " has no candidate for " << arch << " " << problems[0].key();
+      std::vector<const tiletune::tuner::Candidate*> sample = {mine.back()};
+      if (name.rfind("mfma_", 0) == 0 && mine.size() > 1) sample.push_back(mine.front());
+      for (const auto* c : sample) {
+        picks.push_back(*c);
+        context.emplace_back(dev, problems[0]);
+      }
+    }
+  }
+  // Four at a time: each compile is its own clang process.
+  std::vector<Outcome> done;
+  for (std::size_t i = 0; i < picks.size(); i += 4) {
+    std::vector<std::future<Outcome>> batch;
+    for (std::size_t j = i; j < std::min(picks.size(), i + 4); ++j)
+      batch.push_back(std::async(std::launch::async, [&, j] {
+        return compile_one(*compiler, picks[j], context[j].second, context[j].first);
+      }));
+    for (auto& f : batch) done.push_back(f.get());
+  }
+  std::set<std::string> arches_with_mfma;
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    const Outcome& o = done[i];
+    SCOPED_TRACE(o.what);
+    ASSERT_EQ(o.error, "");
+    const hipb::AmdArch* arch = hipb::amd_arch(context[i].first.arch);
+    ASSERT_NE(arch, nullptr);
+    std::printf("%-84.84s vgpr=%3d agpr=%3d sgpr=%3d lds=%6d scratch=%d mfma=%s\n", o.what.c_str(),
+                o.info.vgpr_count, o.info.agpr_count, o.info.sgpr_count, o.info.lds_bytes, o.info.private_bytes,
+                o.mfma.empty() ? "-" : o.mfma.begin()->c_str());
+    EXPECT_EQ(o.info.wavefront_size, 64);
+    EXPECT_GT(o.info.vgpr_count, 0);
+    EXPECT_LE(o.info.vgpr_count, arch->vgprs);
+    EXPECT_LE(o.info.agpr_count, arch->agprs);
+    EXPECT_LE(o.info.lds_bytes, arch->lds_bytes_per_workgroup);
+    if (o.threads > 0) EXPECT_EQ(o.info.max_workgroup_size, o.threads);
+    // Spills are not failures here (the largest tiles of a space may spill; a sweep measures
+    // them), but they are shown: private_bytes > 0 is scratch memory.
+    const bool mfma_template = picks[i].tmpl->name().rfind("mfma_", 0) == 0;
+    if (mfma_template) {
+      EXPECT_GE(o.info.lds_bytes, o.lds_needed) << "the template's LDS_BYTES is exact for its static LDS";
+      EXPECT_FALSE(o.mfma.empty()) << "no v_mfma in the disassembly";
+      arches_with_mfma.insert(arch->arch);
+    }
+    // Only instructions the arch table knows for this arch.
+    for (const auto& m : o.mfma) {
+      const bool known = std::any_of(arch->mfma.begin(), arch->mfma.end(),
+                                     [&](const hipb::MfmaShape& s) { return m == s.instruction; });
+      EXPECT_TRUE(known) << m << " is not in the arch table of " << arch->arch;
+    }
+  }
+  EXPECT_EQ(arches_with_mfma, (std::set<std::string>{"gfx90a", "gfx942", "gfx950"}));
+}
+
+// A kernel the templates do not have yet: gfx950's doubled-K bf16 MFMA, and gfx942 refusing it.
+TEST(OfflineCompile, Gfx950DoubledKMfmaAndGfx942RefusesIt) {
+  REQUIRE_TOOLCHAIN();
+  auto compiler = hipb::make_clang_compiler();
+  tiletune::gpu::CompileRequest r;
+  r.source =
+      "typedef __bf16 bf16x8 __attribute__((ext_vector_type(8)));\n"
+      "typedef float f32x16 __attribute__((ext_vector_type(16)));\n"
+      "template <int N> __global__ void k16(const bf16x8* a, f32x16* d) {\n"
+      "  d[threadIdx.x] = __builtin_amdgcn_mfma_f32_32x32x16_bf16(a[threadIdx.x], a[threadIdx.x + N], d[threadIdx.x], 0, 0, 0);\n"
+      "}\n";
+  r.name_expression = "k16<64>";
+  r.arch = "gfx950";
+  const auto ok = compiler->compile(r);
+  ASSERT_TRUE(ok.ok) << ok.log;
+  EXPECT_NE(ok.code.symbol.find("3k16ILi64E"), std::string::npos) << ok.code.symbol;
+  EXPECT_NE(hipb::disassemble_amd(ok.code.bytes, "gfx950").find("v_mfma_f32_32x32x16_bf16"), std::string::npos);
+  r.arch = "gfx942";
+  const auto refused = compiler->compile(r);
+  EXPECT_FALSE(refused.ok);
+  EXPECT_NE(refused.log.find("mfma_f32_32x32x16_bf16"), std::string::npos) << refused.log;
+  // Nonsense is refused before clang sees it.
+  r.arch = "-fplugin=x";
+  EXPECT_FALSE(compiler->compile(r).ok);
+}
+
+// The HIP backend's compiler hands hipRTC's refusals (gfx942: Debian's hipRTC aborts on it) to
+// the offline compiler.
+TEST(OfflineCompile, HipBackendRoutesGfx942ToClang) {
+  REQUIRE_TOOLCHAIN();
+  auto compiler = hipb::make_compiler();
+  EXPECT_NE(compiler->version().find("clang-offline"), std::string::npos) << compiler->version();
+  const auto& t = tiletune::find_template("mfma_gemm");
+  const auto p = tiletune::testing::gemm(DataType::BF16, DataType::BF16, false, false, 256, 256, 256, 1);
+  const auto res = compiler->compile(t.compile_request(t.default_solution(), p, device_for("gfx942")));
+  ASSERT_TRUE(res.ok) << res.log;
+  // An AMDGPU HSA ELF (OS/ABI 64) of code object v5 (ABI version 3).
+  ASSERT_GT(res.code.bytes.size(), 16u);
+  EXPECT_EQ(res.code.bytes[7], 64);
+  EXPECT_EQ(res.code.bytes[8], 3);
+  EXPECT_EQ(res.code.symbol, "_Z9mfma_gemmI7tt_bf16S0_Lb0ELb0ELi64ELi64ELi16ELi32ELi32ELi16ELi1ELi4ELi0EEv12TtGemmParams");
+  // TILETUNE_HIP_COMPILER picks one compiler for every arch; a bad value is an error naming it.
+  ::setenv("TILETUNE_HIP_COMPILER", "hiprtc", 1);
+  EXPECT_EQ(hipb::make_compiler()->version().find("clang"), std::string::npos);
+  ::setenv("TILETUNE_HIP_COMPILER", "nvcc", 1);
+  try {
+    hipb::make_compiler();
+    ADD_FAILURE() << "TILETUNE_HIP_COMPILER=nvcc accepted";
+  } catch (const tiletune::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("TILETUNE_HIP_COMPILER=nvcc"), std::string::npos) << e.what();
+  }
+  ::unsetenv("TILETUNE_HIP_COMPILER");
+}
+
+}  // namespace
+
+namespace {
+
+// `tune --compile-only --arch gfx942`: code objects and their figures in the database, nothing
+// measured; a rerun finds them cached.
+TEST(CompileOnly, FillsTheDatabaseForAnArchThatIsNotHere) {
+  REQUIRE_TOOLCHAIN();
+  const tiletune::TempDir dir("tiletune-compile-only-");
+  const auto config = tiletune::tuner::parse_config(R"({
+    "name": "mi300_tiny",
+    "problems": [{"dtype": "bf16", "transA": "N", "transB": "T", "m": 4096, "n": 4096, "k": 4096}],
+    "templates": {"mfma_gemm": {"parameters": {"MT0": [128], "MT1": [128], "DU": [32], "MI": [32]}}},
+    "search": {"strategy": "random", "budget": 2}
+  })", dir.path().string());
+  tiletune::tuner::SweepOptions o;
+  o.backend = BackendKind::Hip;
+  o.db_path = (dir.path() / "t.db").string();
+  o.compile_jobs = 2;
+  std::FILE* quiet = std::fopen("/dev/null", "w");
+  const auto s = tiletune::tuner::run_compile_only(config, o, "gfx942", quiet);
+  EXPECT_EQ(s.selected, 2u);
+  EXPECT_EQ(s.compiled, 2u);
+  EXPECT_EQ(s.failed, 0u);
+  EXPECT_EQ(s.with_figures, 2u);
+  auto db = tiletune::db::Database::open(o.db_path, tiletune::db::Mode::ReadOnly);
+  std::size_t objects = 0;
+  db.for_each_code_object([&](const tiletune::db::CodeObjectRecord& r) {
+    ++objects;
+    EXPECT_EQ(r.arch, "gfx942");
+    EXPECT_TRUE(r.ok);
+    const auto figures = db.meta(tiletune::tuner::figures_meta_key(r.cache_key));
+    ASSERT_TRUE(figures.has_value());
+    const auto j = nlohmann::json::parse(*figures);
+    EXPECT_GT(j.at("vgpr").get<int>(), 0);
+    EXPECT_GT(j.at("mfma_instructions").get<int>(), 0);
+    EXPECT_LE(j.at("lds_bytes").get<int>(), 65536);
+  });
+  EXPECT_EQ(objects, 2u);
+  EXPECT_TRUE(db.winners("gfx942").empty());  // nothing measured, nothing won
+  const auto again = tiletune::tuner::run_compile_only(config, o, "gfx942", quiet);
+  EXPECT_EQ(again.cached, 2u);
+  EXPECT_EQ(again.compiled, 0u);
+  EXPECT_THROW(tiletune::tuner::run_compile_only(config, o, "sm_90a", quiet), tiletune::Error);
+  EXPECT_THROW(tiletune::tuner::run_compile_only(config, o, "", quiet), tiletune::Error);
+  std::fclose(quiet);
+}
+
+}  // namespace
