@@ -17,7 +17,7 @@ for tool in munged slurmctld slurmd sbatch sinfo; do
 done
 [ "$(id -u)" -eq 0 ] || { echo "skipped: a local Slurm cluster needs root"; exit 77; }
 # A job array of 4 tasks must end well inside the test's time; the daemons start in seconds.
-limit=${SLURM_LOCAL_TIMEOUT:-100}
+limit=${SLURM_LOCAL_TIMEOUT:-90}
 
 mkdir -p "$work"/{munge,state,spool,log,db}
 chmod 700 "$work/munge"
