@@ -75,14 +75,32 @@ std::optional<ShardId> shard_from_environment(const EnvLookup& lookup) {
   return std::nullopt;
 }
 
+CostRates cost_rates(gpu::BackendKind backend) {
+  // The host's: what the CI machine measured (docs/scale-out.md): host kernels at 15-25 GFLOP/s on
+  // two shared cores, about 30 ms per candidate besides its runs (a worker loading a shared
+  // object). A GPU's: an H100/H200-class part at a fraction of its peak, and a module load plus
+  // launches; only their ratio to each other matters within one sweep.
+  if (backend == gpu::BackendKind::Host) return {2e10, 0.03};
+  return {1e14, 0.005};
+}
+
+double candidate_seconds(double flops, const BenchmarkOptions& b, const CostRates& r) {
+  const double run = flops / r.flops_per_s;
+  const double timed = std::clamp(b.target_ms / 1000 / std::max(run, 1e-12), double(b.min_iterations),
+                                  double(std::max(b.min_iterations, b.max_iterations)));
+  return r.candidate_overhead_s + run * (1 + b.warmup + timed);
+}
+
 std::vector<ProblemCost> problem_costs(const TuningConfig& config, gpu::BackendKind backend) {
+  const CostRates rates = cost_rates(backend);
   std::vector<ProblemCost> costs;
   for (const Problem& p : config.problems) {
     std::size_t candidates = 0;
     for (const KernelTemplate& t : config.templates)
       if (t.supports(backend) && t.problem_kind() == p.kind()) candidates += cartesian(t).size();
     // A problem no template serves still costs its vendor timing: count it as one candidate.
-    costs.push_back({p.flops() * double(std::max<std::size_t>(1, candidates)), candidates});
+    const double each = candidate_seconds(p.flops(), config.benchmark, rates);
+    costs.push_back({each * double(std::max<std::size_t>(1, candidates)), candidates});
   }
   return costs;
 }

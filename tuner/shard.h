@@ -8,13 +8,14 @@
 // The other strategies rank or round over all of a problem's candidates, so their problems stay
 // whole.
 //
-// Units are weighed by predicted cost, not counted: FLOPs x candidates. Timing a candidate takes
-// about target_ms whatever the problem, but on a small problem that is many cheap runs and on a
-// large one few expensive ones capped by min_iterations, and compiling is per candidate; FLOPs x
-// candidates is the measured work when the iteration floor binds, which is where sweeps spend
-// their time (large problems). The count of candidates is the template's space before pruning,
-// so that nodes with different devices still agree on the split.
-//
+// Units are weighed by predicted seconds, not counted: candidates x the time to measure one. That
+// is a fixed overhead (loading the code object, the worker's protocol, the database row) plus the
+// kernel's runs: one to validate, the warm-up, and the timed ones, which benchmark.target_ms
+// bounds between min_iterations and max_iterations. A run takes FLOPs / a per-backend rate. On a
+// small problem the overhead and the iteration cap rule (its candidates cost about the same
+// whatever the size); on a large one min_iterations binds and the time grows with the FLOPs. The
+// count of candidates is the templates' space before pruning, and the constants are per backend,
+// not per device, so that nodes with different devices still agree on the split.
 // Units go to shards longest-first, each to the least-loaded shard (ties: the lower index), units
 // of equal cost in config order: the heaviest shard exceeds the mean load by less than the
 // heaviest unit, which the candidate split keeps at most the mean unless the problem has fewer
@@ -63,9 +64,17 @@ struct ShardPlan {
 };
 
 struct ProblemCost {
-  double cost = 0;             // FLOPs x candidates (see above)
+  double cost = 0;             // predicted seconds (see above)
   std::size_t candidates = 0;  // before pruning: a problem is parted in at most this many parts
 };
+// The constants of the prediction on one backend.
+struct CostRates {
+  double flops_per_s = 0;         // a kernel's speed, roughly
+  double candidate_overhead_s = 0;  // per candidate measured, besides its runs
+};
+CostRates cost_rates(gpu::BackendKind backend);
+// Predicted seconds to measure one candidate of a problem of `flops`.
+double candidate_seconds(double flops, const BenchmarkOptions& b, const CostRates& r);
 // Predicted cost of each problem of `config` on `backend`.
 std::vector<ProblemCost> problem_costs(const TuningConfig& config, gpu::BackendKind backend);
 
