@@ -89,9 +89,10 @@ if [ $ready -eq 0 ]; then
   exit 1
 fi
 
-# The sweep: 4 array tasks, one CPU each, each its own shard and database.
+# The sweep: 4 array tasks, each its own shard and database, one at a time (each asks for every
+# CPU): on a machine of two cores, tasks timing kernels side by side would time each other's load.
 set +e
-timeout "$limit" sbatch --array=0-3 --wait --cpus-per-task=1 --output="$work/log/task-%a.out" \
+timeout "$limit" sbatch --array=0-3 --wait --cpus-per-task="$cpus" --output="$work/log/task-%a.out" \
   --job-name=tiletune-shards --chdir="$work" \
   --wrap="'$exe' tune '$config' --shard auto --db '$work/db/tune-{shard}-{host}.db' --backend host --no-vendor --jobs 1"
 rc=$?

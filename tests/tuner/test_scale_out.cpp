@@ -24,12 +24,12 @@ using namespace tiletune::testing;
 namespace {
 
 // Eight fp32 GEMMs of one layout (the two candidates compile once per shard) whose FLOPs differ by
-// 50x, so that the cost split is not the count split and the largest is parted over shards. The
-// candidates (tests/templates/paced_gemm.json) are each 4x faster on half of the problems: every
+// 200x, so that the cost split is not the count split and the largest is parted over 2 shards. The
+// candidates (tests/templates/paced_gemm.json) are each 8x faster on half of the problems: every
 // winner is known, and no timing noise makes another.
 const char* kConfig = R"({"name": "scale-out",
   "problems": [
-    {"dtype": "f32", "transA": "N", "transB": "N", "m": 256, "n": 256, "k": 192},
+    {"dtype": "f32", "transA": "N", "transB": "N", "m": 512, "n": 512, "k": 512},
     {"dtype": "f32", "transA": "N", "transB": "N", "m": 192, "n": 160, "k": 128},
     {"dtype": "f32", "transA": "N", "transB": "N", "m": 160, "n": 128, "k": 128},
     {"dtype": "f32", "transA": "N", "transB": "N", "m": 128, "n": 128, "k": 96},
@@ -139,6 +139,7 @@ TEST_F(ScaleOut, FourShardsMergedGiveTheUnshardedWinners) {
   const fs::path work = folder("shards");
   const std::string tmpl = (work / "tune-{shard}-{host}.db").string();
   Seconds seconds;
+  int parted = 0;  // shards holding a part of the largest problem
   std::vector<std::string> dbs;
   for (int i = 0; i < 4; ++i) {
     auto args = tune_args(config_, tmpl);
@@ -146,12 +147,14 @@ TEST_F(ScaleOut, FourShardsMergedGiveTheUnshardedWinners) {
     const Output r = run_to_end(args, work.string());
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.err.find("shard " + std::to_string(i) + "/4: "), std::string::npos) << r.err;
+    parted += r.err.find("(1 of them a part of their candidates)") != std::string::npos;
     const auto doc = nlohmann::json::parse(r.out);
     dbs.push_back(doc.at("database").get<std::string>());
     EXPECT_EQ(dbs.back().find('{'), std::string::npos) << "the template is expanded: " << dbs.back();
     EXPECT_TRUE(fs::exists(dbs.back()));
     seconds += seconds_of(r.out);
   }
+  EXPECT_EQ(parted, 2);
   // Each candidate of each problem is measured in one shard (a parted problem has a winner in each
   // of its shards: the best of its part).
   std::set<std::pair<std::string, std::string>> seen;
