@@ -202,6 +202,8 @@ tuner::TuningConfig shard_of(const tuner::TuningConfig& config, tuner::ShardId i
 // tune --mpi: every rank tunes the shards rank 0 hands it into its local database; rank 0 merges
 // them all into --db at the end.
 int tune_mpi(const TuneArgs& a, const tuner::TuningConfig& config, const tuner::SweepOptions& o) {
+  // Each shard's summary goes to the log of its rank; one document for the whole job is not made.
+  if (a.json) throw Error("--json is not available with --mpi: run `tiletune db winners --json` on the merged database");
   const std::string host = tuner::short_host_name();
   std::string local = a.local_db;
   if (local.empty()) {
