@@ -65,6 +65,13 @@ std::set<std::pair<std::string, std::string>> measured(const std::string& path) 
   return out;
 }
 
+std::size_t measurement_rows(const std::string& path) {
+  db::Database d = db::Database::open(path, db::Mode::ReadOnly);
+  std::size_t n = 0;
+  for (const auto& p : d.problems()) n += std::size_t(p.measurements);
+  return n;
+}
+
 // Seconds measuring candidates that a --json tune reports: preparing problems (inputs, reference),
 // validating and timing candidates.
 // With the counts of candidates measured and of finalists timed again.
@@ -126,6 +133,7 @@ class ScaleOut : public ::testing::Test {
     ASSERT_EQ(m.rc, 0) << m.out;
     EXPECT_EQ(winners(merged), full_winners_);
     EXPECT_EQ(measured(merged), full_measured_);
+    EXPECT_EQ(measurement_rows(merged), full_measured_.size()) << "one row per candidate, however often merged";
   }
 
   static inline fs::path dir_;
