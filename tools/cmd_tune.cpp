@@ -222,11 +222,14 @@ int tune_mpi(const TuneArgs& a, const tuner::TuningConfig& config, const tuner::
     mine.db_path = local_db(me);
     if (part.problems.empty()) {
       db::Database::open(mine.db_path, db::Mode::ReadWrite);
+      std::printf("rank %d, shard %d/%d: no work\n", me.rank, index, count);
+      std::fflush(stdout);
       return kExitOk;
     }
     const tuner::SweepSummary s = tuner::run_sweep(part, mine);
     std::printf("rank %d, shard %d/%d: %zu winners into %s\n", me.rank, index, count, s.winners.size(),
                 mine.db_path.c_str());
+    std::fflush(stdout);
     return tune_exit_code(s);
   };
   const std::string gather = std::filesystem::path(a.db).string() + ".ranks";

@@ -266,6 +266,13 @@ TEST_F(ScaleOut, MpirunOfFourRanksTakingShardsFromRankZero) {
   const ProgramRun r = run_program(args, (work / "mpi.txt").string());
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("wrote " + merged + ": 6 shards on 4 ranks"), std::string::npos) << r.out;
+  // The queue handed out each shard exactly once.
+  for (int shard = 0; shard < 6; ++shard) {
+    const std::string line = ", shard " + std::to_string(shard) + "/6: ";
+    const auto first = r.out.find(line);
+    EXPECT_NE(first, std::string::npos) << "shard " << shard << " never ran:\n" << r.out;
+    if (first != std::string::npos) EXPECT_EQ(r.out.find(line, first + 1), std::string::npos) << r.out;
+  }
   EXPECT_EQ(winners(merged), full_winners_);
   EXPECT_EQ(measured(merged), full_measured_);
   EXPECT_FALSE(fs::exists(merged + ".ranks")) << "the copies of the ranks' databases are removed";
