@@ -17,13 +17,13 @@
 #include "common/error.h"
 #include "tuner/device_list.h"
 #include "db/database.h"
-#include "db/ship.h"
 #include "tuner/search.h"
 #include "tuner/shard.h"
 #include "tuner/sweep.h"
 #include "tuner/worker.h"
 #include "vendors/vendor.h"
 #ifdef TILETUNE_WITH_MPI
+#include "db/ship.h"
 #include "tuner/scale/mpi_queue.h"
 #endif
 
@@ -37,7 +37,7 @@ struct TuneArgs {
   int device = 0, jobs = 0, vendor_algorithms = 8, parent = 0;
   double timeout = 0, prepare_timeout = 0;
   std::string search, devices;
-  std::string shard, local_db = "";  // tuner/shard.h, tune --mpi
+  std::string shard, local_db;  // tuner/shard.h, tune --mpi
   bool mpi = false;
   int mpi_shards = 0;
   long long budget = -1;
@@ -273,6 +273,7 @@ Run add_tune(CLI::App& app) {
       if (config.problems.empty()) {  // more shards than units: an empty database, so that every shard merges
         db::Database::open(o.db_path, db::Mode::ReadWrite);
         std::fprintf(text, "shard %d/%d has no work\nwrote %s\n", shard->index, shard->count, o.db_path.c_str());
+        if (a->json) print_json(tune_json(*cmd, kExitOk, tuner::SweepSummary{}, config, o));
         return kExitOk;
       }
     }

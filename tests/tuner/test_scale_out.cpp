@@ -239,6 +239,15 @@ TEST_F(ScaleOut, ShardAutoReadsTheEnvironmentAndRefusesWithoutOne) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("shard 2/4: "), std::string::npos) << r.err;
   EXPECT_TRUE(fs::exists(work / "tune-2-of-4.db"));
+  // More shards than units of work: the last is empty, and still writes its (empty) database, so
+  // that merging every shard's file needs no exception.
+  auto empty = tune_args(config_, (work / "tune-{shard}-of-{count}.db").string());
+  empty.insert(empty.end(), {"--shard", "31/32", "--json"});
+  const Output e = run_to_end(empty, work.string());
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("\"database\""), std::string::npos) << e.out;
+  EXPECT_NE(e.err.find("shard 31/32 has no work"), std::string::npos) << e.err;
+  EXPECT_TRUE(winners((work / "tune-31-of-32.db").string()).empty());
   // A bad shard is a usage error naming it.
   auto bad = tune_args(config_, (work / "x.db").string());
   bad.insert(bad.end(), {"--shard", "4/4"});
