@@ -5,10 +5,12 @@
 # the host backend's vendor library, loaded with dlopen (the runtime library, not the headers).
 set -euo pipefail
 need=(cmake g++ make pkg-config python3-venv python3-pip libsqlite3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev libopenblas0 libssl-dev libexpat1-dev)
-optional=(libamdhip64-dev llvm-14 clang-22 lld-22 llvm-22 rocm-device-libs chromium)
+optional=(libamdhip64-dev llvm-14 clang-22 lld-22 llvm-22 rocm-device-libs chromium libopenmpi-dev openmpi-bin slurm-wlm munge)
 # What goes without each optional package.
 declare -A without=([libamdhip64-dev]="the HIP backend will be off" [llvm-14]="the HIP backend will be off"
-                    [chromium]="the browser test of tiletune report will be skipped")
+                    [chromium]="the browser test of tiletune report will be skipped"
+                    [libopenmpi-dev]="tune --mpi will be off" [openmpi-bin]="the mpirun test will be skipped"
+                    [slurm-wlm]="the Slurm array test will be skipped" [munge]="the Slurm array test will be skipped")
 for p in clang-22 lld-22 llvm-22 rocm-device-libs; do without[$p]="no offline AMD compiler: gfx942/gfx950 compiles and their tests skip"; done
 # hipRTC's builtin header, which the offline AMD compiler (gpu/hip/clang_compiler.h) includes in
 # place of the HIP headers: from PyPI's rocm-llvm-python wheel (MIT licence, AMD), fetched here and

@@ -2,9 +2,11 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "gpu/backend.h"
 #include "tools/commands.h"
@@ -15,10 +17,16 @@
 #include "tuner/config.h"
 #include "common/error.h"
 #include "tuner/device_list.h"
+#include "db/database.h"
 #include "tuner/search.h"
+#include "tuner/shard.h"
 #include "tuner/sweep.h"
 #include "tuner/worker.h"
 #include "vendors/vendor.h"
+#ifdef TILETUNE_WITH_MPI
+#include "db/ship.h"
+#include "tuner/scale/mpi_queue.h"
+#endif
 
 namespace tiletune::tools {
 
@@ -30,6 +38,9 @@ struct TuneArgs {
   int device = 0, jobs = 0, vendor_algorithms = 8, parent = 0;
   double timeout = 0, prepare_timeout = 0;
   std::string search, devices;
+  std::string shard, local_db;  // tuner/shard.h, tune --mpi
+  bool mpi = false;
+  int mpi_shards = 0;
   long long budget = -1;
   double budget_seconds = -1;
   long long seed = -1;
@@ -91,6 +102,24 @@ void add_tune_options(CLI::App* cmd, const std::shared_ptr<TuneArgs>& a) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--budget-seconds", a->budget_seconds, "seconds of measuring per problem; 0 = no limit")
       ->check(CLI::NonNegativeNumber);
+  CLI::Option* shard = cmd->add_option(
+      "--shard", a->shard,
+      "tune only part I/N of the config's work (problems, and parts of the candidates of large ones; a "
+      "deterministic split balanced by predicted cost) into --db, whose {shard}, {count} and {host} are "
+      "replaced; auto: the part a Slurm array task or MPI launcher gives this process (an error where none "
+      "does). Without it the whole config is tuned, inside an allocation too (docs/scale-out.md)");
+  CLI::Option* mpi = cmd->add_flag("--mpi",
+                                   a->mpi,
+                                   "under mpirun: ranks take shards from rank 0 as a work queue, tune each into "
+                                   "--local-db, and rank 0 merges them all into --db (docs/scale-out.md)")
+                         ->excludes(shard);
+  cmd->add_option("--mpi-shards", a->mpi_shards, "with --mpi: shards to split the work into (0: 4 per rank)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(mpi);
+  cmd->add_option("--local-db", a->local_db,
+                  "with --mpi: each rank's database on node-local storage, {shard} being the rank and {count} the "
+                  "ranks (default: $TMPDIR/tiletune-{host}-{shard}.db); a rerun on the same nodes resumes them")
+      ->needs(mpi);
   cmd->add_option("--seed", a->seed, "random: which subset (default: the config's search.seed, else 0)")
       ->check(CLI::NonNegativeNumber);
 }
@@ -153,6 +182,79 @@ int tune_exit_code(const tuner::SweepSummary& s) {
   return s.no_candidate.empty() ? kExitOk : kExitUncovered;
 }
 
+// The shard this process tunes: --shard I/N, --shard auto (from the environment), or none.
+std::optional<tuner::ShardId> requested_shard(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  if (text != "auto") return tuner::parse_shard(text);
+  auto s = tuner::shard_from_environment([](const char* name) -> const char* { return std::getenv(name); });
+  if (!s)
+    throw Error("--shard auto: this process is neither a Slurm array task (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT) "
+                "nor an MPI rank (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE): give --shard I/N");
+  return s;
+}
+
+// Shard `id`'s part of `config` (and the candidate filter in `o`), said on stderr.
+tuner::TuningConfig shard_of(const tuner::TuningConfig& config, tuner::ShardId id, tuner::SweepOptions& o) {
+  const tuner::ShardPlan plan = tuner::plan_shards(config, tuner::problem_costs(config, o.backend), id.count);
+  tuner::TuningConfig part = tuner::shard_config(config, plan, id.index, o);
+  std::size_t parted = 0;
+  for (const tuner::WorkUnit& u : plan.shards[id.index]) parted += u.parts > 1;
+  std::fprintf(stderr, "shard %d/%d: %zu of %zu problems (%zu of them a part of their candidates), %.1f%% of the predicted cost\n",
+               id.index, id.count, part.problems.size(), config.problems.size(), parted,
+               plan.total > 0 ? 100.0 * plan.load[id.index] / plan.total : 0.0);
+  return part;
+}
+
+#ifdef TILETUNE_WITH_MPI
+// tune --mpi: every rank tunes the shards rank 0 hands it into its local database; rank 0 merges
+// them all into --db at the end.
+int tune_mpi(const TuneArgs& a, const tuner::TuningConfig& config, const tuner::SweepOptions& o) {
+  // Each shard's summary goes to the log of its rank; one document for the whole job is not made.
+  if (a.json) throw Error("--json is not available with --mpi: run `tiletune db winners --json` on the merged database");
+  const std::string host = tuner::short_host_name();
+  std::string local = a.local_db;
+  if (local.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    local = std::string(tmp && *tmp ? tmp : "/tmp") + "/tiletune-{host}-{shard}.db";
+  }
+  auto local_db = [&](const tuner::scale::MpiRank& me) {
+    return tuner::expand_db_template(local, {me.rank, me.size}, host);
+  };
+  // Every rank knows the count (and so the split) without asking rank 0.
+  auto shards = [&](int size) { return a.mpi_shards > 0 ? a.mpi_shards : 4 * size; };
+  auto work = [&](int index, const tuner::scale::MpiRank& me) {
+    tuner::SweepOptions mine = o;
+    const int count = shards(me.size);
+    const tuner::TuningConfig part = shard_of(config, {index, count}, mine);
+    mine.db_path = local_db(me);
+    if (part.problems.empty()) {
+      db::Database::open(mine.db_path, db::Mode::ReadWrite);
+      std::printf("rank %d, shard %d/%d: no work\n", me.rank, index, count);
+      std::fflush(stdout);
+      return kExitOk;
+    }
+    const tuner::SweepSummary s = tuner::run_sweep(part, mine);
+    std::printf("rank %d, shard %d/%d: %zu winners into %s\n", me.rank, index, count, s.winners.size(),
+                mine.db_path.c_str());
+    std::fflush(stdout);
+    return tune_exit_code(s);
+  };
+  const std::string gather = std::filesystem::path(a.db).string() + ".ranks";
+  const tuner::scale::MpiQueueResult r = tuner::scale::run_mpi_queue(shards, work, local_db, gather);
+  if (r.rank != 0) return r.exit_code;
+  for (const db::MergeResult& m : db::merge(a.db, r.databases))
+    std::printf("merged %s: %zu measurements (%zu added, %zu better, %zu kept)\n", m.source.c_str(), m.measurements,
+                m.added, m.replaced, m.kept);
+  std::filesystem::remove_all(gather);
+  std::printf("wrote %s: %d shards on %d ranks\n", a.db.c_str(), shards(r.size), r.size);
+  return r.exit_code;
+}
+#else
+int tune_mpi(const TuneArgs&, const tuner::TuningConfig&, const tuner::SweepOptions&) {
+  throw Error("--mpi: this tiletune was built without MPI (install libopenmpi-dev and configure with -DTILETUNE_MPI=ON)");
+}
+#endif
+
 }  // namespace
 
 Run add_tune(CLI::App& app) {
@@ -166,20 +268,33 @@ Run add_tune(CLI::App& app) {
       if (::getppid() != a->parent)  // it ended before the line above: nothing to tune for
         throw Error("--die-with-parent " + std::to_string(a->parent) + ": the parent process is gone (or is not it)");
     }
-    const tuner::SweepOptions o = sweep_options(*a, config);
+    tuner::SweepOptions o = sweep_options(*a, config);
     if (a->compile_only) {
       if (a->json) throw Error("--json is not available with --compile-only");
+      if (!a->shard.empty() || a->mpi) throw Error("--compile-only compiles the whole config: no --shard or --mpi");
       const tuner::CompileOnlySummary s = tuner::run_compile_only(config, o, a->arch);
       tuner::print_summary(s, stdout);
       std::printf("wrote %s\n", a->db.c_str());
       return s.compiled + s.cached == 0 && s.failed > 0 ? kExitError : kExitOk;
     }
     gpu::vendor_disabled();  // a TILETUNE_VENDOR it does not take stops the tune here, not in a worker
-    tuner::SweepSummary s = tuner::run_sweep(config, o);
+    if (a->mpi) return tune_mpi(*a, config, o);
     // With --json the text goes to stderr beside the progress: stdout holds the document alone.
     std::FILE* text = a->json ? stderr : stdout;
+    const std::optional<tuner::ShardId> shard = requested_shard(a->shard);
+    o.db_path = tuner::expand_db_template(a->db, shard.value_or(tuner::ShardId{}), tuner::short_host_name());
+    if (shard) {
+      config = shard_of(config, *shard, o);
+      if (config.problems.empty()) {  // more shards than units: an empty database, so that every shard merges
+        db::Database::open(o.db_path, db::Mode::ReadWrite);
+        std::fprintf(text, "shard %d/%d has no work\nwrote %s\n", shard->index, shard->count, o.db_path.c_str());
+        if (a->json) print_json(tune_json(*cmd, kExitOk, tuner::SweepSummary{}, config, o));
+        return kExitOk;
+      }
+    }
+    tuner::SweepSummary s = tuner::run_sweep(config, o);
     tuner::print_summary(s, text);
-    std::fprintf(text, "\nwrote %s\n", a->db.c_str());
+    std::fprintf(text, "\nwrote %s\n", o.db_path.c_str());
     std::fflush(text);
     const int code = tune_exit_code(s);
     if (a->json) print_json(tune_json(*cmd, code, s, config, o));

@@ -138,6 +138,12 @@ void Sweep::open_slots() {
   }
 }
 
+// Whether this sweep times the vendor library on problem `pi` (a shard of a split problem leaves
+// it to the problem's first part).
+static bool times_vendor(const SweepOptions& o, std::size_t pi) {
+  return o.compare_vendor && (!o.filter.vendor || o.filter.vendor(pi));
+}
+
 void Sweep::enumerate_candidates() {
   enumeration_ = enumerate(config_.templates, config_.problems, dev_->info());
   const Enumeration& e = enumeration_;
@@ -172,6 +178,16 @@ void Sweep::enumerate_candidates() {
       std::fprintf(log_, "warning: no generated candidate admits %s (most were pruned by %s)\n",
                    config_.problems[pi].key().c_str(), most.c_str());
     }
+  }
+  // A shard's part of its problems' candidates, after the check above: a part left empty by pruning
+  // leaves its problem to the other parts, uncovered by none.
+  if (options_.filter.candidate) {
+    std::vector<std::size_t> ordinal(config_.problems.size(), 0);
+    std::erase_if(enumeration_.candidates, [&](const Candidate& c) {
+      return !options_.filter.candidate(c.problem_index, ordinal[c.problem_index]++);
+    });
+    sum_.candidates = enumeration_.candidates.size();
+    std::fprintf(log_, "%zu of them in this shard\n", sum_.candidates);
   }
 }
 
@@ -661,7 +677,7 @@ void Sweep::measure_batch() {
     const auto [pi, i] = tasks[t];
     if (i == kFinish) {
       final_round(slot, pi);
-      if (options_.compare_vendor) compare_vendor(slot, pi);
+      if (times_vendor(options_, pi)) compare_vendor(slot, pi);
       return;
     }
     struct Done {  // also when the measurement throws: the finals must not wait forever
@@ -716,7 +732,7 @@ void Sweep::finish_problem(std::size_t pi) {
     return;
   }
   promote_short_winners(pi);
-  if (options_.compare_vendor && !vendor_done_[pi]) compare_vendor(slots_[0], pi);
+  if (times_vendor(options_, pi) && !vendor_done_[pi]) compare_vendor(slots_[0], pi);
 }
 
 // ---- the run and its summary -------------------------------------------------------------------

@@ -3,6 +3,7 @@
 // point keeps its work and a rerun of the same config redoes none of it.
 #pragma once
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,6 +18,14 @@ enum class Isolation {
   InProcess,  // in the sweep's own process: a kernel that faults takes the sweep down (a rerun resumes)
   Process,    // in a worker process (`tiletune worker`): a fault, a hang or a kill is recorded as the
               // candidate's failure ("crashed", "timeout") and a fresh worker goes on
+};
+
+// A part of a config's work (a shard, tuner/shard.h): which of a problem's enumerated candidates
+// (by position among that problem's, in enumeration order) are tuned here, and whether the vendor
+// library is timed on the problem here. An empty function keeps everything.
+struct WorkFilter {
+  std::function<bool(std::size_t problem, std::size_t ordinal)> candidate;
+  std::function<bool(std::size_t problem)> vendor;
 };
 
 struct SweepOptions {
@@ -40,6 +49,7 @@ struct SweepOptions {
   // GPU backends compile in helper processes when it is set and more than one compile job runs;
   // empty: on compile threads of this process.
   std::string compile_exe;
+  WorkFilter filter;
 };
 
 struct WinnerRow {
