@@ -56,11 +56,21 @@ TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long 
   TT_UNROLL
   for (int q = 0; q < R / 4; ++q) {
     float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int sp = 0; sp < SPLITK; ++sp) {
-      float4* x = slots + (long long)sp * (TILE / 4) + q * THREADS + tid;
-      const float4 v = __ldcg(x);  // this split's own slot too: its registers need not stay live
-      s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
-      __stcg(x, make_float4(0.f, 0.f, 0.f, 0.f));
+    // Loads of U slots are issued before their sums and zeroing stores, so that U reads are in
+    // flight at once: the last group reads SPLITK partial tiles alone, and one read at a time would
+    // make this tail as long as the main loop for deep splits. Still summed in split order.
+    constexpr int U = SPLITK < 8 ? SPLITK : 8;
+    for (int sp0 = 0; sp0 < SPLITK; sp0 += U) {
+      float4 v[U];
+      TT_UNROLL
+      for (int u = 0; u < U; ++u)  // this split's own slot too: its registers need not stay live
+        if (sp0 + u < SPLITK) v[u] = __ldcg(slots + (long long)(sp0 + u) * (TILE / 4) + q * THREADS + tid);
+      TT_UNROLL
+      for (int u = 0; u < U; ++u)
+        if (sp0 + u < SPLITK) {
+          s.x += v[u].x; s.y += v[u].y; s.z += v[u].z; s.w += v[u].w;
+          __stcg(slots + (long long)(sp0 + u) * (TILE / 4) + q * THREADS + tid, make_float4(0.f, 0.f, 0.f, 0.f));
+        }
     }
     acc[4 * q] = s.x; acc[4 * q + 1] = s.y; acc[4 * q + 2] = s.z; acc[4 * q + 3] = s.w;
   }

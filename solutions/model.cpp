@@ -90,6 +90,11 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const P
   if (sh.split_k > 1) edges += resident * tm * tn * 4.0 * 2.0 / l2_mp;
   e.tile_seconds = steps * e.step_seconds + edges;
   e.seconds = rounds * tiles_per_block * e.tile_seconds;
+  // The split-K reduction's tail: the last split of a tile to finish reads the other split_k - 1
+  // partial tiles alone (`edges` counts one read per split), after the other blocks are done, at
+  // one multiprocessor's share of L2 bandwidth. Without it deep splits of small tiles look free and
+  // outrank the fast shallow ones (wgrad).
+  if (sh.split_k > 1) e.seconds += (split - 1) * tm * tn * 4.0 / l2_mp;
 
   e.has_model = true;
   e.tiles = std::int64_t(tiles);

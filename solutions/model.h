@@ -24,7 +24,8 @@
 //                * tile_m * tile_n * c_bytes / store_bw_per_mp; half of both when the template
 //                overlaps a tile's epilogue with the next one's main loop; split_k > 1 adds the
 //                fp32 partials written and read back through L2)
-//   seconds    = rounds * ceil(tiles / blocks) * tile
+//   seconds    = rounds * ceil(tiles / blocks) * tile, plus for split_k > 1 the serial tail of the
+//                reduction: (split_k - 1) * tile_m * tile_n * 4 bytes read by one block at l2_bw_per_mp
 //
 // Candidates whose seconds agree to ~1e-9 (relative) are ordered by the template's "prefer" list.
 #pragma once

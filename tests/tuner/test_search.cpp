@@ -171,6 +171,10 @@ TEST(SearchModel, WaveQuantisationOn132SMs) {
   EXPECT_EQ(tuner::select_candidates(o, cands, p, dev), (std::vector<std::size_t>{2, 1, 0}));
   o.budget = 1;
   EXPECT_EQ(tuner::select_candidates(o, cands, p, dev), (std::vector<std::size_t>{2}));
+  // A budget of two keeps each template's best (a quota of max(1, 2 / (2 * 2))): the template the
+  // model cannot rank is timed instead of wgmma_gemm's second.
+  o.budget = 2;
+  EXPECT_EQ(tuner::select_candidates(o, cands, p, dev), (std::vector<std::size_t>{2, 0}));
 }
 
 // wgmma_gemm launches min(tiles, SMs) blocks that loop over the tiles: 264 tiles on 132 SMs are

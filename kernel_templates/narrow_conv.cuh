@@ -1,0 +1,296 @@
+// Weight gradient of convolutions with few input channels (the 3-channel stem of image models),
+// on sm_80+ tensor cores (mma.sync m16n8k16, bf16 / fp16 in, fp32 accumulation), NHWC / KRSC.
+//
+// Why a template of its own: an implicit GEMM that tiles the filter by (tap, channel chunk) wastes
+// all but C of every chunk's columns when C is 3, and im2col gathers of 6-byte pixels cannot use
+// vector copies or TMA. Here, with unit horizontal dilation, the columns (s, c) of one filter row r
+// are contiguous in the flattened input row: for output column q, column j = s*C + c reads
+// x_row[q*stride_w*C + j - pad_w*C]. So a block stages whole input rows (16-byte copies of W*C
+// contiguous elements, zero margins for the padding) and reads the im2col operand straight out of
+// shared memory at a linear offset: no gather, no wasted channels, at most 7 padding columns per
+// filter row (S*C rounded up to n8 tiles).
+//
+// The GEMM: dw[k][r][j] = sum over output pixels (n, p, q) of dy[n, p, q, k] * X_r[(n, p, q)][j].
+// Block (split, ky) owns output channels ky*KM .. +KM and a contiguous range of the N*P output rows;
+// per row it stages dy's row (Q x KM, padded rows against bank conflicts) and the RT input rows its
+// filter rows read (one cp.async stage per output row, STAGES deep). Warp w takes filter row
+// w / WK and a 1/WK share of the KM channels; the reduction is q, 16 pixels per mma. Blocks along the
+// rows meet in the deterministic split-K reduction (splitk_reduce.h; SPLIT partial tiles summed in
+// split order by the last block to finish), which leaves the workspace zeroed.
+//
+// Smem per stage: QP * (KM + 8) * 2 bytes of dy, RT * XL * 2 bytes of input rows, where QP is Q
+// rounded up to 16 and XL = XOFF + (QP - 1) * stride_w * C + NT * 8 rounded to 8 (XOFF: the left
+// margin, pad_w * C rounded up to 8 so that the rows' 16-byte copies land aligned). Every stage is
+// zeroed once at the start: margins and pixels past Q are never written again, so they stay zero;
+// rows in the vertical padding are zero-filled by their copies (src-size 0).
+#include "conv_params.h"
+#include "mma_common.h"
+
+namespace tt_narrow {
+
+using tt_mma::u32;
+
+// Shared-memory geometry of one pipeline stage; the JSON's SMEM_BYTES must agree.
+struct Geometry {
+  int qp, dy_stride, xoff, xl, stage_bytes;
+  TT_DEVICE Geometry(const TtConvParams& p, int KM, int RT, int NT) {
+    qp = (p.q + 15) / 16 * 16;
+    dy_stride = (KM + 8) * 2;  // bytes; odd multiple of 16: ldmatrix rows hit distinct banks
+    xoff = (p.pad_w * p.c + 7) / 8 * 8;
+    xl = (xoff + (qp - 1) * p.stride_w * p.c + NT * 8 + 7) / 8 * 8;
+    if (xl < xoff + p.w * p.c) xl = (xoff + p.w * p.c + 7) / 8 * 8;
+    stage_bytes = qp * dy_stride + RT * xl * 2;
+  }
+};
+
+}  // namespace tt_narrow
+
+template <typename TA, typename TC, int DIR, bool NCHW, int KM, int RT, int NT, int WK, int STAGES, int SPLIT>
+__global__ void __launch_bounds__(RT * WK * 32) narrow_wgrad(const TtConvParams p) {
+  using namespace tt_mma;
+  using tt_narrow::Geometry;
+  constexpr int THREADS = RT * WK * 32;
+  constexpr int MI = KM / 16 / WK;  // m16 tiles per warp
+  static_assert(DIR == 2 && !NCHW, "narrow_wgrad: weight gradient, NHWC");
+  static_assert(sizeof(TA) == 2, "bf16 or fp16 inputs");
+  static_assert(KM % (16 * WK) == 0 && NT >= 1 && NT <= 8 && STAGES >= 2 && SPLIT >= 1, "parameters");
+
+  extern __shared__ __align__(128) unsigned char tt_narrow_smem[];
+  const u32 sbase = smem_addr(tt_narrow_smem);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int r = warp / WK, wk = warp % WK;
+  const Geometry geo(p, KM, RT, NT);
+  const int k0 = blockIdx.y * KM;
+  const int rows = p.n * p.p;  // output rows (n, p)
+  const int row0 = int((long long)blockIdx.x * rows / SPLIT), row1 = int((long long)(blockIdx.x + 1) * rows / SPLIT);
+
+  // Zero every stage once: margins and pixels past Q stay zero for good.
+  for (int i = tid * 16; i < STAGES * geo.stage_bytes; i += THREADS * 16)
+    *reinterpret_cast<uint4*>(tt_narrow_smem + i) = make_uint4(0, 0, 0, 0);
+  __syncthreads();
+
+  const TA* x = static_cast<const TA*>(p.x);
+  const TA* dy = static_cast<const TA*>(p.y);
+  const int row_vecs = p.w * p.c / 8, dy_vecs = KM / 8;
+  // Copies output row `row`'s operands into `stage`: dy's row (Q pixels x KM channels from k0), and
+  // for each filter row the input row it reads (zeros in the vertical padding).
+  // Callers' pointers reach the kernel as given: 16-byte copies only where both tensors allow them.
+  const bool vec = (((unsigned long long)p.x | (unsigned long long)p.y) & 15) == 0;
+  auto copy = [&](u32 dst, const TA* src, bool ok) {
+    if (vec) {
+      cp_async<16>(dst, src, ok ? 16 : 0);
+    } else {
+      unsigned short* d = reinterpret_cast<unsigned short*>(tt_narrow_smem + (dst - sbase));
+#pragma unroll 1  // unrolled, ptxas spills around the eight loads
+      for (int j = 0; j < 8; ++j) d[j] = ok ? reinterpret_cast<const unsigned short*>(src)[j] : (unsigned short)0;
+    }
+  };
+  auto load = [&](int stage, int row) {
+    const u32 s = sbase + stage * geo.stage_bytes;
+    const int n = row / p.p, pr = row % p.p;
+    const TA* dyrow = dy + ((long long)row * p.q) * p.k + k0;
+    for (int i = tid; i < p.q * dy_vecs; i += THREADS) {
+      const int q = i / dy_vecs, v = i % dy_vecs;
+      copy(s + q * geo.dy_stride + v * 16, dyrow + (long long)q * p.k + v * 8, true);
+    }
+    const u32 xs = s + geo.qp * geo.dy_stride;
+    for (int i = tid; i < RT * row_vecs; i += THREADS) {
+      const int rr = i / row_vecs, v = i % row_vecs;
+      const int h = pr * p.stride_h - p.pad_h + rr * p.dil_h;
+      const bool ok = h >= 0 && h < p.h;
+      const TA* src = x + (((long long)n * p.h + (ok ? h : 0)) * p.w) * p.c + v * 8;
+      copy(xs + (rr * geo.xl + geo.xoff) * 2 + v * 16, src, ok);
+    }
+  };
+
+  float acc[MI][NT][4];
+  zero(acc);
+  const int nrows = row1 - row0;
+  TT_UNROLL
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < nrows) load(s, row0 + s);
+    cp_async_commit();
+  }
+  // Per thread, the B fragment's element (pixel 2*t4 (+1, +8, +9), column nt*8 + g4) of filter row r
+  // sits at xcol + pixel * SWC (+ nt * 8) halves into the row: one linear offset per pixel.
+  const int g4 = lane >> 2, t4 = lane & 3;
+  const int swc = p.stride_w * p.c;
+  const int xcol = geo.xoff - p.pad_w * p.c + g4 + 2 * t4 * swc;
+  for (int it = 0; it < nrows; ++it) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    if (it + STAGES - 1 < nrows) load((it + STAGES - 1) % STAGES, row0 + it + STAGES - 1);
+    cp_async_commit();
+    const u32 s = sbase + (it % STAGES) * geo.stage_bytes;
+    const unsigned short* xr =
+        reinterpret_cast<const unsigned short*>(tt_narrow_smem + (it % STAGES) * geo.stage_bytes + geo.qp * geo.dy_stride) +
+        r * geo.xl + xcol;
+    for (int ks = 0; ks < geo.qp / 16; ++ks) {
+      u32 af[MI][4];
+      TT_UNROLL
+      for (int mi = 0; mi < MI; ++mi) {
+        // A (m = channel, k = pixel) from dy's rows S[q][channel]: ldmatrix.trans, lanes -> (a0..a3).
+        const int q = ks * 16 + (lane & 7) + ((lane >> 4) << 3);
+        const int chunk = (wk * MI + mi) * 2 + ((lane >> 3) & 1);
+        ldsm_x4<true>(af[mi], s + q * geo.dy_stride + chunk * 16);
+      }
+      const unsigned short* xq = xr + ks * 16 * swc;
+      TT_UNROLL
+      for (int nt = 0; nt < NT; ++nt) {
+        const unsigned short* e = xq + nt * 8;
+        u32 bf[2];
+        bf[0] = u32(e[0]) | (u32(e[swc]) << 16);
+        bf[1] = u32(e[8 * swc]) | (u32(e[9 * swc]) << 16);
+        TT_UNROLL
+        for (int mi = 0; mi < MI; ++mi) mma<TA>(acc[mi][nt], af[mi], bf);
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  if (SPLIT > 1 && !splitk_reduce<MI, NT, THREADS, SPLIT, THREADS * MI * NT * 4>(acc, p.workspace, blockIdx.y,
+                                                                                   gridDim.y, blockIdx.x, tid))
+    return;
+
+  // dw[k][r][s][c]: column j = s * C + c of filter row r; columns past S * C are the n8 padding.
+  const int sc = p.s * p.c;
+  TC* out = static_cast<TC*>(p.wt);
+  TT_UNROLL
+  for (int mi = 0; mi < MI; ++mi)
+    TT_UNROLL
+    for (int nt = 0; nt < NT; ++nt)
+      TT_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const int k = k0 + (wk * MI + mi) * 16 + g4 + (e >> 1) * 8;
+        const int j = nt * 8 + 2 * t4 + (e & 1);
+        if (j < sc && r < p.r) out[((long long)k * p.r + r) * sc + j] = tt_from_float<TC>(acc[mi][nt][e]);
+      }
+}
+
+// Input gradient of the same convolutions (few input channels, unit dilation): a block owns dx
+// rows (n, h), RB of them one after another, and writes each whole (W pixels x C channels). With
+// the output column w = u * stride_w + rho - pad_w (rho: its residue class), the taps that reach it
+// are s = rho + i * stride_w from dy column q = u - i, so for one filter row r and one class the
+// input gradient is a GEMM over (i, k): A[u][(i, k)] = dy_row[u - i][k], a row of dy shifted by i
+// (ldmatrix reads shifted rows as easily as aligned ones; rows outside 0..Q-1 are zero rows kept
+// in shared memory), B[(i, k)][c] = wt[k][r][s][c], the C channels padded to one n8 tile. The
+// filters are staged once per block as [r][s][c8][k] (k contiguous: a B fragment register is one
+// 32-bit load); the dy rows a dx row needs (filter rows r = (h + pad_h) % stride_h + j * stride_h,
+// NR = ceil(R / stride_h) of them) are staged per dx row, two stages deep.
+// Warps take MT m16 tiles of the STRIDE_W * UT tiles of a row (UT: tiles of u per class).
+template <typename TA, typename TC, int DIR, bool NCHW, int WARPS, int MT, int RB>
+__global__ void __launch_bounds__(WARPS * 32) narrow_dgrad(const TtConvParams p) {
+  using namespace tt_mma;
+  constexpr int THREADS = WARPS * 32;
+  static_assert(DIR == 1 && !NCHW, "narrow_dgrad: input gradient, NHWC");
+  static_assert(sizeof(TA) == 2, "bf16 or fp16 inputs");
+  static_assert(MT >= 1 && RB >= 1, "parameters");
+
+  extern __shared__ __align__(128) unsigned char tt_narrow_smem[];
+  const u32 sbase = smem_addr(tt_narrow_smem);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int K = p.k, C = p.c, R = p.r, S = p.s, sw = p.stride_w, sh = p.stride_h;
+  // Geometry (the JSON's SMEM_BYTES must agree): filter rows of K + 8 halves, dy rows likewise.
+  const int kst = (K + 8) * 2;  // bytes; odd multiple of 16: conflict-free ldmatrix and B loads
+  const int ut = ((p.w - 1 + p.pad_w) / sw + 1 + 15) / 16;
+  const int pf = (S - 1) / sw;  // zero rows before dy's first column: q = u - i down to -pf
+  const int qr = ut * 16 + pf;  // rows of one staged dy row
+  const int nr = (R + sh - 1) / sh;
+  const int filt_bytes = R * S * 8 * kst, stage_bytes = nr * qr * kst;
+
+  for (int i = tid * 16; i < filt_bytes + 2 * stage_bytes; i += THREADS * 16)
+    *reinterpret_cast<uint4*>(tt_narrow_smem + i) = make_uint4(0, 0, 0, 0);
+  __syncthreads();
+  // Filters KRSC -> [r][s][c][k]; channels C..7 stay zero.
+  const TA* wt = static_cast<const TA*>(p.wt);
+  unsigned short* fs = reinterpret_cast<unsigned short*>(tt_narrow_smem);
+  for (int e = tid; e < K * R * S * C; e += THREADS) {
+    const int k = e / (R * S * C), rsc = e % (R * S * C);
+    const int c = rsc % C, rs = rsc / C;
+    fs[(rs * 8 + c) * (kst / 2) + k] = reinterpret_cast<const unsigned short*>(wt)[e];
+  }
+
+  const TA* dy = static_cast<const TA*>(p.y);
+  const bool vec = (((unsigned long long)p.y) & 15) == 0;
+  const int rows = p.n * p.h;
+  const int row0 = blockIdx.x * RB, row1 = min(rows, row0 + RB);
+  const int kv = K / 8;
+  // Stages the dy rows dx row `row` needs into `stage` (a filter row whose dy row falls outside
+  // 0..P-1 is skipped by the compute, its slot left as it was).
+  auto load = [&](int stage, int row) {
+    const int n = row / p.h, h = row % p.h;
+    const int rfirst = (h + p.pad_h) % sh;
+    const u32 s0 = sbase + filt_bytes + stage * stage_bytes;
+    for (int i = tid; i < nr * p.q * kv; i += THREADS) {
+      const int j = i / (p.q * kv), qk = i % (p.q * kv), q = qk / kv, v = qk % kv;
+      const int r = rfirst + j * sh, pr = (h + p.pad_h - r) / sh;
+      if (r >= R || pr < 0 || pr >= p.p) continue;
+      const TA* src = dy + (((long long)n * p.p + pr) * p.q + q) * K + v * 8;
+      const u32 dst = s0 + (j * qr + pf + q) * kst + v * 16;
+      if (vec) {
+        cp_async<16>(dst, src, 16);
+      } else {
+        unsigned short* d = reinterpret_cast<unsigned short*>(tt_narrow_smem + (dst - sbase));
+#pragma unroll 1  // unrolled, ptxas spills around the eight loads
+        for (int e = 0; e < 8; ++e) d[e] = reinterpret_cast<const unsigned short*>(src)[e];
+      }
+    }
+  };
+  if (row0 < row1) load(0, row0);
+  cp_async_commit();
+
+  const int g4 = lane >> 2, t4 = lane & 3;
+  TC* dx = static_cast<TC*>(p.x);
+  const int tiles = sw * ut;
+  for (int row = row0; row < row1; ++row) {
+    const int it = row - row0, st = it & 1;
+    if (row + 1 < row1) load(st ^ 1, row + 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    const int n = row / p.h, h = row % p.h;
+    const int rfirst = (h + p.pad_h) % sh;
+    const u32 s0 = sbase + filt_bytes + st * stage_bytes;
+    for (int t0 = warp * MT; t0 < tiles; t0 += WARPS * MT) {
+      float acc[MT][4];
+      TT_UNROLL
+      for (int m = 0; m < MT; ++m) acc[m][0] = acc[m][1] = acc[m][2] = acc[m][3] = 0.f;
+      for (int j = 0; j < nr; ++j) {
+        const int r = rfirst + j * sh, pr = (h + p.pad_h - r) / sh;
+        if (r >= R || pr < 0 || pr >= p.p) continue;  // the same for the whole block
+        const u32 dyr = s0 + j * qr * kst;
+        TT_UNROLL
+        for (int m = 0; m < MT; ++m) {
+          const int t = min(t0 + m, tiles - 1);  // past the last tile: a repeat, never stored
+          const int rho = t / ut, u0 = (t % ut) * 16;
+          for (int i = 0; rho + i * sw < S; ++i) {
+            const int s = rho + i * sw;
+            const u32 arow = dyr + (u0 - i + pf + (lane & 15)) * kst + (lane >> 4) * 16;
+            const u32 brow = sbase + ((r * S + s) * 8 + g4) * kst + t4 * 4;
+            for (int kc = 0; kc < K / 16; ++kc) {
+              u32 af[4], bf[2];
+              ldsm_x4<false>(af, arow + kc * 32);
+              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bf[0]) : "r"(brow + kc * 32));
+              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bf[1]) : "r"(brow + kc * 32 + 16));
+              mma<TA>(acc[m], af, bf);
+            }
+          }
+        }
+      }
+      // Fragment element e: u = u0 + g4 + 8 * (e / 2), channel 2 * t4 + e % 2.
+      TT_UNROLL
+      for (int m = 0; m < MT; ++m) {
+        const int t = t0 + m;
+        const int rho = t / ut, u0 = (t % ut) * 16;
+        TT_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          const int w = (u0 + g4 + 8 * (e >> 1)) * sw + rho - p.pad_w, c = 2 * t4 + (e & 1);
+          if (t < tiles && w >= 0 && w < p.w && c < C)
+            dx[(((long long)n * p.h + h) * p.w + w) * C + c] = tt_from_float<TC>(acc[m][e]);
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with this stage before the next iteration refills it
+  }
+  cp_async_wait<0>();
+}

@@ -1,0 +1,131 @@
+// narrow_wgrad and narrow_dgrad (the gradients of few-channel convolutions, e.g. the 3-channel
+// stem): which problems their constraints admit (host), an NVRTC compile of a sample for sm_90a
+// without spills (no GPU needed), and on a GPU a sample validated against the fp64 reference twice
+// per candidate (the split-K reduction must leave its workspace zeroed).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <regex>
+#include <set>
+
+#include "gpu/backend.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "tests/conv_test_util.h"
+#include "tests/test_util.h"
+#include "tuner/enumerator.h"
+
+using namespace tiletune;
+using namespace tiletune::testing;
+
+namespace {
+
+ConvProblem wgrad(DataType in, DataType out, int n, int c, int h, int w, int k, int rs, int stride, int pad,
+                  int dil_h = 1, ConvDirection dir = ConvDirection::BackwardFilter) {
+  ConvProblem p;
+  p.direction = dir, p.in_type = in, p.out_type = out;
+  p.n = n, p.c = c, p.h = h, p.w = w, p.k = k, p.r = p.s = rs, p.stride_h = p.stride_w = stride;
+  p.pad_h = p.pad_w = pad, p.dil_h = dil_h, p.dil_w = 1, p.groups = 1;
+  return p;
+}
+
+// The stem's shape at a small size, and the corners of the row staging: pixels per row not a
+// multiple of 16, one channel, vertical dilation (rows in the padding), S * C filling three n8
+// tiles, several channel blocks, both input types and every output type.
+std::vector<Problem> problems() {
+  return {Problem(wgrad(DataType::BF16, DataType::BF16, 4, 3, 64, 64, 64, 7, 2, 3)),
+          Problem(wgrad(DataType::F16, DataType::F32, 6, 4, 20, 22, 32, 5, 1, 2)),
+          Problem(wgrad(DataType::BF16, DataType::F32, 8, 1, 40, 40, 16, 3, 2, 1)),
+          Problem(wgrad(DataType::BF16, DataType::BF16, 8, 3, 30, 40, 128, 7, 2, 3, 2)),
+          Problem(wgrad(DataType::F16, DataType::F16, 8, 8, 16, 16, 48, 3, 1, 1))};
+}
+
+ConvProblem dgrad(DataType in, DataType out, int n, int c, int h, int w, int k, int rs, int stride, int pad) {
+  return wgrad(in, out, n, c, h, w, k, rs, stride, pad, 1, ConvDirection::BackwardData);
+}
+
+// The stem's shape, odd widths (a residue class one column short), one channel, a 1x1 stride-2
+// layer (classes no tap reaches), stride 1, both input types, every output type.
+std::vector<Problem> dgrad_problems() {
+  return {Problem(dgrad(DataType::BF16, DataType::BF16, 2, 3, 40, 38, 64, 7, 2, 3)),
+          Problem(dgrad(DataType::F16, DataType::F32, 3, 4, 17, 21, 32, 5, 1, 2)),
+          Problem(dgrad(DataType::BF16, DataType::F32, 2, 1, 23, 25, 16, 3, 2, 1)),
+          Problem(dgrad(DataType::F16, DataType::F16, 2, 8, 14, 14, 48, 1, 2, 0))};
+}
+
+std::size_t candidates(const ConvProblem& p, const char* name = "narrow_wgrad") {
+  return tuner::enumerate({find_template(name)}, std::vector<Problem>{Problem(p)},
+                          fake_device(gpu::BackendKind::Cuda))
+      .candidates.size();
+}
+
+TEST(NarrowConvSpace, TakesTheWeightGradientOfFewChannelsOnly) {
+  ConvProblem stem = wgrad(DataType::BF16, DataType::BF16, 128, 3, 224, 224, 64, 7, 2, 3);
+  EXPECT_GT(candidates(stem), 0u);
+  for (const Problem& p : problems()) EXPECT_GT(candidates(p.conv()), 0u) << p.key();
+  ConvProblem other = stem;
+  other.direction = ConvDirection::Forward;
+  EXPECT_EQ(candidates(other), 0u);
+  other.direction = ConvDirection::BackwardData;
+  EXPECT_EQ(candidates(other), 0u);
+  other = stem, other.c = 64;
+  EXPECT_EQ(candidates(other), 0u);  // mma_conv / wgmma_conv territory
+  other = stem, other.dil_w = 2;
+  EXPECT_EQ(candidates(other), 0u);  // the columns of a filter row are no longer one linear run
+  other = stem, other.w = 223;
+  EXPECT_EQ(candidates(other), 0u);  // rows of 669 elements: no 16-byte copies
+  other = stem, other.in_type = other.out_type = DataType::F32;
+  EXPECT_EQ(candidates(other), 0u);
+}
+
+TEST(NarrowConvSpace, TakesTheInputGradientOfFewChannelsOnly) {
+  ConvProblem stem = dgrad(DataType::BF16, DataType::BF16, 128, 3, 224, 224, 64, 7, 2, 3);
+  EXPECT_GT(candidates(stem, "narrow_dgrad"), 0u);
+  for (const Problem& p : dgrad_problems()) EXPECT_GT(candidates(p.conv(), "narrow_dgrad"), 0u) << p.key();
+  ConvProblem other = stem;
+  other.direction = ConvDirection::BackwardFilter;
+  EXPECT_EQ(candidates(other, "narrow_dgrad"), 0u);
+  other = stem, other.c = 16;
+  EXPECT_EQ(candidates(other, "narrow_dgrad"), 0u);  // more than one n8 tile of channels
+  other = stem, other.k = 72;
+  EXPECT_EQ(candidates(other, "narrow_dgrad"), 0u);  // K in k16 steps
+  other = stem, other.dil_h = 2;
+  EXPECT_EQ(candidates(other, "narrow_dgrad"), 0u);
+}
+
+void compile_sample(const char* name, const std::vector<Problem>& ps, const char* varied, std::size_t per) {
+  auto compiler = gpu::cuda::make_compiler();
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const auto cands = conv_sample(name, ps, dev, per);
+  ASSERT_FALSE(cands.empty());
+  const std::regex spill("([0-9]+) bytes spill stores");
+  std::set<std::int64_t> values;
+  for (const auto& c : cands) {
+    gpu::CompileRequest req = c.tmpl->compile_request(c.solution, ps[c.problem_index], dev);
+    req.options.push_back("--ptxas-options=-v");
+    const gpu::CompileResult r = compiler->compile(req);
+    ASSERT_TRUE(r.ok) << c.solution.kernel_name() << "\n" << r.log;
+    std::smatch ms;
+    EXPECT_TRUE(std::regex_search(r.log, ms, spill) && ms[1].str() == "0") << c.solution.kernel_name() << " spills:\n" << r.log;
+    values.insert(c.solution.params.at(varied));
+  }
+  EXPECT_GT(values.size(), 1u) << varied << " takes one value in the sample";
+  std::printf("%s: %zu candidates compiled\n", name, cands.size());
+}
+
+// wgrad with and without the split-K reduction; dgrad with several tile counts per warp.
+TEST(NarrowConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
+  compile_sample("narrow_wgrad", problems(), "SPLIT", 2);
+  compile_sample("narrow_dgrad", dgrad_problems(), "MT", 3);
+}
+
+TEST(NarrowConvGpu, SampleMatchesTheReference) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  const std::vector<Problem> ps = problems();
+  std::size_t checked = validate_conv_candidates(*dev, conv_sample("narrow_wgrad", ps, dev->info(), 8), ps);
+  const std::vector<Problem> ds = dgrad_problems();
+  checked += validate_conv_candidates(*dev, conv_sample("narrow_dgrad", ds, dev->info(), 6), ds);
+  std::printf("%zu candidates validated\n", checked);
+}
+
+}  // namespace
