@@ -177,22 +177,25 @@ __global__ void __launch_bounds__(RT * WK * 32) narrow_wgrad(const TtConvParams 
 // filters are staged once per block as [r][s][c8][k] (k contiguous: a B fragment register is one
 // 32-bit load); the dy rows a dx row needs (filter rows r = (h + pad_h) % stride_h + j * stride_h,
 // NR = ceil(R / stride_h) of them) are staged per dx row, two stages deep.
-// Warps take MT m16 tiles of the STRIDE_W * UT tiles of a row (UT: tiles of u per class).
-template <typename TA, typename TC, int DIR, bool NCHW, int WARPS, int MT, int RB>
+// Warps take MT m16 tiles of one class at a time, of the STRIDE_W * UT tiles of a row (UT: tiles
+// of u per class, rounded up to MT); K = 16 * KC is a compile-time constant so that a warp loads
+// every fragment of a tap before its MMAs.
+template <typename TA, typename TC, int DIR, bool NCHW, int WARPS, int MT, int RB, int KC>
 __global__ void __launch_bounds__(WARPS * 32) narrow_dgrad(const TtConvParams p) {
   using namespace tt_mma;
   constexpr int THREADS = WARPS * 32;
   static_assert(DIR == 1 && !NCHW, "narrow_dgrad: input gradient, NHWC");
   static_assert(sizeof(TA) == 2, "bf16 or fp16 inputs");
-  static_assert(MT >= 1 && RB >= 1, "parameters");
+  static_assert(MT >= 1 && RB >= 1 && KC >= 1, "parameters");
 
   extern __shared__ __align__(128) unsigned char tt_narrow_smem[];
   const u32 sbase = smem_addr(tt_narrow_smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int K = p.k, C = p.c, R = p.r, S = p.s, sw = p.stride_w, sh = p.stride_h;
+  const int C = p.c, R = p.r, S = p.s, sw = p.stride_w, sh = p.stride_h;
+  constexpr int K = KC * 16;  // the JSON admits K == 16 * KC only
   // Geometry (the JSON's SMEM_BYTES must agree): filter rows of K + 8 halves, dy rows likewise.
   const int kst = (K + 8) * 2;  // bytes; odd multiple of 16: conflict-free ldmatrix and B loads
-  const int ut = ((p.w - 1 + p.pad_w) / sw + 1 + 15) / 16;
+  const int ut = (((p.w - 1 + p.pad_w) / sw + 1 + 15) / 16 + MT - 1) / MT * MT;  // tiles of u per class
   const int pf = (S - 1) / sw;  // zero rows before dy's first column: q = u - i down to -pf
   const int qr = ut * 16 + pf;  // rows of one staged dy row
   const int nr = (R + sh - 1) / sh;
@@ -204,10 +207,22 @@ __global__ void __launch_bounds__(WARPS * 32) narrow_dgrad(const TtConvParams p)
   // Filters KRSC -> [r][s][c][k]; channels C..7 stay zero.
   const TA* wt = static_cast<const TA*>(p.wt);
   unsigned short* fs = reinterpret_cast<unsigned short*>(tt_narrow_smem);
-  for (int e = tid; e < K * R * S * C; e += THREADS) {
-    const int k = e / (R * S * C), rsc = e % (R * S * C);
-    const int c = rsc % C, rs = rsc / C;
-    fs[(rs * 8 + c) * (kst / 2) + k] = reinterpret_cast<const unsigned short*>(wt)[e];
+  // Eight loads in flight per thread before their stores (through generic pointers the compiler
+  // cannot tell the shared stores from the global loads, and would wait out each load in turn).
+  const unsigned short* wsrc = reinterpret_cast<const unsigned short*>(wt);
+  const int welems = K * R * S * C;
+  for (int e0 = tid; e0 < welems; e0 += THREADS * 8) {
+    unsigned short v[8];
+    TT_UNROLL
+    for (int u = 0; u < 8; ++u) v[u] = e0 + u * THREADS < welems ? __ldg(wsrc + e0 + u * THREADS) : (unsigned short)0;
+    TT_UNROLL
+    for (int u = 0; u < 8; ++u) {
+      const int e = e0 + u * THREADS;
+      if (e >= welems) break;
+      const int k = e / (R * S * C), rsc = e % (R * S * C);
+      const int c = rsc % C, rs = rsc / C;
+      fs[(rs * 8 + c) * (kst / 2) + k] = v[u];
+    }
   }
 
   const TA* dy = static_cast<const TA*>(p.y);
@@ -255,26 +270,31 @@ __global__ void __launch_bounds__(WARPS * 32) narrow_dgrad(const TtConvParams p)
       float acc[MT][4];
       TT_UNROLL
       for (int m = 0; m < MT; ++m) acc[m][0] = acc[m][1] = acc[m][2] = acc[m][3] = 0.f;
+      // The warp's MT tiles are consecutive tiles of one residue class (ut is a multiple of MT).
+      const int rho = t0 / ut, ub = (t0 % ut) * 16;
       for (int j = 0; j < nr; ++j) {
         const int r = rfirst + j * sh, pr = (h + p.pad_h - r) / sh;
         if (r >= R || pr < 0 || pr >= p.p) continue;  // the same for the whole block
         const u32 dyr = s0 + j * qr * kst;
-        TT_UNROLL
-        for (int m = 0; m < MT; ++m) {
-          const int t = min(t0 + m, tiles - 1);  // past the last tile: a repeat, never stored
-          const int rho = t / ut, u0 = (t % ut) * 16;
-          for (int i = 0; rho + i * sw < S; ++i) {
-            const int s = rho + i * sw;
-            const u32 arow = dyr + (u0 - i + pf + (lane & 15)) * kst + (lane >> 4) * 16;
-            const u32 brow = sbase + ((r * S + s) * 8 + g4) * kst + t4 * 4;
-            for (int kc = 0; kc < K / 16; ++kc) {
-              u32 af[4], bf[2];
-              ldsm_x4<false>(af, arow + kc * 32);
-              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bf[0]) : "r"(brow + kc * 32));
-              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bf[1]) : "r"(brow + kc * 32 + 16));
-              mma<TA>(acc[m], af, bf);
-            }
+        for (int i = 0; rho + i * sw < S; ++i) {
+          const int s = rho + i * sw;
+          // All fragments of this tap first, then the MMAs: the loads are in flight together.
+          const u32 brow = sbase + ((r * S + s) * 8 + g4) * kst + t4 * 4;
+          u32 bf[KC][2], af[MT][KC][4];
+          TT_UNROLL
+          for (int kc = 0; kc < KC; ++kc) {
+            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bf[kc][0]) : "r"(brow + kc * 32));
+            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bf[kc][1]) : "r"(brow + kc * 32 + 16));
           }
+          const u32 arow = dyr + (ub - i + pf + (lane & 15)) * kst + (lane >> 4) * 16;
+          TT_UNROLL
+          for (int m = 0; m < MT; ++m)
+            TT_UNROLL
+            for (int kc = 0; kc < KC; ++kc) ldsm_x4<false>(af[m][kc], arow + m * 16 * kst + kc * 32);
+          TT_UNROLL
+          for (int kc = 0; kc < KC; ++kc)
+            TT_UNROLL
+            for (int m = 0; m < MT; ++m) mma<TA>(acc[m], af[m][kc], bf[kc]);
         }
       }
       // Fragment element e: u = u0 + g4 + 8 * (e / 2), channel 2 * t4 + e % 2.

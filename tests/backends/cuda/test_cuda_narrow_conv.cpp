@@ -115,7 +115,7 @@ void compile_sample(const char* name, const std::vector<Problem>& ps, const char
 // wgrad with and without the split-K reduction; dgrad with several tile counts per warp.
 TEST(NarrowConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   compile_sample("narrow_wgrad", problems(), "SPLIT", 2);
-  compile_sample("narrow_dgrad", dgrad_problems(), "MT", 3);
+  compile_sample("narrow_dgrad", dgrad_problems(), "MT", 6);
 }
 
 TEST(NarrowConvGpu, SampleMatchesTheReference) {
