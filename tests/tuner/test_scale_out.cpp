@@ -27,11 +27,12 @@ namespace {
 
 // Four small fp32 GEMMs of one layout (the two candidates compile once per shard). The largest
 // predicts a little more than a quarter of the sweep's cost, so that 4 shards part it over 2 of
-// them (the others are whole). The candidates (tests/templates/paced_gemm.json) take 5 ms a run where
-// they fit the problem (LARGE-1 from M = 128, LARGE-0 below) and 20 ms elsewhere, a sleep rather
+// them (the others are whole). The candidates (tests/templates/paced_gemm.json) take 10 ms a run where
+// they fit the problem (LARGE-1 from M = 128, LARGE-0 below) and 40 ms elsewhere, a sleep rather
 // than work: every winner is known, and two sweeps timing the same runs spend the same seconds
-// within a few percent, however loaded the machine. Each timing is a fixed number of runs: one to validate, one warm-up and exactly 3
-// timed (min = max = 3, and a run outlasts target_ms, so the finals' longer run cap never binds).
+// within a few percent, however loaded the machine. Each timing is a fixed number of runs: one to
+// validate, one warm-up and one timed (min = max = 1, and a run outlasts target_ms, so the finals'
+// longer run cap never binds). Few long runs: what varies with the load is each run's wake-up.
 const char* kConfig = R"({"name": "scale-out",
   "problems": [
     {"dtype": "f32", "transA": "N", "transB": "N", "m": 128, "n": 128, "k": 32},
@@ -39,7 +40,7 @@ const char* kConfig = R"({"name": "scale-out",
     {"dtype": "f32", "transA": "N", "transB": "N", "m": 48, "n": 32, "k": 32},
     {"dtype": "f32", "transA": "N", "transB": "N", "m": 32, "n": 32, "k": 32}],
   "templates": {"paced_gemm": {}},
-  "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 3, "target_ms": 1}
+  "benchmark": {"warmup": 1, "min_iterations": 1, "max_iterations": 1, "target_ms": 1}
 })";
 
 // The program finds the test template through its environment, which it inherits from this one.
