@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <unordered_set>
@@ -56,6 +57,10 @@ std::vector<std::pair<int, gpu::DeviceInfo>> sweep_devices(const SweepOptions& o
   }
   return out;
 }
+
+// The database's merge keeps a finalist's re-timing by these names (db::Database::better).
+static_assert(std::string_view(kFinalTimingReason) == db::kFinalistReason &&
+              std::string_view(kFinalTimingReasonV1) == db::kFinalistReasonV1);
 
 HalvingRow halving_row(const db::MeasurementRecord& m) {
   HalvingRow r;
