@@ -527,7 +527,10 @@ bool Database::better(const MeasurementRecord& a, const MeasurementRecord& b) {
   const bool a_ok = a.status == Status::Ok && !std::isnan(a.median_ms);
   const bool b_ok = b.status == Status::Ok && !std::isnan(b.median_ms);
   if (a_ok != b_ok) return a_ok;
-  return a_ok && a.median_ms < b.median_ms;
+  if (!a_ok) return false;
+  auto final = [](const MeasurementRecord& m) { return m.reason == kFinalistReason || m.reason == kFinalistReasonV1; };
+  if (final(a) != final(b)) return final(a);
+  return a.median_ms < b.median_ms;
 }
 
 bool Database::put_measurement_if_better(const MeasurementRecord& m, const std::string& created_at,

@@ -25,6 +25,12 @@ struct sqlite3;
 
 namespace tiletune::db {
 
+// The `reason` of an 'ok' measurement that re-times one of its problem's finalists, which the sweep
+// records over the candidate's first timing (tuner/search.h: kFinalTimingReason, and V1 as older
+// databases say it; tuner/sweep.cpp checks that the two agree).
+inline constexpr const char* kFinalistReason = "finalist: timed fully twice";
+inline constexpr const char* kFinalistReasonV1 = "halving: timed fully twice";
+
 enum class Mode {
   ReadOnly,   // SQLITE_OPEN_READONLY; the file must exist with the newest schema
   ReadWrite,  // creates the file if missing and migrates it to the newest schema
@@ -71,7 +77,9 @@ class Database {
   void put_measurement(const MeasurementRecord& m);
 
   // Whether measurement a beats b for the same (problem, solution, arch): an 'ok' one beats a
-  // failure; among 'ok' ones the lower median_ms. Two failures, or equal times: no.
+  // failure; a finalist's re-timing beats a first timing whatever their times, as the sweep that
+  // made it replaced the one by the other (so merging the shards of a sweep into its finished
+  // database again keeps its finals); otherwise the lower median_ms. Two failures, or equal: no.
   static bool better(const MeasurementRecord& a, const MeasurementRecord& b);
   // For merge and pack: stores m (ids already of this database) with its created_at (empty: now)
   // and provenance (measurement_id ignored) unless this database already has a measurement of

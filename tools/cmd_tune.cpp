@@ -41,6 +41,7 @@ struct TuneArgs {
   std::string shard, local_db;  // tuner/shard.h, tune --mpi
   bool mpi = false;
   int mpi_shards = 0;
+  int finish_shards = 0;  // tune --finish-shards N
   long long budget = -1;
   double budget_seconds = -1;
   long long seed = -1;
@@ -113,6 +114,13 @@ void add_tune_options(CLI::App* cmd, const std::shared_ptr<TuneArgs>& a) {
                                    "under mpirun: ranks take shards from rank 0 as a work queue, tune each into "
                                    "--local-db, and rank 0 merges them all into --db (docs/scale-out.md)")
                          ->excludes(shard);
+  cmd->add_option("--finish-shards", a->finish_shards,
+                  "after `db merge` of the N shards of --shard I/N into --db: time the finals (and the vendor library) "
+                  "of the problems the split parted over several shards, which no part can do alone; --mpi does it "
+                  "itself (docs/scale-out.md)")
+      ->check(CLI::PositiveNumber)
+      ->excludes(shard)
+      ->excludes(mpi);
   cmd->add_option("--mpi-shards", a->mpi_shards, "with --mpi: shards to split the work into (0: 4 per rank)")
       ->check(CLI::NonNegativeNumber)
       ->needs(mpi);
@@ -193,9 +201,13 @@ std::optional<tuner::ShardId> requested_shard(const std::string& text) {
   return s;
 }
 
+tuner::ShardPlan plan_of(const tuner::TuningConfig& config, int count, const tuner::SweepOptions& o) {
+  return tuner::plan_shards(config, tuner::problem_costs(config, o.backend), count);
+}
+
 // Shard `id`'s part of `config` (and the candidate filter in `o`), said on stderr.
 tuner::TuningConfig shard_of(const tuner::TuningConfig& config, tuner::ShardId id, tuner::SweepOptions& o) {
-  const tuner::ShardPlan plan = tuner::plan_shards(config, tuner::problem_costs(config, o.backend), id.count);
+  const tuner::ShardPlan plan = plan_of(config, id.count, o);
   tuner::TuningConfig part = tuner::shard_config(config, plan, id.index, o);
   std::size_t parted = 0;
   for (const tuner::WorkUnit& u : plan.shards[id.index]) parted += u.parts > 1;
@@ -203,6 +215,23 @@ tuner::TuningConfig shard_of(const tuner::TuningConfig& config, tuner::ShardId i
                id.index, id.count, part.problems.size(), config.problems.size(), parted,
                plan.total > 0 ? 100.0 * plan.load[id.index] / plan.total : 0.0);
   return part;
+}
+
+// What the merged database of `count` shards lacks: the problems parted over shards, whole, whose
+// finals and vendor timing a sweep of them on that database does (every candidate is measured).
+tuner::TuningConfig parted_of(const tuner::TuningConfig& config, int count, const tuner::SweepOptions& o) {
+  tuner::TuningConfig parted = tuner::parted_config(config, plan_of(config, count, o));
+  std::fprintf(stderr, "finishing %d shards in %s: %zu of %zu problems were parted; their finals and vendor timing here\n",
+               count, o.db_path.c_str(), parted.problems.size(), config.problems.size());
+  return parted;
+}
+
+// A finishing sweep that measured candidates for the first time found the merge incomplete.
+void warn_unmerged(const tuner::SweepSummary& s) {
+  const std::size_t first = s.benchmarked + s.invalid + s.launch_failed + s.crashed + s.timed_out;
+  if (first)
+    std::fprintf(stderr, "tiletune: warning: %zu candidates of the parted problems were not in the database and were "
+                         "measured here: was every shard merged?\n", first);
 }
 
 #ifdef TILETUNE_WITH_MPI
@@ -246,8 +275,17 @@ int tune_mpi(const TuneArgs& a, const tuner::TuningConfig& config, const tuner::
     std::printf("merged %s: %zu measurements (%zu added, %zu better, %zu kept)\n", m.source.c_str(), m.measurements,
                 m.added, m.replaced, m.kept);
   std::filesystem::remove_all(gather);
+  int code = r.exit_code;
+  tuner::SweepOptions merged = o;
+  merged.db_path = a.db;
+  if (const tuner::TuningConfig parted = parted_of(config, shards(r.size), merged); !parted.problems.empty()) {
+    const tuner::SweepSummary s = tuner::run_sweep(parted, merged);
+    warn_unmerged(s);
+    std::printf("finished %zu parted problems: %zu finals timed\n", parted.problems.size(), s.remeasured);
+    if (code == kExitOk) code = tune_exit_code(s);
+  }
   std::printf("wrote %s: %d shards on %d ranks\n", a.db.c_str(), shards(r.size), r.size);
-  return r.exit_code;
+  return code;
 }
 #else
 int tune_mpi(const TuneArgs&, const tuner::TuningConfig&, const tuner::SweepOptions&) {
@@ -271,7 +309,8 @@ Run add_tune(CLI::App& app) {
     tuner::SweepOptions o = sweep_options(*a, config);
     if (a->compile_only) {
       if (a->json) throw Error("--json is not available with --compile-only");
-      if (!a->shard.empty() || a->mpi) throw Error("--compile-only compiles the whole config: no --shard or --mpi");
+      if (!a->shard.empty() || a->mpi || a->finish_shards)
+        throw Error("--compile-only compiles the whole config: no --shard, --mpi or --finish-shards");
       const tuner::CompileOnlySummary s = tuner::run_compile_only(config, o, a->arch);
       tuner::print_summary(s, stdout);
       std::printf("wrote %s\n", a->db.c_str());
@@ -292,7 +331,16 @@ Run add_tune(CLI::App& app) {
         return kExitOk;
       }
     }
+    if (a->finish_shards > 0) {
+      config = parted_of(config, a->finish_shards, o);
+      if (config.problems.empty()) {
+        std::fprintf(text, "no problem was parted over the %d shards: nothing to finish\n", a->finish_shards);
+        if (a->json) print_json(tune_json(*cmd, kExitOk, tuner::SweepSummary{}, config, o));
+        return kExitOk;
+      }
+    }
     tuner::SweepSummary s = tuner::run_sweep(config, o);
+    if (a->finish_shards > 0) warn_unmerged(s);
     tuner::print_summary(s, text);
     std::fprintf(text, "\nwrote %s\n", o.db_path.c_str());
     std::fflush(text);

@@ -127,10 +127,17 @@ ShardPlan plan_shards(const TuningConfig& config, const std::vector<ProblemCost>
     for (int part = 0; part < parts; ++part) units.push_back({pi, part, parts, cost / parts});
   }
   std::stable_sort(units.begin(), units.end(), [](const WorkUnit& a, const WorkUnit& b) { return a.cost > b.cost; });
+  // Two parts of one problem in one shard would be that problem twice in its config: a part goes
+  // to the least-loaded shard without one (there is one: a problem has at most `count` parts).
+  auto holds = [&](int s, std::size_t problem) {
+    return std::any_of(plan.shards[s].begin(), plan.shards[s].end(), [&](const WorkUnit& h) { return h.problem == problem; });
+  };
   for (const WorkUnit& u : units) {
-    const int s = int(std::min_element(plan.load.begin(), plan.load.end()) - plan.load.begin());
-    plan.shards[s].push_back(u);
-    plan.load[s] += u.cost;
+    int best = -1;
+    for (int s = 0; s < count; ++s)
+      if ((best < 0 || plan.load[s] < plan.load[best]) && (u.parts == 1 || !holds(s, u.problem))) best = s;
+    plan.shards[best].push_back(u);
+    plan.load[best] += u.cost;
   }
   for (auto& shard : plan.shards)
     std::sort(shard.begin(), shard.end(),
@@ -157,8 +164,20 @@ TuningConfig shard_config(const TuningConfig& config, const ShardPlan& plan, int
     options.filter.candidate = [parts](std::size_t pi, std::size_t ordinal) {
       return int(ordinal % std::size_t(parts[pi].parts)) == parts[pi].part;
     };
-    options.filter.vendor = [parts](std::size_t pi) { return parts[pi].part == 0; };
+    options.filter.finish = [parts](std::size_t pi) { return parts[pi].parts == 1; };
   }
+  return out;
+}
+
+TuningConfig parted_config(const TuningConfig& config, const ShardPlan& plan) {
+  std::vector<bool> parted(config.problems.size(), false);
+  for (const auto& shard : plan.shards)
+    for (const WorkUnit& u : shard)
+      if (u.parts > 1) parted.at(u.problem) = true;
+  TuningConfig out = config;
+  out.problems.clear();
+  for (std::size_t pi = 0; pi < config.problems.size(); ++pi)
+    if (parted[pi]) out.problems.push_back(config.problems[pi]);
   return out;
 }
 

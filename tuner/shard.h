@@ -16,10 +16,16 @@
 // whatever the size); on a large one min_iterations binds and the time grows with the FLOPs. The
 // count of candidates is the templates' space before pruning, and the constants are per backend,
 // not per device, so that nodes with different devices still agree on the split.
-// Units go to shards longest-first, each to the least-loaded shard (ties: the lower index), units
-// of equal cost in config order: the heaviest shard exceeds the mean load by less than the
-// heaviest unit, which the candidate split keeps at most the mean unless the problem has fewer
-// candidates than that takes.
+// Units go to shards longest-first, each to the least-loaded shard not holding another part of its
+// problem (ties: the lower index), units of equal cost in config order: the heaviest shard exceeds
+// the mean load by less than the heaviest unit, which the candidate split keeps at most the mean
+// unless the problem has fewer candidates than that takes.
+//
+// A part measures its candidates once each, as the unsharded sweep does, and nothing more: the
+// finals (the problem's fastest few timed again, tuner/search.h) and the vendor library's timing
+// are the whole problem's, so they are done once, on the merged database, by `tune --finish-shards
+// N` (parted_config below). The shards and that step then time what one process would: the same
+// candidates, the same finalists, the vendor once per problem.
 #pragma once
 #include <functional>
 #include <optional>
@@ -82,9 +88,13 @@ std::vector<ProblemCost> problem_costs(const TuningConfig& config, gpu::BackendK
 ShardPlan plan_shards(const TuningConfig& config, const std::vector<ProblemCost>& costs, int count);
 
 // The config of one shard (its problems only, in config order) and the filter that keeps, of a
-// problem split into parts, the candidates of this shard's part and times the vendor library in
-// part 0 only. Returns the config; sets `options.filter`.
+// problem split into parts, the candidates of this shard's part and leaves its finals and vendor
+// timing to parted_config's sweep. Returns the config; sets `options.filter`.
 TuningConfig shard_config(const TuningConfig& config, const ShardPlan& plan, int index, SweepOptions& options);
+
+// The problems `plan` parts, whole, in config order: a sweep of them on the merged shards' database
+// finds every candidate measured and does only what the parts left, their finals and the vendor.
+TuningConfig parted_config(const TuningConfig& config, const ShardPlan& plan);
 
 // A database path with {shard} (the shard's index), {count} (the number of shards) and {host}
 // (this machine's short host name) replaced; any other {name}, or an unclosed brace, is an Error.

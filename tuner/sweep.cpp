@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <unordered_set>
@@ -56,6 +57,10 @@ std::vector<std::pair<int, gpu::DeviceInfo>> sweep_devices(const SweepOptions& o
   }
   return out;
 }
+
+// The database's merge keeps a finalist's re-timing by these names (db::Database::better).
+static_assert(std::string_view(kFinalTimingReason) == db::kFinalistReason &&
+              std::string_view(kFinalTimingReasonV1) == db::kFinalistReasonV1);
 
 HalvingRow halving_row(const db::MeasurementRecord& m) {
   HalvingRow r;
@@ -138,11 +143,10 @@ void Sweep::open_slots() {
   }
 }
 
-// Whether this sweep times the vendor library on problem `pi` (a shard of a split problem leaves
-// it to the problem's first part).
-static bool times_vendor(const SweepOptions& o, std::size_t pi) {
-  return o.compare_vendor && (!o.filter.vendor || o.filter.vendor(pi));
-}
+// Whether this sweep finishes problem `pi` (its finals and vendor timing): not a part of a problem
+// split over shards, which leaves them to the merged database (tune --finish-shards).
+static bool finishes(const SweepOptions& o, std::size_t pi) { return !o.filter.finish || o.filter.finish(pi); }
+static bool times_vendor(const SweepOptions& o, std::size_t pi) { return o.compare_vendor && finishes(o, pi); }
 
 void Sweep::enumerate_candidates() {
   enumeration_ = enumerate(config_.templates, config_.problems, dev_->info());
@@ -589,8 +593,10 @@ void Sweep::candidate_done(std::size_t pi) {
 // from what the database holds, so that a resumed sweep counts those measured before) timed once
 // more one after another on `slot`'s device, the later timing recorded: a winner is then not the
 // luck of one timing, and the finalists were compared on the same GPU. First waits for the
-// problem's batch tasks still running on other slots. Not past a seconds budget.
+// problem's batch tasks still running on other slots. Not past a seconds budget, nor in a shard
+// holding only a part of the problem's candidates: the finalists are the whole problem's.
 void Sweep::final_round(MeasureSlot& slot, std::size_t pi) {
+  if (!finishes(options_, pi)) return;
   {
     std::unique_lock<std::mutex> lock(batch_mu_);
     batch_cv_.wait(lock, [&] { return batch_left_[pi] == 0; });

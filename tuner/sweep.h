@@ -21,11 +21,13 @@ enum class Isolation {
 };
 
 // A part of a config's work (a shard, tuner/shard.h): which of a problem's enumerated candidates
-// (by position among that problem's, in enumeration order) are tuned here, and whether the vendor
-// library is timed on the problem here. An empty function keeps everything.
+// (by position among that problem's, in enumeration order) are tuned here, and whether the problem
+// is finished here: its finals (the fastest few timed again) and the vendor library. A part of a
+// problem sees only its own candidates' times, so the problem's finals wait until its parts are
+// merged (tune --finish-shards). An empty function keeps everything.
 struct WorkFilter {
   std::function<bool(std::size_t problem, std::size_t ordinal)> candidate;
-  std::function<bool(std::size_t problem)> vendor;
+  std::function<bool(std::size_t problem)> finish;
 };
 
 struct SweepOptions {

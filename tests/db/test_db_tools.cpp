@@ -360,6 +360,24 @@ TEST_F(DbToolsTest, MergeUnionsAndBetterMeasurementWinsBothWays) {
   }
 }
 
+TEST(DbBetter, AFinalistsReTimingBeatsItsFirstTimingWhateverTheirTimes) {
+  MeasurementRecord first, final;
+  first.median_ms = 1.0;
+  final.median_ms = 2.0;
+  final.reason = kFinalistReason;
+  EXPECT_TRUE(Database::better(final, first));
+  EXPECT_FALSE(Database::better(first, final));
+  MeasurementRecord older = final;  // as databases of before every strategy had finals say it
+  older.reason = kFinalistReasonV1;
+  older.median_ms = 1.5;
+  EXPECT_TRUE(Database::better(older, final));  // two re-timings: the faster
+  EXPECT_TRUE(Database::better(older, first));
+  MeasurementRecord failed = final;  // a failure never beats an 'ok' one
+  failed.status = db::Status::Invalid;
+  EXPECT_FALSE(Database::better(failed, first));
+  EXPECT_TRUE(Database::better(first, failed));
+}
+
 TEST_F(DbToolsTest, MergeIsIdempotentAndKeepsProvenanceThroughChains) {
   const std::string m = file("m.db");
   merge(m, {a_, b_});
