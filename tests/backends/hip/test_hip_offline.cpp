@@ -23,6 +23,8 @@
 #include "common/error.h"
 #include "common/temp_dir.h"
 #include "db/database.h"
+#include "db/explain.h"
+#include "db/ship.h"
 #include "gpu/backend.h"
 #include "gpu/hip/arch_table.h"
 #include "gpu/hip/clang_compiler.h"
@@ -437,10 +439,29 @@ TEST(CompileOnly, FillsTheDatabaseForAnArchThatIsNotHere) {
   });
   EXPECT_EQ(objects, 2u);
   EXPECT_TRUE(db.winners("gfx942").empty());  // nothing measured, nothing won
+  EXPECT_EQ(db.compiled("gfx942").size(), 2u);  // ... but both recorded as compiled for the problem
   const auto again = tiletune::tuner::run_compile_only(config, o, "gfx942", quiet);
   EXPECT_EQ(again.cached, 2u);
   EXPECT_EQ(again.compiled, 0u);
 
+  // db pack keeps the model's first of the two, unmeasured; db explain shows its real figures.
+  const std::string shipped = (dir.path() / "mi300x.db").string();
+  const auto packed = tiletune::db::pack(o.db_path, shipped, {}, false);
+  EXPECT_EQ(packed.winners, 0u);
+  EXPECT_EQ(packed.compiled, 1u);
+  auto ship = tiletune::db::Database::open(shipped, tiletune::db::Mode::ReadOnly);
+  const auto e = tiletune::db::explain(ship, config.problems[0], "");
+  EXPECT_EQ(e.arch, "gfx942");
+  EXPECT_NE(e.choice, tiletune::db::Explanation::Choice::Tuned);
+  EXPECT_FALSE(e.measured);
+  ASSERT_EQ(e.compiled.size(), 1u);
+  const auto figures = nlohmann::json::parse(e.compiled[0].record.figures);
+  EXPECT_GT(figures.at("vgpr").get<int>(), 0);
+  EXPECT_GT(figures.at("mfma_instructions").get<int>(), 0);
+  const std::string text = tiletune::db::format(e);
+  EXPECT_NE(text.find("UNMEASURED"), std::string::npos) << text;
+  EXPECT_NE(text.find("VGPR " + figures.at("vgpr").dump()), std::string::npos) << text;
+  std::printf("%s", text.c_str());
   EXPECT_THROW(tiletune::tuner::run_compile_only(config, o, "sm_90a", quiet), tiletune::Error);
   EXPECT_THROW(tiletune::tuner::run_compile_only(config, o, "", quiet), tiletune::Error);
   std::fclose(quiet);
