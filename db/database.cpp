@@ -698,6 +698,60 @@ void Database::add_pool_kernel(std::int64_t problem_id, std::int64_t solution_id
   });
 }
 
+void Database::add_compiled(const std::string& arch, std::int64_t problem_id, std::int64_t solution_id,
+                            std::int64_t code_object_id) {
+  require_writable("add a compiled candidate");
+  write_txn(db_.get(), path_, "add a compiled candidate", [&] {
+    Stmt st(db_.get(),
+            "INSERT OR REPLACE INTO compiled(arch, problem_id, solution_id, code_object_id) VALUES (?1, ?2, ?3, ?4)",
+            path_);
+    st.text(1, arch).i64(2, problem_id).i64(3, solution_id).i64(4, code_object_id).run();
+    return 0;
+  });
+}
+
+std::vector<CompiledRecord> Database::compiled(const std::string& arch) {
+  if (version_ < 8) return {};
+  Stmt st(db_.get(),
+          (std::string("SELECT c.arch, c.problem_id, p.key, p.spec, s.id, s.template, s.params, s.source_hash, "
+                       "c.code_object_id, o.cache_key, o.compiler_version, length(o.bytes), "
+                       "(SELECT value FROM meta WHERE key = '") +
+           kFiguresMetaPrefix +
+           "' || o.cache_key) "
+           "FROM compiled c JOIN problems p ON p.id = c.problem_id JOIN solutions s ON s.id = c.solution_id "
+           "JOIN code_objects o ON o.id = c.code_object_id "
+           "WHERE ?1 = '' OR c.arch = ?1 ORDER BY c.arch, p.key, s.kernel_name")
+              .c_str(),
+          path_);
+  st.text(1, arch);
+  std::vector<CompiledRecord> out;
+  while (st.step()) {
+    CompiledRecord r;
+    r.arch = st.col_text(0);
+    r.problem_id = st.col_i64(1);
+    r.problem_key = st.col_text(2);
+    r.problem = parse_problem(st.col_text(3), path_, r.problem_id);
+    r.solution_id = st.col_i64(4);
+    r.solution = parse_solution(st.col_text(5), st.col_text(6), path_, r.solution_id);
+    r.source_hash = st.col_text(7);
+    r.code_object_id = st.col_i64(8);
+    r.cache_key = st.col_text(9);
+    r.compiler_version = st.col_text(10);
+    r.code_bytes = st.col_i64(11);
+    r.figures = st.col_text(12);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<std::string> Database::compiled_arches() {
+  if (version_ < 8) return {};
+  Stmt st(db_.get(), "SELECT DISTINCT arch FROM compiled ORDER BY arch", path_);
+  std::vector<std::string> out;
+  while (st.step()) out.push_back(st.col_text(0));
+  return out;
+}
+
 std::optional<WinnerRecord> Database::find_winner(const std::string& arch, const std::string& problem_key) {
   Stmt st(db_.get(), (winner_query() + "WHERE w.arch = ?1 AND p.key = ?2").c_str(), path_);
   st.text(1, arch).text(2, problem_key);

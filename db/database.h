@@ -90,6 +90,10 @@ class Database {
   // Marks the 'ok' measurement of (problem, solution, arch) as a generic kernel of that arch's
   // pool (schema 7).
   void add_pool_kernel(std::int64_t problem_id, std::int64_t solution_id, const std::string& arch);
+  // Records that solution's code object (compiled ok for `arch`) was compiled for the problem and
+  // never run (schema 8); replaces an earlier row of (arch, problem, solution).
+  void add_compiled(const std::string& arch, std::int64_t problem_id, std::int64_t solution_id,
+                    std::int64_t code_object_id);
   void set_meta(const std::string& key, const std::string& value);
   // Runs f as one write transaction: the writers called inside it join it, so that a merge or a
   // pack is applied entirely or not at all (and much faster than one transaction per row).
@@ -112,6 +116,10 @@ class Database {
   // with its measurement on the problem it fit best.
   std::vector<WinnerRecord> pool_kernels(const std::string& arch);
   std::vector<std::string> arches();            // arches with at least one measurement, sorted
+  // The compile-only candidates of one arch, or of all when arch is empty (none in a file older
+  // than schema 8), ordered by arch, problem key and kernel name; and their arches, sorted.
+  std::vector<CompiledRecord> compiled(const std::string& arch);
+  std::vector<std::string> compiled_arches();
   std::vector<ProblemRow> problems();           // ordered by key
   // Measurements of one problem (all arches): 'ok' ones by median_ms first, then failures.
   std::vector<MeasurementRow> measurements(std::int64_t problem_id);

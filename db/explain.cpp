@@ -27,6 +27,18 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+// A code object's static figures (records.h, kFiguresMetaPrefix) in one line.
+std::string figures_text(const std::string& json) {
+  if (json.empty()) return "none recorded";
+  const auto j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object()) return "unreadable: " + json;
+  auto n = [&](const char* k) { return j.contains(k) ? j[k].dump() : std::string("?"); };
+  return "VGPR " + n("vgpr") + ", AGPR " + n("agpr") + ", SGPR " + n("sgpr") + ", LDS " + n("lds_bytes") +
+         " bytes, scratch " + n("scratch_bytes") + " bytes, spills " + n("vgpr_spills") + " VGPR / " +
+         n("sgpr_spills") + " SGPR, " + n("mfma_instructions") +
+         " v_mfma (the compiler's own allocation; another compiler's may differ)";
+}
+
 }  // namespace
 
 Problem parse_problem_json(const std::string& text) {
@@ -97,14 +109,19 @@ std::optional<std::string> winner_unusable(const WinnerRecord& w, const gpu::Dev
 }
 
 std::string resolve_arch(Database& db, const std::string& given) {
-  const std::vector<std::string> arches = db.arches();
+  std::vector<std::string> arches = db.arches();
+  for (const auto& a : db.compiled_arches())
+    if (std::find(arches.begin(), arches.end(), a) == arches.end()) arches.push_back(a);
+  std::sort(arches.begin(), arches.end());
   if (!given.empty()) {
     if (std::find(arches.begin(), arches.end(), given) == arches.end())
-      throw Error(db.path() + ": unknown arch '" + given + "': the database has measurements for " + join(arches));
+      throw Error(db.path() + ": unknown arch '" + given + "': the database has measurements or compiled candidates for " +
+                  join(arches));
     return given;
   }
   if (arches.size() == 1) return arches[0];
-  if (arches.empty()) throw Error(db.path() + ": the database has no measurements, so no arch to explain");
+  if (arches.empty())
+    throw Error(db.path() + ": the database has no measurements and no compiled candidates, so no arch to explain");
   throw Error(db.path() + ": the database holds several arches (" + join(arches) + "); pick one with --arch");
 }
 
@@ -131,6 +148,12 @@ Explanation explain(Database& db, const Problem& problem, const std::string& arc
   for (const auto& d : devices)
     if ((dev_id && d.id == dev_id) || (!dev_id && d.arch == e.arch)) dev_row = d;
   e.device = device_for_arch(e.arch, dev_row);
+  const std::vector<std::string> measured = db.arches();
+  e.measured = std::find(measured.begin(), measured.end(), e.arch) != measured.end();
+  std::vector<CompiledRecord> compiled;
+  for (auto& c : db.compiled(e.arch))
+    if (c.problem_key == e.key) compiled.push_back(std::move(c));
+  e.compiled = rank_compiled(compiled, e.device);
 
   if (e.winner) {
     if (auto why = winner_unusable(*e.winner, e.device))
@@ -254,6 +277,20 @@ std::string format(const Explanation& e) {
   for (const auto& [name, why] : e.rejected) s += "skipped  fallback " + name + ": breaks " + why + "\n";
   if (e.choice != Explanation::Choice::Tuned)
     for (const auto& k : e.tuned_neighbours) s += "nearby   tuned: " + k + "\n";
+  if (!e.measured)
+    s += "measured nothing: the database holds no measurement of " + e.arch +
+         " (a compile-only sweep): no kernel of it has run or been timed\n";
+  for (std::size_t i = 0; i < e.compiled.size(); ++i) {
+    const CompiledRecord& c = e.compiled[i].record;
+    s += "compiled " + c.solution.kernel_name() + ": UNMEASURED, compiled for " + c.arch + " and never run or timed; " +
+         "the runtime does not serve it\n";
+    s += "         model rank " + std::to_string(i + 1) + " of " + std::to_string(e.compiled.size()) +
+         (e.compiled[i].estimate.has_model ? ", estimate " + fmt("%.4f", e.compiled[i].estimate.seconds * 1e3) + " ms"
+                                           : std::string(", no model estimate")) +
+         "; code object " + std::to_string(c.code_object_id) + " (" + std::to_string(c.code_bytes) + " bytes, " +
+         c.compiler_version + ")\n";
+    s += "figures  " + figures_text(c.figures) + "\n";
+  }
   return s;
 }
 
@@ -319,6 +356,24 @@ nlohmann::ordered_json to_json(const Explanation& e) {
   for (const auto& [name, why] : e.rejected) rejected.push_back({{"template", name}, {"breaks", why}});
   j["rejected_fallbacks"] = rejected;
   j["tuned_neighbours"] = e.tuned_neighbours;
+  j["measured"] = e.measured;
+  nlohmann::ordered_json compiled = nlohmann::ordered_json::array();
+  for (const auto& r : e.compiled) {
+    const CompiledRecord& c = r.record;
+    nlohmann::ordered_json figures = nullptr;
+    if (!c.figures.empty()) figures = nlohmann::ordered_json::parse(c.figures, nullptr, false);
+    if (figures.is_discarded()) figures = nullptr;
+    compiled.push_back({{"kernel", c.solution.kernel_name()},
+                        {"template", c.solution.template_name},
+                        {"params", c.solution.params},
+                        {"measured", false},
+                        {"model_ms", r.estimate.has_model ? nlohmann::ordered_json(r.estimate.seconds * 1e3) : nullptr},
+                        {"code_object", c.code_object_id},
+                        {"code_bytes", c.code_bytes},
+                        {"compiler", c.compiler_version},
+                        {"figures", figures}});
+  }
+  j["compiled"] = compiled;
   return j;
 }
 

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "db/compiled.h"
 #include "db/database.h"
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
@@ -55,10 +56,15 @@ struct Explanation {
   Solution fallback;                             // the default solution run (Fallback)
   std::vector<std::pair<std::string, std::string>> rejected;  // fallback templates passed over
   std::vector<std::string> tuned_neighbours;     // keys of tuned problems with the same types and layout
+  // Whether the database holds any measurement of this arch (false: compile-only, nothing has run).
+  bool measured = true;
+  // The compile-only candidates of this problem and arch (schema 8), in the model's order:
+  // compiled, never run or timed; the runtime serves none of them.
+  std::vector<RankedCompiled> compiled;
 };
 
-// `given` when the database has measurements of it, else the database's only arch; Error naming
-// the arches otherwise (unknown arch, or several and none given).
+// `given` when the database has measurements or compile-only candidates of it, else the database's
+// only arch; Error naming the arches otherwise (unknown arch, or several and none given).
 std::string resolve_arch(Database& db, const std::string& given);
 
 // Throws Error for an arch the database has no measurements of (naming those it has).

@@ -148,6 +148,27 @@ struct ProvenanceRecord {
 // `tiletune report` labels each sweep's convergence with it.
 inline constexpr const char* kSearchMetaPrefix = "search:";
 
+// The meta key prefix under which a code object's static figures are stored, followed by its
+// cache key; the value is JSON {"vgpr", "agpr", "sgpr", "lds_bytes", "scratch_bytes", "vgpr_spills",
+// "sgpr_spills", "mfma_instructions"} as read from the object (gpu::code_object_figures).
+inline constexpr const char* kFiguresMetaPrefix = "figures:";
+
+// A candidate compiled for an arch and never run (schema 8: `tune --compile-only`, `db pack`):
+// not a measurement, never a winner, never served by the runtime.
+struct CompiledRecord {
+  std::string arch;
+  std::int64_t problem_id = 0;
+  std::string problem_key;
+  Problem problem;
+  std::int64_t solution_id = 0;
+  Solution solution;
+  std::string source_hash;
+  std::int64_t code_object_id = 0;
+  std::string cache_key, compiler_version;  // of the code object
+  std::int64_t code_bytes = 0;
+  std::string figures;  // the object's static figures (JSON; "" when none were recorded)
+};
+
 // Bulk rows, with their ids in the database they were read from.
 struct DeviceRow : DeviceRecord {
   std::int64_t id = 0;

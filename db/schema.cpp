@@ -178,6 +178,21 @@ CREATE TABLE pool(
 ) WITHOUT ROWID;
 )sql";
 
+// Version 8: candidates compiled for an arch and never run (`tune --compile-only`, and what
+// `db pack` keeps of them): the problem each was selected for, its solution and its code object.
+// Not measurements: nothing here has a time, none of them is ever a winner, and the runtime serves
+// none of them; `db explain` shows them as unmeasured. Their static figures (registers, LDS) are
+// the meta rows 'figures:<cache key>' of their code objects.
+const char* const kV8 = R"sql(
+CREATE TABLE compiled(
+  arch           TEXT NOT NULL,
+  problem_id     INTEGER NOT NULL REFERENCES problems(id),
+  solution_id    INTEGER NOT NULL REFERENCES solutions(id),
+  code_object_id INTEGER NOT NULL REFERENCES code_objects(id),
+  PRIMARY KEY(arch, problem_id, solution_id)
+) WITHOUT ROWID;
+)sql";
+
 #undef TT_NOW
 
 std::string errmsg(sqlite3* db) { return db ? sqlite3_errmsg(db) : "out of memory"; }
@@ -223,6 +238,7 @@ const std::vector<Migration>& migrations() {
       {5, "code objects' SHA-256 and what they were compiled from", kV5},
       {6, "signatures of code objects", kV6},
       {7, "the pool of generic kernels shipped beside the winners", kV7},
+      {8, "candidates compiled for an arch and never run (compile-only sweeps)", kV8},
   };
   return list;
 }

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "db/compiled.h"
 #include "db/database.h"
 #include "db/signing.h"
 #include "solutions/selection.h"
@@ -182,22 +183,43 @@ PackResult pack(const std::string& src_path, const std::string& dst_path, const 
   PackResult result;
   result.source_bytes = file_bytes(src_path);
 
-  const std::vector<std::string> known = src.arches();
+  std::vector<std::string> known = src.arches();
+  const std::vector<std::string> compiled_arches = src.compiled_arches();
+  known.insert(known.end(), compiled_arches.begin(), compiled_arches.end());
+  std::sort(known.begin(), known.end());
+  known.erase(std::unique(known.begin(), known.end()), known.end());
   std::vector<std::string> chosen = arches;
   if (chosen.empty()) chosen = known;
   std::sort(chosen.begin(), chosen.end());
   chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
   for (const auto& a : chosen)
     if (std::find(known.begin(), known.end(), a) == known.end())
-      throw Error(src_path + ": unknown arch '" + a + "': the database has measurements for " + join(known));
+      throw Error(src_path + ": unknown arch '" + a + "': the database has measurements or compiled candidates for " +
+                  join(known));
   std::vector<WinnerRecord> winners;
   for (const auto& a : chosen) {
     auto w = src.winners(a);
     winners.insert(winners.end(), w.begin(), w.end());
   }
-  if (winners.empty())
+  // Problems without a winner on an arch keep the compiled candidate the model ranks first, as
+  // what it is: compiled, never run (db/compiled.h).
+  std::vector<CompiledRecord> compiled;
+  for (const auto& a : chosen) {
+    std::set<std::int64_t> won;
+    for (const auto& w : winners)
+      if (w.arch == a) won.insert(w.problem_id);
+    std::map<std::int64_t, std::vector<CompiledRecord>> by_problem;
+    for (auto& c : src.compiled(a))
+      if (!won.count(c.problem_id)) by_problem[c.problem_id].push_back(std::move(c));
+    const gpu::DeviceInfo dev = compiled_device(src, a);
+    for (const auto& [problem, candidates] : by_problem) {
+      const auto ranked = rank_compiled(candidates, dev);
+      if (!ranked.empty()) compiled.push_back(ranked.front().record);
+    }
+  }
+  if (winners.empty() && compiled.empty())
     throw Error(src_path + ": no winners for " + (arches.empty() ? "any arch" : "arch " + join(chosen)) +
-                " (no 'ok' measurement): nothing to pack");
+                " (no 'ok' measurement) and no compiled candidate: nothing to pack");
 
   std::error_code ec;
   if (same_file(src_path, dst_path)) throw Error(dst_path + ": is the source database; pack into another file");
@@ -265,6 +287,19 @@ PackResult pack(const std::string& src_path, const std::string& dst_path, const 
           out.add_pool_kernel(m.problem_id, m.solution_id, m.arch);
           ++result.generic;
         }
+      for (const auto& c : compiled) {
+        if (!problems_done[c.problem_id]) {
+          copy.problem(c.problem_id, c.problem);
+          problems_done[c.problem_id] = true;
+        }
+        for (const auto& d : src.devices())
+          if (d.arch == c.arch) copy.device(d.id);
+        out.add_compiled(c.arch, copy.problem(c.problem_id), copy.solution(c.solution_id),
+                         copy.code_object(c.code_object_id));
+        if (!c.figures.empty()) out.set_meta(kFiguresMetaPrefix + c.cache_key, c.figures);
+        ++result.code_objects;
+        ++result.compiled;
+      }
       if (sign) {
         std::vector<std::int64_t> ids;
         out.for_each_code_object([&](const CodeObjectRecord& c) {
@@ -293,8 +328,8 @@ PackResult pack(const std::string& src_path, const std::string& dst_path, const 
   }
   {
     Database check = Database::open(dst_path, Mode::ReadOnly);  // what the runtime does
-    if (check.winners("").size() != winners.size())
-      throw Error(dst_path + ": the packed database does not hold the expected winners");
+    if (check.winners("").size() != winners.size() || check.compiled("").size() != compiled.size())
+      throw Error(dst_path + ": the packed database does not hold the expected winners and compiled candidates");
   }
   result.packed_bytes = file_bytes(dst_path);
   result.arches = chosen;
@@ -327,6 +362,11 @@ std::vector<MergeResult> merge(const std::string& dst_path, const std::vector<st
         copy.code_object(c);
         ++r.code_objects;
       });
+      for (const auto& c : src.compiled("")) {  // compile-only candidates, with their figures
+        dst.add_compiled(c.arch, copy.problem(c.problem_id), copy.solution(c.solution_id),
+                         copy.code_object(c.code_object_id));
+        if (!c.figures.empty()) dst.set_meta(kFiguresMetaPrefix + c.cache_key, c.figures);
+      }
       std::map<std::int64_t, ProvenanceRecord> prov;
       for (auto& p : src.all_provenance()) prov[p.measurement_id] = std::move(p);
       std::set<std::string> sweeps;

@@ -19,6 +19,7 @@ struct PackResult {
   std::size_t signed_objects = 0;  // with a signing key
   std::size_t unsigned_objects = 0;  // ... and not signed: they do not record what they were compiled as
   std::size_t generic = 0;           // generic kernels pooled (each with its measurement)
+  std::size_t compiled = 0;          // compile-only candidates kept (never run: not winners)
 };
 
 // How many generic kernels `db pack` pools per class of problems and arch by default.
@@ -37,6 +38,10 @@ class Key;
 // for problems too far from any tuned one: the kernels of highest mean efficiency over the class's
 // measured problems (the best time over theirs, 0 where not measured), each with its measurement
 // on the problem it fit best, by which the runtime calibrates its model.
+// A problem that has no winner on an arch but compile-only candidates (`tune --compile-only`,
+// schema 8) keeps the one the analytical model ranks first on the arch's assumed device, with its
+// code object and static figures, in the packed file's `compiled` table: never a winner, never
+// served by the runtime, shown by `db explain` as compiled and unmeasured.
 PackResult pack(const std::string& src, const std::string& dst, const std::vector<std::string>& arches, bool force,
                 const Key* sign = nullptr, int generic = kGenericPerClass);
 
@@ -53,7 +58,7 @@ struct MergeResult {
 // solutions and code objects (by cache_key) are unioned; for one (problem, solution, arch) the
 // better measurement wins (Database::better; ties keep the destination's), winners are
 // recomputed and every copied measurement keeps its provenance (the database it was measured
-// into, its sweep and device). Merging the same source again changes nothing. A packed source's
+// into, its sweep and device); compile-only candidates (schema 8) are unioned with their figures. Merging the same source again changes nothing. A packed source's
 // pool of generic kernels is not merged: pack the merged database to pool its kernels. All sources are
 // opened and identified before dst is created or changed.
 std::vector<MergeResult> merge(const std::string& dst, const std::vector<std::string>& srcs);

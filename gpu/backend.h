@@ -33,6 +33,10 @@ struct DeviceInfo {
   int warp_size = 32;
   std::string driver_version;
   std::int64_t cache_bytes = 0;  // last-level cache: benchmarks rotate buffers past twice this
+  // AMD: K of the arch's 32x32 MFMA instruction for 16-bit inputs, from the arch table (8 on CDNA2
+  // and CDNA3, 16 on gfx950; 0: no MFMA, or an arch the table lacks). Templates prune instruction
+  // shapes the arch lacks with it (DEV_MFMA_K16), not by failing compiles.
+  int mfma_k16 = 0;
 };
 
 struct CompileRequest {

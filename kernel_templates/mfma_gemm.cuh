@@ -1,9 +1,14 @@
-// MFMA (AMD matrix core) GEMM for gfx90a / gfx908, column-major BLAS semantics (gemm_params.h).
-// hipRTC only: the MFMA builtins do not exist on NVIDIA, nor on gfx1030 (RDNA has no MFMA).
+// MFMA (AMD matrix core) GEMM for CDNA (gfx908, gfx90a, gfx942, gfx950), column-major BLAS
+// semantics (gemm_params.h). HIP only: the MFMA builtins do not exist on NVIDIA, nor on gfx1030
+// (RDNA has no MFMA).
 //
 // Block tile MT0 x MT1 of C, K consumed DU at a time, (MT0/WM) x (MT1/WN) waves of 64 lanes, each
 // wave owning a WM x WN tile of C made of (WM/MI) x (WN/MI) MFMA blocks of MI x MI (MI = 32: the
-// 32x32x8 instructions, MI = 16: 16x16x16; fp32 inputs: 32x32x2f32 / 16x16x4f32).
+// 32x32x8 instructions, MI = 16: 16x16x16; fp32 inputs: 32x32x2f32 / 16x16x4f32). On gfx950,
+// 16-bit inputs take its doubled-K instructions instead (32x32x16, 16x16x32: XK = 2, 8 values per
+// lane instead of 4), which the data sheet rates at twice the CDNA3 shapes; the template's JSON
+// derives the same XK from the arch table (DEV_MFMA_K16), so that its constraints on DU and PAD
+// prune for the instruction this kernel will use.
 //
 // LDS holds both operand tiles "k-contiguous": A as S[m][k], B as S[n][k], row pitch DU + PAD
 // elements, so that a lane's KPL (4 for 16-bit types, 1 for fp32) fragment values are a single
@@ -32,32 +37,41 @@ typedef float f32x16 __attribute__((ext_vector_type(16)));
 typedef short s16x2 __attribute__((ext_vector_type(2)));
 typedef short s16x4 __attribute__((ext_vector_type(4)));
 typedef _Float16 f16x4 __attribute__((ext_vector_type(4)));
+typedef short s16x8 __attribute__((ext_vector_type(8)));
+typedef _Float16 f16x8 __attribute__((ext_vector_type(8)));
+
+// gfx950's doubled-K 16-bit instructions exist only there: elsewhere the XK = 2 wrappers are not
+// defined.
+#if defined(__gfx950__)
+#define TT_MFMA_DOUBLED_K 1
+typedef __bf16 bf16x8 __attribute__((ext_vector_type(8)));
+#else
+#define TT_MFMA_DOUBLED_K 0
+#endif
 
 // Raw storage of an input element (bits only; tt_half / tt_bf16 are one unsigned short), values
-// per lane per instruction (KPL) and the fragment type a lane reads from LDS in one access.
-template <class TA> struct Operand;
+// per lane per instruction (KPL) and the fragment type a lane reads from LDS in one access (8 or
+// 16 bytes for 16-bit inputs: XK = 2 doubles both).
+template <class TA, int XK = 1> struct Operand;
 template <> struct Operand<float> {
   using Raw = float;
   using Frag = float;
   static constexpr int KPL = 1;
 };
-template <> struct Operand<tt_half> {
+template <int XK> struct Operand16 {
   using Raw = unsigned short;
-  using Frag = s16x4;
-  static constexpr int KPL = 4;
+  using Frag = short __attribute__((ext_vector_type(4 * XK)));
+  static constexpr int KPL = 4 * XK;
 };
-template <> struct Operand<tt_bf16> {
-  using Raw = unsigned short;
-  using Frag = s16x4;
-  static constexpr int KPL = 4;
-};
+template <int XK> struct Operand<tt_half, XK> : Operand16<XK> {};
+template <int XK> struct Operand<tt_bf16, XK> : Operand16<XK> {};
 
 template <int MI> struct Accum;
 template <> struct Accum<32> { using T = f32x16; };
 template <> struct Accum<16> { using T = f32x4; };
 
 // One MFMA: acc += A_frag * B_frag for an MI x MI x inst_k block.
-template <class TA, int MI> struct Mfma;
+template <class TA, int MI, int XK = 1> struct Mfma;
 
 template <> struct Mfma<tt_half, 32> {
   static TT_DEVICE void run(f32x16& acc, s16x4 a, s16x4 b) {
@@ -101,6 +115,28 @@ template <> struct Mfma<float, 16> {
     acc = __builtin_amdgcn_mfma_f32_16x16x4f32(a, b, acc, 0, 0, 0);
   }
 };
+#if TT_MFMA_DOUBLED_K
+template <> struct Mfma<tt_half, 32, 2> {
+  static TT_DEVICE void run(f32x16& acc, s16x8 a, s16x8 b) {
+    acc = __builtin_amdgcn_mfma_f32_32x32x16_f16(__builtin_bit_cast(f16x8, a), __builtin_bit_cast(f16x8, b), acc, 0, 0, 0);
+  }
+};
+template <> struct Mfma<tt_half, 16, 2> {
+  static TT_DEVICE void run(f32x4& acc, s16x8 a, s16x8 b) {
+    acc = __builtin_amdgcn_mfma_f32_16x16x32_f16(__builtin_bit_cast(f16x8, a), __builtin_bit_cast(f16x8, b), acc, 0, 0, 0);
+  }
+};
+template <> struct Mfma<tt_bf16, 32, 2> {
+  static TT_DEVICE void run(f32x16& acc, s16x8 a, s16x8 b) {
+    acc = __builtin_amdgcn_mfma_f32_32x32x16_bf16(__builtin_bit_cast(bf16x8, a), __builtin_bit_cast(bf16x8, b), acc, 0, 0, 0);
+  }
+};
+template <> struct Mfma<tt_bf16, 16, 2> {
+  static TT_DEVICE void run(f32x4& acc, s16x8 a, s16x8 b) {
+    acc = __builtin_amdgcn_mfma_f32_16x16x32_bf16(__builtin_bit_cast(bf16x8, a), __builtin_bit_cast(bf16x8, b), acc, 0, 0, 0);
+  }
+};
+#endif
 
 // C conversions. fp16 uses the hardware converts (v_cvt_f32_f16 / v_cvt_f16_f32: round to nearest
 // even, fp16 denormals kept, as tt_types.h's portable routines), which keeps the epilogue short.
@@ -187,7 +223,8 @@ template <typename TA, typename TC, bool TRANSA, bool TRANSB, int MT0, int MT1, 
           int MI, int VW, int PAD, int DB>
 __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_gemm(TtGemmParams p) {
   using namespace tt_mfma;
-  using Op = Operand<TA>;
+  constexpr int XK = sizeof(TA) == 2 && TT_MFMA_DOUBLED_K ? 2 : 1;  // as the JSON's derived XK
+  using Op = Operand<TA, XK>;
   using Raw = typename Op::Raw;
   using Frag = typename Op::Frag;
   using Acc = typename Accum<MI>::T;
@@ -271,7 +308,7 @@ __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_gemm(TtGemm
       TT_UNROLL
       for (int i = 0; i < FM; ++i)
         TT_UNROLL
-        for (int j = 0; j < FN; ++j) Mfma<TA, MI>::run(acc[i][j], a[i], b[j]);
+        for (int j = 0; j < FN; ++j) Mfma<TA, MI, XK>::run(acc[i][j], a[i], b[j]);
     }
 
     if (more) {

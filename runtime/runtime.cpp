@@ -152,9 +152,15 @@ void Runtime::load(db::Database& db, bool user) {
   if (winners.empty()) {
     std::string arches;
     for (const auto& a : db.arches()) arches += (arches.empty() ? "" : ", ") + a;
-    std::fprintf(stderr, "tiletune: warning: %s holds no winners for %s (it has measurements for: %s); "
+    // Compile-only candidates (schema 8) were never run or timed: they are not served, only named.
+    const std::size_t compiled = db.compiled(info.arch).size();
+    const std::string unmeasured =
+        compiled ? "; its " + std::to_string(compiled) + " compile-only candidates for " + info.arch +
+                       " were never run or timed and are not served (tune on this device to measure them)"
+                 : "";
+    std::fprintf(stderr, "tiletune: warning: %s holds no winners for %s (it has measurements for: %s)%s; "
                  "problems it should serve run untuned\n", db.path().c_str(), info.arch.c_str(),
-                 arches.empty() ? "none" : arches.c_str());
+                 arches.empty() ? "none" : arches.c_str(), unmeasured.c_str());
     return;
   }
   for (const auto& w : winners) {

@@ -154,6 +154,7 @@ static void device_variables(const gpu::DeviceInfo& dev, Variables& v) {
   v["DEV_MULTIPROCESSORS"] = dev.multiprocessors;
   v["DEV_LDS_OPTIN_BYTES"] = dev.shared_bytes_optin;
   v["DEV_CC"] = dev.compute_capability;
+  v["DEV_MFMA_K16"] = dev.mfma_k16;
 }
 
 // A GEMM's names: sizes, layout, leading dimensions and the alignment they allow, tf32.

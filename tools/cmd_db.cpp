@@ -62,6 +62,7 @@ int pack(const CLI::App& cmd, const Args& a) {
     doc["arches"] = r.arches;
     doc["winners"] = r.winners;
     doc["generic"] = r.generic;
+    doc["compiled_unmeasured"] = r.compiled;
     doc["code_objects"] = r.code_objects;
     doc["source_measurements"] = r.source_measurements;
     doc["source_bytes"] = r.source_bytes;
@@ -75,7 +76,11 @@ int pack(const CLI::App& cmd, const Args& a) {
   std::string arches;
   for (const auto& x : r.arches) arches += (arches.empty() ? "" : ", ") + x;
   std::printf("packed %zu winners and %zu generic kernels (%zu with code objects) of %s\n", r.winners, r.generic,
-              r.code_objects, arches.c_str());
+              r.code_objects - r.compiled, arches.c_str());
+  if (r.compiled)
+    std::printf("  and %zu compile-only candidates (the model's first per problem without a winner), UNMEASURED: "
+                "compiled, never run or timed; the runtime does not serve them (see db explain)\n",
+                r.compiled);
   std::printf("  %-40s %12s  (%zu measurements)\n", a.src.c_str(), human_bytes(r.source_bytes).c_str(), r.source_measurements);
   std::printf("  %-40s %12s  (%.1f%% of the source; opens read-only)\n", a.dst.c_str(), human_bytes(r.packed_bytes).c_str(),
               r.source_bytes ? 100.0 * double(r.packed_bytes) / double(r.source_bytes) : 0.0);
@@ -275,7 +280,8 @@ Run add_db(CLI::App& app) {
   auto* pack_cmd = cmd->add_subcommand("pack", "write a small read-only database of the winners, to ship with a trainer");
   pack_cmd->add_option("src", a->src, "tuning database")->required();
   pack_cmd->add_option("dst", a->dst, "database to write")->required();
-  pack_cmd->add_option("--arch", a->arches, "only the winners of this arch (repeatable; default: all)");
+  pack_cmd->add_option("--arch", a->arches,
+                       "only the winners (and compile-only candidates) of this arch (repeatable; default: all)");
   pack_cmd->add_flag("--force", a->force, "overwrite dst if it exists");
   pack_cmd->add_option("--sign", a->sign_key, "sign every code object shipped with this Ed25519 private key (PEM)");
   pack_cmd->add_option("--generic", a->generic,

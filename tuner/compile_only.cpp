@@ -12,7 +12,7 @@
 
 namespace tiletune::tuner {
 
-std::string figures_meta_key(const std::string& cache_key) { return "figures:" + cache_key; }
+std::string figures_meta_key(const std::string& cache_key) { return db::kFiguresMetaPrefix + cache_key; }
 
 CompileOnlySummary run_compile_only(const TuningConfig& config, const SweepOptions& o, const std::string& arch,
                                     std::FILE* log) {
@@ -46,8 +46,13 @@ CompileOnlySummary run_compile_only(const TuningConfig& config, const SweepOptio
   const Strategy& strategy = find_strategy(config.search.strategy);
   std::vector<CompileJob> jobs;
   std::unordered_set<std::string> keys;
+  struct Selected {
+    std::int64_t problem_id, solution_id;
+    std::string key;
+  };
+  std::vector<Selected> selected;  // every (problem, candidate) the strategy picked
   for (std::size_t pi = 0; pi < config.problems.size(); ++pi) {
-    db.upsert_problem(config.problems[pi]);
+    const std::int64_t pid = db.upsert_problem(config.problems[pi]);
     std::vector<SearchCandidate> sc;
     for (const Candidate* c : by_problem[pi]) sc.push_back({c->tmpl.get(), &c->solution});
     for (std::size_t i : strategy.select(config.search, sc, config.problems[pi], dev)) {
@@ -56,6 +61,7 @@ CompileOnlySummary run_compile_only(const TuningConfig& config, const SweepOptio
       const std::int64_t sid = db.upsert_solution(c.solution, c.tmpl->source_hash());
       gpu::CompileRequest req = c.tmpl->instantiation(c.solution, config.problems[pi], dev);
       const std::string key = compile_cache_key(c.tmpl->source_hash(), req, s.compiler_version);
+      selected.push_back({pid, sid, key});
       if (!keys.insert(key).second) continue;
       if (auto code = db.find_code_object(key); code && code->ok) {
         ++s.cached;
@@ -94,6 +100,13 @@ CompileOnlySummary run_compile_only(const TuningConfig& config, const SweepOptio
     }
   }
   s.compiled = objects.size() - s.failed - s.cached;
+  // Which problem each object was compiled for: `db pack` and `db explain` read them as compiled,
+  // unmeasured candidates (schema 8), never as winners.
+  db.transaction("compile-only candidates", [&] {
+    for (const auto& sel : selected)
+      if (auto code = db.find_code_object(sel.key); code && code->ok)
+        db.add_compiled(arch, sel.problem_id, sel.solution_id, code->id);
+  });
   return s;
 }
 

@@ -49,6 +49,17 @@ struct AmdArch {
       if (type == s.type && s.m == m && s.k == k) return &s;
     return nullptr;
   }
+  // The largest K of the 32x32 shapes for 16-bit inputs (f16 and bf16 both): 16 on gfx950, 8 on
+  // gfx90a/gfx942, 4 on gfx908 (its bf16 is 32x32x4), 0 without MFMA. DeviceInfo::mfma_k16.
+  int mfma_k16() const {
+    int f16 = 0, bf16 = 0;
+    for (const auto& s : mfma)
+      if (s.m == 32) {
+        if (std::string(s.type) == "f16") f16 = std::max(f16, s.k);
+        if (std::string(s.type) == "bf16") bf16 = std::max(bf16, s.k);
+      }
+    return std::min(f16, bf16);
+  }
 };
 
 inline std::vector<AmdArch> make_amd_arches() {

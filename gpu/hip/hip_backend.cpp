@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/env.h"
+#include "gpu/hip/arch_table.h"
 #include "gpu/hip/code_object_info.h"
 #include "gpu/hip/clang_compiler.h"
 #include "gpu/hip/hip_api.h"
@@ -243,6 +244,7 @@ DeviceInfo query_device(int index) {
   info.max_threads_per_block = props.maxThreadsPerBlock;
   info.shared_bytes_per_block = static_cast<int>(props.sharedMemPerBlock);
   info.warp_size = props.warpSize;
+  if (const AmdArch* a = amd_arch(info.arch)) info.mfma_k16 = a->mfma_k16();
   int drv = 0;
   if (runtime().hipDriverGetVersion(&drv) == hipSuccess) info.driver_version = std::to_string(drv);
   int rt = 0;

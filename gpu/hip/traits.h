@@ -17,6 +17,7 @@ inline void assume_from_arch(DeviceInfo& d, bool measured) {
   if (const AmdArch* a = amd_arch(d.arch)) {
     d.warp_size = a->wave_size;
     d.shared_bytes_per_block = d.shared_bytes_optin = a->lds_bytes_per_workgroup;
+    d.mfma_k16 = a->mfma_k16();
     if (!measured) d.multiprocessors = a->compute_units;
   }
 }

@@ -1,5 +1,6 @@
 // Tests of the database shipping tools: db pack, db merge (with provenance, schema version 3),
-// db explain, and the tiletune program's errors for bad inputs.
+// db explain, and the tiletune program's errors for bad inputs; compile-only databases (schema 8)
+// packed, explained and opened by a runtime.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -18,10 +19,15 @@
 
 #include "common/error.h"
 #include "db/database.h"
+#include "db/compiled.h"
 #include "db/explain.h"
+#include "db/integrity.h"
 #include "db/schema.h"
 #include "db/ship.h"
+#include "runtime/runtime.h"
+#include "runtime/tiletune.h"
 #include "solutions/kernel_template.h"
+#include "solutions/model.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 
@@ -759,4 +765,181 @@ TEST_F(DbToolsTest, ProgramErrorsNameTheCause) {
   for (const char* o : {"o1.db", "o2.db", "o3.db", "o4.db", "o5.db", "o6.db", "o7.db", "o8.db", "o9.db"})
     EXPECT_FALSE(fs::exists(file(o))) << o;
   EXPECT_EQ(fs::file_size(file("exists.db")), fs::file_size(a_));
+}
+
+// ---- compile-only candidates (schema 8) ------------------------------------------------------
+
+namespace {
+
+const std::string kMi300 = "gfx942";
+const GemmProblem Big = tiletune::testing::gemm(DataType::BF16, DataType::BF16, false, true, 4096, 4096, 4096, 1);
+const GemmProblem Mid = tiletune::testing::gemm(DataType::BF16, DataType::BF16, false, false, 1024, 1024, 1024, 1);
+
+Solution mfma(std::map<std::string, std::int64_t> params) {
+  Solution s = find_template("mfma_gemm").default_solution();
+  for (const auto& [k, v] : params) s.params[k] = v;
+  return s;
+}
+const Solution M0 = mfma({});
+const Solution M1 = mfma({{"MT0", 128}, {"MT1", 128}, {"DU", 32}, {"WM", 64}, {"WN", 64}, {"MI", 32}, {"VW", 8},
+                          {"PAD", 8}, {"DB", 1}});
+// 108 KiB of LDS: within gfx950's, beyond gfx942's (the constraints prune it there).
+const Solution M2 = mfma({{"MT0", 256}, {"MT1", 128}, {"DU", 64}, {"WM", 64}, {"WN", 64}, {"MI", 32}, {"VW", 8},
+                          {"PAD", 8}, {"DB", 1}});
+const char* const kFigures =
+    R"({"vgpr": 128, "agpr": 0, "sgpr": 40, "lds_bytes": 16384, "scratch_bytes": 0, "vgpr_spills": 0, "sgpr_spills": 0, "mfma_instructions": 64})";
+
+// What `tune --compile-only --arch gfx942` leaves: code objects, their figures and the compiled
+// rows; no measurement.
+void build_compile_only(const std::string& path, const std::vector<std::pair<GemmProblem, Solution>>& candidates) {
+  Database db = Database::open(path, Mode::ReadWrite);
+  db.upsert_device({"hip", kMi300, "(compile-only: assumed from the arch)", 304, "compile-only"});
+  for (const auto& [p, s] : candidates) {
+    const std::int64_t pid = db.upsert_problem(p);
+    const std::int64_t sid = db.upsert_solution(s, find_template(s.template_name).source_hash());
+    CodeObjectRecord c;
+    c.cache_key = s.kernel_name() + "|" + p.key() + "|" + kMi300;
+    c.solution_id = sid;
+    c.arch = kMi300;
+    c.compiler_version = "clang-offline 22";
+    c.ok = true;
+    c.symbol = s.kernel_name();
+    c.bytes = fake_code(c.cache_key, 5000);
+    db.set_meta(kFiguresMetaPrefix + c.cache_key, kFigures);
+    db.add_compiled(kMi300, pid, sid, db.put_code_object(c));
+  }
+}
+
+// The host device dressed as an MI300X: what a runtime on one reads of its device when it loads a
+// database (it launches nothing here).
+class AsMi300 final : public gpu::Device {
+ public:
+  AsMi300() : host_(gpu::open_device(gpu::BackendKind::Host, 0)), info_(device_for_arch(kMi300, std::nullopt)) {}
+  const gpu::DeviceInfo& info() const override { return info_; }
+  const gpu::Compiler& compiler() const override { return host_->compiler(); }
+  std::shared_ptr<gpu::Kernel> load(const gpu::CodeObject& code) override { return host_->load(code); }
+  void launch(gpu::Kernel& k, const gpu::LaunchDims& d, const void* arg, std::size_t n, gpu::Stream s) override {
+    host_->launch(k, d, arg, n, s);
+  }
+  void* alloc(std::size_t bytes) override { return host_->alloc(bytes); }
+  void free(void* p) noexcept override { host_->free(p); }
+  void copy_to_device(void* d, const void* s, std::size_t n) override { host_->copy_to_device(d, s, n); }
+  void copy_to_host(void* d, const void* s, std::size_t n) override { host_->copy_to_host(d, s, n); }
+  void fill_bytes(void* d, std::uint8_t v, std::size_t n) override { host_->fill_bytes(d, v, n); }
+  void copy_2d(void* d, std::size_t dp, const void* s, std::size_t sp, std::size_t w, std::size_t r,
+               gpu::Stream st) override {
+    host_->copy_2d(d, dp, s, sp, w, r, st);
+  }
+  void synchronize() override { host_->synchronize(); }
+  gpu::Event create_event() override { return host_->create_event(); }
+  void destroy_event(gpu::Event e) noexcept override { host_->destroy_event(e); }
+  void record(gpu::Event e, gpu::Stream s) override { host_->record(e, s); }
+  float elapsed_ms(gpu::Event a, gpu::Event b) override { return host_->elapsed_ms(a, b); }
+
+ private:
+  std::unique_ptr<gpu::Device> host_;
+  gpu::DeviceInfo info_;
+};
+
+}  // namespace
+
+// A database compiled for a GPU that is not here: pack keeps, per problem, the candidate the model
+// ranks first among those the arch admits, as compiled and unmeasured; explain shows it as such;
+// a runtime on the arch serves none of it, and one elsewhere opens the file as one without winners.
+TEST_F(DbToolsTest, CompileOnlyDatabasePacksAndExplainsAsUnmeasured) {
+  const std::string co = file("mi300-compiled.db");
+  build_compile_only(co, {{Big, M0}, {Big, M1}, {Big, M2}, {Mid, M0}});
+  {
+    Database src = Database::open(co, Mode::ReadOnly);
+    EXPECT_TRUE(src.arches().empty());  // no measurement
+    EXPECT_EQ(src.compiled_arches(), std::vector<std::string>{kMi300});
+    std::vector<std::string> skipped;
+    std::vector<CompiledRecord> big;
+    for (const auto& c : src.compiled(kMi300))
+      if (c.problem_key == Big.key()) big.push_back(c);
+    ASSERT_EQ(big.size(), 3u);
+    const auto ranked = rank_compiled(big, compiled_device(src, kMi300), &skipped);
+    ASSERT_EQ(ranked.size(), 2u);
+    ASSERT_EQ(skipped.size(), 1u);
+    EXPECT_NE(skipped[0].find("lds_fits"), std::string::npos) << skipped[0];
+    EXPECT_FALSE(model_before(ranked[1].estimate, ranked[0].estimate));
+  }
+
+  const std::string ship = file("mi300.db");
+  const PackResult r = pack(co, ship, {}, false);
+  EXPECT_EQ(r.winners, 0u);
+  EXPECT_EQ(r.compiled, 2u);  // one per problem
+  EXPECT_EQ(r.arches, std::vector<std::string>{kMi300});
+  Database packed = Database::open(ship, Mode::ReadOnly);
+  EXPECT_TRUE(packed.winners("").empty());
+  EXPECT_TRUE(packed.all_measurements().empty());
+  const auto kept = packed.compiled("");
+  ASSERT_EQ(kept.size(), 2u);
+  Database source = Database::open(co, Mode::ReadOnly);
+  const Explanation before = explain(source, Big, "");
+  ASSERT_EQ(before.compiled.size(), 2u);
+  for (const auto& c : kept) {
+    EXPECT_EQ(c.figures, kFigures);
+    EXPECT_EQ(c.code_bytes, 5000);
+    if (c.problem_key == Big.key()) EXPECT_EQ(c.solution, before.compiled[0].record.solution);
+    else EXPECT_EQ(c.solution, M0);
+  }
+  EXPECT_TRUE(verify_code_objects(packed).empty());
+
+  // explain: the arch is the only one; nothing tuned, the candidate shown as unmeasured.
+  const Explanation e = explain(packed, Big, "");
+  EXPECT_EQ(e.arch, kMi300);
+  EXPECT_NE(e.choice, Explanation::Choice::Tuned);
+  EXPECT_FALSE(e.measured);
+  ASSERT_EQ(e.compiled.size(), 1u);
+  const std::string text = format(e);
+  EXPECT_EQ(text.find("TUNED"), std::string::npos) << text;
+  EXPECT_NE(text.find("measured nothing"), std::string::npos) << text;
+  EXPECT_NE(text.find("compiled " + e.compiled[0].record.solution.kernel_name() + ": UNMEASURED"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("VGPR 128, AGPR 0, SGPR 40, LDS 16384 bytes"), std::string::npos) << text;
+  const auto j = to_json(e);
+  EXPECT_EQ(j["measured"], false);
+  ASSERT_EQ(j["compiled"].size(), 1u);
+  EXPECT_EQ(j["compiled"][0]["measured"], false);
+  EXPECT_EQ(j["compiled"][0]["figures"]["vgpr"], 128);
+  EXPECT_NE(j["choice"], "tuned");
+
+  // A runtime on an MI300X loads it, serves none of it, and says why.
+  ::testing::internal::CaptureStderr();
+  {
+    runtime::Runtime rt(std::make_unique<AsMi300>(), runtime::Databases{ship, "", ""});
+    EXPECT_EQ(rt.tuned_problems(), 0u);
+    EXPECT_FALSE(rt.has_exact_winner(Big));
+  }
+  const std::string warned = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warned.find("2 compile-only candidates for gfx942 were never run or timed and are not served"),
+            std::string::npos)
+      << warned;
+  // ... and one on another device opens it as a database without its winners.
+  tiletune_handle_t h = nullptr;
+  ASSERT_EQ(tiletune_create(&h, ship.c_str(), "host", 0), TILETUNE_SUCCESS) << tiletune_last_error();
+  tiletune_destroy(h);
+
+  // merge carries the candidates and their figures; a file with neither winners nor candidates
+  // is still refused.
+  merge(file("m.db"), {co});
+  Database merged = Database::open(file("m.db"), Mode::ReadOnly);
+  EXPECT_EQ(merged.compiled("").size(), 4u);
+  EXPECT_EQ(merged.compiled(kMi300)[0].figures, kFigures);
+  Database::open(file("empty.db"), Mode::ReadWrite);
+  const std::string err = error_of([&] { pack(file("empty.db"), file("x.db"), {}, false); });
+  EXPECT_NE(err.find("nothing to pack"), std::string::npos) << err;
+
+  // The program: pack and explain say it.
+  const std::string log = file("log.txt");
+  ProgramRun pr = run_tiletune({"db", "pack", co, file("ship2.db")}, log);
+  EXPECT_EQ(pr.rc, 0) << pr.out;
+  EXPECT_NE(pr.out.find("2 compile-only candidates"), std::string::npos) << pr.out;
+  EXPECT_NE(pr.out.find("UNMEASURED"), std::string::npos) << pr.out;
+  pr = run_tiletune({"db", "explain", file("ship2.db"), "--problem",
+                     R"({"dtype": "bf16", "transA": "N", "transB": "T", "m": 4096, "n": 4096, "k": 4096})"},
+                    log);
+  EXPECT_EQ(pr.rc, 0) << pr.out;
+  EXPECT_NE(pr.out.find("UNMEASURED"), std::string::npos) << pr.out;
 }

@@ -149,7 +149,8 @@ TEST_F(Integrity, AnEditedParamsRowDoesNotLoadTheCodeObjectBuiltForOthers) {
 
 TEST_F(Integrity, ADatabaseFromBeforeHashesIsHashedWhenMigratedAndUnverifiedReadOnly) {
   // Make it a schema 4 database: no hash, no compiled_from, no signatures.
-  sql(db_, "DROP TABLE pool; DROP TABLE signatures; ALTER TABLE code_objects DROP COLUMN sha256; "
+  sql(db_, "DROP TABLE compiled; DROP TABLE pool; DROP TABLE signatures; "
+           "ALTER TABLE code_objects DROP COLUMN sha256; "
            "ALTER TABLE code_objects DROP COLUMN compiled_from; PRAGMA user_version = 4");
   EXPECT_EQ(serve().second, 1u) << "read-only, unmigrated: its code objects are unverified and not loaded";
   { db::Database d = db::Database::open(db_, db::Mode::ReadWrite); }  // migrates to the latest, hashing them

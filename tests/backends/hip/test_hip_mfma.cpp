@@ -49,7 +49,10 @@ struct TileConfig {
 
 // The MFMA instructions as the ISA defines them (written independently of mfma_layout.h).
 // A (MI x K) operand: lane, slot -> (row, k); B (K x MI): lane, slot -> (k, col);
-// D (MI x MI): lane, accumulator r -> (row, col). `vals` values per lane (4, 2 or 1).
+// D (MI x MI): lane, accumulator r -> (row, col). `vals` values per lane (8 for gfx950's doubled-K
+// 16-bit instructions, 4, 2 or 1): lane group l / MI holds k = vals * (l / MI) + slot. (Were the
+// hardware's k order within an instruction another one, A and B would see the same permutation of
+// k, which leaves every product and sum as it is.)
 struct IsaModel {
   int mi, vals;
   int k() const { return (64 / mi) * vals; }
@@ -206,6 +209,11 @@ TEST(MfmaEmulation, EveryProductLandsOnceInTheRightElement) {
       configs.push_back({128, 256, 16, 64, 128, 16, 4, 8, 4, ta, tb});   // 4 waves, 64 acc blocks
       configs.push_back({64, 128, 16, 32, 64, 32, 1, 4, 0, ta, tb});     // fp32, 32x32x2
       configs.push_back({64, 32, 8, 32, 32, 16, 1, 2, 4, ta, tb});       // fp32, 16x16x4
+      // gfx950's doubled-K shapes (XK = 2): 8 values per lane, 32x32x16 and 16x16x32.
+      configs.push_back({64, 64, 32, 32, 32, 32, 8, 8, 8, ta, tb});
+      configs.push_back({64, 64, 32, 32, 32, 16, 8, 8, 8, ta, tb});
+      configs.push_back({256, 128, 64, 64, 64, 32, 8, 8, 8, ta, tb});    // 108 KiB double-buffered on gfx950
+      configs.push_back({128, 64, 64, 64, 32, 16, 8, 4, 0, ta, tb});
     }
   for (const auto& c : configs) {
     SCOPED_TRACE(testing::Message() << c.mt0 << "x" << c.mt1 << " DU" << c.du << " W" << c.wm << "x" << c.wn

@@ -3,7 +3,9 @@
 //  - a sample of every HIP template's space compiled with clang-22 for gfx90a, gfx942 and gfx950,
 //    with the v_mfma instructions of the arch (and only those) in the disassembly and the
 //    register / LDS figures of the metadata within the arch's limits;
-//  - gfx950's doubled-K MFMA builtin, which gfx942 refuses.
+//  - gfx950's doubled-K MFMA builtin, which gfx942 refuses, and mfma_gemm's instruction shapes and
+//    LDS per arch (gfx950's 32x32x16 / 16x16x32, tiles beyond 64 KiB);
+//  - a compile-only sweep for gfx942, packed and explained as unmeasured.
 // The compile tests skip, saying why, where clang-22, hipRTC's header or the device libraries are
 // missing (scripts/install-deps.sh installs them).
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <map>
 #include <regex>
 #include <set>
 #include <string>
@@ -22,6 +25,8 @@
 #include "common/error.h"
 #include "common/temp_dir.h"
 #include "db/database.h"
+#include "db/explain.h"
+#include "db/ship.h"
 #include "gpu/backend.h"
 #include "gpu/hip/arch_table.h"
 #include "gpu/hip/clang_compiler.h"
@@ -98,6 +103,14 @@ TEST(AmdArchTable, FiguresOfTheTrainingGpus) {
   EXPECT_EQ(hipb::amd_arch("gfx1030")->peak_flops("f16"), 0);
   ASSERT_NE(mi355->shape("bf16", 32, 16), nullptr);
   EXPECT_EQ(mi300->shape("bf16", 32, 16), nullptr);
+  // The K of the 32x32 16-bit shapes, which the templates prune gfx950's doubled-K shapes by.
+  EXPECT_EQ(mi355->mfma_k16(), 16);
+  EXPECT_EQ(mi300->mfma_k16(), 8);
+  EXPECT_EQ(hipb::amd_arch("gfx90a")->mfma_k16(), 8);
+  EXPECT_EQ(hipb::amd_arch("gfx908")->mfma_k16(), 4);  // its bf16 is 32x32x4
+  EXPECT_EQ(hipb::amd_arch("gfx1030")->mfma_k16(), 0);
+  EXPECT_EQ(device_for("gfx950").mfma_k16, 16);
+  EXPECT_EQ(device_for("gfx942").mfma_k16, 8);
 }
 
 TEST(AmdArchTable, PruningFollowsTheArch) {
@@ -241,7 +254,7 @@ TEST(OfflineCompile, SampleOfEveryHipTemplateForTheCdnaArches) {
   EXPECT_EQ(arches_with_mfma, (std::set<std::string>{"gfx90a", "gfx942", "gfx950"}));
 }
 
-// A kernel the templates do not have yet: gfx950's doubled-K bf16 MFMA, and gfx942 refusing it.
+// gfx950's doubled-K bf16 MFMA as a bare builtin, and gfx942 refusing it.
 TEST(OfflineCompile, Gfx950DoubledKMfmaAndGfx942RefusesIt) {
   REQUIRE_TOOLCHAIN();
   auto compiler = hipb::make_clang_compiler();
@@ -267,6 +280,99 @@ TEST(OfflineCompile, Gfx950DoubledKMfmaAndGfx942RefusesIt) {
   EXPECT_FALSE(compiler->compile(r).ok);
 }
 
+// mfma_gemm's instruction shapes per arch: 16-bit inputs take gfx950's doubled-K 32x32x16 /
+// 16x16x32 there (XK = 2, derived from the arch table as the kernel derives it from __gfx950__) and
+// the CDNA2/CDNA3 shapes elsewhere. Each instance compiles into exactly the expected v_mfma with the
+// LDS the template computes; gfx950's 160 KiB admit double-buffered tiles that gfx942 prunes.
+TEST(OfflineCompile, MfmaGemmShapesFollowTheArch) {
+  REQUIRE_TOOLCHAIN();
+  using Params = std::map<std::string, std::int64_t>;
+  auto with = [](Params extra, Params base) {
+    for (const auto& [k, v] : extra) base[k] = v;
+    return base;
+  };
+  const Params small = {{"MT0", 64}, {"MT1", 64}, {"DU", 32}, {"WM", 32}, {"WN", 32},
+                        {"MI", 32},  {"VW", 8},   {"PAD", 8}, {"DB", 1}};
+  // 256x128, 64 deep, double-buffered: 2 * 384 * 72 * 2 bytes = 108 KiB of LDS for 16-bit inputs;
+  // 128x128x64 fp32: 144 KiB.
+  const Params big = with({{"MT0", 256}, {"MT1", 128}, {"DU", 64}, {"WM", 64}, {"WN", 64}}, small);
+  const Params big32 = with({{"MT0", 128}, {"MT1", 128}, {"DU", 64}, {"WM", 64}, {"WN", 32}, {"VW", 4}}, small);
+  struct Case {
+    std::string arch;
+    DataType type;
+    Params params;
+    std::string instruction;
+    int xk;
+  };
+  const std::vector<Case> cases = {
+      {"gfx950", DataType::BF16, small, "v_mfma_f32_32x32x16_bf16", 2},
+      {"gfx950", DataType::BF16, with({{"MI", 16}}, small), "v_mfma_f32_16x16x32_bf16", 2},
+      {"gfx950", DataType::F16, small, "v_mfma_f32_32x32x16_f16", 2},
+      {"gfx950", DataType::F16, with({{"MI", 16}}, small), "v_mfma_f32_16x16x32_f16", 2},
+      {"gfx950", DataType::BF16, big, "v_mfma_f32_32x32x16_bf16", 2},
+      {"gfx950", DataType::F32, big32, "v_mfma_f32_32x32x2_f32", 1},
+      {"gfx942", DataType::BF16, small, "v_mfma_f32_32x32x8_bf16", 1},
+      {"gfx942", DataType::F16, with({{"MI", 16}}, small), "v_mfma_f32_16x16x16_f16", 1},
+      {"gfx90a", DataType::BF16, small, "v_mfma_f32_32x32x8bf16_1k", 1},
+  };
+  const auto& t = tiletune::find_template("mfma_gemm");
+  auto problem = [](DataType type) { return tiletune::testing::gemm(type, type, false, true, 4096, 4096, 4096, 1); };
+  auto vars = [&](const Params& p, DataType type, const std::string& arch) {
+    return t.variables(Solution{"mfma_gemm", p}, problem(type), device_for(arch));
+  };
+  // Pruning by the constraints, not by failed compiles: the big tiles fit gfx950 only; a 16-deep
+  // tile of 16x16 blocks is shallower than gfx950's 16x16x32, and fine on gfx942.
+  for (const auto& [p, type] : {std::pair{big, DataType::BF16}, std::pair{big32, DataType::F32}}) {
+    const auto on942 = t.violation(vars(p, type, "gfx942"));
+    ASSERT_TRUE(on942.has_value());
+    EXPECT_NE(on942->find("lds_fits"), std::string::npos) << *on942;
+    EXPECT_GT(vars(p, type, "gfx950").at("LDS_BYTES"), 65536);
+  }
+  const Params shallow = with({{"MI", 16}, {"DU", 16}}, small);
+  const auto on950 = t.violation(vars(shallow, DataType::BF16, "gfx950"));
+  ASSERT_TRUE(on950.has_value());
+  EXPECT_NE(on950->find("depth_multiple_of_instruction_k"), std::string::npos) << *on950;
+  EXPECT_FALSE(t.violation(vars(shallow, DataType::BF16, "gfx942")).has_value());
+  for (const std::string arch : {"gfx90a", "gfx942", "gfx950"})  // the default fits every CDNA arch
+    EXPECT_FALSE(t.violation(t.variables(t.default_solution(), problem(DataType::BF16), device_for(arch))));
+
+  auto compiler = hipb::make_clang_compiler();
+  std::vector<std::future<tiletune::gpu::CompileResult>> results;
+  for (const auto& c : cases) {
+    const auto v = vars(c.params, c.type, c.arch);
+    const auto why = t.violation(v);
+    ASSERT_FALSE(why.has_value()) << c.arch << " " << Solution{"mfma_gemm", c.params}.kernel_name() << ": " << *why;
+    EXPECT_EQ(v.at("XK"), c.xk) << c.arch;
+    results.push_back(std::async(std::launch::async, [&] {
+      return compiler->compile(t.compile_request(Solution{"mfma_gemm", c.params}, problem(c.type), device_for(c.arch)));
+    }));
+  }
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const Solution s{"mfma_gemm", c.params};
+    SCOPED_TRACE(c.arch + " " + tiletune::to_string(c.type) + " " + s.kernel_name());
+    const auto res = results[i].get();
+    ASSERT_TRUE(res.ok) << res.log;
+    hipb::AmdKernelInfo info;
+    for (const auto& k : hipb::read_amd_code_object(res.code.bytes))
+      if (k.name == res.code.symbol) info = k;
+    ASSERT_FALSE(info.name.empty());
+    const std::string dis = hipb::disassemble_amd(res.code.bytes, c.arch);
+    static const std::regex mfma(R"(\bv_mfma_[a-z0-9_]+)");
+    std::set<std::string> seen;
+    for (std::sregex_iterator it(dis.begin(), dis.end(), mfma), end; it != end; ++it) seen.insert(it->str());
+    EXPECT_EQ(seen, std::set<std::string>{c.instruction});
+    EXPECT_EQ(info.lds_bytes, vars(c.params, c.type, c.arch).at("LDS_BYTES"));
+    const hipb::AmdArch* arch = hipb::amd_arch(c.arch);
+    EXPECT_GT(info.vgpr_count, 0);
+    EXPECT_LE(info.vgpr_count + info.agpr_count, arch->vgprs + (arch->unified_registers ? 0 : arch->agprs));
+    EXPECT_LE(info.lds_bytes, arch->lds_bytes_per_workgroup);
+    std::printf("%-7s %-5s %-68s vgpr=%3d agpr=%3d lds=%6d scratch=%d %s\n", c.arch.c_str(),
+                tiletune::to_string(c.type), s.kernel_name().c_str(), info.vgpr_count, info.agpr_count, info.lds_bytes,
+                info.private_bytes, c.instruction.c_str());
+  }
+}
+
 // The HIP backend's compiler hands hipRTC's refusals (gfx942: Debian's hipRTC aborts on it) to
 // the offline compiler.
 TEST(OfflineCompile, HipBackendRoutesGfx942ToClang) {
@@ -281,7 +387,7 @@ TEST(OfflineCompile, HipBackendRoutesGfx942ToClang) {
   ASSERT_GT(res.code.bytes.size(), 16u);
   EXPECT_EQ(res.code.bytes[7], 64);
   EXPECT_EQ(res.code.bytes[8], 3);
-  EXPECT_EQ(res.code.symbol, "_Z9mfma_gemmI7tt_bf16S0_Lb0ELb0ELi64ELi64ELi16ELi32ELi32ELi16ELi1ELi4ELi0EEv12TtGemmParams");
+  EXPECT_EQ(res.code.symbol, "_Z9mfma_gemmI7tt_bf16S0_Lb0ELb0ELi64ELi64ELi32ELi32ELi32ELi16ELi1ELi8ELi0EEv12TtGemmParams");
   // TILETUNE_HIP_COMPILER picks one compiler for every arch; a bad value is an error naming it.
   ::setenv("TILETUNE_HIP_COMPILER", "hiprtc", 1);
   EXPECT_EQ(hipb::make_compiler()->version().find("clang"), std::string::npos);
@@ -335,9 +441,29 @@ TEST(CompileOnly, FillsTheDatabaseForAnArchThatIsNotHere) {
   });
   EXPECT_EQ(objects, 2u);
   EXPECT_TRUE(db.winners("gfx942").empty());  // nothing measured, nothing won
+  EXPECT_EQ(db.compiled("gfx942").size(), 2u);  // ... but both recorded as compiled for the problem
   const auto again = tiletune::tuner::run_compile_only(config, o, "gfx942", quiet);
   EXPECT_EQ(again.cached, 2u);
   EXPECT_EQ(again.compiled, 0u);
+
+  // db pack keeps the model's first of the two, unmeasured; db explain shows its real figures.
+  const std::string shipped = (dir.path() / "mi300x.db").string();
+  const auto packed = tiletune::db::pack(o.db_path, shipped, {}, false);
+  EXPECT_EQ(packed.winners, 0u);
+  EXPECT_EQ(packed.compiled, 1u);
+  auto ship = tiletune::db::Database::open(shipped, tiletune::db::Mode::ReadOnly);
+  const auto e = tiletune::db::explain(ship, config.problems[0], "");
+  EXPECT_EQ(e.arch, "gfx942");
+  EXPECT_NE(e.choice, tiletune::db::Explanation::Choice::Tuned);
+  EXPECT_FALSE(e.measured);
+  ASSERT_EQ(e.compiled.size(), 1u);
+  const auto figures = nlohmann::json::parse(e.compiled[0].record.figures);
+  EXPECT_GT(figures.at("vgpr").get<int>(), 0);
+  EXPECT_GT(figures.at("mfma_instructions").get<int>(), 0);
+  const std::string text = tiletune::db::format(e);
+  EXPECT_NE(text.find("UNMEASURED"), std::string::npos) << text;
+  EXPECT_NE(text.find("VGPR " + figures.at("vgpr").dump()), std::string::npos) << text;
+  std::printf("%s", text.c_str());
   EXPECT_THROW(tiletune::tuner::run_compile_only(config, o, "sm_90a", quiet), tiletune::Error);
   EXPECT_THROW(tiletune::tuner::run_compile_only(config, o, "", quiet), tiletune::Error);
   std::fclose(quiet);
