@@ -21,9 +21,14 @@
 // channels or taps outside the tensor load as zero. wgrad's block columns are (r, s, chunk of MT1
 // channels) and its K tiles DU output pixels, which each thread carries forward. Vectors need the
 // base pointers aligned to VW elements, as mfma_gemm's.
+//
+// Split-K (wgrad's reduction is N*P*Q long while its output is small): blockIdx.z = group * SPLITK
+// + split, splits own contiguous ranges of K tiles and meet in tt_splitk::reduce (deterministic;
+// leaves the zeroed workspace zeroed).
 #include "conv_params.h"
 #include "mfma_gemm.cuh"
 #include "mma_conv_index.h"
+#include "splitk_reduce.h"
 
 namespace tt_mfma_conv {
 
@@ -68,7 +73,8 @@ struct Staged {
 };
 
 // Every loader: init(p, tensor, g, first row or column of the block, the block column's filter
-// tap (wgrad), tid), then load(p, taps of the K tile, its index) for the tiles in order.
+// tap (wgrad), the first K tile, tid), then load(p, taps of the K tile, its index) for the tiles
+// in order.
 
 // ROWS x DU, K-contiguous, one filter tap and DU channels per K tile: fwd's x (KIND 0), dgrad's
 // dy (KIND 1), fwd's filters (KIND 2).
@@ -79,7 +85,7 @@ struct TapGather : Staged<ROWS, DU, VW, THREADS, true> {
   const u16* base;
   int col, rc;  // this thread's channel within a chunk; the reduction's channels
 
-  TT_DEVICE void init(const TtConvParams& p, const void* tensor, int g, int row0, const tt_conv::Taps&, int tid) {
+  TT_DEVICE void init(const TtConvParams& p, const void* tensor, int g, int row0, const tt_conv::Taps&, int, int tid) {
     const int cg = p.c / p.groups, kg = p.k / p.groups;
     base = static_cast<const u16*>(tensor);
     col = S::col(tid);
@@ -110,7 +116,7 @@ struct StridedLoad : Staged<DU, COLS, VW, THREADS, false> {
   int ld, rows, row0;
   bool col_ok;
 
-  TT_DEVICE void init(const TtConvParams& p, const void* tensor, int g, int col0, const tt_conv::Taps&, int tid) {
+  TT_DEVICE void init(const TtConvParams& p, const void* tensor, int g, int col0, const tt_conv::Taps&, int, int tid) {
     const tt_conv::StridedOperand o = tt_conv::strided_operand(DIR, p, g, col0 + S::col(tid));
     base = static_cast<const u16*>(tensor) + o.col_off;
     ld = o.ld, rows = o.rows, col_ok = col0 + S::col(tid) < o.cols;
@@ -133,7 +139,8 @@ struct PixelGather : Staged<DU, COLS, VW, THREADS, false> {
   int chan, step_y, step_x, r, s;
   bool col_ok;
 
-  TT_DEVICE void init(const TtConvParams& p, const void* tensor, int g, int c0, const tt_conv::Taps& tap, int tid) {
+  TT_DEVICE void init(const TtConvParams& p, const void* tensor, int g, int c0, const tt_conv::Taps& tap, int kt0,
+                      int tid) {
     const int cg = p.c / p.groups;
     base = static_cast<const u16*>(tensor);
     chan = g * cg + c0 + S::col(tid);
@@ -141,7 +148,7 @@ struct PixelGather : Staged<DU, COLS, VW, THREADS, false> {
     r = tap.r, s = tap.s;
     step_y = DU / p.q, step_x = DU % p.q;
     TT_UNROLL
-    for (int i = 0; i < S::NR; ++i) px[i] = tt_conv::pixel_of(S::row(tid, i), p.p, p.q);
+    for (int i = 0; i < S::NR; ++i) px[i] = tt_conv::pixel_of(kt0 * DU + S::row(tid, i), p.p, p.q);
   }
   // Moves the thread's pixels on to the next K tile.
   TT_DEVICE void load(const TtConvParams& p, const tt_conv::Taps&, int) {
@@ -155,9 +162,23 @@ struct PixelGather : Staged<DU, COLS, VW, THREADS, false> {
   }
 };
 
+// The group of tt_splitk::reduce: the whole block, with any() through a flag in LDS instead of
+// __syncthreads_or, whose work-group reduction (ockl) needs an ISA-version device library that
+// Debian's ROCm 5.2 libraries lack for gfx942 and gfx950. The flag is 0 until reduce's any().
+struct LdsFlagGroup {
+  int* flag;
+  TT_DEVICE void sync() const { __syncthreads(); }
+  TT_DEVICE bool any(bool pred) const {
+    if (pred) *flag = 1;
+    __syncthreads();
+    return *flag != 0;
+  }
+};
+
 }  // namespace tt_mfma_conv
 
-template <typename TA, typename TC, int DIR, bool NCHW, int MT0, int MT1, int DU, int WM, int WN, int MI, int VW, int PAD>
+template <typename TA, typename TC, int DIR, bool NCHW, int MT0, int MT1, int DU, int WM, int WN, int MI, int VW, int PAD,
+          int SPLITK>
 __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_conv(const TtConvParams p) {
   using namespace tt_mfma;
   using namespace tt_mfma_conv;
@@ -170,6 +191,7 @@ __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_conv(const 
   static_assert(DIR >= 0 && DIR <= 2 && !NCHW, "NHWC, fwd / dgrad / wgrad");
   static_assert(sizeof(TA) == 2, "bf16 or fp16 inputs");
   static_assert(DU % KI == 0 && SP % VW == 0 && SP % KPL == 0, "depth and pitch");
+  static_assert(SPLITK >= 1, "splits");
 
   // This direction's loaders (see the table above).
   typedef typename Pick<DIR == 2, StridedLoad<2, DU, MT0, VW, THREADS>, TapGather<DIR, MT0, DU, VW, THREADS>>::type LoadA;
@@ -183,7 +205,7 @@ __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_conv(const 
   const int tid = threadIdx.x, lane = tid % 64;
   const int wave = __builtin_amdgcn_readfirstlane(tid / 64);
   const int wm0 = wave_m0(wave, MT0, WM), wn0 = wave_n0(wave, MT0, WM, WN);
-  const int g = blockIdx.z, m0 = blockIdx.x * MT0;
+  const int g = blockIdx.z / SPLITK, split = blockIdx.z % SPLITK, m0 = blockIdx.x * MT0;
   const int cg = p.c / p.groups, kg = p.k / p.groups;
   // fwd / dgrad: K tiles are (r, s, chunk of DU channels); wgrad: block columns are (r, s, chunk of
   // MT1 channels) and K tiles DU output pixels.
@@ -192,11 +214,14 @@ __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_conv(const 
   if (DIR == 2) col_tap = tt_conv::taps_of_tile(blockIdx.y, (cg + MT1 - 1) / MT1, p.s);
   const int n0 = col_tap.chunk * MT1;
   const int ktiles = DIR == 2 ? (p.gemm_k + DU - 1) / DU : p.r * p.s * chunks;
+  // Split-K: this block's contiguous range of K tiles, [kt0, kt1).
+  int kt0 = 0, kt1 = ktiles;
+  if (SPLITK > 1) tt_splitk::k_range<SPLITK>(ktiles, split, kt0, kt1);
 
   LoadA la;
   LoadB lb;
-  la.init(p, DIR == 0 ? p.x : p.y, g, m0, col_tap, tid);
-  lb.init(p, DIR == 2 ? p.x : p.wt, g, n0, col_tap, tid);
+  la.init(p, DIR == 0 ? p.x : p.y, g, m0, col_tap, kt0, tid);
+  lb.init(p, DIR == 2 ? p.x : p.wt, g, n0, col_tap, kt0, tid);
 
   Acc acc[FM][FN];
   zero_acc<NR>(acc);
@@ -205,15 +230,16 @@ __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_conv(const 
   const int b_off = lds_index(wn0 + frag_mn(lane, MI), frag_k(lane, 0, MI, KPL), SP);
 
   tt_conv::Taps k = {0, 0, 0};
-  la.load(p, k, 0);
-  lb.load(p, k, 0);
+  if (DIR != 2) k = tt_conv::taps_of_tile(kt0, chunks, p.s);
+  la.load(p, k, kt0);
+  lb.load(p, k, kt0);
   la.store(As, tid, SP);
   lb.store(Bs, tid, SP);
   __syncthreads();
 
-  for (int kt = 0; kt < ktiles; ++kt) {
-    const int cur = kt & 1;
-    const bool more = kt + 1 < ktiles;
+  for (int kt = kt0; kt < kt1; ++kt) {
+    const int cur = (kt - kt0) & 1;
+    const bool more = kt + 1 < kt1;
     if (more) {
       if (DIR != 2) tt_conv::next_tile(k, chunks, p.s);
       la.load(p, k, kt + 1);
@@ -238,6 +264,17 @@ __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_conv(const 
       lb.store(Bs + (cur ^ 1) * (MT1 * SP), tid, SP);
       __syncthreads();
     }
+  }
+
+  if (SPLITK > 1) {
+    // The splits of a tile meet in the workspace; the last to arrive writes the tile.
+    __shared__ int last_flag;
+    if (tid == 0) last_flag = 0;  // reduce() syncs the block before its any()
+    const long long tiles = (long long)gridDim.x * gridDim.y;
+    if (!tt_splitk::reduce<FM * FN * NR, THREADS, SPLITK, MT0 * MT1>(
+            reinterpret_cast<float*>(acc), p.workspace, g * tiles + blockIdx.y * gridDim.x + blockIdx.x,
+            p.groups * tiles, split, tid, LdsFlagGroup{&last_flag}))
+      return;
   }
 
   // Accumulator r of a lane is row acc_row(lane, r), column acc_col of its MFMA block: the output

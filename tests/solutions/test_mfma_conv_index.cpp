@@ -58,10 +58,11 @@ Tensors reference(const TtConvParams& p, const Tensors& in) {
   return out;
 }
 
-// The kernel's walk, element by element: blocks (blockIdx.x, .y, .z = group), K tiles in order,
-// A (MT0 x DU) and B (MT1 x DU) tiles as its loaders fill LDS, the MFMA products as a plain tile
-// GEMM, the epilogue's stores. Operands read from `in`, the output written into `out`.
-void replay(int dir, const TtConvParams& p, int MT0, int MT1, int DU, const Tensors& in, Tensors& out) {
+// The kernel's walk, element by element: blocks (blockIdx.x, .y, .z = group * SPLITK + split),
+// each split's K tiles in order, A (MT0 x DU) and B (MT1 x DU) tiles as its loaders fill LDS, the
+// MFMA products as a plain tile GEMM, the splits' partial tiles summed in split order (as
+// tt_splitk::reduce), the epilogue's stores. Operands read from `in`, the output written to `out`.
+void replay(int dir, const TtConvParams& p, int MT0, int MT1, int DU, int SPLITK, const Tensors& in, Tensors& out) {
   const int cg = p.c / p.groups, kg = p.k / p.groups;
   const int chunks = ((dir == 1 ? kg : cg) + DU - 1) / DU;
   const int grid_x = (p.gemm_m + MT0 - 1) / MT0;
@@ -89,47 +90,51 @@ void replay(int dir, const TtConvParams& p, int MT0, int MT1, int DU, const Tens
           if (dir == 0) brow[n] = tt_conv::filter_row(p, g, n0 + n, 0);
           if (dir == 1) bcol[n] = tt_conv::strided_operand(1, p, g, n0 + n);
         }
-        for (int i = 0; i < DU; ++i) px[i] = tt_conv::pixel_of(i, p.p, p.q);
-
         std::vector<double> acc(std::size_t(MT0) * MT1, 0.0), a(std::size_t(MT0) * DU), b(std::size_t(MT1) * DU);
-        tt_conv::Taps k = {0, 0, 0};
-        for (int kt = 0; kt < ktiles; ++kt) {
-          for (int m = 0; m < MT0; ++m)
-            for (int i = 0; i < DU; ++i) {
-              double v = 0;
-              if (dir != 2) {  // TapGather: channel k.chunk * DU + i of tap (r, s)
-                const bool ok = k.chunk * DU + i < (dir == 1 ? kg : cg) && tt_conv::tap_ok(arow[m].mask, k.r, k.s);
-                if (ok) v = xa.at(std::size_t(arow[m].off + tt_conv::tap_delta(dir, p, k.r, k.s) + k.chunk * DU + i));
-              } else {  // StridedLoad: output pixel kt * DU + i
-                const int row = kt * DU + i;
-                if (m0 + m < acol[m].cols && row < acol[m].rows)
-                  v = xa.at(std::size_t(acol[m].col_off + row * acol[m].ld + tt_conv::strided_tap(2, p, k.r, k.s)));
+        for (int split = 0; split < SPLITK; ++split) {
+          // tt_splitk::k_range: contiguous ranges of K tiles, lengths differing by at most one.
+          const int kt0 = split * ktiles / SPLITK, kt1 = (split + 1) * ktiles / SPLITK;
+          for (int i = 0; i < DU; ++i) px[i] = tt_conv::pixel_of(kt0 * DU + i, p.p, p.q);
+          tt_conv::Taps k = {0, 0, 0};
+          if (dir != 2) k = tt_conv::taps_of_tile(kt0, chunks, p.s);
+          for (int kt = kt0; kt < kt1; ++kt) {
+            for (int m = 0; m < MT0; ++m)
+              for (int i = 0; i < DU; ++i) {
+                double v = 0;
+                if (dir != 2) {  // TapGather: channel k.chunk * DU + i of tap (r, s)
+                  const bool ok = k.chunk * DU + i < (dir == 1 ? kg : cg) && tt_conv::tap_ok(arow[m].mask, k.r, k.s);
+                  if (ok) v = xa.at(std::size_t(arow[m].off + tt_conv::tap_delta(dir, p, k.r, k.s) + k.chunk * DU + i));
+                } else {  // StridedLoad: output pixel kt * DU + i
+                  const int row = kt * DU + i;
+                  if (m0 + m < acol[m].cols && row < acol[m].rows)
+                    v = xa.at(std::size_t(acol[m].col_off + row * acol[m].ld + tt_conv::strided_tap(2, p, k.r, k.s)));
+                }
+                a[std::size_t(m) * DU + i] = v;
               }
-              a[std::size_t(m) * DU + i] = v;
-            }
-          for (int n = 0; n < MT1; ++n)
-            for (int i = 0; i < DU; ++i) {
-              double v = 0;
-              if (dir == 0) {
-                if (k.chunk * DU + i < cg && tt_conv::tap_ok(brow[n].mask, k.r, k.s))
-                  v = xb.at(std::size_t(brow[n].off + tt_conv::filter_delta(p, k.r, k.s) + k.chunk * DU + i));
-              } else if (dir == 1) {  // output channel k.chunk * DU + i at tap (r, s)
-                const int row = k.chunk * DU + i;
-                if (n0 + n < bcol[n].cols && row < bcol[n].rows)
-                  v = xb.at(std::size_t(bcol[n].col_off + row * bcol[n].ld + tt_conv::strided_tap(1, p, k.r, k.s)));
-              } else {  // PixelGather: channel n0 + n under the block column's tap
-                int off = 0;
-                if (tt_conv::wgrad_x_offset(p, px[i], col_tap.r, col_tap.s, g * cg + n0 + n, off) && n0 + n < cg)
-                  v = xb.at(std::size_t(off));
-              }
-              b[std::size_t(n) * DU + i] = v;
-            }
-          for (int m = 0; m < MT0; ++m)
             for (int n = 0; n < MT1; ++n)
-              for (int i = 0; i < DU; ++i) acc[std::size_t(m) * MT1 + n] += a[std::size_t(m) * DU + i] * b[std::size_t(n) * DU + i];
-          if (dir != 2) tt_conv::next_tile(k, chunks, p.s);
-          else
-            for (auto& q : px) tt_conv::advance(q, DU / p.q, DU % p.q, p.p, p.q);
+              for (int i = 0; i < DU; ++i) {
+                double v = 0;
+                if (dir == 0) {
+                  if (k.chunk * DU + i < cg && tt_conv::tap_ok(brow[n].mask, k.r, k.s))
+                    v = xb.at(std::size_t(brow[n].off + tt_conv::filter_delta(p, k.r, k.s) + k.chunk * DU + i));
+                } else if (dir == 1) {  // output channel k.chunk * DU + i at tap (r, s)
+                  const int row = k.chunk * DU + i;
+                  if (n0 + n < bcol[n].cols && row < bcol[n].rows)
+                    v = xb.at(std::size_t(bcol[n].col_off + row * bcol[n].ld + tt_conv::strided_tap(1, p, k.r, k.s)));
+                } else {  // PixelGather: channel n0 + n under the block column's tap
+                  int off = 0;
+                  if (tt_conv::wgrad_x_offset(p, px[i], col_tap.r, col_tap.s, g * cg + n0 + n, off) && n0 + n < cg)
+                    v = xb.at(std::size_t(off));
+                }
+                b[std::size_t(n) * DU + i] = v;
+              }
+            for (int m = 0; m < MT0; ++m)
+              for (int n = 0; n < MT1; ++n)
+                for (int i = 0; i < DU; ++i) acc[std::size_t(m) * MT1 + n] += a[std::size_t(m) * DU + i] * b[std::size_t(n) * DU + i];
+            if (dir != 2) tt_conv::next_tile(k, chunks, p.s);
+            else
+              for (auto& q : px) tt_conv::advance(q, DU / p.q, DU % p.q, p.p, p.q);
+          }
         }
         const tt_conv::OutputTile t = tt_conv::output_tile(dir, p, g, col_tap.r, col_tap.s);
         for (int m = 0; m < MT0; ++m)
@@ -150,14 +155,14 @@ TEST(MfmaConvWalk, EveryDirectionComputesTheConvolution) {
                tensor(std::size_t(sh.n) * sh.k * p0.p * p0.q, 3)};
     const Tensors want = reference(p0, in);
     for (int dir = 0; dir < 3; ++dir)
-      for (const auto& [mt0, mt1, du] : std::vector<std::array<int, 3>>{{32, 16, 16}, {64, 32, 32}}) {
+      for (const auto& [mt0, mt1, du, splitk] : std::vector<std::array<int, 4>>{{32, 16, 16, 1}, {64, 32, 32, 1}, {32, 16, 16, 3}}) {
         SCOPED_TRACE(::testing::Message() << "dir " << dir << " c" << sh.c << " k" << sh.k << " r" << sh.r << "x"
                                           << sh.s << " u" << sh.u << "x" << sh.v << " tile " << mt0 << "x" << mt1
-                                          << "x" << du);
+                                          << "x" << du << " splitk " << splitk);
         const TtConvParams p = index_params(sh, dir);
         Tensors got{std::vector<double>(in.x.size(), -999.0), std::vector<double>(in.w.size(), -999.0),
                     std::vector<double>(in.y.size(), -999.0)};
-        replay(dir, p, mt0, mt1, du, in, got);
+        replay(dir, p, mt0, mt1, du, splitk, in, got);
         const auto& g = dir == 0 ? got.y : dir == 1 ? got.x : got.w;
         const auto& w = dir == 0 ? want.y : dir == 1 ? want.x : want.w;
         for (std::size_t i = 0; i < w.size(); ++i) ASSERT_EQ(g[i], w[i]) << "element " << i;
@@ -192,10 +197,11 @@ TEST(MfmaConvSpace, EveryDirectionOfResNetLayersHasCandidates) {
     }
   const auto e = tuner::enumerate({t}, problems, dev);
   std::map<std::size_t, std::size_t> per;
-  std::map<std::size_t, std::int64_t> vw;
+  std::map<std::size_t, std::int64_t> vw, splitk;
   for (const auto& c : e.candidates) {
     ++per[c.problem_index];
     vw[c.problem_index] = std::max(vw[c.problem_index], c.solution.params.at("VW"));
+    splitk[c.problem_index] = std::max(splitk[c.problem_index], c.solution.params.at("SPLITK"));
   }
   for (std::size_t i = 0; i < problems.size(); ++i) {
     std::printf("  %-88s %5zu\n", problems[i].key().c_str(), per[i]);
@@ -203,6 +209,10 @@ TEST(MfmaConvSpace, EveryDirectionOfResNetLayersHasCandidates) {
     // The widest vector both channel counts a direction reads along allow: 8, but 2 for Cg 18.
     EXPECT_EQ(vw[i], problems[i].conv().c / problems[i].conv().groups == 18 ? 2 : 8) << problems[i].key();
   }
+  // Split-K where the grid is smaller than the device: wgrad of the 64-channel 3x3 layer (at most
+  // 9 blocks per split), never the forward pass of the 256 -> 512 1x1 layer (hundreds of blocks).
+  EXPECT_GE(splitk[12], 8) << problems[12].key();
+  EXPECT_EQ(splitk[1], 1) << problems[1].key();
   // NCHW and fp32 inputs are not this template's, nor wave32 devices.
   ConvProblem nchw = conv(ConvDirection::BackwardData, DataType::BF16, DataType::BF16, 8, 64, 28, 64, 3, 1);
   nchw.layout = ConvLayout::NCHW;

@@ -499,16 +499,18 @@ TEST(MfmaConvCompile, SampleOfTheForwardSpaceForGfx90a) {
 }
 
 // dgrad: dy gathered, filters read N-contiguous; wgrad: dy M-contiguous, x gathered per filter
-// tap. The largest tile of a strided 3x3 layer and of a grouped one with 2-element vectors.
+// tap. The smallest tile (no split) and the largest (split-K) of a strided 3x3 layer, the largest
+// of a grouped one with 2-element vectors.
 TEST(MfmaConvCompile, SampleOfTheGradientSpacesForGfx90a) {
   using tiletune::ConvDirection;
-  std::vector<tiletune::Problem> problems;
+  std::vector<tiletune::Problem> layers, grouped;
   for (ConvDirection d : {ConvDirection::BackwardData, ConvDirection::BackwardFilter}) {
     const bool w = d == ConvDirection::BackwardFilter;
-    problems.push_back(mfma_conv_problem(d, DataType::BF16, w ? DataType::F32 : DataType::BF16, 64, 28, 64, 3, 2, 1));
-    problems.push_back(mfma_conv_problem(d, DataType::F16, w ? DataType::F32 : DataType::F16, 36, 17, 20, 3, 1, 2));
+    layers.push_back(mfma_conv_problem(d, DataType::BF16, w ? DataType::F32 : DataType::BF16, 64, 28, 64, 3, 2, 1));
+    grouped.push_back(mfma_conv_problem(d, DataType::F16, w ? DataType::F32 : DataType::F16, 36, 17, 20, 3, 1, 2));
   }
-  EXPECT_EQ(compile_conv_sample(problems, 1), 4);
+  EXPECT_EQ(compile_conv_sample(layers, 2), 4);
+  EXPECT_EQ(compile_conv_sample(grouped, 1), 2);
 }
 
 }  // namespace
