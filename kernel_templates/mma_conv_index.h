@@ -149,6 +149,50 @@ TT_CONV_FN bool wgrad_x_offset(const TtConvParams& p, const Pixel& px, int r, in
   return px.img < p.n && h >= 0 && h < p.h && w >= 0 && w < p.w;
 }
 
+// The gradients' operands that need no gather are plain row-major matrices whose rows are
+// reduction indices: dgrad's filters (dir 1: row = output channel of the group, column = input
+// channel, at filter tap (r, s)) and wgrad's dy (dir 2: row = output pixel, column = output
+// channel). Element (row, col) of group g is base[col_off + row * ld + strided_tap(r, s)], read
+// iff row < rows and col < cols; col_off holds the group and the column, computed once per thread.
+// (mma_conv.cuh spells the same addressing inline; mfma_conv.cuh uses these.)
+struct StridedOperand {
+  int col_off, ld, rows, cols;
+};
+TT_CONV_FN StridedOperand strided_operand(int dir, const TtConvParams& p, int g, int col) {
+  const int cg = p.c / p.groups, kg = p.k / p.groups;
+  StridedOperand o;
+  if (dir == 1) {
+    o.ld = p.r * p.s * cg, o.rows = kg, o.cols = cg;
+    o.col_off = g * kg * o.ld + col;
+  } else {
+    o.ld = p.k, o.rows = p.gemm_k, o.cols = kg;
+    o.col_off = g * kg + col;
+  }
+  return o;
+}
+TT_CONV_FN int strided_tap(int dir, const TtConvParams& p, int r, int s) {
+  return dir == 1 ? (r * p.s + s) * (p.c / p.groups) : 0;
+}
+
+// Where the GEMM's element (m, n) of group g lands in the tensor written (fwd y, dgrad dx, wgrad
+// dw): base + m * ld + n for n < cols. wgrad's block columns are one filter tap (r, s) and a range
+// of its channels, so n counts channels within that tap.
+struct OutputTile {
+  int base, ld, cols;
+};
+TT_CONV_FN OutputTile output_tile(int dir, const TtConvParams& p, int g, int r, int s) {
+  const int cg = p.c / p.groups, kg = p.k / p.groups;
+  OutputTile o;
+  if (dir == 0) {
+    o.ld = p.k, o.cols = kg, o.base = g * kg;
+  } else if (dir == 1) {
+    o.ld = p.c, o.cols = cg, o.base = g * cg;
+  } else {
+    o.ld = p.r * p.s * cg, o.cols = cg, o.base = g * kg * o.ld + (r * p.s + s) * cg;
+  }
+  return o;
+}
+
 }  // namespace tt_conv
 
 #endif

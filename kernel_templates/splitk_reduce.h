@@ -1,5 +1,6 @@
 // Deterministic split-K reduction through a workspace, shared by the templates with a SPLITK
-// parameter (mma_gemm, mma_conv through mma_common.h; wgmma_gemm). One contract for all of them:
+// parameter (mma_gemm, mma_conv through mma_common.h; wgmma_gemm; mfma_conv on HIP). One contract
+// for all of them:
 //
 // Workspace (TtGemmParams::workspace, zero-filled when allocated, left zeroed by every launch):
 //   int counters[all_tiles], padded to 256 bytes, then float slots[all_tiles][SPLITK][TILE].
@@ -18,6 +19,17 @@
 #include "tt_types.h"
 
 namespace tt_splitk {
+
+// The slots are read and written past L1: cache-global hints on CUDA; HIP has none for float4, and
+// the agent-scope fences order its plain accesses (AMDGPU's memory model writes back and
+// invalidates the caches a fence needs).
+#if defined(TT_HIP)
+TT_DEVICE void store_cg(float4* p, float4 v) { *p = v; }
+TT_DEVICE float4 load_cg(const float4* p) { return *p; }
+#else
+TT_DEVICE void store_cg(float4* p, float4 v) { __stcg(p, v); }
+TT_DEVICE float4 load_cg(const float4* p) { return __ldcg(p); }
+#endif
 
 // Synchronises all threads of a block (the group is the whole block).
 struct BlockGroup {
@@ -47,12 +59,31 @@ TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long 
   float4* mine = slots + (long long)split * (TILE / 4);
   TT_UNROLL
   for (int q = 0; q < R / 4; ++q)
-    __stcg(mine + q * THREADS + tid, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+    store_cg(mine + q * THREADS + tid, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
   __threadfence();
   group.sync();
   const bool last = group.any(tid == 0 && atomicAdd(counter, 1) == SPLITK - 1);
   if (!last) return false;
   __threadfence();
+#if defined(TT_HIP)
+  // Split by split (not unrolled), the whole tile each: clang hoists the loads of unrolled loops,
+  // and with the splits innermost it held every split's slots at once (clang-22, mfma_conv: 32
+  // splits took all 512 VGPRs and scratch; 4 splits of a 128x128 tile 276 VGPRs, which cap the
+  // whole kernel's occupancy; this way 156, against 133 unsplit). The same sums in the same order
+  // as below.
+  TT_UNROLL
+  for (int i = 0; i < R; ++i) acc[i] = 0.0f;
+#pragma unroll 1
+  for (int sp = 0; sp < SPLITK; ++sp) {
+    TT_UNROLL
+    for (int q = 0; q < R / 4; ++q) {
+      float4* x = slots + (long long)sp * (TILE / 4) + q * THREADS + tid;
+      const float4 v = load_cg(x);
+      acc[4 * q] += v.x; acc[4 * q + 1] += v.y; acc[4 * q + 2] += v.z; acc[4 * q + 3] += v.w;
+      store_cg(x, make_float4(0.f, 0.f, 0.f, 0.f));
+    }
+  }
+#else
   TT_UNROLL
   for (int q = 0; q < R / 4; ++q) {
     float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -64,16 +95,17 @@ TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long 
       float4 v[U];
       TT_UNROLL
       for (int u = 0; u < U; ++u)  // this split's own slot too: its registers need not stay live
-        if (sp0 + u < SPLITK) v[u] = __ldcg(slots + (long long)(sp0 + u) * (TILE / 4) + q * THREADS + tid);
+        if (sp0 + u < SPLITK) v[u] = load_cg(slots + (long long)(sp0 + u) * (TILE / 4) + q * THREADS + tid);
       TT_UNROLL
       for (int u = 0; u < U; ++u)
         if (sp0 + u < SPLITK) {
           s.x += v[u].x; s.y += v[u].y; s.z += v[u].z; s.w += v[u].w;
-          __stcg(slots + (long long)(sp0 + u) * (TILE / 4) + q * THREADS + tid, make_float4(0.f, 0.f, 0.f, 0.f));
+          store_cg(slots + (long long)(sp0 + u) * (TILE / 4) + q * THREADS + tid, make_float4(0.f, 0.f, 0.f, 0.f));
         }
     }
     acc[4 * q] = s.x; acc[4 * q + 1] = s.y; acc[4 * q + 2] = s.z; acc[4 * q + 3] = s.w;
   }
+#endif
   if (tid == 0) *counter = 0;
   return true;
 }

@@ -9,6 +9,7 @@
 
 #include "kernel_templates/mma_conv_index.h"
 #include "solutions/kernel_template.h"
+#include "tests/conv_index_util.h"
 #include "tests/test_util.h"
 #include "tuner/enumerator.h"
 
@@ -16,35 +17,9 @@ using namespace tiletune;
 
 namespace {
 
-struct Shape {
-  int n, c, h, w, k, r, s, u, v, ph, pw, dh, dw, groups;
-};
-
-TtConvParams params(const Shape& s, int dir) {
-  TtConvParams p{};
-  p.n = s.n, p.c = s.c, p.h = s.h, p.w = s.w, p.k = s.k, p.r = s.r, p.s = s.s;
-  p.stride_h = s.u, p.stride_w = s.v, p.pad_h = s.ph, p.pad_w = s.pw, p.dil_h = s.dh, p.dil_w = s.dw;
-  p.groups = s.groups;
-  p.p = (s.h + 2 * s.ph - s.dh * (s.r - 1) - 1) / s.u + 1;
-  p.q = (s.w + 2 * s.pw - s.dw * (s.s - 1) - 1) / s.v + 1;
-  const int cg = s.c / s.groups, kg = s.k / s.groups;
-  if (dir == 0) p.gemm_m = s.n * p.p * p.q, p.gemm_n = kg, p.gemm_k = cg * s.r * s.s;
-  if (dir == 1) p.gemm_m = s.n * s.h * s.w, p.gemm_n = cg, p.gemm_k = kg * s.r * s.s;
-  if (dir == 2) p.gemm_m = kg, p.gemm_n = cg * s.r * s.s, p.gemm_k = s.n * p.p * p.q;
-  return p;
-}
-
-const std::vector<Shape>& shapes() {
-  static const std::vector<Shape> s = {
-      {2, 16, 9, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1},    // 3x3 same padding
-      {2, 24, 11, 10, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1},  // stride 2
-      {1, 16, 13, 12, 8, 5, 3, 3, 2, 2, 1, 2, 1, 2},   // stride 3x2, dilation 2, groups 2
-      {3, 8, 5, 6, 16, 1, 1, 2, 2, 0, 0, 1, 1, 1},     // 1x1 downsample
-      {1, 40, 7, 7, 48, 7, 7, 2, 2, 3, 3, 1, 1, 1},    // 7x7 on a small image, channels not a multiple of BK
-      {2, 12, 6, 9, 18, 2, 4, 1, 3, 0, 2, 3, 1, 3},    // asymmetric everything
-  };
-  return s;
-}
+using Shape = tiletune::testing::IndexShape;
+TtConvParams params(const Shape& s, int dir) { return tiletune::testing::index_params(s, dir); }
+const std::vector<Shape>& shapes() { return tiletune::testing::index_shapes(); }
 
 // Element of x (fwd) or dy (dgrad) that A(m, kk) of group g reads, or -1 for a zero, straight from
 // the definition y[n,k,p,q] = sum x[n, c, p*u - ph + r*dh, q*v - pw + s*dw] * w[k, c, r, s].
@@ -231,6 +206,58 @@ TEST(MmaConvSpace, EveryDirectionOfResNetLayersHasCandidates) {
   // Channel counts that fill BK exactly never do: a flat walk would only add divisions.
   for (const auto& c : e.candidates)
     if (problems[c.problem_index].conv().c % 32 == 0) EXPECT_EQ(c.solution.params.at("FLAT"), 0);
+}
+
+}  // namespace
+
+namespace {
+
+// The gradients' row-major operands and every direction's output tile, element by element.
+TEST(MmaConvIndex, StridedOperandsAndOutputTilesMatchTheLayouts) {
+  for (const Shape& sh : shapes()) {
+    SCOPED_TRACE(::testing::Message() << "c" << sh.c << " k" << sh.k << " r" << sh.r << "x" << sh.s);
+    const TtConvParams p1 = params(sh, 1), p2 = params(sh, 2);
+    const int cg = sh.c / sh.groups, kg = sh.k / sh.groups;
+    for (int g = 0; g < sh.groups; ++g) {
+      for (int c = 0; c < cg; ++c) {
+        const tt_conv::StridedOperand w = tt_conv::strided_operand(1, p1, g, c);
+        ASSERT_TRUE(w.rows == kg && w.cols == cg);
+        for (int kk = 0; kk < kg; ++kk)
+          for (int r = 0; r < sh.r; ++r)
+            for (int s = 0; s < sh.s; ++s)
+              ASSERT_EQ(w.col_off + kk * w.ld + tt_conv::strided_tap(1, p1, r, s),
+                        tt_filter_offset(false, g * kg + kk, c, r, s, cg, sh.r, sh.s));
+      }
+      for (int kk = 0; kk < kg; ++kk) {
+        const tt_conv::StridedOperand dy = tt_conv::strided_operand(2, p2, g, kk);
+        ASSERT_TRUE(dy.rows == p2.gemm_k && dy.cols == kg);
+        for (int i = 0; i < p2.gemm_k; ++i)
+          ASSERT_EQ(dy.col_off + i * dy.ld + tt_conv::strided_tap(2, p2, 1, 1),
+                    tt_act_offset(false, i / (p2.p * p2.q), g * kg + kk, i / p2.q % p2.p, i % p2.q, sh.k, p2.p, p2.q));
+      }
+      // Outputs: fwd y (m = output pixel, n = output channel), dgrad dx (m = input pixel, n =
+      // input channel), wgrad dw (m = output channel, n = input channel at tap (r, s)).
+      const tt_conv::OutputTile y = tt_conv::output_tile(0, params(sh, 0), g, 0, 0);
+      const tt_conv::OutputTile dx = tt_conv::output_tile(1, p1, g, 0, 0);
+      ASSERT_TRUE(y.cols == kg && dx.cols == cg);
+      for (int m = 0; m < p2.gemm_k; ++m)
+        for (int n = 0; n < kg; ++n)
+          ASSERT_EQ(y.base + m * y.ld + n,
+                    tt_act_offset(false, m / (p2.p * p2.q), g * kg + n, m / p2.q % p2.p, m % p2.q, sh.k, p2.p, p2.q));
+      for (int m = 0; m < p1.gemm_m; ++m)
+        for (int n = 0; n < cg; ++n)
+          ASSERT_EQ(dx.base + m * dx.ld + n,
+                    tt_act_offset(false, m / (sh.h * sh.w), g * cg + n, m / sh.w % sh.h, m % sh.w, sh.c, sh.h, sh.w));
+      for (int r = 0; r < sh.r; ++r)
+        for (int s = 0; s < sh.s; ++s) {
+          const tt_conv::OutputTile dw = tt_conv::output_tile(2, p2, g, r, s);
+          ASSERT_EQ(dw.cols, cg);
+          for (int m = 0; m < kg; ++m)
+            for (int n = 0; n < cg; ++n)
+              ASSERT_EQ(dw.base + m * dw.ld + n, tt_filter_offset(false, g * kg + m, n, r, s, cg, sh.r, sh.s));
+        }
+    }
+  }
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // simt_conv in every direction, both layouts and bf16 / fp16 / fp32, the device fp64 reference
 // (reference_conv.cuh) for the same, and the device output check (check_output.cuh) that
 // validation runs on them; each code object's AMDGPU metadata (llvm-readelf --notes) must describe
-// the kernel. (mfma_conv, forward only, is compiled in test_hip_mfma.cpp.)
+// the kernel. (mfma_conv, every direction, is compiled in test_hip_mfma.cpp.)
 #include <gtest/gtest.h>
 
 #include <algorithm>

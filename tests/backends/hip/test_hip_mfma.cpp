@@ -446,48 +446,79 @@ TEST(MfmaCompile, Gfx1030IsACleanCompileError) {
 
 namespace {
 
-// mfma_conv (forward NHWC convolution on MFMA): a sample of its space compiled with hipRTC for
-// gfx90a, with v_mfma in the disassembly and no scratch memory.
-TEST(MfmaConvCompile, SampleOfTheForwardSpaceForGfx90a) {
+// mfma_conv (NHWC convolution on MFMA, all three directions): samples of its space compiled with
+// hipRTC for gfx90a, with v_mfma in the disassembly and no scratch memory.
+
+tiletune::ConvProblem mfma_conv_problem(tiletune::ConvDirection dir, DataType in, DataType out, int c, int hw, int k,
+                                        int rs, int stride, int groups) {
+  tiletune::ConvProblem p;
+  p.direction = dir, p.in_type = in, p.out_type = out, p.n = 4, p.c = c, p.h = p.w = hw, p.k = k, p.r = p.s = rs;
+  p.stride_h = p.stride_w = stride, p.pad_h = p.pad_w = rs / 2, p.groups = groups;
+  return p;
+}
+
+// Compiles `per_problem` candidates spread evenly over each problem's enumerated space (the first
+// and the last among them: the smallest and the largest tiles; just the last for 1); returns how
+// many compiled, each printed with its v_mfma count.
+int compile_conv_sample(const std::vector<tiletune::Problem>& problems, std::size_t per_problem) {
   auto compiler = hipb::make_compiler();
   const auto dev = fake_gfx90a();
   const auto& t = tiletune::find_template("mfma_conv");
-  std::vector<tiletune::Problem> problems;
-  auto conv = [](DataType in, DataType out, int c, int hw, int k, int rs, int stride, int groups) {
-    tiletune::ConvProblem p;
-    p.in_type = in, p.out_type = out, p.n = 4, p.c = c, p.h = p.w = hw, p.k = k, p.r = p.s = rs;
-    p.stride_h = p.stride_w = stride, p.pad_h = p.pad_w = rs / 2, p.groups = groups;
-    return p;
-  };
-  problems.push_back(conv(DataType::BF16, DataType::BF16, 64, 56, 64, 3, 1, 1));
-  problems.push_back(conv(DataType::F16, DataType::F32, 256, 28, 512, 1, 2, 1));
-  problems.push_back(conv(DataType::BF16, DataType::F16, 36, 17, 20, 3, 2, 2));  // Cg 18: 2-element vectors
-  auto dgrad = conv(DataType::BF16, DataType::BF16, 64, 56, 64, 3, 1, 1);
-  dgrad.direction = tiletune::ConvDirection::BackwardData;
-  EXPECT_TRUE(tiletune::tuner::enumerate({t}, std::vector<tiletune::Problem>{dgrad}, dev).candidates.empty());
   const auto e = tiletune::tuner::enumerate({t}, problems, dev);
   int compiled = 0;
   for (std::size_t pi = 0; pi < problems.size(); ++pi) {
     std::vector<Solution> mine;
     for (const auto& c : e.candidates)
       if (c.problem_index == pi) mine.push_back(c.solution);
-    ASSERT_FALSE(mine.empty()) << problems[pi].key();
-    for (std::size_t i = 0; i < mine.size(); i += std::max<std::size_t>(1, mine.size() / 3)) {
+    EXPECT_FALSE(mine.empty()) << problems[pi].key();
+    std::set<std::size_t> picks;
+    for (std::size_t k = 0; k < per_problem && !mine.empty(); ++k)
+      picks.insert(per_problem == 1 ? mine.size() - 1 : k * (mine.size() - 1) / (per_problem - 1));
+    for (std::size_t i : picks) {
       const auto res = compiler->compile(t.compile_request(mine[i], problems[pi], dev));
-      ASSERT_TRUE(res.ok) << mine[i].kernel_name() << "\n" << res.log;
+      EXPECT_TRUE(res.ok) << mine[i].kernel_name() << "\n" << res.log;
+      if (!res.ok) continue;
       const std::string dis = hipb::disassemble_amd(res.code.bytes, "gfx90a");
       const auto kernels = hipb::read_amd_code_object(res.code.bytes);
       auto it = std::find_if(kernels.begin(), kernels.end(), [&](const auto& k) { return k.name == res.code.symbol; });
-      ASSERT_NE(it, kernels.end());
-      EXPECT_NE(dis.find("v_mfma"), std::string::npos) << mine[i].kernel_name();
+      EXPECT_NE(it, kernels.end());
+      if (it == kernels.end()) continue;
+      int mfma = 0;
+      for (std::size_t at = dis.find("v_mfma"); at != std::string::npos; at = dis.find("v_mfma", at + 1)) ++mfma;
+      EXPECT_GT(mfma, 0) << mine[i].kernel_name();
       EXPECT_EQ(it->private_bytes, 0) << mine[i].kernel_name() << ": scratch memory";
-      std::printf("%-62s %-50s vgpr=%3d agpr=%3d lds=%5d spill=%d\n", mine[i].kernel_name().c_str(),
+      std::printf("%-62s %-50s vgpr=%3d agpr=%3d lds=%5d spill=%d v_mfma=%d\n", mine[i].kernel_name().c_str(),
                   problems[pi].key().substr(5, 50).c_str(), it->vgpr_count, it->agpr_count, it->lds_bytes,
-                  it->vgpr_spill_count);
+                  it->vgpr_spill_count, mfma);
       ++compiled;
     }
   }
-  EXPECT_GE(compiled, 6);
+  return compiled;
+}
+
+TEST(MfmaConvCompile, SampleOfTheForwardSpaceForGfx90a) {
+  using tiletune::ConvDirection;
+  const auto fwd = ConvDirection::Forward;
+  const std::vector<tiletune::Problem> problems = {
+      mfma_conv_problem(fwd, DataType::BF16, DataType::BF16, 64, 56, 64, 3, 1, 1),
+      mfma_conv_problem(fwd, DataType::F16, DataType::F32, 256, 28, 512, 1, 2, 1),
+      mfma_conv_problem(fwd, DataType::BF16, DataType::F16, 36, 17, 20, 3, 2, 2)};  // Cg 18: 2-element vectors
+  EXPECT_GE(compile_conv_sample(problems, 3), 6);
+}
+
+// dgrad: dy gathered, filters read N-contiguous; wgrad: dy M-contiguous, x gathered per filter
+// tap. The smallest tile (no split) and the largest (split-K) of a strided 3x3 layer, the largest
+// of a grouped one with 2-element vectors.
+TEST(MfmaConvCompile, SampleOfTheGradientSpacesForGfx90a) {
+  using tiletune::ConvDirection;
+  std::vector<tiletune::Problem> layers, grouped;
+  for (ConvDirection d : {ConvDirection::BackwardData, ConvDirection::BackwardFilter}) {
+    const bool w = d == ConvDirection::BackwardFilter;
+    layers.push_back(mfma_conv_problem(d, DataType::BF16, w ? DataType::F32 : DataType::BF16, 64, 28, 64, 3, 2, 1));
+    grouped.push_back(mfma_conv_problem(d, DataType::F16, w ? DataType::F32 : DataType::F16, 36, 17, 20, 3, 1, 2));
+  }
+  EXPECT_EQ(compile_conv_sample(layers, 2), 4);
+  EXPECT_EQ(compile_conv_sample(grouped, 1), 2);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // The offline AMD compiler (gpu/hip/clang_compiler.h) and the arch table (gpu/hip/arch_table.h):
 //  - the name-expression lookup and the arch table, without any tool;
-//  - a sample of every HIP template's space compiled with clang-22 for gfx90a, gfx942 and gfx950,
-//    with the v_mfma instructions of the arch (and only those) in the disassembly and the
-//    register / LDS figures of the metadata within the arch's limits;
+//  - a sample of every HIP template's space (mfma_conv's in all three directions) compiled with
+//    clang-22 for gfx90a, gfx942 and gfx950, with the v_mfma instructions of the arch (and only
+//    those) in the disassembly and the register / LDS figures of the metadata within its limits;
 //  - gfx950's doubled-K MFMA builtin, which gfx942 refuses, and mfma_gemm's instruction shapes and
 //    LDS per arch (gfx950's 32x32x16 / 16x16x32, tiles beyond 64 KiB);
 //  - a compile-only sweep for gfx942, packed and explained as unmeasured.
@@ -151,6 +151,12 @@ std::vector<Problem> problems_for(const std::string& templ) {
   c.in_type = c.out_type = DataType::BF16;
   c.n = 4, c.c = 64, c.h = c.w = 56, c.k = 64, c.r = c.s = 3, c.pad_h = c.pad_w = 1;
   ps.push_back(c);
+  if (templ == "mfma_conv") {  // and its gradients: a strided dgrad, a wgrad writing fp32
+    c.direction = tiletune::ConvDirection::BackwardData, c.stride_h = c.stride_w = 2;
+    ps.push_back(c);
+    c.direction = tiletune::ConvDirection::BackwardFilter, c.out_type = DataType::F32, c.stride_h = c.stride_w = 1;
+    ps.push_back(c);
+  }
   return ps;
 }
 
@@ -158,6 +164,7 @@ struct Outcome {
   std::string what, error;
   hipb::AmdKernelInfo info;
   std::set<std::string> mfma;
+  int mfma_count = 0;  // v_mfma instructions in the kernel's code
   std::int64_t lds_needed = 0, threads = 0;
 };
 
@@ -175,15 +182,19 @@ Outcome compile_one(const tiletune::gpu::Compiler& compiler, const tiletune::tun
     if (o.info.name.empty()) return o.error = "kernel " + res.code.symbol + " not in the metadata", o;
     const std::string dis = hipb::disassemble_amd(res.code.bytes, dev.arch);
     static const std::regex mfma(R"(\bv_mfma_[a-z0-9_]+)");
-    for (std::sregex_iterator it(dis.begin(), dis.end(), mfma), end; it != end; ++it) o.mfma.insert(it->str());
+    for (std::sregex_iterator it(dis.begin(), dis.end(), mfma), end; it != end; ++it) {
+      o.mfma.insert(it->str());
+      ++o.mfma_count;
+    }
   } catch (const std::exception& e) {
     o.error = e.what();
   }
   return o;
 }
 
-// Per arch and HIP template, from the enumerated space of one problem: the first and the last
-// candidate of the MFMA templates (the smallest and the largest tiles), the last of the others.
+// Per arch and HIP template, from the enumerated space of its first problem: the first and the
+// last candidate of the MFMA templates (the smallest and the largest tiles), the last of the
+// others; from its further problems (mfma_conv's gradients), the last candidate.
 TEST(OfflineCompile, SampleOfEveryHipTemplateForTheCdnaArches) {
   REQUIRE_TOOLCHAIN();
   auto compiler = hipb::make_clang_compiler();
@@ -198,15 +209,17 @@ TEST(OfflineCompile, SampleOfEveryHipTemplateForTheCdnaArches) {
     for (const auto& name : templates) {
       const auto problems = problems_for(name);
       const auto e = tiletune::tuner::enumerate({tiletune::find_template(name)}, problems, dev);
-      std::vector<const tiletune::tuner::Candidate*> mine;
-      for (const auto& c : e.candidates)
-        if (c.problem_index == 0) mine.push_back(&c);
-      ASSERT_FALSE(mine.empty()) << name << " has no candidate for " << arch << " " << problems[0].key();
-      std::vector<const tiletune::tuner::Candidate*> sample = {mine.back()};
-      if (name.rfind("mfma_", 0) == 0 && mine.size() > 1) sample.push_back(mine.front());
-      for (const auto* c : sample) {
-        picks.push_back(*c);
-        context.emplace_back(dev, problems[0]);
+      for (std::size_t pi = 0; pi < problems.size(); ++pi) {
+        std::vector<const tiletune::tuner::Candidate*> mine;
+        for (const auto& c : e.candidates)
+          if (c.problem_index == pi) mine.push_back(&c);
+        ASSERT_FALSE(mine.empty()) << name << " has no candidate for " << arch << " " << problems[pi].key();
+        std::vector<const tiletune::tuner::Candidate*> sample = {mine.back()};
+        if (pi == 0 && name.rfind("mfma_", 0) == 0 && mine.size() > 1) sample.push_back(mine.front());
+        for (const auto* c : sample) {
+          picks.push_back(*c);
+          context.emplace_back(dev, problems[pi]);
+        }
       }
     }
   }
@@ -220,16 +233,16 @@ TEST(OfflineCompile, SampleOfEveryHipTemplateForTheCdnaArches) {
       }));
     for (auto& f : batch) done.push_back(f.get());
   }
-  std::set<std::string> arches_with_mfma;
+  std::set<std::string> arches_with_mfma, conv_directions_with_mfma;
   for (std::size_t i = 0; i < done.size(); ++i) {
     const Outcome& o = done[i];
     SCOPED_TRACE(o.what);
     ASSERT_EQ(o.error, "");
     const hipb::AmdArch* arch = hipb::amd_arch(context[i].first.arch);
     ASSERT_NE(arch, nullptr);
-    std::printf("%-84.84s vgpr=%3d agpr=%3d sgpr=%3d lds=%6d scratch=%d mfma=%s\n", o.what.c_str(),
+    std::printf("%-84.84s vgpr=%3d agpr=%3d sgpr=%3d lds=%6d scratch=%d mfma=%s x%d\n", o.what.c_str(),
                 o.info.vgpr_count, o.info.agpr_count, o.info.sgpr_count, o.info.lds_bytes, o.info.private_bytes,
-                o.mfma.empty() ? "-" : o.mfma.begin()->c_str());
+                o.mfma.empty() ? "-" : o.mfma.begin()->c_str(), o.mfma_count);
     EXPECT_EQ(o.info.wavefront_size, 64);
     EXPECT_GT(o.info.vgpr_count, 0);
     EXPECT_LE(o.info.vgpr_count, arch->vgprs);
@@ -242,7 +255,13 @@ TEST(OfflineCompile, SampleOfEveryHipTemplateForTheCdnaArches) {
     if (mfma_template) {
       EXPECT_GE(o.info.lds_bytes, o.lds_needed) << "the template's LDS_BYTES is exact for its static LDS";
       EXPECT_FALSE(o.mfma.empty()) << "no v_mfma in the disassembly";
+      EXPECT_GT(o.mfma_count, 0);
       arches_with_mfma.insert(arch->arch);
+      // mfma_conv's samples include split-K with 32 splits, whose reduction once took every
+      // register and spilled.
+      if (picks[i].tmpl->name() == "mfma_conv") EXPECT_EQ(o.info.private_bytes, 0) << "scratch memory";
+      if (picks[i].tmpl->name() == "mfma_conv" && o.mfma_count > 0)
+        conv_directions_with_mfma.insert(std::string(arch->arch) + " " + tiletune::to_string(context[i].second.conv().direction));
     }
     // Only instructions the arch table knows for this arch.
     for (const auto& m : o.mfma) {
@@ -252,6 +271,7 @@ TEST(OfflineCompile, SampleOfEveryHipTemplateForTheCdnaArches) {
     }
   }
   EXPECT_EQ(arches_with_mfma, (std::set<std::string>{"gfx90a", "gfx942", "gfx950"}));
+  EXPECT_EQ(conv_directions_with_mfma.size(), 9u) << "mfma_conv: every direction on every arch";
 }
 
 // gfx950's doubled-K bf16 MFMA as a bare builtin, and gfx942 refusing it.
