@@ -14,6 +14,11 @@ or non-2-d convolution, mixed layouts), one the runtime refuses, and by default 
 nothing better for than the vendor library, goes to PyTorch's own kernel: the op's out= overload
 for the GEMMs, its composite kernel for the convolutions. The stats count each reason.
 
+The overrides are C++ (_route.cpp, built just in time by _route.py) wherever a compiler allows,
+else the Python kernels below (TILETUNE_TORCH_ROUTE). The C++ ones send a call declined for good,
+by its tensor metadata, straight to PyTorch's kernel; every other call comes to this module's
+handlers, which take every decision in either case.
+
 CUDA tensors go to the CUDA backend (HIP on a ROCm build of PyTorch), CPU tensors to the host
 backend. The outputs are new tensors in PyTorch's layout (row-major, channels_last convolutions
 stay channels_last), written on the tensor's current stream.
