@@ -273,14 +273,18 @@ def test_a_declined_call_is_handed_back_from_cpp_and_counted(workdir, route):
     """After the first call of a problem (decided in torch.py), the C++ route hands the same call
     back to PyTorch's own kernel by itself: the same output, counted under the same reason."""
     a, b = torch.randn(40, 24), torch.randn(24, 16)
-    x, w = torch.randn(2, 3, 8, 8), torch.randn(4, 3, 3, 3)
+    x, w, dy = torch.randn(2, 3, 8, 8), torch.randn(4, 3, 3, 3), torch.randn(2, 4, 8, 8)
     conv = lambda: F.conv2d(x, w, padding=1)
+    back = lambda: torch.ops.aten.convolution_backward(dy, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                                       [True, True, False])
     ttt.enable(devices=("cpu",))  # no database: every problem is untuned, so handed back
     try:
         for _ in range(3):
             assert torch.equal(a @ b, plain(torch.mm, a, b))
             assert torch.equal(torch.addmm(b[0], a, b), plain(torch.addmm, b[0], a, b))
             assert torch.equal(conv(), plain(conv))
+            (dx, dw, db), (rdx, rdw, _) = back(), plain(back)
+            assert torch.equal(dx, rdx) and torch.equal(dw, rdw) and db is None
         s = ttt.stats()
         from_cpp = torch.ops.tiletune_route.counts() if route == "cpp" else []
     finally:
@@ -288,9 +292,10 @@ def test_a_declined_call_is_handed_back_from_cpp_and_counted(workdir, route):
     assert s["route"] == route, s
     assert s["declined"] == {"mm: untuned (vendor rung): PyTorch's own kernel": 3,
                              "addmm: untuned (vendor rung): PyTorch's own kernel": 3,
-                             "convolution: untuned (default rung): PyTorch's own kernel": 3}, s
+                             "convolution: untuned (default rung): PyTorch's own kernel": 3,
+                             "convolution_backward: untuned (default rung): PyTorch's own kernel": 3}, s
     if route == "cpp":  # (reason, calls) pairs: the two later calls of each problem never reached Python
-        assert sorted(from_cpp[1::2]) == [2, 2, 2], from_cpp
+        assert sorted(from_cpp[1::2]) == [2, 2, 2, 2], from_cpp
 
 
 def test_a_decline_a_setting_caused_is_not_remembered(routed, route):
