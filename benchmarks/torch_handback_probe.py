@@ -1,23 +1,92 @@
-# Where a call handed back to PyTorch spends its time: plain PyTorch against tiletune.torch enabled with
-# no database (every call handed back), then cProfile over the same loops. Run on a GPU with
-# PYTHONPATH=python and TILETUNE_LIBRARY set (scripts/h200_torch.sh sets them).
-import cProfile, pstats, time, torch, tiletune.torch as tt
-a = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16); b = torch.randn_like(a)
-x = torch.randn(8, 64, 14, 14, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
-w = torch.randn(64, 64, 3, 3, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
-def loop(n):
-    for _ in range(n):
-        torch.mm(a, b)
-def cloop(n):
-    for _ in range(n):
-        torch.nn.functional.conv2d(x, w, padding=1)
-for f in (loop, cloop):
-    f(50); torch.cuda.synchronize(); t = time.perf_counter(); f(2000); torch.cuda.synchronize()
-    print(f.__name__, "plain", (time.perf_counter() - t) / 2000 * 1e6, "us")
-tt.enable()
-for f in (loop, cloop):
-    f(50); torch.cuda.synchronize(); t = time.perf_counter(); f(2000); torch.cuda.synchronize()
-    print(f.__name__, "handed back", (time.perf_counter() - t) / 2000 * 1e6, "us")
-pr = cProfile.Profile(); pr.enable(); loop(2000); cloop(2000); pr.disable()
-pstats.Stats(pr).sort_stats("tottime").print_stats(18)
-print(tt.stats())
+#!/usr/bin/env python3
+"""What a call tiletune.torch hands back to PyTorch costs on the host: per call, plain PyTorch against
+tiletune.torch enabled with no database (every call handed back) on each route (TILETUNE_TORCH_ROUTE:
+the C++ one, python/tiletune/_route.cpp, and the Python one). Timed as a loop of calls and one
+synchronize, so on a GPU the time is the host's wherever it exceeds the kernel's (small problems).
+--profile adds cProfile over the Python route's loops: where its time goes.
+
+Run on a GPU with PYTHONPATH=python and TILETUNE_LIBRARY set (scripts/h200_torch.sh sets them):
+    python3 benchmarks/torch_handback_probe.py [--device cuda] [--calls 2000] [--profile]
+"""
+import argparse
+import os
+import time
+
+import torch
+
+import tiletune.torch as ttt
+from tiletune import _route
+
+
+def cases(device):
+    bf16 = dict(device=device, dtype=torch.bfloat16)
+    a, b = torch.randn(256, 256, **bf16), torch.randn(256, 256, **bf16)
+    cl = torch.channels_last
+    x = torch.randn(8, 64, 14, 14, **bf16).to(memory_format=cl)
+    w = torch.randn(64, 64, 3, 3, **bf16).to(memory_format=cl)
+    dy = torch.randn(8, 64, 14, 14, **bf16).to(memory_format=cl)
+    conv_bwd = lambda: torch.ops.aten.convolution_backward(dy, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                                           [True, True, False])
+    return {
+        "torch.mm 256x256x256 bf16": lambda: torch.mm(a, b),
+        "conv2d 8x64x14x14, 3x3, bf16 channels_last": lambda: torch.nn.functional.conv2d(x, w, padding=1),
+        "convolution_backward of it (both gradients)": conv_bwd,
+    }
+
+
+def per_call_us(fn, calls, device):
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    for _ in range(50):
+        fn()
+    sync()
+    best = float("inf")
+    for _ in range(3):  # the best of three: a loaded host only ever adds time
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+    return best
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--profile", action="store_true")
+    args = p.parse_args()
+    fns = cases(args.device)
+    kind = args.device.split(":")[0]
+    times = {name: {"plain": per_call_us(fn, args.calls, args.device)} for name, fn in fns.items()}
+    for route in ("python", "cpp"):
+        os.environ["TILETUNE_TORCH_ROUTE"] = route
+        t0 = time.perf_counter()
+        ttt.enable(devices=(kind,))
+        enable_s = time.perf_counter() - t0
+        try:
+            for name, fn in fns.items():
+                times[name][route] = per_call_us(fn, args.calls, args.device)
+            if args.profile and route == "python":
+                import cProfile
+                import pstats
+                pr = cProfile.Profile()
+                pr.enable()
+                for fn in fns.values():
+                    for _ in range(args.calls):
+                        fn()
+                pr.disable()
+                pstats.Stats(pr).sort_stats("tottime").print_stats(18)
+        finally:
+            s = ttt.disable()
+        assert not s["routed"] and s["route"] == route, s
+        if route == "cpp":
+            print(f"C++ route: first enable() {enable_s:.1f} s (build or load of the extension: "
+                  f"{_route.build_seconds:.1f} s)")
+    print(f"\n| call ({args.device}) | plain PyTorch us | Python route us | C++ route us | C++ route / plain |")
+    print("|---|---|---|---|---|")
+    for name, t in times.items():
+        print(f"| {name} | {t['plain']:.1f} | {t['python']:.1f} | {t['cpp']:.1f} | {t['cpp'] / t['plain']:.3f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -10,7 +10,8 @@ V=build-venv
 if [ ! -x "$V/bin/python" ]; then
   python3 -m venv "$V"
 fi
-"$V/bin/python" -m pip install -q --disable-pip-version-check torch torchvision numpy pytest
+# ninja: tiletune.torch builds its C++ route with PyTorch's extension machinery, which runs it.
+"$V/bin/python" -m pip install -q --disable-pip-version-check torch torchvision numpy pytest ninja
 "$V/bin/python" -m pip install -q --disable-pip-version-check . > "$V/install.log" 2>&1 ||
   { tail -50 "$V/install.log"; exit 1; }
 # The installed package, not this tree's python/ folder, and no build tree's library.

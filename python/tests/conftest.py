@@ -7,6 +7,10 @@ import os
 import pytest
 
 os.environ.setdefault("TILETUNE_POISON", "1")  # every routed output is NaN before tiletune writes it
+# tiletune.torch's C++ route is built once, into one folder every test process shares: `workdir`
+# points XDG_CACHE_HOME, under which PyTorch keeps it by default, at each test's own folder.
+os.environ.setdefault("TORCH_EXTENSIONS_DIR", os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                                           os.path.expanduser("~/.cache"), "torch_extensions"))
 
 
 @pytest.fixture

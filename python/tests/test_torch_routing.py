@@ -10,6 +10,13 @@ import tiletune.torch as ttt
 TOL = {torch.float32: 1e-4, torch.bfloat16: 2e-2}
 
 
+@pytest.fixture(autouse=True, params=["cpp", "python"])
+def route(request, monkeypatch):
+    """Every test runs on both routes: the C++ one (built just in time) and the Python one."""
+    monkeypatch.setenv("TILETUNE_TORCH_ROUTE", request.param)
+    return request.param
+
+
 def close(got, ref, dtype=torch.float32):
     assert not torch.isnan(got).any(), "an element was never written"
     err = ((got.double() - ref.double()).norm() / max(ref.double().norm(), 1e-30)).item()
@@ -260,3 +267,71 @@ def test_the_bias_gradient_alone_goes_to_pytorch(routed):
                                                    [False, False, True])
     close(db, dy.sum((0, 2, 3)))
     assert ttt.stats()["declined"].get("convolution_backward: no gradient asked") == 1, ttt.stats()
+
+
+def test_a_declined_call_is_handed_back_from_cpp_and_counted(workdir, route):
+    """After the first call of a problem (decided in torch.py), the C++ route hands the same call
+    back to PyTorch's own kernel by itself: the same output, counted under the same reason."""
+    a, b = torch.randn(40, 24), torch.randn(24, 16)
+    x, w, dy = torch.randn(2, 3, 8, 8), torch.randn(4, 3, 3, 3), torch.randn(2, 4, 8, 8)
+    conv = lambda: F.conv2d(x, w, padding=1)
+    back = lambda: torch.ops.aten.convolution_backward(dy, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                                       [True, True, False])
+    ttt.enable(devices=("cpu",))  # no database: every problem is untuned, so handed back
+    try:
+        for _ in range(3):
+            assert torch.equal(a @ b, plain(torch.mm, a, b))
+            assert torch.equal(torch.addmm(b[0], a, b), plain(torch.addmm, b[0], a, b))
+            assert torch.equal(conv(), plain(conv))
+            (dx, dw, db), (rdx, rdw, _) = back(), plain(back)
+            assert torch.equal(dx, rdx) and torch.equal(dw, rdw) and db is None
+        s = ttt.stats()
+        from_cpp = torch.ops.tiletune_route.counts() if route == "cpp" else []
+    finally:
+        ttt.disable()
+    assert s["route"] == route, s
+    assert s["declined"] == {"mm: untuned (vendor rung): PyTorch's own kernel": 3,
+                             "addmm: untuned (vendor rung): PyTorch's own kernel": 3,
+                             "convolution: untuned (default rung): PyTorch's own kernel": 3,
+                             "convolution_backward: untuned (default rung): PyTorch's own kernel": 3}, s
+    if route == "cpp":  # (reason, calls) pairs: the two later calls of each problem never reached Python
+        assert sorted(from_cpp[1::2]) == [2, 2, 2, 2], from_cpp
+
+
+def test_a_decline_a_setting_caused_is_not_remembered(routed, route):
+    """A problem first seen under deterministic algorithms is handed back for that call only: the
+    next call, with the setting back, is routed (the C++ route must not remember the decline)."""
+    a, b = torch.randn(24, 40), torch.randn(40, 8)
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert torch.equal(a @ b, plain(torch.mm, a, b))
+        assert torch.equal(a @ b, plain(torch.mm, a, b))
+    finally:
+        torch.use_deterministic_algorithms(False)
+    s = ttt.stats()
+    assert not s["routed"] and s["declined"] == {
+        "mm: deterministic algorithms asked (split-K kernels add with atomics)": 2}, s
+    close(a @ b, plain(torch.mm, a, b))
+    assert ttt.stats()["routed"] == {"mm": 1}
+    if route == "cpp":
+        assert list(torch.ops.tiletune_route.counts()) == []
+
+
+def test_the_cpp_route_falls_back_to_python_with_a_warning(workdir, monkeypatch, route):
+    from tiletune import _route
+    monkeypatch.setattr(_route, "_loaded", "no compiler here")
+    monkeypatch.setattr(_route.load, "warned", False, raising=False)
+    a, b = torch.randn(8, 8, dtype=torch.float64), torch.randn(8, 8, dtype=torch.float64)
+    if route == "cpp":  # asked for by name: an error
+        with pytest.raises(RuntimeError, match="no compiler here"):
+            ttt.enable(devices=("cpu",))
+        return
+    monkeypatch.setenv("TILETUNE_TORCH_ROUTE", "auto")
+    with pytest.warns(UserWarning, match="no compiler here"):
+        ttt.enable(devices=("cpu",))
+    try:
+        assert torch.equal(a @ b, plain(torch.mm, a, b))
+        s = ttt.stats()
+    finally:
+        ttt.disable()
+    assert s["route"] == "python" and s["declined"] == {"mm: dtype float64": 1}, s

@@ -14,6 +14,11 @@ or non-2-d convolution, mixed layouts), one the runtime refuses, and by default 
 nothing better for than the vendor library, goes to PyTorch's own kernel: the op's out= overload
 for the GEMMs, its composite kernel for the convolutions. The stats count each reason.
 
+The overrides are C++ (_route.cpp, built just in time by _route.py) wherever a compiler allows,
+else the Python kernels below (TILETUNE_TORCH_ROUTE). The C++ ones send a call declined for good,
+by its tensor metadata, straight to PyTorch's kernel; every other call comes to this module's
+handlers, which take every decision in either case.
+
 CUDA tensors go to the CUDA backend (HIP on a ROCm build of PyTorch), CPU tensors to the host
 backend. The outputs are new tensors in PyTorch's layout (row-major, channels_last convolutions
 stay channels_last), written on the tensor's current stream.
@@ -29,7 +34,7 @@ from collections import Counter
 import torch
 
 import tiletune as _tt
-from tiletune import _capi
+from tiletune import _capi, _route
 
 __all__ = ["enable", "disable", "enabled", "paused", "stats", "record", "runtime"]
 
@@ -39,7 +44,13 @@ _DECLINE_STATUSES = (_capi.INVALID_VALUE, _capi.NOT_SUPPORTED)
 
 
 class _Declined(Exception):
-    """This op goes to PyTorch's own kernel; the message is the reason the stats count."""
+    """This op goes to PyTorch's own kernel; the message is the reason the stats count. `lasting`:
+    the reason holds for every call with the same tensor metadata (the C++ route remembers it);
+    False for one that depends on a setting read per call, or on what the runtime did this time."""
+
+    def __init__(self, why, lasting=True):
+        super().__init__(why)
+        self.lasting = lasting
 
 
 # A GEMM with a bias PyTorch would fuse into cuBLASLt's epilogue costs tiletune an extra pass over
@@ -79,6 +90,7 @@ class _State:
         self.lock = threading.Lock()
         self.runtimes = {}  # (device type, index) -> Runtime, or the reason it could not be made
         self.routed, self.declined = Counter(), Counter()
+        self.reasons, self.reason_ids = [], {}  # "op: why" by the index the C++ route counts it under
 
     def runtime(self, dev):
         key = (dev.type, dev.index if dev.index is not None else (torch.cuda.current_device() if dev.type == "cuda" else 0))
@@ -149,6 +161,14 @@ class _State:
     def count(self, counter, what):
         with self.lock:
             counter[what] += 1
+
+    def reason_id(self, what):
+        with self.lock:
+            i = self.reason_ids.get(what)
+            if i is None:
+                i = self.reason_ids[what] = len(self.reasons)
+                self.reasons.append(what)
+            return i
 
 
 if hasattr(torch._C, "_cuda_getCurrentRawStream"):
@@ -322,7 +342,9 @@ def _convolution_backward(state, dy, x, w, bias_sizes, stride, padding, dilation
             except _Declined as e:
                 known.append(e)
     if known and all(isinstance(k, _Declined) for k in known):
-        raise known[0]
+        if all(k.lasting for k in known):
+            raise known[0]
+        raise _Declined(str(known[0]), lasting=False)  # one gradient's decline was this call's setting
     dt = _dtype(dy, x, w)
     layout, fmt = _conv_layout(dy, x, w)
     d, p, q = _conv_desc(x, w, stride, padding, dilation, transposed, output_padding, groups, dt, layout)
@@ -417,12 +439,12 @@ os.register_at_fork(after_in_child=_after_fork)
 def _settings(name, first):
     """What PyTorch's settings ask of this call that tiletune does not promise; raises _Declined."""
     if torch.are_deterministic_algorithms_enabled():
-        raise _Declined("deterministic algorithms asked (split-K kernels add with atomics)")
+        raise _Declined("deterministic algorithms asked (split-K kernels add with atomics)", lasting=False)
     if first.is_cuda:
         if torch.cuda.is_current_stream_capturing():
-            raise _Declined("CUDA graph capture (a first call may compile and synchronize)")
+            raise _Declined("CUDA graph capture (a first call may compile and synchronize)", lasting=False)
         if name.startswith("conv") and first.dtype == torch.float32 and torch.backends.cudnn.allow_tf32:
-            raise _Declined("fp32 convolution with cuDNN's TF32 allowed (tuned in full fp32)")
+            raise _Declined("fp32 convolution with cuDNN's TF32 allowed (tuned in full fp32)", lasting=False)
 
 
 class _OtherDevice(Exception):
@@ -450,32 +472,63 @@ def _admit():
         raise _OtherDevice()
 
 
-def _kernel(state, name, handler, theirs):
-    def kernel(*args, **kwargs):
-        if _paused_all or getattr(_paused, "on", False):
-            return theirs(*args, **kwargs)
-        first = args[1] if name in ("addmm", "baddbmm") else args[0]
-        c = _call
-        c.name, c.first, c.checked, c.switched, c.refused = name, first, False, False, None
+_PAUSED = _Declined("paused", lasting=False)  # not counted
+
+
+def _serve(state, name, handler, args, kwargs):
+    """One call of an overridden op through tiletune: (its output, None), or (None, why) when PyTorch's
+    own kernel is to compute it (counted in the stats, unless routing is paused)."""
+    if _paused_all or getattr(_paused, "on", False):
+        return None, _PAUSED
+    first = args[1] if name in ("addmm", "baddbmm") else args[0]
+    c = _call
+    c.name, c.first, c.checked, c.switched, c.refused = name, first, False, False, None
+    try:
         try:
-            try:
+            out = handler(state, *args, **kwargs)
+        except _OtherDevice:  # nothing was done yet: the handler starts over on the tensor's device
+            c.checked, c.switched = False, True
+            with torch.cuda.device(first.device):  # the stream, the context: those of the tensor's device
                 out = handler(state, *args, **kwargs)
-            except _OtherDevice:  # nothing was done yet: the handler starts over on the tensor's device
-                c.checked, c.switched = False, True
-                with torch.cuda.device(first.device):  # the stream, the context: those of the tensor's device
-                    out = handler(state, *args, **kwargs)
-            state.count(state.routed, name)
-            return out
-        except _Declined as why:
-            state.count(state.declined, f"{name}: {why}")
-        except _tt.Error as e:
-            # Refused, or failed: the output is a fresh tensor nobody saw, and PyTorch computes it.
-            state.count(state.declined, f"{name}: refused by the runtime ({str(e)[:120]})")
-            if e.status not in _DECLINE_STATUSES:
-                _warn_once(f"tiletune.torch: {name} failed in tiletune and ran on PyTorch's kernel: {e}")
-        finally:
-            c.first = c.refused = None  # no tensor kept alive past the call
-        return theirs(*args, **kwargs)
+        state.count(state.routed, name)
+        return out, None
+    except _Declined as why:
+        state.count(state.declined, f"{name}: {why}")
+        return None, why
+    except _tt.Error as e:
+        # Refused, or failed: the output is a fresh tensor nobody saw, and PyTorch computes it.
+        why = _Declined(f"refused by the runtime ({str(e)[:120]})", lasting=False)
+        state.count(state.declined, f"{name}: {why}")
+        if e.status not in _DECLINE_STATUSES:
+            _warn_once(f"tiletune.torch: {name} failed in tiletune and ran on PyTorch's kernel: {e}")
+        return None, why
+    finally:
+        c.first = c.refused = None  # no tensor kept alive past the call
+
+
+def _kernel(state, name, handler, theirs):
+    """The Python route's kernel for an op: PyTorch's own kernel called back from Python."""
+    def kernel(*args, **kwargs):
+        out, why = _serve(state, name, handler, args, kwargs)
+        return out if why is None else theirs(*args, **kwargs)
+    return kernel
+
+
+# What the C++ route's handlers answer besides the outputs (_route.cpp): routed, or handed back for
+# this call only; an index >= 0 is the reason of a decline the C++ route remembers and counts.
+_ROUTED, _THIS_CALL = -1, -2
+
+
+def _answer(state, name, handler):
+    """torch.py's handler as the C++ route calls it (tiletune_route::<op>): outputs and a code."""
+    outputs = 3 if name == "convolution_backward" else 1
+
+    def kernel(*args, **kwargs):
+        out, why = _serve(state, name, handler, args, kwargs)
+        if why is None:
+            return (*out, _ROUTED) if outputs > 1 else (out, _ROUTED)
+        code = state.reason_id(f"{name}: {why}") if why.lasting else _THIS_CALL
+        return (None,) * outputs + (code,)
     return kernel
 
 
@@ -489,17 +542,41 @@ def _warn_once(message):
         warnings.warn(message)
 
 
-def _register(state, devices):
-    """Overrides the ops' kernels for the devices' dispatch keys; the Library undoes it when destroyed."""
-    import warnings
-    lib = torch.library.Library("aten", "IMPL")
-    keys = [{"cuda": "CUDA", "cpu": "CPU"}[d] for d in devices if d in ("cuda", "cpu")]
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*[Oo]verrid.*")  # replacing aten's kernel is the point
-        for name, (handler, theirs) in _OPS.items():
-            for key in keys:
-                lib.impl(name, _kernel(state, name, handler, theirs), key)
-    return lib
+class _Overrides:
+    """aten's kernels of the ops overridden for the devices' dispatch keys, by the C++ route when it
+    can be built (_route.py), else by the Python one; close() gives aten its own kernels back."""
+
+    def __init__(self, state, devices):
+        import warnings
+        keys = [{"cuda": "CUDA", "cpu": "CPU"}[d] for d in devices if d in ("cuda", "cpu")]
+        self.cpp = _route.load()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*[Oo]verrid.*")  # replacing aten's kernel is the point
+            if self.cpp:
+                if not _route.with_cuda():
+                    keys = [k for k in keys if k != "CUDA"]  # a CPU-only PyTorch: no CUDA tensor can come
+                self.lib = torch.library.Library("tiletune_route", "IMPL")
+                for name, (handler, _) in _OPS.items():
+                    for key in keys:
+                        self.lib.impl(name, _answer(state, name, handler), key)
+                torch.ops.tiletune_route.enable(keys)
+            else:
+                self.lib = torch.library.Library("aten", "IMPL")
+                for name, (handler, theirs) in _OPS.items():
+                    for key in keys:
+                        self.lib.impl(name, _kernel(state, name, handler, theirs), key)
+
+    def declined(self, state):
+        """The calls the C++ route handed back without asking torch.py, by reason."""
+        if not self.cpp:
+            return {}
+        c = torch.ops.tiletune_route.counts()
+        return {state.reasons[c[i]]: c[i + 1] for i in range(0, len(c), 2)}
+
+    def close(self):
+        if self.cpp:
+            torch.ops.tiletune_route.disable()
+        self.lib._destroy()
 
 
 class paused:
@@ -508,9 +585,13 @@ class paused:
     def __enter__(self):
         self.was = getattr(_paused, "on", False)
         _paused.on = True
+        if _route.loaded():
+            torch.ops.tiletune_route.pause(True)
 
     def __exit__(self, *exc):
         _paused.on = self.was
+        if _route.loaded():
+            torch.ops.tiletune_route.pause(self.was)
 
 
 _active = None  # (state, library)
@@ -540,7 +621,7 @@ def enable(db=None, user_db=None, record=None, online=False, devices=("cuda", "c
         if unknown:
             raise ValueError(f"devices: {sorted(unknown)} (expected 'cuda' and/or 'cpu')")
         state = _State(db, user_db, record, online, devices, serve)
-        _active = (state, _register(state, devices))
+        _active = (state, _Overrides(state, devices))
     return state
 
 
@@ -563,10 +644,10 @@ def disable():
     with _guard:
         if _active is None:
             return None
-        state, lib = _active
+        state, overrides = _active
         _active = None
-        lib._destroy()  # aten's own kernels are back
-    result = _stats(state)
+        overrides.close()  # aten's own kernels are back
+    result = _stats(state, overrides)
     _finish(state)
     return result
 
@@ -595,17 +676,20 @@ def record(path=None):
             rt.record(path)
 
 
-def _stats(state):
+def _stats(state, overrides):
+    fast = overrides.declined(state)
     with state.lock:
-        out = {"routed": dict(state.routed), "declined": dict(state.declined)}
+        out = {"routed": dict(state.routed), "declined": dict(state.declined + Counter(fast)),
+               "route": "cpp" if overrides.cpp else "python"}
         runtimes = list(state.runtimes.items())
     out["runtime"] = {f"{k[0]}:{k[1]}": rt.stats() for k, rt in runtimes if not isinstance(rt, str)}
     return out
 
 
 def stats():
-    """{"routed": {op: calls}, "declined": {"op: reason": calls}, "runtime": {"cuda:0": tiletune stats}}."""
-    return None if _active is None else _stats(_active[0])
+    """{"routed": {op: calls}, "declined": {"op: reason": calls}, "route": "cpp" or "python" (which
+    overrides aten's kernels), "runtime": {"cuda:0": tiletune stats}}."""
+    return None if _active is None else _stats(*_active)
 
 
 atexit.register(disable)

@@ -1,0 +1,83 @@
+"""The C++ half of tiletune.torch's route (_route.cpp): compiled on the first enable() with PyTorch's
+C++ extension machinery (torch.utils.cpp_extension.load: a C++ compiler and ninja, as Triton needs
+a compiler), cached in PyTorch's extensions folder ($TORCH_EXTENSIONS_DIR, by default under
+~/.cache/torch_extensions) and loaded from there by later processes. The package itself stays a
+py3-none wheel that compiles nothing at install time.
+
+TILETUNE_TORCH_ROUTE picks the route: "auto" (default) the C++ one, or the Python one with a warning
+when it cannot be built; "cpp" the C++ one or an error; "python" the Python one, nothing built.
+"""
+import os
+import re
+import sys
+import threading
+import time
+import warnings
+
+MODES = ("auto", "cpp", "python")
+_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_route.cpp")
+
+_lock = threading.Lock()
+_loaded = None  # None: not tried yet; True: torch.ops.tiletune_route is there; else why it is not
+build_seconds = None  # how long the first load in this process took (a build, or a cache hit)
+
+
+def mode():
+    m = os.environ.get("TILETUNE_TORCH_ROUTE", "").strip().lower() or "auto"
+    if m not in MODES:
+        raise ValueError(f"TILETUNE_TORCH_ROUTE={m!r}: expected one of {', '.join(MODES)}")
+    return m
+
+
+def with_cuda():
+    """Whether the C++ route overrides the CUDA key too (a CUDA or ROCm build of PyTorch)."""
+    import torch
+    return bool(torch.version.cuda or torch.version.hip)
+
+
+def load():
+    """True when the C++ route is loaded (built first if needed), False for the Python route."""
+    global _loaded
+    m = mode()
+    if m == "python":
+        return False
+    with _lock:
+        if _loaded is None:
+            _loaded = _build()
+    if _loaded is True:
+        return True
+    if m == "cpp":
+        raise RuntimeError(f"tiletune.torch: TILETUNE_TORCH_ROUTE=cpp, but the C++ route cannot be built: {_loaded}")
+    if not getattr(load, "warned", False):
+        load.warned = True
+        warnings.warn(f"tiletune.torch: the C++ route cannot be built, calls go through the Python route "
+                      f"(slower per call; TILETUNE_TORCH_ROUTE=python silences this): {_loaded}")
+    return False
+
+
+def _build():
+    global build_seconds
+    import torch
+    t0 = time.perf_counter()
+    try:
+        from torch.utils import cpp_extension
+        cflags, ldflags = ["-O2"], []
+        if with_cuda():
+            # at::cuda:: calls PyTorch's own CUDA kernels by name, past the dispatcher.
+            cflags.append("-DTILETUNE_ROUTE_CUDA")
+            ldflags.append("-ltorch_hip" if torch.version.hip else "-ltorch_cuda")
+        # Named for the Python and PyTorch it is built against: the build cache keys on the source and
+        # flags only, and a library built against another PyTorch would not load (or worse, would).
+        tag = re.sub(r"\W", "_", f"py{sys.version_info[0]}{sys.version_info[1]}_torch{torch.__version__}")
+        cpp_extension.load(name=f"tiletune_route_{tag}", sources=[_SOURCE], extra_cflags=cflags,
+                           extra_ldflags=ldflags, is_python_module=False)
+    except Exception as e:  # no compiler, no ninja, headers that do not match: the Python route serves
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [""]
+        errors = [line for line in lines if "error" in line.lower() and not line.startswith("Error building")]
+        return f"{type(e).__name__}: {(errors or lines)[0][:300]}"
+    build_seconds = time.perf_counter() - t0
+    return True
+
+
+def loaded():
+    return _loaded is True
