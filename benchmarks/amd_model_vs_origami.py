@@ -180,7 +180,7 @@ def main():
                  f"origami {origami.__version__} (PyPI rocm-origami, built from its sdist); "
                  f"tiletune's model: solutions/model_amd.h. Template: mfma_gemm. "
                  f"Shapes: configs/shapes/gemm.json + {', '.join(s['name'] for s in EXTRA_SHAPES)}.", "",
-                 "tau: Kendall's tau-b of the two models' estimates over the shape's configs. "
+                 "tau: Kendall's tau-b between tiletune's order of the shape's configs (its tie-breakers included) and origami's latencies. "
                  "top-5: configs in both top fives. 'their rank of ours': where origami ranks tiletune's "
                  "pick; 'o(ours)/o(best)': origami's latency of tiletune's pick over origami's best; "
                  "'t(theirs)/t(best)' likewise for tiletune's model of origami's pick.", ""]
