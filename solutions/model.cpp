@@ -100,14 +100,7 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const P
   if (sh.epilogue_overlap) edges /= 2;
   if (sh.split_k > 1) edges += resident * tm * tn * 4.0 * 2.0 / l2_mp;
   e.tile_seconds = steps * e.step_seconds + edges;
-  e.seconds = e.schedule_seconds = rounds * tiles_per_block * e.tile_seconds;
-  if (!mm.amd_arch.empty()) e.traffic_seconds = rounds * tiles_per_block * steps * (e.operand_seconds + e.load_seconds);
-  if (mm.dram_bytes_per_s > 0) {
-    const double bytes = (double(p.m) * double(p.k) + double(p.k) * double(p.n)) * a_bytes * batch +
-                         double(p.m) * double(p.n) * c_bytes * batch;
-    e.dram_seconds = bytes / mm.dram_bytes_per_s;
-    e.seconds = std::max(e.seconds, e.dram_seconds);
-  }
+  e.seconds = rounds * tiles_per_block * e.tile_seconds;
 
   e.has_model = true;
   e.tiles = std::int64_t(tiles);
@@ -119,6 +112,15 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const P
   e.slots = std::int64_t(slots);
   e.wave_factor = rounds * tiles_per_block / (tiles / slots);
   e.prefer = sh.prefer;
+
+  e.schedule_seconds = e.seconds;
+  if (!mm.amd_arch.empty()) e.traffic_seconds = rounds * tiles_per_block * steps * (e.operand_seconds + e.load_seconds);
+  if (mm.dram_bytes_per_s > 0) {
+    const double bytes = (double(p.m) * double(p.k) + double(p.k) * double(p.n)) * a_bytes * batch +
+                         double(p.m) * double(p.n) * c_bytes * batch;
+    e.dram_seconds = bytes / mm.dram_bytes_per_s;
+    e.seconds = std::max(e.seconds, e.dram_seconds);
+  }
   return e;
 }
 
