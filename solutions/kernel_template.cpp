@@ -30,7 +30,8 @@ static const std::map<std::string, std::int64_t>& model_defaults() {
   static const std::map<std::string, std::int64_t> d = {
       {"tile_m", 1},    {"tile_n", 1},        {"tile_k", 1},          {"threads", 1},
       {"shared_bytes", 0}, {"split_k", 1},    {"registers", 0},       {"stages", 2},
-      {"operand_bytes", 0}, {"math_percent", 100}, {"saturating_threads", 0}, {"epilogue_overlap", 0}};
+      {"operand_bytes", 0}, {"math_percent", 100}, {"saturating_threads", 0}, {"epilogue_overlap", 0},
+      {"instruction_m", 0}, {"instruction_k", 0}};
   return d;
 }
 
@@ -239,6 +240,8 @@ std::optional<ModelShape> KernelTemplate::model_shape(const Variables& vars) con
   s.math_percent = std::max<std::int64_t>(1, value("math_percent"));
   s.saturating_threads = std::max<std::int64_t>(0, value("saturating_threads"));
   s.epilogue_overlap = value("epilogue_overlap") != 0;
+  s.instruction_m = std::max<std::int64_t>(0, value("instruction_m"));
+  s.instruction_k = std::max<std::int64_t>(0, value("instruction_k"));
   for (const auto& e : model_prefer_) s.prefer.push_back(e.eval(vars));
   return s;
 }

@@ -43,6 +43,9 @@ struct ModelShape {
   std::int64_t tile_m = 1, tile_n = 1, tile_k = 1, threads = 1, shared_bytes = 0, split_k = 1;
   std::int64_t registers = 0, stages = 2, operand_bytes = 0, math_percent = 100, saturating_threads = 0,
                epilogue_overlap = 0;
+  // The matrix instruction's M (= N) and K where the model prices instructions by shape (AMD's
+  // MFMA); 0: the device's peak for the input type.
+  std::int64_t instruction_m = 0, instruction_k = 0;
   std::vector<std::int64_t> prefer;
 };
 

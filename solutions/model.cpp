@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "solutions/model_amd.h"
 
 namespace tiletune {
 
@@ -25,6 +26,8 @@ ModelMachine model_machine(const gpu::DeviceInfo& dev, const GemmProblem& p) {
     m.registers_per_mp = std::numeric_limits<std::int64_t>::max();
     return m;
   }
+  if (dev.backend == gpu::BackendKind::Hip)
+    if (std::optional<ModelMachine> amd = amd_model_machine(dev, p)) return *amd;
   // H200 datasheet figures (dense tensor-core bf16/fp16 989 TFLOP/s, tf32 494, fp32 FMA 67);
   // ~10 TB/s from L2 to the SMs; 128 bytes per clock of shared memory per SM at ~1.98 GHz;
   // a quarter of that for stores from registers; ~1 us for a global load under load.
@@ -41,7 +44,7 @@ ModelMachine model_machine(const gpu::DeviceInfo& dev, const GemmProblem& p) {
 }
 
 ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const Problem& problem,
-                             const gpu::DeviceInfo& dev) {
+                             const gpu::DeviceInfo& dev, const CodeFigures* figures) {
   ModelEstimate e;
   if (!t.has_model()) return e;
   std::optional<ModelShape> shape;
@@ -68,19 +71,27 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const P
   if (sh.shared_bytes > 0) per_mp = std::min<std::int64_t>(per_mp, mm.shared_per_mp / sh.shared_bytes);
   if (sh.registers > 0) per_mp = std::min<std::int64_t>(per_mp, mm.registers_per_mp / (sh.registers * sh.threads));
   per_mp = std::max<std::int64_t>(1, per_mp);
+  double peak_mp = mm.flops_per_s / sms * double(sh.math_percent) / 100.0;
+  double saturating = double(sh.saturating_threads);
+  AmdTerms amd;
+  if (!mm.amd_arch.empty()) {
+    amd = amd_terms(mm, sh, p, figures, sms);
+    per_mp = amd.workgroups_per_cu;
+    peak_mp = amd.peak_per_cu * double(sh.math_percent) / 100.0;
+    saturating = amd.saturating_threads;
+  }
   const double tiles_per_block = std::ceil(tiles / blocks);
   const double resident = std::min(double(per_mp), std::ceil(blocks / sms));
   const double rounds = std::ceil(blocks / (sms * double(per_mp)));
 
   const double a_bytes = double(size_of(p.a_type)), c_bytes = double(size_of(p.c_type));
-  const double peak_mp = mm.flops_per_s / sms * double(sh.math_percent) / 100.0;
-  const double issue = sh.saturating_threads > 0
-                           ? std::min(1.0, resident * double(sh.threads) / double(sh.saturating_threads))
-                           : 1.0;
+  const double issue = saturating > 0 ? std::min(1.0, resident * double(sh.threads) / saturating) : 1.0;
   const double l2_mp = mm.l2_bytes_per_s / sms;
   e.math_seconds = resident * 2.0 * tm * tn * tk / (peak_mp * issue);
   e.operand_seconds = resident * double(sh.operand_bytes) / mm.shared_bytes_per_s;
   e.load_seconds = resident * (tm + tn) * tk * a_bytes / l2_mp;
+  if (amd.miss_bytes_per_s > 0)
+    e.load_seconds = std::max(e.load_seconds, amd.l2_miss * resident * (tm + tn) * tk * a_bytes / amd.miss_bytes_per_s);
   e.latency_seconds = mm.load_latency_s / double(std::max<std::int64_t>(1, sh.stages - 1));
   e.step_seconds = std::max({e.math_seconds, e.operand_seconds, e.load_seconds, e.latency_seconds});
 
@@ -106,6 +117,15 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const P
   e.slots = std::int64_t(slots);
   e.wave_factor = rounds * tiles_per_block / (tiles / slots);
   e.prefer = sh.prefer;
+
+  e.schedule_seconds = e.seconds;
+  if (!mm.amd_arch.empty()) e.traffic_seconds = rounds * tiles_per_block * steps * (e.operand_seconds + e.load_seconds);
+  if (mm.dram_bytes_per_s > 0) {
+    const double bytes = (double(p.m) * double(p.k) + double(p.k) * double(p.n)) * a_bytes * batch +
+                         double(p.m) * double(p.n) * c_bytes * batch;
+    e.dram_seconds = bytes / mm.dram_bytes_per_s;
+    e.seconds = std::max(e.seconds, e.dram_seconds);
+  }
   return e;
 }
 
@@ -116,7 +136,10 @@ bool model_before(const ModelEstimate& a, const ModelEstimate& b) {
   // while rounding noise in equal estimates cannot decide between candidates.
   const auto q = [](double s) { return s > 0 ? std::nearbyint(std::log2(s) * 1e9) : -1e300; };
   if (q(a.seconds) != q(b.seconds)) return q(a.seconds) < q(b.seconds);
-  return a.prefer > b.prefer;  // lexicographic; a template's lists all have the same length
+  // Under the DRAM floor the candidate that would be faster without it still goes first.
+  if (q(a.schedule_seconds) != q(b.schedule_seconds)) return q(a.schedule_seconds) < q(b.schedule_seconds);
+  if (a.prefer != b.prefer) return a.prefer > b.prefer;  // lexicographic; a template's lists all have the same length
+  return a.traffic_seconds < b.traffic_seconds;
 }
 
 }  // namespace tiletune

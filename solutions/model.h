@@ -27,9 +27,13 @@
 //   seconds    = rounds * ceil(tiles / blocks) * tile, plus for split_k > 1 the serial tail of the
 //                reduction: (split_k - 1) * tile_m * tile_n * 4 bytes read by one block at l2_bw_per_mp
 //
+// On an AMD arch of the arch table, solutions/model_amd.h replaces the occupancy, the per-CU peak
+// and the saturating threads, and the kernel takes at least its DRAM bytes over DRAM bandwidth.
+//
 // Candidates whose seconds agree to ~1e-9 (relative) are ordered by the template's "prefer" list.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gpu/backend.h"
@@ -49,6 +53,10 @@ struct ModelMachine {
   double load_latency_s = 0;
   int max_threads_per_mp = 2048;
   std::int64_t shared_per_mp = 0, registers_per_mp = 65536;
+  // AMD (solutions/model_amd.h): the arch whose occupancy and matrix-core rates apply ("": the
+  // generic terms above), and the DRAM bandwidth that bounds a whole kernel (0: no such floor).
+  std::string amd_arch;
+  double dram_bytes_per_s = 0;
 };
 ModelMachine model_machine(const gpu::DeviceInfo& dev, const GemmProblem& p);
 
@@ -57,15 +65,23 @@ struct ModelEstimate {
   double seconds = 0;      // the score: lower is better
   double step_seconds = 0, tile_seconds = 0;
   double math_seconds = 0, operand_seconds = 0, load_seconds = 0, latency_seconds = 0;  // one step
+  double schedule_seconds = 0;  // the seconds before the DRAM floor (equal to seconds elsewhere)
+  // AMD: the LDS and L2 time of all steps as if none overlapped. Among candidates of equal
+  // seconds (all bound by the math), the one that leaves the memory side the most slack goes first.
+  double traffic_seconds = 0;
+  double dram_seconds = 0;  // the kernel's unique operand and result bytes over DRAM bandwidth (AMD)
   double wave_factor = 1;  // rounds * tiles per block / (tiles / slots): 1 = the machine kept full
   std::int64_t tiles = 0, blocks = 0, slots = 0, blocks_per_mp = 0, resident = 0, steps = 0;
   std::vector<std::int64_t> prefer;  // the template's tie-breakers for this candidate
 };
-// A convolution is estimated as its implicit GEMM (Problem::gemm_view).
+// A convolution is estimated as its implicit GEMM (Problem::gemm_view). `figures`: the compiled
+// kernel's registers and LDS, where known (AMD: they replace the template's estimates).
+struct CodeFigures;
 ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const Problem& p,
-                             const gpu::DeviceInfo& dev);
+                             const gpu::DeviceInfo& dev, const CodeFigures* figures = nullptr);
 
-// Model order: lower seconds first; equal seconds (to ~1e-9 relative) by `prefer`, larger first;
+// Model order: lower seconds first; equal seconds (to ~1e-9 relative) by schedule_seconds, then by
+// `prefer`, larger first, then by traffic_seconds, lower first;
 // a candidate without a model after every one with.
 bool model_before(const ModelEstimate& a, const ModelEstimate& b);
 
