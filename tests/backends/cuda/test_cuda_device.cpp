@@ -268,10 +268,9 @@ TEST_F(CudaDevice, RuntimeRunsTheTmaStoreWinnerAndRoutesAMisalignedCElsewhere) {
 
 // A wgmma_gemm variant with these parameters (over the default solution) on `p`: validated on
 // fresh random data against the fp64 reference, C poisoned before the launch (or, with beta != 0,
-// random); with `small_grid`, on a grid of two CTAs (clusters), so that every CTA walks several
+// random), on its full grid and on a grid of two CTAs (clusters), where every CTA walks several
 // tiles. Empty when it passed, else what failed.
-std::string validate_wgmma(gpu::Device& dev, const GemmProblem& p, const std::map<std::string, std::int64_t>& params,
-                           bool small_grid) {
+std::string validate_wgmma(gpu::Device& dev, const GemmProblem& p, const std::map<std::string, std::int64_t>& params) {
   const KernelTemplate& t = find_template("wgmma_gemm");
   Solution s = t.default_solution();
   for (const auto& [k, x] : params) s.params[k] = x;
@@ -285,15 +284,19 @@ std::string validate_wgmma(gpu::Device& dev, const GemmProblem& p, const std::ma
     ws = gpu::DeviceBuffer(dev, bytes);
     dev.fill_bytes(ws.get(), 0, bytes);
   }
-  gpu::LaunchDims dims = t.launch_dims(vars);
-  if (small_grid) dims.grid[0] = 2 * unsigned(vars.at("CLUSTER") * vars.at("CLUSTERN"));
   ops::GemmInputs data(dev, p, false);
-  auto v = data.validate([&](TtGemmParams a) {
-    a.workspace = ws.get();
-    auto bytes = ops::kernel_arguments(t, a, p, vars);
-    dev.launch(*kernel, dims, bytes.data(), bytes.size());
-  });
-  return v.ok ? "" : s.kernel_name() + " on " + p.key() + (small_grid ? " (two CTAs or clusters)" : "") + ": " + v.reason;
+  std::string failed;
+  for (bool small_grid : {false, true}) {
+    gpu::LaunchDims dims = t.launch_dims(vars);
+    if (small_grid) dims.grid[0] = 2 * unsigned(vars.at("CLUSTER") * vars.at("CLUSTERN"));
+    auto v = data.validate([&](TtGemmParams a) {
+      a.workspace = ws.get();
+      auto bytes = ops::kernel_arguments(t, a, p, vars);
+      dev.launch(*kernel, dims, bytes.data(), bytes.size());
+    });
+    if (!v.ok) failed += s.kernel_name() + " on " + p.key() + (small_grid ? " (two CTAs or clusters)" : "") + ": " + v.reason + "\n";
+  }
+  return failed;
 }
 
 // A spread of the space configs/h200/h200_gemm_fp8_int8.json sweeps, on shapes with edge tiles in
@@ -362,10 +365,8 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaEightBit) {
           {"BK", 128},          {"BM", c.bm},         {"BN", c.bn},           {"PINGPONG", c.pingpong},
           {"COOPN", c.coopn},   {"LOADER", c.loader}, {"EPI", c.epi},         {"CLUSTER", c.cluster},
           {"SPLITK", c.splitk}, {"STAGES", 4},        {"CONSUMERS", 2}};
-      for (bool small_grid : {false, true}) {
-        const std::string why = validate_wgmma(*dev_, p, params, small_grid);
-        EXPECT_TRUE(why.empty()) << why;
-      }
+      const std::string why = validate_wgmma(*dev_, p, params);
+      EXPECT_TRUE(why.empty()) << why;
       ++checked;
     }
   }
