@@ -438,6 +438,35 @@ TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
   EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 4), Error);
 }
 
+// 8-bit operands (TN) move as bytes in boxes of one 128-byte line (BK = 128 elements) by BM / BN
+// rows; int8's C map is int32, fp8's bf16. BK 64 is not one line of 8-bit elements: refused.
+TEST(CudaCompile, WgmmaEightBitMaps) {
+  static std::vector<std::pair<CUtensorMapDataType, std::vector<cuuint64_t>>> seen;
+  struct Fake {
+    static CUresult encode(CUtensorMap*, CUtensorMapDataType dt, cuuint32_t, void*, const cuuint64_t* dims,
+                           const cuuint64_t*, const cuuint32_t* box, const cuuint32_t*, CUtensorMapInterleave,
+                           CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+      seen.push_back({dt, {dims[0], dims[1], dims[2], box[0], box[1]}});
+      return CUDA_SUCCESS;
+    }
+  };
+  TtGemmParams p{};
+  p.a = p.b = reinterpret_cast<const void*>(std::uintptr_t(1) << 20);
+  p.c = reinterpret_cast<void*>(std::uintptr_t(1) << 21);
+  p.m = 1000, p.n = 600, p.k = 512, p.lda = 512, p.ldb = 512, p.ldc = 1000, p.batch = 1;
+  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::S8, true, false, 128, 256, 128, 1, 3, 1, DataType::S32);
+  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::E4M3, true, false, 128, 128, 128, 1, 3, 1,
+                                       DataType::BF16);
+  ASSERT_EQ(seen.size(), 6u);
+  EXPECT_EQ(seen[0].first, CU_TENSOR_MAP_DATA_TYPE_UINT8);
+  EXPECT_EQ(seen[0].second, (std::vector<cuuint64_t>{512, 1000, 1, 128, 128}));  // A: K x M, box 128 k x BM rows
+  EXPECT_EQ(seen[1].second, (std::vector<cuuint64_t>{512, 600, 1, 128, 256}));   // B: K x N, box 128 k x BN rows
+  EXPECT_EQ(seen[2].first, CU_TENSOR_MAP_DATA_TYPE_INT32);
+  EXPECT_EQ(seen[3].first, CU_TENSOR_MAP_DATA_TYPE_UINT8);
+  EXPECT_EQ(seen[5].first, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::E4M3, true, false, 128, 128, 64), Error);
+}
+
 // The TMA-store epilogue's map over C (type and box of C's element size, the kernel's chunk of
 // columns) and what
 // refuses it: C, ldc or the batch stride off 16 bytes (the constraint, and the encoder itself).
