@@ -314,8 +314,8 @@ struct Ring {
 // A consumer warpgroup's main loop over the K tiles [kb, ke), from ring position (s, ph) on. Per
 // tile: wait for the stage to be full, 4 wgmma per m64 sub-tile (MI of them, from a_off bytes into
 // the A stage), one per 32 bytes of the 128-byte swizzle atom (k16 for 16-bit inputs, k8 for
-// tf32, k32 for 8-bit), one commit group per stage, one group left in flight: the stage the group before read is
-// released once that group retired. The first tile overwrites the accumulators. Shared-memory
+// tf32, k32 for 8-bit), one commit group per stage, one group left in flight: the stage the group
+// before read is released once that group retired. The first tile overwrites the accumulators. Shared-memory
 // operand layouts (descriptors): K-major [rows][128 B], SBO = 1024 (8-row groups), a k step 32 B
 // into the atom; MN-major [rows/64][BK][128 B], LBO = BK * 128 (next 64 rows), SBO = 1024 (next
 // 8 k), a k step 2048 B. b_off: this consumer's first column of B in the stage (consumers that
