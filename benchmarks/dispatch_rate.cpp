@@ -15,16 +15,13 @@
 #include "common/error.h"
 #include "gpu/backend.h"
 #include "vendors/vendor_gemm.h"
+#include "runtime/api_types.h"
 #include "runtime/tiletune.hpp"
 #include "ops/gemm/inputs.h"
 
 using namespace tiletune;
 
 namespace {
-
-tiletune_datatype_t api_type(DataType t) {
-  return t == DataType::F32 ? TILETUNE_R_32F : t == DataType::F16 ? TILETUNE_R_16F : TILETUNE_R_16BF;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

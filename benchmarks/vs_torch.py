@@ -3,7 +3,10 @@
 
 --set untuned: GEMMs and convolutions of common models that no shipped config names; --set shipped:
 the shapes the shipped configs tune (configs/shapes/gemm.json in bf16, configs/shapes/conv_resnet50.json
-in all three directions). Each problem runs on the same PyTorch tensors, in one process, through
+in all three directions). --dtype fp8 / int8: the GEMMs of configs/h200/h200_gemm_fp8_int8.json
+(gemm.json's shapes as TN, 16-byte aligned) in that type, against torch._scaled_mm (e4m3 in, bf16
+out, per-tensor scales; cuBLASLt) and torch._int_mm (int8 in, int32 out; cuBLASLt); tiletune gets
+the product of the two scales as alpha. Each problem runs on the same PyTorch tensors, in one process, through
 tiletune_gemm / tiletune_conv_* on PyTorch's current stream, and through PyTorch itself
 (torch.matmul on cuBLAS; convolutions in cuDNN benchmark mode). Both are timed with
 triton.testing.do_bench (median, L2 cleared between runs; --rounds rounds that alternate the two
@@ -13,7 +16,7 @@ first (TILETUNE_ONLINE_* set the budget) and reports the seconds each took. Prin
 with the rung that served each problem (tiletune_explain) and the geometric mean per kind.
 
 usage: vs_torch.py --lib build/libtiletune_runtime.so [--db FILE] [--user-db FILE] [--set untuned|shipped]
-                   [--online] [--out FILE.md] [--label TEXT]
+                   [--dtype bf16|fp8|int8] [--online] [--out FILE.md] [--label TEXT]
 """
 import argparse
 import ctypes as C
@@ -28,7 +31,7 @@ import torch
 import torch.nn.functional as F
 import triton.testing
 
-R_32F, R_16F, R_16BF = 0, 1, 2
+R_32F, R_16F, R_16BF, R_8F_E4M3, R_8I, R_32I = 0, 1, 2, 3, 4, 5
 DT = {torch.float32: R_32F, torch.float16: R_16F, torch.bfloat16: R_16BF}
 
 
@@ -115,6 +118,57 @@ def gemm_case(tt, name, ta, tb, m, n, k, dtype):
 
     return dict(kind="gemm", name=name, shape=f"{ta}{tb} {m}x{n}x{k}", flops=2.0 * m * n * k, ours=ours,
                 theirs=theirs, check=check, explain=explain)
+
+
+def eightbit_case(tt, name, m, n, k, dtype):
+    """TN, as tiletune's 8-bit kernels and cuBLASLt take it: A stored k x m and B k x n column-major,
+    i.e. row-major a (m x k) and b (n x k), both K-contiguous; C column-major m x n is row-major
+    (n x m) = b @ a^T, which is what torch._scaled_mm / torch._int_mm compute (mat1 row-major,
+    mat2 column-major)."""
+    if dtype == "fp8":
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+        scale_a = torch.tensor(0.5, device="cuda")
+        scale_b = torch.tensor(0.25, device="cuda")
+        c = torch.empty((n, m), device="cuda", dtype=torch.bfloat16)
+        ab, ct, alpha = R_8F_E4M3, R_16BF, 0.5 * 0.25  # alpha: the product of the per-tensor scales
+        # mat1 is b, mat2 a^T: their scales in that order.
+        theirs = lambda: torch._scaled_mm(b, a.t(), scale_a=scale_b, scale_b=scale_a, out_dtype=torch.bfloat16)
+    else:
+        a = torch.randint(-127, 128, (m, k), device="cuda", dtype=torch.int8)
+        b = torch.randint(-127, 128, (n, k), device="cuda", dtype=torch.int8)
+        c = torch.empty((n, m), device="cuda", dtype=torch.int32)
+        ab, ct, alpha = R_8I, R_32I, 1.0
+        theirs = lambda: torch._int_mm(b, a.t())
+        try:
+            theirs()
+        except RuntimeError:  # it wants more than 16 rows in its first operand (skinny16): the transposed product
+            theirs = lambda: torch._int_mm(a, b.t()).t()
+    why = C.create_string_buffer(1024)
+    args = (tt.h, 1, 0, m, n, k, alpha, a.data_ptr(), ab, k, b.data_ptr(), k, 0.0, c.data_ptr(), ct, m,
+            torch.cuda.current_stream().cuda_stream)
+    fn = tt.lib.tiletune_gemm
+
+    def ours():
+        if fn(*args):
+            tt.check(1)
+
+    def check():
+        c.fill_(-1 if dtype == "int8" else float("nan"))
+        ours()
+        return rel_err(c, theirs())
+
+    def explain():
+        tt.check(tt.lib.tiletune_explain(tt.h, 1, 0, m, n, k, ab, k, k, ct, m, 1, 1, 0, why, 1024))
+        return why.value.decode()
+
+    return dict(kind="gemm " + dtype, name=name, shape=f"TN {m}x{n}x{k}", flops=2.0 * m * n * k, ours=ours,
+                theirs=theirs, check=check, explain=explain)
+
+
+def eightbit_gemms(root, dtype):
+    spec = json.load(open(os.path.join(root, "configs/h200/h200_gemm_fp8_int8.json")))
+    return [(g["name"], g["m"], g["n"], g["k"], dtype) for g in spec["problems"] if g["dtype"] == dtype]
 
 
 def conv_case(tt, direction, name, n, c, h, w, k, r, s, stride, pad, dtype=torch.bfloat16):
@@ -210,6 +264,8 @@ def main():
     ap.add_argument("--names", default="", help="comma-separated problem names (default: all of the set)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--set", default="untuned", choices=("untuned", "shipped"))
+    ap.add_argument("--dtype", default="bf16", choices=("bf16", "fp8", "int8"),
+                    help="fp8 / int8: the 8-bit GEMMs of configs/h200/h200_gemm_fp8_int8.json (no convolutions)")
     ap.add_argument("--online", action="store_true")
     ap.add_argument("--online-wait", type=float, default=1200)
     a = ap.parse_args()
@@ -218,9 +274,11 @@ def main():
     tt = Tiletune(a.lib, a.db, a.user_db)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     cases = []
-    if a.only in ("", "gemm"):
+    if a.dtype != "bf16":
+        cases += [eightbit_case(tt, *g) for g in eightbit_gemms(root, a.dtype)]
+    elif a.only in ("", "gemm"):
         cases += [gemm_case(tt, *g) for g in (untuned_gemms() if a.set == "untuned" else shipped_gemms(root))]
-    if a.only in ("", "conv"):
+    if a.only in ("", "conv") and a.dtype == "bf16":
         cdt = torch.float16 if a.conv_dtype == "fp16" else torch.bfloat16
         cases += [conv_case(tt, *c, dtype=cdt) for c in (untuned_convs() if a.set == "untuned" else shipped_convs(root))]
     if a.names:

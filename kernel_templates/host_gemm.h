@@ -11,6 +11,20 @@
 #include "gemm_params.h"
 #include "host_types.h"
 
+// One element of C: alpha * acc + beta * C in fp32, or, for the int8 GEMM, in int32 with the
+// integer alpha and beta the runtime admits (wrapping as the GPU kernels do). beta == 0: C is never read.
+template <typename TC>
+inline void tt_host_store(TC& out, float acc, float alpha, float beta) {
+  float v = alpha * acc;
+  if (beta != 0.f) v += beta * tt_host_to_float(out);
+  out = tt_host_from_float<TC>(v);
+}
+inline void tt_host_store(int& out, int acc, float alpha, float beta) {
+  unsigned v = unsigned(int(alpha)) * unsigned(acc);
+  if (beta != 0.f) v += unsigned(int(beta)) * unsigned(out);
+  out = int(v);
+}
+
 template <typename TA, typename TC, bool TRANSA, bool TRANSB, int MT0, int MT1, int KU, int TT0, int TT1>
 void host_gemm(const void* arg, unsigned bx, unsigned by, unsigned bz) {
   static_assert(MT0 % TT0 == 0 && MT1 % TT1 == 0, "thread tile must divide the macro tile");
@@ -23,40 +37,42 @@ void host_gemm(const void* arg, unsigned bx, unsigned by, unsigned bz) {
   const int nt = p.n - j0 < MT1 ? p.n - j0 : MT1;
   if (mt <= 0 || nt <= 0) return;
 
-  // Panels padded with zeros to whole tiles: the inner loops never test edges.
-  alignas(64) float a_panel[KU][MT0];
-  alignas(64) float b_panel[KU][MT1];
-  alignas(64) float acc[MT1][MT0];
+  // Panels padded with zeros to whole tiles: the inner loops never test edges. Acc: fp32, or
+  // int32 for int8 inputs (exact, as the tensor cores' s32 accumulation).
+  typedef typename tt_host_acc<TA>::type Acc;
+  alignas(64) Acc a_panel[KU][MT0];
+  alignas(64) Acc b_panel[KU][MT1];
+  alignas(64) Acc acc[MT1][MT0];
   std::memset(acc, 0, sizeof(acc));
 
   for (int k0 = 0; k0 < p.k; k0 += KU) {
     const int kt = p.k - k0 < KU ? p.k - k0 : KU;
     for (int kk = 0; kk < KU; ++kk)
       for (int i = 0; i < MT0; ++i) {
-        float v = 0.f;
+        Acc v = 0;
         if (kk < kt && i < mt) {
           long long r = i0 + i, c = k0 + kk;
-          v = tt_host_to_float(TRANSA ? A[c + r * p.lda] : A[r + c * p.lda]);
+          v = Acc(tt_host_to_float(TRANSA ? A[c + r * p.lda] : A[r + c * p.lda]));
         }
         a_panel[kk][i] = v;
       }
     for (int kk = 0; kk < KU; ++kk)
       for (int j = 0; j < MT1; ++j) {
-        float v = 0.f;
+        Acc v = 0;
         if (kk < kt && j < nt) {
           long long r = k0 + kk, c = j0 + j;
-          v = tt_host_to_float(TRANSB ? B[c + r * p.ldb] : B[r + c * p.ldb]);
+          v = Acc(tt_host_to_float(TRANSB ? B[c + r * p.ldb] : B[r + c * p.ldb]));
         }
         b_panel[kk][j] = v;
       }
     for (int jt = 0; jt < MT1; jt += TT1)
       for (int it = 0; it < MT0; it += TT0) {
-        float r[TT1][TT0];
+        Acc r[TT1][TT0];
         for (int j = 0; j < TT1; ++j)
           for (int i = 0; i < TT0; ++i) r[j][i] = acc[jt + j][it + i];
         for (int kk = 0; kk < KU; ++kk)
           for (int j = 0; j < TT1; ++j) {
-            const float b = b_panel[kk][jt + j];
+            const Acc b = b_panel[kk][jt + j];
             for (int i = 0; i < TT0; ++i) r[j][i] += a_panel[kk][it + i] * b;
           }
         for (int j = 0; j < TT1; ++j)
@@ -66,10 +82,7 @@ void host_gemm(const void* arg, unsigned bx, unsigned by, unsigned bz) {
 
   for (int j = 0; j < nt; ++j)
     for (int i = 0; i < mt; ++i) {
-      TC& out = C[(long long)(i0 + i) + (long long)(j0 + j) * p.ldc];
-      float v = p.alpha * acc[j][i];
-      if (p.beta != 0.f) v += p.beta * tt_host_to_float(out);  // beta == 0: C is never read
-      out = tt_host_from_float<TC>(v);
+      tt_host_store(C[(long long)(i0 + i) + (long long)(j0 + j) * p.ldc], acc[j][i], p.alpha, p.beta);
     }
 }
 

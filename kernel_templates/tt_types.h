@@ -11,6 +11,8 @@
 
 struct tt_half { unsigned short bits; };  // IEEE 754 binary16
 struct tt_bf16 { unsigned short bits; };  // bfloat16: the upper half of an fp32
+struct tt_e4m3 { unsigned char bits; };   // fp8 e4m3 (bias 7, no infinities, 0x7f NaN): GEMM inputs only
+// int8 GEMMs read signed char and write int: plain C types.
 
 namespace tt_detail {
 
@@ -78,6 +80,16 @@ __device__ inline float tt_to_float(tt_half x) {
 
 __device__ inline float tt_to_float(tt_bf16 x) { return tt_detail::u2f((unsigned)x.bits << 16); }
 
+// Exact: every e4m3 value is an fp32. Integer arithmetic, so the reference kernels need no fp8
+// conversion instructions (sm_89+) and compile for every target.
+__device__ inline float tt_to_float(tt_e4m3 x) {
+  const unsigned sign = (unsigned)(x.bits & 0x80u) << 24, exp = (x.bits >> 3) & 0xfu, man = x.bits & 7u;
+  if (exp == 0xfu && man == 7u) return tt_detail::u2f(sign | 0x7fc00000u);
+  if (exp == 0) return tt_detail::u2f(tt_detail::f2u((float)man * 0.001953125f) | sign);  // man * 2^-9
+  return tt_detail::u2f(sign | ((exp + 120u) << 23) | (man << 20));
+}
+__device__ inline float tt_to_float(signed char x) { return (float)x; }
+
 template <class T> __device__ inline T tt_from_float(float f);
 
 template <> __device__ inline float tt_from_float<float>(float f) { return f; }
@@ -105,5 +117,7 @@ template <> __device__ inline tt_bf16 tt_from_float<tt_bf16>(float f) {
 // Zero of each storage type, for predicated-off loads.
 template <class T> __device__ inline T tt_zero() { T z; z.bits = 0; return z; }
 template <> __device__ inline float tt_zero<float>() { return 0.0f; }
+template <> __device__ inline signed char tt_zero<signed char>() { return 0; }
+template <> __device__ inline int tt_zero<int>() { return 0; }
 
 #endif

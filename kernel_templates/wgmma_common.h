@@ -20,6 +20,8 @@ template <class A, class B> struct Pick<false, A, B> { typedef B type; };
 
 template <class T> struct IsBf16 { static constexpr bool value = false; };
 template <> struct IsBf16<tt_bf16> { static constexpr bool value = true; };
+template <class T> struct IsInt8 { static constexpr bool value = false; };
+template <> struct IsInt8<signed char> { static constexpr bool value = true; };
 
 TT_DEVICE u32 smem_addr(const void* p) {
   u32 r;
@@ -197,6 +199,36 @@ template <class T16, int V> struct CVec {
   }
 };
 
+// int32 C (the int8 GEMM): its elements travel through the fp32 paths as raw bits (see Epi).
+template <int V> struct CVec<int, V> {
+  static TT_DEVICE void load(const int* p, float* v) { CVec<float, V>::load(reinterpret_cast<const float*>(p), v); }
+  static TT_DEVICE void store(int* p, const float* v) { CVec<float, V>::store(reinterpret_cast<float*>(p), v); }
+};
+
+// The epilogue's arithmetic on one element of C, in the fp32 registers and staging it shares with
+// every type: scale(alpha, acc) is what is staged, add_c(x, beta, c) adds beta * C to a staged
+// value (c as CVec loads it), out(x) converts a staged value to C's type, in(c) reads C back.
+// Floating-point C: fp32 arithmetic, rounded to C's type on the way out. int32 C (s8 inputs): the
+// accumulators, the staged values and C's loaded elements are int32 bits in float registers, and
+// alpha and beta integers (the runtime admits no others), so the sum is exact int32 arithmetic,
+// wrapping like cuBLASLt's.
+template <class TC> struct Epi {
+  static TT_DEVICE float scale(float alpha, float acc) { return alpha * acc; }
+  static TT_DEVICE float add_c(float x, float beta, float c) { return x + beta * c; }
+  static TT_DEVICE float in(TC c) { return tt_to_float(c); }
+  static TT_DEVICE TC out(float x) { return tt_from_float<TC>(x); }
+};
+template <> struct Epi<int> {
+  static TT_DEVICE float scale(float alpha, float acc) {
+    return __uint_as_float((u32)(int)alpha * __float_as_uint(acc));
+  }
+  static TT_DEVICE float add_c(float x, float beta, float c) {
+    return __uint_as_float(__float_as_uint(x) + (u32)(int)beta * __float_as_uint(c));
+  }
+  static TT_DEVICE float in(int c) { return __int_as_float(c); }
+  static TT_DEVICE int out(float x) { return __float_as_int(x); }
+};
+
 // Tile index -> (tile row, tile column, batch), grouped raster.
 template <int RASTER, int GROUP>
 TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, int& b) {
@@ -282,8 +314,8 @@ struct Ring {
 // A consumer warpgroup's main loop over the K tiles [kb, ke), from ring position (s, ph) on. Per
 // tile: wait for the stage to be full, 4 wgmma per m64 sub-tile (MI of them, from a_off bytes into
 // the A stage), one per 32 bytes of the 128-byte swizzle atom (k16 for 16-bit inputs, k8 for
-// tf32), one commit group per stage, one group left in flight: the stage the group before read is
-// released once that group retired. The first tile overwrites the accumulators. Shared-memory
+// tf32, k32 for 8-bit), one commit group per stage, one group left in flight: the stage the group
+// before read is released once that group retired. The first tile overwrites the accumulators. Shared-memory
 // operand layouts (descriptors): K-major [rows][128 B], SBO = 1024 (8-row groups), a k step 32 B
 // into the atom; MN-major [rows/64][BK][128 B], LBO = BK * 128 (next 64 rows), SBO = 1024 (next
 // 8 k), a k step 2048 B. b_off: this consumer's first column of B in the stage (consumers that

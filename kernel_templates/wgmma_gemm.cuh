@@ -94,8 +94,14 @@
 //   MN-major: [rows/64][BK][64 elements = 128 B]; descriptor LBO = BK * 128 (next 64 rows),
 //             SBO = 1024 (next 8 k), a k16 step advances the start address by 2048 B.
 // bf16 / fp16 in any layout; fp32 inputs as tf32 with both operands K-major (TN) by TMA or
-// cp.async, any other layout through LOADER 2's transpose: tf32 wgmma has no transpose. BK is one
-// 128-byte atom: 64 16-bit or 32 fp32 elements.
+// cp.async, any other layout through LOADER 2's transpose: tf32 wgmma has no transpose. 8-bit
+// inputs (e4m3 -> fp32 accumulators, s8 -> s32) K-major only, i.e. TN, by TMA or cp.async: 8-bit
+// wgmma has no transpose either, and LOADER 2's transpose moves 4-byte elements. BK is one
+// 128-byte atom: 128 8-bit, 64 16-bit or 32 fp32 elements; the shared layouts, descriptors and
+// k-steps (32 bytes: k32 for 8-bit) are the same bytes for every type.
+// int8 (s8 -> s32): the int32 accumulators live in the float arrays as raw bits (wgmma_ops.h), and
+// the epilogue scales them by the integer alpha and beta in int32 (Epi in wgmma_common.h); split-K
+// and consumers splitting K add accumulators as fp32, so int8 takes neither.
 #include "gemm_params.h"
 #include "gemm_tma_params.h"
 #include "splitk_reduce.h"
@@ -207,11 +213,15 @@ template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, in
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
-  constexpr int EB = (int)sizeof(TA);  // 2: bf16 / fp16; 4: fp32 read as tf32
-  static_assert(EB == 2 || EB == 4, "wgmma_gemm: 16-bit or tf32 inputs");
+  constexpr int EB = (int)sizeof(TA);  // 1: e4m3 / s8; 2: bf16 / fp16; 4: fp32 read as tf32
+  constexpr bool INT8 = IsInt8<TA>::value;
+  static_assert(EB == 1 || EB == 2 || EB == 4, "wgmma_gemm: 8-bit, 16-bit or tf32 inputs");
   static_assert(BK * EB == 128, "BK is one 128-byte swizzle atom");
   static_assert(EB == 2 || (TRANSA && !TRANSB) || LOADER == 2,
                 "tf32 wgmma reads both operands K-major only: an MN-major one needs the transposing loader");
+  static_assert(EB != 1 || (TRANSA && !TRANSB && LOADER != 2), "8-bit wgmma reads both operands K-major only (TN)");
+  static_assert(!INT8 || (SPLITK == 1 && COOPK == 0 && BN % 16 == 0),
+                "int8: no split-K reductions (they add fp32), N a multiple of 16 (integer wgmma shapes)");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "1 or 2 consumer warpgroups");
   static_assert(PINGPONG == 0 || CONSUMERS == 2, "ping-pong needs two consumers");
   static_assert(LOADER == 0 || LOADER == 1 || (LOADER == 2 && EB == 4 && (!TRANSA || TRANSB)),
@@ -268,7 +278,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr u32 CHUNK_BYTES = (u32)(WM * EN * CB);  // TMA store: one chunk, WM / RB boxes of EN lines
   static_assert(!EPI || (NB * CHUNK_BYTES <= STG_BYTES && STG_BYTES % 1024 == 0), "TMA store staging");
   constexpr bool BF = IsBf16<TA>::value;
-  typedef typename Pick<EB == 4, TtWgmmaTf32<WNM>, TtWgmma<WNM, BF, A_SK ? 0 : 1, B_SK ? 0 : 1>>::type Mma;
+  typedef typename Pick<EB == 1, TtWgmma8<WNM, INT8>,
+                        typename Pick<EB == 4, TtWgmmaTf32<WNM>, TtWgmma<WNM, BF, A_SK ? 0 : 1, B_SK ? 0 : 1>>::type>::type Mma;
+  typedef Epi<TC> E;
 
   constexpr int CS = CLUSTER * CLUSTERN;  // CTAs per cluster
   typedef Ring<STAGES, A_STAGE, B_STAGE, CS> RingT;
@@ -555,7 +567,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
                 for (int q = 0; q < 4; ++q) {
                   const int g = 2 * jj + (pair ? (q >> 1) : 0);
                   const float* f = &acc[mi][(ch * EN / 8 + g) * 4 + 2 * (q & 1)];
-                  r[q] = (u32)tt_from_float<TC>(alpha * f[0]).bits | ((u32)tt_from_float<TC>(alpha * f[1]).bits << 16);
+                  r[q] = (u32)E::out(E::scale(alpha, f[0])).bits | ((u32)E::out(E::scale(alpha, f[1])).bits << 16);
                 }
                 const int q = lane >> 3, line = (2 * jj + (q >> 1)) * 8 + (lane & 7);
                 const int row = mi * 64 + warp * 16 + (q & 1) * 8;
@@ -575,7 +587,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
                   float* dst = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(stg) +
                                                         (chunks_stored % NB) * CHUNK_BYTES + (row / RB) * EN * 128 +
                                                         line * 128 + (((rr * CB / 16) ^ (line & 7)) << 4) + rr * CB % 16);
-                  *dst = alpha * f[e];
+                  *dst = E::scale(alpha, f[e]);
                 }
               }
             }
@@ -603,10 +615,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
             const float* f = &acc[mi][(ch * EN / 8 + j) * 4];
             const int col = j * 8 + 2 * (lane & 3);
             const int row = mi * 64 + warp * 16 + (lane >> 2);
-            stg[col * EP + row] = alpha * f[0];
-            stg[(col + 1) * EP + row] = alpha * f[1];
-            stg[col * EP + row + 8] = alpha * f[2];
-            stg[(col + 1) * EP + row + 8] = alpha * f[3];
+            stg[col * EP + row] = E::scale(alpha, f[0]);
+            stg[(col + 1) * EP + row] = E::scale(alpha, f[1]);
+            stg[col * EP + row + 8] = E::scale(alpha, f[2]);
+            stg[(col + 1) * EP + row + 8] = E::scale(alpha, f[3]);
           }
         }
         named_sync(1 + cw, 128);
@@ -631,7 +643,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
                   float o[V];
                   CVec<TC, V>::load(dst, o);
                   TT_UNROLL
-                  for (int q = 0; q < V; ++q) v[q] += beta * o[q];
+                  for (int q = 0; q < V; ++q) v[q] = E::add_c(v[q], beta, o[q]);
                 }
                 CVec<TC, V>::store(dst, v);
               } else {
@@ -639,8 +651,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
                 for (int q = 0; q < V; ++q) {
                   if (gm + q < M) {
                     float x = v[q];
-                    if (beta != 0.0f) x += beta * tt_to_float(dst[q]);
-                    dst[q] = tt_from_float<TC>(x);
+                    if (beta != 0.0f) x = E::add_c(x, beta, E::in(dst[q]));
+                    dst[q] = E::out(x);
                   }
                 }
               }
@@ -655,8 +667,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
             if (gm < M && gn < N) {
               TC* dst = C + gm + (long long)gn * ldc;
               float x = stg[c * EP + r];
-              if (beta != 0.0f) x += beta * tt_to_float(*dst);
-              *dst = tt_from_float<TC>(x);
+              if (beta != 0.0f) x = E::add_c(x, beta, E::in(*dst));
+              *dst = E::out(x);
             }
           }
         }

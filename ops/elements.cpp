@@ -1,6 +1,7 @@
 #include "ops/elements.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernel_templates/host_types.h"
@@ -24,6 +25,13 @@ double load_element(const std::uint8_t* base, std::int64_t index, DataType t) {
       std::memcpy(&h, base + index * 2, 2);
       return tt_host_to_float(h);
     }
+    case DataType::E4M3: return tt_host_to_float(tt_e4m3{base[index]});
+    case DataType::S8: return double(static_cast<signed char>(base[index]));
+    case DataType::S32: {
+      std::int32_t v;
+      std::memcpy(&v, base + index * 4, 4);
+      return v;
+    }
   }
   return 0;
 }
@@ -39,6 +47,13 @@ void store_element(std::uint8_t* base, std::int64_t index, DataType t, float v) 
     case DataType::BF16: {
       tt_bf16 h = tt_host_from_float<tt_bf16>(v);
       std::memcpy(base + index * 2, &h, 2);
+      break;
+    }
+    case DataType::E4M3: base[index] = tt_host_from_float<tt_e4m3>(v).bits; break;
+    case DataType::S8: base[index] = static_cast<std::uint8_t>(static_cast<signed char>(std::lrint(v))); break;
+    case DataType::S32: {
+      const auto i = static_cast<std::int32_t>(std::lrint(v));
+      std::memcpy(base + index * 4, &i, 4);
       break;
     }
   }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <random>
 #include <system_error>
 #include <thread>
@@ -16,12 +17,21 @@
 namespace tiletune::ops {
 
 double load_element(const std::uint8_t* base, std::int64_t index, DataType t);
+// Integer types take v rounded to the nearest integer (the caller keeps it in range).
 void store_element(std::uint8_t* base, std::int64_t index, DataType t, float v);
 
 // Uniform in [-1, 1], never zero: a kernel that skips a term cannot hide behind a zero input.
 inline float random_input(std::mt19937_64& rng) {
   float v = std::uniform_real_distribution<float>(-1.f, 1.f)(rng);
   return v == 0.f ? 0.5f : v;
+}
+
+// random_input's value as an element of type t: integer types get [-127, 127] (never zero), so
+// that int8 products are not all -1, 0 and 1; floating-point types keep it as it is.
+inline float random_element(float v, DataType t) {
+  if (!is_integer(t)) return v;
+  const float i = std::nearbyint(v * 127.f);
+  return i == 0.f ? (v < 0 ? -1.f : 1.f) : i;
 }
 
 // Runs work(t) for every t in [0, threads): t = 0 on this thread, the others on threads of their

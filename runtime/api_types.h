@@ -8,7 +8,15 @@
 namespace tiletune {
 
 inline tiletune_datatype_t api_type(DataType t) {
-  return t == DataType::F32 ? TILETUNE_R_32F : t == DataType::F16 ? TILETUNE_R_16F : TILETUNE_R_16BF;
+  switch (t) {
+    case DataType::F32: return TILETUNE_R_32F;
+    case DataType::F16: return TILETUNE_R_16F;
+    case DataType::BF16: return TILETUNE_R_16BF;
+    case DataType::E4M3: return TILETUNE_R_8F_E4M3;
+    case DataType::S8: return TILETUNE_R_8I;
+    case DataType::S32: return TILETUNE_R_32I;
+  }
+  return TILETUNE_R_32F;
 }
 
 inline tiletune_conv_desc_t api_desc(const ConvProblem& p) {

@@ -1,5 +1,6 @@
 // The C API: every entry point catches everything, so that no exception or abort reaches the
 // trainer; the reason is kept per thread for tiletune_last_error().
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
@@ -64,6 +65,9 @@ tiletune::DataType dtype(int t) {
     case TILETUNE_R_32F: return tiletune::DataType::F32;
     case TILETUNE_R_16F: return tiletune::DataType::F16;
     case TILETUNE_R_16BF: return tiletune::DataType::BF16;
+    case TILETUNE_R_8F_E4M3: return tiletune::DataType::E4M3;
+    case TILETUNE_R_8I: return tiletune::DataType::S8;
+    case TILETUNE_R_32I: return tiletune::DataType::S32;
   }
   throw tiletune::Error("unknown data type " + std::to_string(t));
 }
@@ -208,6 +212,10 @@ tiletune_status_t gemm(tiletune_handle_t h, int op_a, int op_b, int64_t m, int64
   tiletune_status_t s = guarded(TILETUNE_ERROR_INVALID_VALUE, [&] {
     p = make_problem(op_a, op_b, m, n, k, ab_type, lda, stride_a, ldb, stride_b, c_type, ldc, stride_c, batch,
                      beta == 0.0f, compute);
+    // The int8 kernels scale in int32: a fractional alpha or beta would be truncated silently.
+    if (tiletune::is_integer(p.c_type) && (alpha != std::nearbyint(alpha) || beta != std::nearbyint(beta)))
+      throw tiletune::Error("int8 GEMMs take integer alpha and beta (got alpha=" + std::to_string(alpha) +
+                            ", beta=" + std::to_string(beta) + ")");
     need_pointers({a, b, c}, "A, B, C");
   });
   if (s != TILETUNE_SUCCESS) return s;

@@ -60,7 +60,24 @@ typedef enum {
 } tiletune_status_t;
 
 typedef enum { TILETUNE_OP_N = 0, TILETUNE_OP_T = 1 } tiletune_operation_t;
-typedef enum { TILETUNE_R_32F = 0, TILETUNE_R_16F = 1, TILETUNE_R_16BF = 2 } tiletune_datatype_t;
+/* 8-bit GEMM types (GEMMs only; convolutions answer TILETUNE_ERROR_INVALID_VALUE):
+ *  - TILETUNE_R_8F_E4M3 inputs with TILETUNE_R_16BF, TILETUNE_R_16F or TILETUNE_R_32F output, fp32
+ *    accumulation. There are no separate scale pointers: alpha is the product of A's and B's
+ *    per-tensor scales (cuBLASLt's A and B scale factors, torch._scaled_mm's scale_a * scale_b).
+ *  - TILETUNE_R_8I inputs with TILETUNE_R_32I output, int32 accumulation (cublasLt's and
+ *    torch._int_mm's int8 GEMM): exact, wrapping on int32 overflow. alpha and beta must be
+ *    integers (C = alpha * A B + beta * C in int32); other values answer TILETUNE_ERROR_INVALID_VALUE.
+ * Hopper's 8-bit tensor cores read A and B K-major only: the tuned wgmma kernels cover A
+ * transposed, B not (TN, the layout of torch._scaled_mm and cuBLASLt's fp8); other layouts run on
+ * the host backend's kernels, or answer TILETUNE_ERROR_NOT_SUPPORTED on a GPU. */
+typedef enum {
+  TILETUNE_R_32F = 0,
+  TILETUNE_R_16F = 1,
+  TILETUNE_R_16BF = 2,
+  TILETUNE_R_8F_E4M3 = 3,
+  TILETUNE_R_8I = 4,
+  TILETUNE_R_32I = 5
+} tiletune_datatype_t;
 /* Accumulation is always fp32; FAST_TF32 lets fp32 inputs run on tf32 tensor cores (as cuBLAS's
  * CUBLAS_COMPUTE_32F_FAST_TF32). It is part of the problem key: tf32 and fp32 problems are tuned apart. */
 typedef enum { TILETUNE_COMPUTE_32F = 0, TILETUNE_COMPUTE_32F_FAST_TF32 = 1 } tiletune_compute_t;

@@ -49,6 +49,9 @@ void ConvProblem::validate() const {
   positive("n", n), positive("c", c), positive("h", h), positive("w", w), positive("k", k), positive("r", r);
   positive("s", s), positive("stride_h", stride_h), positive("stride_w", stride_w), positive("dilation_h", dil_h);
   positive("dilation_w", dil_w), positive("groups", groups);
+  for (DataType t : {in_type, out_type})
+    if (size_of(t) == 1 || is_integer(t))
+      fail(std::string("type ") + to_string(t) + " (convolutions take f32, f16 or bf16; fp8 and int8 are GEMM types)");
   if (pad_h < 0) fail("pad_h must be >= 0 (got pad_h=" + std::to_string(pad_h) + ")");
   if (pad_w < 0) fail("pad_w must be >= 0 (got pad_w=" + std::to_string(pad_w) + ")");
   // Every field reaches the kernels as a 32-bit int, and the size products below must not wrap:

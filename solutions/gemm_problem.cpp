@@ -12,6 +12,9 @@ const char* to_string(DataType t) {
     case DataType::F32: return "f32";
     case DataType::F16: return "f16";
     case DataType::BF16: return "bf16";
+    case DataType::E4M3: return "e4m3";
+    case DataType::S8: return "s8";
+    case DataType::S32: return "s32";
   }
   return "?";
 }
@@ -20,19 +23,37 @@ DataType dtype_from_string(const std::string& s) {
   if (s == "f32" || s == "fp32" || s == "float") return DataType::F32;
   if (s == "f16" || s == "fp16" || s == "half") return DataType::F16;
   if (s == "bf16") return DataType::BF16;
-  throw Error("unknown data type '" + s + "' (expected f32, f16 or bf16)");
+  if (s == "e4m3" || s == "fp8" || s == "fp8_e4m3") return DataType::E4M3;
+  if (s == "s8" || s == "int8") return DataType::S8;
+  if (s == "s32" || s == "int32") return DataType::S32;
+  throw Error("unknown data type '" + s + "' (expected f32, f16, bf16, e4m3, s8 or s32)");
 }
 
-int size_of(DataType t) { return t == DataType::F32 ? 4 : 2; }
+int size_of(DataType t) {
+  switch (t) {
+    case DataType::F32:
+    case DataType::S32: return 4;
+    case DataType::F16:
+    case DataType::BF16: return 2;
+    case DataType::E4M3:
+    case DataType::S8: return 1;
+  }
+  return 4;
+}
 
 const char* device_type_name(DataType t) {
   switch (t) {
     case DataType::F32: return "float";
     case DataType::F16: return "tt_half";
     case DataType::BF16: return "tt_bf16";
+    case DataType::E4M3: return "tt_e4m3";
+    case DataType::S8: return "signed char";
+    case DataType::S32: return "int";
   }
   return "?";
 }
+
+bool is_integer(DataType t) { return t == DataType::S8 || t == DataType::S32; }
 
 GemmProblem GemmProblem::canonical() const {
   GemmProblem p = *this;
@@ -53,6 +74,11 @@ void GemmProblem::validate() const {
   // On the runtime's hot path: messages are only built for a problem that fails.
   auto fail = [](const std::string& what) { throw Error("invalid GEMM problem: " + what); };
   if (compute_tf32 && a_type != DataType::F32) fail("tf32 compute needs f32 inputs");
+  if (a_type == DataType::S32) fail("s32 is an output type only (int8 GEMMs read s8)");
+  if (c_type == DataType::E4M3 || c_type == DataType::S8)
+    fail(std::string(to_string(c_type)) + " is an input type only (outputs are f32, f16, bf16 or s32)");
+  if ((a_type == DataType::S8) != (c_type == DataType::S32))
+    fail(std::string("int8 GEMMs take s8 inputs and write s32 (got ") + to_string(a_type) + " > " + to_string(c_type) + ")");
   if (m < 1 || n < 1 || k < 1)
     fail("m, n and k must be >= 1 (got m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" +
          std::to_string(k) + ")");
@@ -75,7 +101,7 @@ std::string GemmProblem::key() const {
   s += to_string(c.a_type);
   s += ">";
   s += to_string(c.c_type);
-  s += c.compute_tf32 ? "|tf32|" : "|acc_f32|";
+  s += c.compute_tf32 ? "|tf32|" : is_integer(c.a_type) ? "|acc_s32|" : "|acc_f32|";
   s += c.trans_a ? 'T' : 'N';
   s += c.trans_b ? 'T' : 'N';
   auto add = [&s](const char* name, std::int64_t v) {
@@ -171,6 +197,9 @@ void from_json(const nlohmann::json& j, GemmProblem& p) {
       std::string dt = j.at("dtype").get<std::string>();
       p.compute_tf32 = dt == "tf32";  // shapes files name fp32-through-tf32 problems "tf32"
       p.a_type = p.c_type = p.compute_tf32 ? DataType::F32 : dtype_from_string(dt);
+      // An 8-bit dtype names the inputs; the output is the usual one (torch._scaled_mm's bf16, int32).
+      if (p.a_type == DataType::E4M3) p.c_type = DataType::BF16;
+      if (p.a_type == DataType::S8) p.c_type = DataType::S32;
     }
     if (j.contains("compute")) {
       std::string c = j.at("compute").get<std::string>();

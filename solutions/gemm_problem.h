@@ -9,13 +9,19 @@
 
 namespace tiletune {
 
-enum class DataType { F32, F16, BF16 };
+// E4M3: fp8 (1 sign, 4 exponent, 3 mantissa bits, no infinities), GEMM inputs only. S8 / S32: the
+// integer GEMM's inputs and its output (int8 x int8 -> int32, as cuBLASLt's and torch._int_mm).
+enum class DataType { F32, F16, BF16, E4M3, S8, S32 };
 
-const char* to_string(DataType t);              // "f32", "f16", "bf16"
-DataType dtype_from_string(const std::string&);  // accepts f32/fp32/float, f16/fp16/half, bf16
+const char* to_string(DataType t);              // "f32", "f16", "bf16", "e4m3", "s8", "s32"
+DataType dtype_from_string(const std::string&);  // also fp32/float, fp16/half, fp8/fp8_e4m3, int8, int32
 int size_of(DataType t);
-const char* device_type_name(DataType t);        // type name in kernel templates: float, tt_half, tt_bf16
+const char* device_type_name(DataType t);        // type name in kernel templates: float, tt_half, tt_bf16, ...
+bool is_integer(DataType t);                     // S8, S32: exact arithmetic, integer alpha and beta
 
+// The pairs of input and output types a GEMM may have: f32, f16, bf16 in and out in any pair;
+// e4m3 in, f32 / f16 / bf16 out (fp32 accumulation; per-tensor scales folded into alpha); s8 in,
+// s32 out (int32 accumulation, alpha and beta integers).
 struct GemmProblem {
   DataType a_type = DataType::F32;  // A and B share one input type
   DataType c_type = DataType::F32;

@@ -158,7 +158,7 @@ static void device_variables(const gpu::DeviceInfo& dev, Variables& v) {
   v["DEV_MFMA_K16"] = dev.mfma_k16;
 }
 
-// A GEMM's names: sizes, layout, leading dimensions and the alignment they allow, tf32.
+// A GEMM's names: sizes, layout, leading dimensions and the alignment they allow, tf32, int8.
 static void gemm_variables(const GemmProblem& problem, Variables& v) {
   const GemmProblem p = problem.canonical();
   v["M"] = p.m;
@@ -176,6 +176,7 @@ static void gemm_variables(const GemmProblem& problem, Variables& v) {
   v["ALIGN_B"] = alignment_elements(p.ldb, p.stride_b, p.batch, size_of(p.a_type));
   v["ALIGN_C"] = alignment_elements(p.ldc, p.stride_c, p.batch, size_of(p.c_type));
   v["COMPUTE_TF32"] = p.compute_tf32;
+  v["INT8"] = p.a_type == DataType::S8;  // s8 x s8 -> s32: integer accumulators
 }
 
 Variables KernelTemplate::variables(const Solution& s, const Problem& problem, const gpu::DeviceInfo& dev) const {

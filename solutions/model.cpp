@@ -11,7 +11,7 @@ namespace tiletune {
 
 ModelMachine model_machine(const gpu::DeviceInfo& dev, const GemmProblem& p) {
   ModelMachine m;
-  const bool half = size_of(p.a_type) == 2;
+  const int in_bytes = size_of(p.a_type);
   const gpu::BackendTraits& backend = gpu::traits(dev.backend);
   if (backend.host_memory) {
     // One "multiprocessor" per pool thread running one tile at a time; caches are private, so
@@ -28,11 +28,12 @@ ModelMachine model_machine(const gpu::DeviceInfo& dev, const GemmProblem& p) {
   }
   if (dev.backend == gpu::BackendKind::Hip)
     if (std::optional<ModelMachine> amd = amd_model_machine(dev, p)) return *amd;
-  // H200 datasheet figures (dense tensor-core bf16/fp16 989 TFLOP/s, tf32 494, fp32 FMA 67);
+  // H200 datasheet figures (dense tensor-core fp8/int8 1979 TFLOP/s (TOPS), bf16/fp16 989, tf32
+  // 494, fp32 FMA 67);
   // ~10 TB/s from L2 to the SMs; 128 bytes per clock of shared memory per SM at ~1.98 GHz;
   // a quarter of that for stores from registers; ~1 us for a global load under load.
   const double clock = 1.98e9;
-  m.flops_per_s = half ? 989e12 : p.compute_tf32 ? 494e12 : 67e12;
+  m.flops_per_s = in_bytes == 1 ? 1979e12 : in_bytes == 2 ? 989e12 : p.compute_tf32 ? 494e12 : 67e12;
   m.l2_bytes_per_s = 10e12;
   m.shared_bytes_per_s = 128 * clock;
   m.store_bytes_per_s = 32 * clock;

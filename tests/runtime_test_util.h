@@ -3,14 +3,13 @@
 #pragma once
 #include "common/error.h"
 #include "gpu/backend.h"
+#include "runtime/api_types.h"
 #include "runtime/tiletune.hpp"
 #include "ops/gemm/inputs.h"
 
 namespace tiletune::testing_util {
 
-inline tiletune_datatype_t c_api_type(DataType t) {
-  return t == DataType::F32 ? TILETUNE_R_32F : t == DataType::F16 ? TILETUNE_R_16F : TILETUNE_R_16BF;
-}
+inline tiletune_datatype_t c_api_type(DataType t) { return api_type(t); }
 
 inline ops::ValidationResult dispatch_host(tiletune_handle_t h, const GemmProblem& problem) {
   auto dev = gpu::open_device(gpu::BackendKind::Host, 0);

@@ -36,6 +36,7 @@ inline std::string vendor_scope(BackendKind backend, const Problem& p, bool disa
     case BackendKind::Hip:
       if (p.is_conv()) return p.conv().in_type != p.conv().out_type ? "MIOpen is given one type for all tensors here" : "";
       if (p.gemm().compute_tf32) return "rocBLAS has no tf32 GEMM";
+      if (size_of(p.gemm().a_type) == 1) return "the rocBLAS rung is not wired for fp8 or int8 GEMMs (hipBLASLt's)";
       return "";
   }
   return "unknown backend";

@@ -20,7 +20,7 @@ void fill_random(std::vector<std::uint8_t>& buf, std::int64_t elements, std::int
   buf.assign(std::size_t(elements) * size_of(t), 0xFF);
   random_fill(rows * cols * batch, seed, [&](std::int64_t idx, float v) {
     const std::int64_t i = idx % rows, j = idx / rows % cols, b = idx / (rows * cols);
-    store_element(buf.data(), b * stride + j * ld + i, t, v);
+    store_element(buf.data(), b * stride + j * ld + i, t, random_element(v, t));
   });
 }
 
@@ -39,6 +39,11 @@ GemmInputs::GemmInputs(gpu::Device& dev, const GemmProblem& problem, bool rotate
   std::uniform_real_distribution<float> dist(0.5f, 1.5f);
   alpha_ = dist(rng);
   beta_ = p.beta_zero ? 0.f : dist(rng);
+  if (is_integer(p.c_type)) {  // integer GEMMs scale by integers (runtime/tiletune.h)
+    alpha_ = float(1 + rng() % 3);
+    const float betas[] = {-2.f, -1.f, 1.f, 2.f};
+    beta_ = p.beta_zero ? 0.f : betas[rng() % 4];
+  }
 
   std::size_t set_bytes = host_a_.size() + host_b_.size() + host_c0_.size();
   const std::size_t sets = rotation_sets(dev.info(), set_bytes, rotate);

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "db/database.h"
 #include "db/explain.h"
@@ -250,6 +251,37 @@ TEST_F(Ladder, TheChoiceSaysTheRungWhetherAKernelRunsAndItsLeadOverTheVendor) {
                                  0, 1, 1, TILETUNE_COMPUTE_32F, &c),
             TILETUNE_ERROR_INVALID_VALUE)
       << "lda < m";
+  tiletune_destroy(h);
+}
+
+// fp8 and int8 GEMMs through the C API: without a database the template default serves them
+// (OpenBLAS computes fp32 only), exact for int8; int8 takes integer alpha and beta only, and the
+// type pairs are checked.
+TEST_F(Ladder, EightBitGemmsRunAndBadScalarsOrTypePairsAreRefused) {
+  tiletune_handle_t h = open("");
+  GemmProblem fp8, int8;
+  fp8.m = 40, fp8.n = 24, fp8.k = 200, fp8.a_type = DataType::E4M3, fp8.c_type = DataType::BF16, fp8.trans_a = true;
+  int8.m = 33, int8.n = 17, int8.k = 300, int8.a_type = DataType::S8, int8.c_type = DataType::S32, int8.beta_zero = false;
+  fp8 = fp8.canonical(), int8 = int8.canonical();
+  expect_correct(h, fp8);
+  expect_correct(h, int8);
+  EXPECT_EQ(choice(h, int8).rung, TILETUNE_RUNG_DEFAULT);
+  EXPECT_NE(explain(h, fp8).find("OpenBLAS computes fp32 GEMMs only"), std::string::npos) << explain(h, fp8);
+  std::vector<std::int32_t> c(4 * 4);
+  std::vector<std::int8_t> a(4 * 4, 1);
+  EXPECT_EQ(tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, 4, 4, 4, 0.5f, a.data(), TILETUNE_R_8I, 4, a.data(), 4, 0.0f,
+                          c.data(), TILETUNE_R_32I, 4, nullptr),
+            TILETUNE_ERROR_INVALID_VALUE);
+  EXPECT_NE(std::string(tiletune_last_error()).find("integer alpha and beta"), std::string::npos) << tiletune_last_error();
+  EXPECT_EQ(tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, 4, 4, 4, 2.0f, a.data(), TILETUNE_R_8I, 4, a.data(), 4, 0.0f,
+                          c.data(), TILETUNE_R_32I, 4, nullptr),
+            TILETUNE_SUCCESS)
+      << tiletune_last_error();
+  EXPECT_EQ(c[5], 8);  // 2 * (1 * 1 * 4)
+  EXPECT_EQ(tiletune_gemm(h, TILETUNE_OP_N, TILETUNE_OP_N, 4, 4, 4, 1.0f, a.data(), TILETUNE_R_8I, 4, a.data(), 4, 0.0f,
+                          c.data(), TILETUNE_R_32F, 4, nullptr),
+            TILETUNE_ERROR_INVALID_VALUE);
+  EXPECT_NE(std::string(tiletune_last_error()).find("s32"), std::string::npos) << tiletune_last_error();
   tiletune_destroy(h);
 }
 

@@ -73,6 +73,51 @@ TEST(DataType, NamesAndSizes) {
   EXPECT_NE(msg.find("f64"), std::string::npos) << msg;
 }
 
+TEST(DataType, EightBitAndInt32) {
+  EXPECT_EQ(dtype_from_string("fp8"), DataType::E4M3);
+  EXPECT_EQ(dtype_from_string("fp8_e4m3"), DataType::E4M3);
+  EXPECT_EQ(dtype_from_string("int8"), DataType::S8);
+  EXPECT_EQ(dtype_from_string("int32"), DataType::S32);
+  for (DataType t : {DataType::E4M3, DataType::S8, DataType::S32}) EXPECT_EQ(dtype_from_string(to_string(t)), t);
+  EXPECT_EQ(size_of(DataType::E4M3), 1);
+  EXPECT_EQ(size_of(DataType::S8), 1);
+  EXPECT_EQ(size_of(DataType::S32), 4);
+  EXPECT_STREQ(device_type_name(DataType::E4M3), "tt_e4m3");
+  EXPECT_STREQ(device_type_name(DataType::S8), "signed char");
+  EXPECT_STREQ(device_type_name(DataType::S32), "int");
+  EXPECT_TRUE(is_integer(DataType::S8));
+  EXPECT_FALSE(is_integer(DataType::E4M3));
+}
+
+// The 8-bit problems: their keys, the pairs of types a GEMM may have, and what a config's dtype means.
+TEST(GemmProblem, EightBitTypes) {
+  GemmProblem f = json{{"dtype", "fp8"}, {"transA", "T"}, {"m", 64}, {"n", 32}, {"k", 128}}.get<GemmProblem>();
+  EXPECT_EQ(f.a_type, DataType::E4M3);
+  EXPECT_EQ(f.c_type, DataType::BF16);  // torch._scaled_mm's output
+  EXPECT_NO_THROW(f.validate());
+  EXPECT_EQ(f.key().rfind("gemm|e4m3>bf16|acc_f32|TN|", 0), 0u) << f.key();
+  GemmProblem i = json{{"dtype", "int8"}, {"transA", "T"}, {"m", 64}, {"n", 32}, {"k", 128}}.get<GemmProblem>();
+  EXPECT_EQ(i.a_type, DataType::S8);
+  EXPECT_EQ(i.c_type, DataType::S32);
+  EXPECT_EQ(i.key().rfind("gemm|s8>s32|acc_s32|TN|", 0), 0u) << i.key();
+  GemmProblem g = json{{"dtype", "e4m3"}, {"c_type", "f32"}, {"m", 8}, {"n", 9}, {"k", 10}}.get<GemmProblem>();
+  EXPECT_EQ(g.c_type, DataType::F32);
+  EXPECT_NO_THROW(g.validate());
+  EXPECT_NE(g.key(), f.key());
+  // JSON round trip keeps the types.
+  EXPECT_EQ(json(i).get<GemmProblem>().key(), i.key());
+  const std::vector<std::pair<std::pair<DataType, DataType>, const char*>> bad = {
+      {{DataType::S8, DataType::F32}, "int8"},     {{DataType::F16, DataType::S32}, "int8"},
+      {{DataType::S32, DataType::S32}, "output type only"}, {{DataType::F32, DataType::E4M3}, "input type only"},
+      {{DataType::E4M3, DataType::S8}, "input type only"}};
+  for (const auto& [types, expect] : bad) {
+    GemmProblem p = make(8, 8, 8);
+    p.a_type = types.first, p.c_type = types.second;
+    std::string msg = error_of([&] { p.validate(); });
+    EXPECT_NE(msg.find(expect), std::string::npos) << to_string(types.first) << ">" << to_string(types.second) << ": " << msg;
+  }
+}
+
 TEST(GemmProblem, CanonicalFillsPackedLdPerTranspose) {
   for (int t = 0; t < 4; ++t) {
     bool ta = t & 1, tb = t & 2;
@@ -306,8 +351,8 @@ TEST(GemmProblem, FromJsonErrors) {
   EXPECT_NE(msg.find("\"X\""), std::string::npos) << msg;
   msg = error_of([] { json{{"transB", "C"}, {"m", 8}, {"n", 9}, {"k", 10}}.get<GemmProblem>(); });
   EXPECT_NE(msg.find("transB"), std::string::npos) << msg;
-  msg = error_of([] { json{{"dtype", "int8"}, {"m", 8}, {"n", 9}, {"k", 10}}.get<GemmProblem>(); });
-  EXPECT_NE(msg.find("int8"), std::string::npos) << msg;
+  msg = error_of([] { json{{"dtype", "f64"}, {"m", 8}, {"n", 9}, {"k", 10}}.get<GemmProblem>(); });
+  EXPECT_NE(msg.find("f64"), std::string::npos) << msg;
   msg = error_of([] { json{{"m", "big"}, {"n", 9}, {"k", 10}}.get<GemmProblem>(); });
   EXPECT_NE(msg.find("bad GEMM problem"), std::string::npos) << msg;
   msg = error_of([] { json{{"transA", 1}, {"m", 8}, {"n", 9}, {"k", 10}}.get<GemmProblem>(); });

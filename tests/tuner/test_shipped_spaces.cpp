@@ -126,6 +126,33 @@ INSTANTIATE_TEST_SUITE_P(H200, ShippedSpace,
                            return s;
                          });
 
+// The fp8 / int8 config: its kernels (wgmma_gemm) read 8-bit operands K-major only, so it covers
+// TN, every awkward size and odd leading dimension and batch stride of it (operand repacking copies
+// rows off 16 bytes); the other layouts have no 8-bit kernel on the GPU, which the test states too.
+TEST(ShippedSpaceTest, EightBitConfigCoversEveryTnProblem) {
+  const tuner::TuningConfig config = shipped("h200_gemm_fp8_int8.json");
+  std::vector<Problem> tn, other;
+  for (const Problem& p : awkward_gemms(config)) (p.gemm().trans_a && !p.gemm().trans_b ? tn : other).push_back(p);
+  ASSERT_EQ(tn.size() * 3, other.size());
+  // A candidate of part of the space is one of the space: the TN problems enumerate a slice of it
+  // (the whole, ~3 * 10^4 candidates a problem with the copies, took 2 s each).
+  tuner::TuningConfig slice = config;
+  ASSERT_EQ(slice.templates.size(), 1u);
+  KernelTemplate& t = slice.templates[0];
+  for (const std::string fixed : {"STAGES", "GROUP", "RASTER", "CLUSTER", "CLUSTERN", "SPLITK"}) {
+    const auto& ps = t.parameters();
+    const auto it = std::find_if(ps.begin(), ps.end(), [&](const auto& p) { return p.first == fixed; });
+    ASSERT_NE(it, ps.end()) << fixed;
+    const std::int64_t first = it->second.front();
+    t.set_values(fixed, {first});
+  }
+  const std::vector<std::string> missing = uncovered(slice, tn);
+  EXPECT_TRUE(missing.empty()) << missing.size() << " of " << tn.size() << " TN problems have no candidate, the first: "
+                               << missing.front();
+  other.resize(2);  // the whole space for these: none of it may admit them
+  EXPECT_EQ(uncovered(config, other).size(), other.size());
+}
+
 // The test can fail: wgmma_gemm alone, without operand repacking, leaves an odd leading
 // dimension without a kernel (TMA needs 16-byte strides), and the test names it; with repacking
 // (its template's default) the copies give it one.

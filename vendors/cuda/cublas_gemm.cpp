@@ -126,9 +126,24 @@ cudaDataType cuda_type(DataType t) {
     case DataType::F32: return CUDA_R_32F;
     case DataType::F16: return CUDA_R_16F;
     case DataType::BF16: return CUDA_R_16BF;
+    case DataType::E4M3: return CUDA_R_8F_E4M3;
+    case DataType::S8: return CUDA_R_8I;
+    case DataType::S32: return CUDA_R_32I;
   }
   return CUDA_R_32F;
 }
+
+// alpha and beta as cuBLASLt reads them: fp32, or int32 for the int8 GEMM (CUDA_R_32I scales,
+// which the runtime only passes integers for).
+struct Scalars {
+  float f[2];
+  std::int32_t i[2];
+  bool integer;
+  Scalars(const GemmProblem& p, const TtGemmParams& a)
+      : f{a.alpha, a.beta}, i{std::int32_t(a.alpha), std::int32_t(a.beta)}, integer(is_integer(p.c_type)) {}
+  const void* alpha() const { return integer ? static_cast<const void*>(&i[0]) : &f[0]; }
+  const void* beta() const { return integer ? static_cast<const void*>(&i[1]) : &f[1]; }
+};
 
 class CublasGemm final : public VendorGemm {
  public:
@@ -151,7 +166,15 @@ class CublasGemm final : public VendorGemm {
   std::string choice_source() const override {
     return lt().ok ? "cuBLASLt " + std::to_string(lt().version()) : "cuBLASLt";
   }
-  std::string unsupported(const GemmProblem&) const override { return ""; }
+  // 8-bit GEMMs run through cuBLASLt only (cublasGemmEx has no fp8), as cuBLASLt takes them:
+  // A transposed and B not, fp8 from sm_89 on.
+  std::string unsupported(const GemmProblem& p) const override {
+    if (size_of(p.a_type) != 1) return "";
+    if (!lt_) return "cuBLASLt is not available (fp8 and int8 GEMMs need it)";
+    if (!p.trans_a || p.trans_b) return "cuBLASLt's fp8 and int8 GEMMs take A transposed and B not (TN) only";
+    if (p.a_type == DataType::E4M3 && dev_.info().compute_capability < 89) return "fp8 GEMMs need sm_89 or newer";
+    return "";
+  }
 
   std::vector<VendorChoice> alternatives(const GemmProblem& p, const TtGemmParams& a, int limit) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -196,12 +219,25 @@ class CublasGemm final : public VendorGemm {
                            alignment_bytes(a.c) >= std::max(chosen->align[2], chosen->align[3]);
       const cublasLtMatmulAlgo_t* algo = aligned ? &chosen->algo : nullptr;
       // An algorithm these pointers cannot take (cuBLASLt checks alignment here) runs the default.
-      const cublasStatus_t st = algo ? lt().matmul(lt_, plan->op, &a.alpha, a.a, plan->a, a.b, plan->b, &a.beta, a.c,
+      const Scalars ab(p, a);
+      const cublasStatus_t st = algo ? lt().matmul(lt_, plan->op, ab.alpha(), a.a, plan->a, a.b, plan->b, ab.beta(), a.c,
                                                    plan->c, a.c, plan->c, algo, ws.get(), ws.size(),
                                                    static_cast<cudaStream_t>(stream))
                                      : CUBLAS_STATUS_NOT_SUPPORTED;
       if (st == CUBLAS_STATUS_SUCCESS) return;
       if (strict_) throw Error("cuBLASLt cannot run this algorithm on these arguments (status " + std::to_string(int(st)) + ")");
+    }
+    if (size_of(p.a_type) == 1) {
+      // No cuBLAS call for these types: cuBLASLt with its own heuristic's first choice (a null algo).
+      if (std::string why = unsupported(p); !why.empty()) throw Error(why);
+      Plan* plan = plan_for(p, a);
+      if (!plan) throw Error("cuBLASLt refused the descriptors of this fp8 / int8 GEMM");
+      const Scalars ab(p, a);
+      const cublasStatus_t st = lt().matmul(lt_, plan->op, ab.alpha(), a.a, plan->a, a.b, plan->b, ab.beta(), a.c,
+                                            plan->c, a.c, plan->c, nullptr, ws.get(), ws.size(),
+                                            static_cast<cudaStream_t>(stream));
+      if (st != CUBLAS_STATUS_SUCCESS) throw Error("cublasLtMatmul failed with status " + std::to_string(int(st)));
+      return;
     }
     // One handle: its stream and workspace are set for each call under the lock.
     if (lib().set_stream(handle_, static_cast<cudaStream_t>(stream)) != CUBLAS_STATUS_SUCCESS ||
@@ -224,7 +260,7 @@ class CublasGemm final : public VendorGemm {
   struct Plan {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-    cudaDataType in = CUDA_R_32F, out = CUDA_R_32F;
+    cudaDataType in = CUDA_R_32F, out = CUDA_R_32F, scale = CUDA_R_32F;
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
     std::map<VendorChoice, std::optional<Algo>> algos;
   };
@@ -238,8 +274,10 @@ class CublasGemm final : public VendorGemm {
   }
 
   static cublasComputeType_t compute(const GemmProblem& p) {
+    if (is_integer(p.a_type)) return CUBLAS_COMPUTE_32I;
     return p.compute_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   }
+  static cudaDataType scale_type(const GemmProblem& p) { return is_integer(p.a_type) ? CUDA_R_32I : CUDA_R_32F; }
 
   DeviceBuffer& workspace(Stream stream) {
     return workspaces_.get(dev_, stream, kWorkspaceBytes);
@@ -253,7 +291,7 @@ class CublasGemm final : public VendorGemm {
     if (auto it = plans_.find(key); it != plans_.end()) return it->second.op ? &it->second : nullptr;
     Plan& plan = plans_[key];
     const cudaDataType in = cuda_type(p.a_type), out = cuda_type(p.c_type);
-    plan.in = in, plan.out = out, plan.compute = compute(p);
+    plan.in = in, plan.out = out, plan.scale = scale_type(p), plan.compute = compute(p);
     auto layout = [&](cublasLtMatrixLayout_t* l, cudaDataType t, std::int64_t rows, std::int64_t cols,
                       std::int64_t ld, std::int64_t stride) {
       if (lt().layout_create(l, t, std::uint64_t(rows), std::uint64_t(cols), ld) != CUBLAS_STATUS_SUCCESS) return false;
@@ -264,7 +302,7 @@ class CublasGemm final : public VendorGemm {
                  CUBLAS_STATUS_SUCCESS;
     };
     const cublasOperation_t ta = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    bool ok = lt().desc_create(&plan.op, compute(p), CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+    bool ok = lt().desc_create(&plan.op, plan.compute, plan.scale) == CUBLAS_STATUS_SUCCESS &&
               lt().desc_set(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) == CUBLAS_STATUS_SUCCESS &&
               lt().desc_set(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) == CUBLAS_STATUS_SUCCESS &&
               layout(&plan.a, in, p.rows_a(), p.cols_a(), a.lda, a.stride_a) &&
@@ -299,7 +337,7 @@ class CublasGemm final : public VendorGemm {
         auto f = choice.find(name);
         return f == choice.end() ? std::int64_t{0} : f->second;
       };
-      bool ok = lt().algo_init(lt_, plan.compute, CUDA_R_32F, plan.in, plan.in, plan.out, plan.out,
+      bool ok = lt().algo_init(lt_, plan.compute, plan.scale, plan.in, plan.in, plan.out, plan.out,
                                int(field("ALGO")), &algo) == CUBLAS_STATUS_SUCCESS;
       for (const AlgoField& f : kAlgoFields) {
         if (!ok || f.attr == CUBLASLT_ALGO_CONFIG_ID) continue;

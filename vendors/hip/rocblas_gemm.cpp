@@ -67,6 +67,9 @@ int rb_type(DataType t) {
     case DataType::F16: return kF16;
     case DataType::BF16: return kBF16;
     case DataType::F32: return kF32;
+    case DataType::E4M3:
+    case DataType::S8:
+    case DataType::S32: break;  // declined by unsupported()
   }
   return kF32;
 }
@@ -88,6 +91,7 @@ class RocblasGemm final : public VendorGemm {
   }
   std::string unsupported(const GemmProblem& p) const override {
     if (p.compute_tf32) return "rocBLAS has no tf32 GEMM";
+    if (size_of(p.a_type) == 1) return "the rocBLAS rung is not wired for fp8 or int8 GEMMs (hipBLASLt's)";
     const std::int64_t most = std::max({p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.batch});
     if (most > INT32_MAX) return "rocBLAS takes 32-bit sizes and leading dimensions";
     return "";

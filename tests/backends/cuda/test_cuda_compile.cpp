@@ -211,7 +211,7 @@ TEST(CudaCompile, CompileServersGiveTheCodeObjectsOfThisProcess) {
 TEST(CudaCompile, NvrtcCompilesTheOutputCheckForEveryType) {
   auto compiler = gpu::cuda::make_compiler();
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  for (auto type : {DataType::F32, DataType::F16, DataType::BF16}) {
+  for (auto type : {DataType::F32, DataType::F16, DataType::BF16, DataType::S32}) {
     gpu::CompileResult r = compiler->compile(ops::check_output_request(dev, type));
     EXPECT_TRUE(r.ok) << to_string(type) << "\n" << r.log;
     EXPECT_FALSE(r.code.symbol.empty());
@@ -312,6 +312,58 @@ TEST(CudaCompile, NvrtcCompilesTheTransposingTf32LoaderWithoutSpills) {
   expect_compiles_without_spills(t, jobs);
 }
 
+// The 8-bit wgmma kernels (e4m3 -> bf16 / fp32, s8 -> s32; TN, BK = 128): the consumer
+// arrangements, both loaders, both epilogues and a cluster compile without spills, and the device
+// reference reads both input types. The constraints keep 8-bit inputs to TN, and int8 off split-K,
+// consumers splitting K and 72-column tiles (no integer wgmma of that N).
+TEST(CudaCompile, NvrtcCompilesEightBitWgmmaWithoutSpills) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  // K = 4112: rows 16-byte aligned but off 128 bytes, which the cp.async loader (LOADER 1) needs.
+  const GemmProblem fp8 = gemm(DataType::E4M3, DataType::BF16, true, false, 4096, 4096, 4112);
+  const GemmProblem fp8_f32 = gemm(DataType::E4M3, DataType::F32, true, false, 4096, 4096, 4112);
+  const GemmProblem int8 = gemm(DataType::S8, DataType::S32, true, false, 4096, 4096, 4112);
+  struct Shape { int bm, bn, pingpong, coopn, loader, epi, cluster; };
+  auto variant = [&](const Shape& sh) {
+    Solution s = t.default_solution();
+    s.params["BK"] = 128, s.params["BM"] = sh.bm, s.params["BN"] = sh.bn, s.params["PINGPONG"] = sh.pingpong;
+    s.params["COOPN"] = sh.coopn, s.params["LOADER"] = sh.loader, s.params["EPI"] = sh.epi;
+    s.params["CLUSTER"] = sh.cluster;
+    return s;
+  };
+  const std::vector<Shape> shapes = {{128, 128, 1, 0, 0, 1, 1}, {128, 256, 0, 0, 0, 1, 2}, {64, 256, 0, 1, 0, 0, 1},
+                                     {128, 128, 0, 0, 1, 0, 1}, {128, 80, 1, 0, 0, 0, 1}};
+  std::vector<std::pair<Solution, GemmProblem>> jobs;
+  for (const GemmProblem& p : {fp8, int8})
+    for (const Shape& sh : shapes) {
+      const Solution s = variant(sh);
+      const auto broken = t.violation(t.variables(s, p, dev));
+      ASSERT_FALSE(broken) << s.kernel_name() << " on " << p.key() << ": " << *broken;
+      jobs.emplace_back(s, p);
+    }
+  const Solution f32_out = variant({128, 192, 0, 0, 0, 0, 1});
+  ASSERT_FALSE(t.violation(t.variables(f32_out, fp8_f32, dev)));
+  jobs.emplace_back(f32_out, fp8_f32);
+  // What the constraints keep out.
+  Solution split = variant({128, 128, 1, 0, 0, 0, 1});
+  split.params["SPLITK"] = 2, split.params["PINGPONG"] = 0;
+  EXPECT_TRUE(t.violation(t.variables(split, gemm(DataType::S8, DataType::S32, true, false, 256, 256, 8192), dev)));
+  EXPECT_FALSE(t.violation(t.variables(split, gemm(DataType::E4M3, DataType::BF16, true, false, 256, 256, 8192), dev)));
+  EXPECT_TRUE(t.violation(t.variables(variant({128, 72, 1, 0, 0, 0, 1}), int8, dev)));
+  EXPECT_FALSE(t.violation(t.variables(variant({128, 72, 1, 0, 0, 0, 1}), fp8, dev)));
+  for (const auto& [ta, tb] : std::vector<std::pair<bool, bool>>{{false, false}, {false, true}, {true, true}})
+    EXPECT_TRUE(t.violation(t.variables(variant(shapes[0]), gemm(DataType::E4M3, DataType::BF16, ta, tb, 4096, 4096, 4112), dev)));
+  EXPECT_TRUE(t.violation(t.variables(t.default_solution(), fp8, dev)));  // BK 64 is not one 128-byte line of fp8
+  expect_compiles_without_spills(t, jobs);
+  // The validator's device reference reads the 8-bit inputs.
+  auto compiler = gpu::cuda::make_compiler();
+  for (const char* ta : {"tt_e4m3", "signed char"}) {
+    gpu::CompileResult r = compiler->compile(ops::reference_kernel_request(
+        dev, "reference_gemm.cuh", std::string("reference_gemm<") + ta + ", true, false>"));
+    EXPECT_TRUE(r.ok) << ta << "\n" << r.log;
+  }
+}
+
 // SPLITK and L2PROMO reach the kernel and the tensor maps; a solution from a database written
 // before they existed gets the defaults, i.e. the kernel and maps it was tuned with.
 TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
@@ -384,6 +436,35 @@ TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B}));
   EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 4), Error);
+}
+
+// 8-bit operands (TN) move as bytes in boxes of one 128-byte line (BK = 128 elements) by BM / BN
+// rows; int8's C map is int32, fp8's bf16. BK 64 is not one line of 8-bit elements: refused.
+TEST(CudaCompile, WgmmaEightBitMaps) {
+  static std::vector<std::pair<CUtensorMapDataType, std::vector<cuuint64_t>>> seen;
+  struct Fake {
+    static CUresult encode(CUtensorMap*, CUtensorMapDataType dt, cuuint32_t, void*, const cuuint64_t* dims,
+                           const cuuint64_t*, const cuuint32_t* box, const cuuint32_t*, CUtensorMapInterleave,
+                           CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+      seen.push_back({dt, {dims[0], dims[1], dims[2], box[0], box[1]}});
+      return CUDA_SUCCESS;
+    }
+  };
+  TtGemmParams p{};
+  p.a = p.b = reinterpret_cast<const void*>(std::uintptr_t(1) << 20);
+  p.c = reinterpret_cast<void*>(std::uintptr_t(1) << 21);
+  p.m = 1000, p.n = 600, p.k = 512, p.lda = 512, p.ldb = 512, p.ldc = 1000, p.batch = 1;
+  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::S8, true, false, 128, 256, 128, 1, 3, 1, DataType::S32);
+  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::E4M3, true, false, 128, 128, 128, 1, 3, 1,
+                                       DataType::BF16);
+  ASSERT_EQ(seen.size(), 6u);
+  EXPECT_EQ(seen[0].first, CU_TENSOR_MAP_DATA_TYPE_UINT8);
+  EXPECT_EQ(seen[0].second, (std::vector<cuuint64_t>{512, 1000, 1, 128, 128}));  // A: K x M, box 128 k x BM rows
+  EXPECT_EQ(seen[1].second, (std::vector<cuuint64_t>{512, 600, 1, 128, 256}));   // B: K x N, box 128 k x BN rows
+  EXPECT_EQ(seen[2].first, CU_TENSOR_MAP_DATA_TYPE_INT32);
+  EXPECT_EQ(seen[3].first, CU_TENSOR_MAP_DATA_TYPE_UINT8);
+  EXPECT_EQ(seen[5].first, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::E4M3, true, false, 128, 128, 64), Error);
 }
 
 // The TMA-store epilogue's map over C (type and box of C's element size, the kernel's chunk of

@@ -25,6 +25,7 @@
 #include "ops/output_check.h"
 #include "ops/gemm/inputs.h"
 #include "tuner/sweep.h"
+#include "vendors/vendor_gemm.h"
 #include "tests/cuda_test_util.h"
 #include "tests/test_util.h"
 
@@ -59,7 +60,9 @@ TEST_F(CudaDevice, HoldKeepsTheStreamBusyForTheTimeAsked) {
 
 TEST_F(CudaDevice, DeviceReferenceMatchesTheHostReference) {
   for (auto p : {gemm(DataType::BF16, DataType::F32, true, false, 300, 170, 520, 2, false),
-                 gemm(DataType::F32, DataType::F32, false, true, 129, 64, 1000)}) {
+                 gemm(DataType::F32, DataType::F32, false, true, 129, 64, 1000),
+                 gemm(DataType::E4M3, DataType::BF16, true, false, 200, 72, 640),
+                 gemm(DataType::S8, DataType::S32, false, true, 130, 50, 700, 2, false)}) {
     ops::GemmInputs host(*dev_, p, false, 42, /*device_reference_flops=*/1e300);
     ops::GemmInputs device(*dev_, p, false, 42, /*device_reference_flops=*/0);
     ASSERT_EQ(host.reference().size(), device.reference().size());
@@ -258,6 +261,138 @@ TEST_F(CudaDevice, RuntimeRunsTheTmaStoreWinnerAndRoutesAMisalignedCElsewhere) {
   EXPECT_LE(std::sqrt(norm_err[0] / norm_ref), tolerance) << "the TMA-store winner";
   EXPECT_LE(std::sqrt(norm_err[1] / norm_ref), tolerance) << "the misaligned call";
   fs::remove_all(dir);
+}
+
+// ------------------------------------------------------------------------------------------------
+// fp8 (e4m3 -> bf16 / fp32) and int8 (s8 -> s32) on wgmma_gemm (sm_90a; TN only) and cuBLASLt.
+
+// A wgmma_gemm variant with these parameters (over the default solution) on `p`: validated on
+// fresh random data against the fp64 reference, C poisoned before the launch (or, with beta != 0,
+// random), on its full grid and on a grid of two CTAs (clusters), where every CTA walks several
+// tiles. Empty when it passed, else what failed.
+std::string validate_wgmma(gpu::Device& dev, const GemmProblem& p, const std::map<std::string, std::int64_t>& params) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  Solution s = t.default_solution();
+  for (const auto& [k, x] : params) s.params[k] = x;
+  const Variables vars = t.variables(s, p, dev.info());
+  if (const auto broken = t.violation(vars)) return s.kernel_name() + " refused on " + p.key() + ": " + *broken;
+  auto r = dev.compiler().compile(t.compile_request(s, p, dev.info()));
+  if (!r.ok) return s.kernel_name() + " does not compile:\n" + r.log;
+  auto kernel = dev.load(r.code);
+  gpu::DeviceBuffer ws;
+  if (const auto bytes = std::size_t(t.workspace_bytes(vars))) {
+    ws = gpu::DeviceBuffer(dev, bytes);
+    dev.fill_bytes(ws.get(), 0, bytes);
+  }
+  ops::GemmInputs data(dev, p, false);
+  std::string failed;
+  for (bool small_grid : {false, true}) {
+    gpu::LaunchDims dims = t.launch_dims(vars);
+    if (small_grid) dims.grid[0] = 2 * unsigned(vars.at("CLUSTER") * vars.at("CLUSTERN"));
+    auto v = data.validate([&](TtGemmParams a) {
+      a.workspace = ws.get();
+      auto bytes = ops::kernel_arguments(t, a, p, vars);
+      dev.launch(*kernel, dims, bytes.data(), bytes.size());
+    });
+    if (!v.ok) failed += s.kernel_name() + " on " + p.key() + (small_grid ? " (two CTAs or clusters)" : "") + ": " + v.reason + "\n";
+  }
+  return failed;
+}
+
+// A spread of the space configs/h200/h200_gemm_fp8_int8.json sweeps, on shapes with edge tiles in
+// M, N and K: about 12 candidates per problem, each validated.
+TEST_F(CudaDevice, EightBitWgmmaSampleValidates) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const std::vector<GemmProblem> problems = {gemm(DataType::E4M3, DataType::BF16, true, false, 1008, 1008, 1008),
+                                             gemm(DataType::E4M3, DataType::F32, true, false, 520, 264, 2064, 1, false),
+                                             gemm(DataType::S8, DataType::S32, true, false, 1008, 1008, 1008),
+                                             gemm(DataType::S8, DataType::S32, true, false, 264, 520, 4112, 2, false)};
+  const tuner::TuningConfig config =
+      tuner::load_config(std::string(TILETUNE_SOURCE_DIR) + "/configs/h200/h200_gemm_fp8_int8.json");
+  ASSERT_EQ(config.templates.size(), 1u);
+  const KernelTemplate& t = config.templates[0];
+  auto e = tuner::enumerate(config.templates, problems, dev_->info());
+  std::vector<std::vector<const tuner::Candidate*>> per(problems.size());
+  for (const auto& c : e.candidates) per[c.problem_index].push_back(&c);
+  std::size_t checked = 0;
+  for (std::size_t pi = 0; pi < problems.size(); ++pi) {
+    const GemmProblem& p = problems[pi];
+    ASSERT_FALSE(per[pi].empty()) << p.key();
+    const std::size_t stride = std::max<std::size_t>(1, per[pi].size() / 12);
+    for (std::size_t i = 0; i < per[pi].size(); i += stride) {
+      const tuner::Candidate& c = *per[pi][i];
+      auto r = dev_->compiler().compile(t.compile_request(c.solution, p, dev_->info()));
+      ASSERT_TRUE(r.ok) << c.solution.kernel_name() << "\n" << r.log;
+      auto kernel = dev_->load(r.code);
+      // As the tuner and the runtime launch it (workspace, operand copies where it makes them).
+      const ops::KernelLaunch launch(t, t.variables(c.solution, p, dev_->info()), p.canonical());
+      gpu::DeviceBuffer ws;
+      if (auto bytes = std::size_t(launch.workspace_bytes())) {
+        ws = gpu::DeviceBuffer(*dev_, bytes);
+        dev_->fill_bytes(ws.get(), 0, bytes);
+      }
+      ops::GemmInputs data(*dev_, p, false);
+      auto v = data.validate_call([&](const ops::CallParams& a) { launch.launch(*dev_, *kernel, a, ws.get(), nullptr); });
+      EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << ": " << v.reason;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 40u);
+}
+
+// Small 8-bit problems, cheap enough for compute-sanitizer (memcheck, racecheck): both loaders,
+// cooperative, ping-pong and split-N consumers, 80-column tiles, a cluster pair, the TMA store and
+// the threads' stores (beta != 0 takes them), split-K for fp8, batches; each on the full grid and
+// on two CTAs.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaEightBit) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  // fp8's K: 9 K tiles, enough for split-K 2 (its constraint wants 4 per split); every K is a
+  // multiple of 16 bytes (TMA) but not of 128 (the cp.async loader's condition).
+  const std::vector<GemmProblem> problems = {gemm(DataType::E4M3, DataType::BF16, true, false, 200, 136, 1040),
+                                             gemm(DataType::E4M3, DataType::F32, true, false, 136, 200, 1040, 2, false),
+                                             gemm(DataType::S8, DataType::S32, true, false, 200, 136, 400),
+                                             gemm(DataType::S8, DataType::S32, true, false, 136, 200, 528, 2, false)};
+  struct Case { int bm, bn, pingpong, coopn, loader, epi, cluster, splitk; };
+  const std::vector<Case> cases = {{128, 128, 1, 0, 0, 1, 1, 1}, {128, 128, 0, 0, 0, 0, 2, 1}, {64, 128, 0, 1, 0, 1, 1, 1},
+                                   {128, 80, 1, 0, 0, 0, 1, 1},  {128, 64, 0, 0, 1, 0, 1, 1},  {128, 256, 0, 0, 0, 1, 1, 1}};
+  std::size_t checked = 0;
+  for (std::size_t pi = 0; pi < problems.size(); ++pi) {
+    const GemmProblem& p = problems[pi];
+    std::vector<Case> mine = cases;
+    if (p.a_type == DataType::E4M3) mine.push_back({128, 64, 0, 0, 0, 0, 1, 2});
+    for (const Case& c : mine) {
+      const std::map<std::string, std::int64_t> params = {
+          {"BK", 128},          {"BM", c.bm},         {"BN", c.bn},           {"PINGPONG", c.pingpong},
+          {"COOPN", c.coopn},   {"LOADER", c.loader}, {"EPI", c.epi},         {"CLUSTER", c.cluster},
+          {"SPLITK", c.splitk}, {"STAGES", 4},        {"CONSUMERS", 2}};
+      const std::string why = validate_wgmma(*dev_, p, params);
+      EXPECT_TRUE(why.empty()) << why;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 4 * cases.size() + 2);
+}
+
+// The vendor rung runs fp8 and int8 TN GEMMs through cuBLASLt (its default algorithm and each of
+// its alternatives), and declines the other layouts with the reason.
+TEST_F(CudaDevice, VendorRunsEightBitGemmsThroughCublasLt) {
+  std::string why;
+  auto vendor = gpu::make_vendor_gemm(*dev_, &why);
+  if (!vendor) GTEST_SKIP() << why;
+  for (const GemmProblem& p : {gemm(DataType::E4M3, DataType::BF16, true, false, 1024, 512, 2048),
+                               gemm(DataType::S8, DataType::S32, true, false, 512, 1024, 2048, 1, false)}) {
+    ASSERT_EQ(vendor->unsupported(p), "") << p.key();
+    ops::GemmInputs data(*dev_, p, false);
+    std::vector<gpu::VendorChoice> choices = vendor->alternatives(p, data.call_params(0).gemm, 4);
+    choices.insert(choices.begin(), gpu::VendorChoice{});
+    for (const gpu::VendorChoice& choice : choices) {
+      auto v = data.validate([&](const TtGemmParams& a) { vendor->run(p, a, nullptr, choice); });
+      EXPECT_TRUE(v.ok) << p.key() << " " << Solution{"vendor", choice}.kernel_name() << ": " << v.reason;
+    }
+    GemmProblem nn = p;
+    nn.trans_a = false;
+    EXPECT_NE(vendor->unsupported(nn).find("TN"), std::string::npos) << vendor->unsupported(nn);
+  }
 }
 
 }  // namespace

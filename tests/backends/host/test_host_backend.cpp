@@ -100,6 +100,10 @@ class HostBackend : public ::testing::Test {
     variants.push_back({DataType::BF16, DataType::BF16, true, false, def});
     variants.push_back({DataType::F16, DataType::F32, false, true, def});
     variants.push_back({DataType::F32, DataType::F32, false, false, other_solution()});
+    variants.push_back({DataType::E4M3, DataType::BF16, true, false, def});
+    variants.push_back({DataType::E4M3, DataType::F32, false, true, def});
+    variants.push_back({DataType::S8, DataType::S32, true, false, def});
+    variants.push_back({DataType::S8, DataType::S32, false, false, def});
 
     std::vector<std::pair<std::string, std::future<gpu::CompileResult>>> jobs;
     for (const auto& v : variants) {
@@ -245,6 +249,41 @@ TEST_F(HostBackend, HalfPrecisionInputs) {
   EXPECT_VALID(run_gemm(make(37, 29, 53, DataType::BF16, DataType::BF16, true, false), def));
   EXPECT_VALID(run_gemm(make(rand_in(1, 120), rand_in(1, 120), rand_in(1, 200), DataType::BF16, DataType::BF16, true, false), def));
   EXPECT_VALID(run_gemm(make(37, 29, 53, DataType::F16, DataType::F32, false, true), def));
+}
+
+// fp8 inputs with bf16 / fp32 output, int8 with int32 output (the CPU twins of the wgmma kernels,
+// in more layouts than those: the host template reads any).
+TEST_F(HostBackend, Fp8Inputs) {
+  const Solution def = find_template("host_gemm").default_solution();
+  EXPECT_VALID(run_gemm(make(64, 48, 256, DataType::E4M3, DataType::BF16, true, false), def));
+  EXPECT_VALID(run_gemm(make(rand_in(1, 120), rand_in(1, 120), rand_in(1, 300), DataType::E4M3, DataType::BF16, true, false), def));
+  GemmProblem p = make(37, 29, 53, DataType::E4M3, DataType::F32, false, true);
+  p.batch = 2;
+  p.beta_zero = false;
+  EXPECT_VALID(run_gemm(p, def));
+}
+
+TEST_F(HostBackend, Int8IsExact) {
+  const Solution def = find_template("host_gemm").default_solution();
+  EXPECT_VALID(run_gemm(make(64, 48, 4096, DataType::S8, DataType::S32, true, false), def));
+  GemmProblem p = make(rand_in(1, 120), rand_in(1, 120), rand_in(1, 300), DataType::S8, DataType::S32);
+  p.batch = 2;
+  p.beta_zero = false;
+  p.ldc = p.m + 3;
+  EXPECT_VALID(run_gemm(p, def));
+  // Exact means exact: one element off by one fails.
+  const GemmProblem q = make(33, 17, 100, DataType::S8, DataType::S32, true, false);
+  const KernelTemplate& t = find_template("host_gemm");
+  GemmInputs data(*dev_, q, /*rotate=*/false);
+  EXPECT_EQ(ops::tolerance(q), 0.0);
+  const gpu::LaunchDims dims = t.launch_dims(t.variables(def, q, dev_->info()));
+  gpu::Kernel& k = kernel(Variant{q.a_type, q.c_type, q.trans_a, q.trans_b, def}.key());
+  ValidationResult r = data.validate([&](const TtGemmParams& prm) {
+    dev_->launch(k, dims, &prm, sizeof prm);
+    static_cast<std::int32_t*>(prm.c)[5 + 7 * prm.ldc] += 1;  // host memory
+  });
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.reason.find("relative error"), std::string::npos) << r.reason;
 }
 
 TEST_F(HostBackend, LeadingDimensionsLargerThanPacked) {
