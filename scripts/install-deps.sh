@@ -4,7 +4,7 @@
 # found, e.g. in /usr/local/cuda); HIP comes from Debian's libamdhip64-dev where it exists. OpenBLAS is
 # the host backend's vendor library, loaded with dlopen (the runtime library, not the headers).
 set -euo pipefail
-need=(cmake g++ make pkg-config python3-venv python3-pip libsqlite3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev libopenblas0 libssl-dev libexpat1-dev)
+need=(cmake g++ make ninja-build ccache pkg-config python3-venv python3-pip libsqlite3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev libopenblas0 libssl-dev libexpat1-dev)
 optional=(libamdhip64-dev llvm-14 clang-22 lld-22 llvm-22 rocm-device-libs chromium libopenmpi-dev openmpi-bin slurm-wlm munge)
 # What goes without each optional package.
 declare -A without=([libamdhip64-dev]="the HIP backend will be off" [llvm-14]="the HIP backend will be off"
