@@ -207,22 +207,10 @@ __global__ void __launch_bounds__(WARPS * 32) narrow_dgrad(const TtConvParams p)
   // Filters KRSC -> [r][s][c][k]; channels C..7 stay zero.
   const TA* wt = static_cast<const TA*>(p.wt);
   unsigned short* fs = reinterpret_cast<unsigned short*>(tt_narrow_smem);
-  // Eight loads in flight per thread before their stores (through generic pointers the compiler
-  // cannot tell the shared stores from the global loads, and would wait out each load in turn).
-  const unsigned short* wsrc = reinterpret_cast<const unsigned short*>(wt);
-  const int welems = K * R * S * C;
-  for (int e0 = tid; e0 < welems; e0 += THREADS * 8) {
-    unsigned short v[8];
-    TT_UNROLL
-    for (int u = 0; u < 8; ++u) v[u] = e0 + u * THREADS < welems ? __ldg(wsrc + e0 + u * THREADS) : (unsigned short)0;
-    TT_UNROLL
-    for (int u = 0; u < 8; ++u) {
-      const int e = e0 + u * THREADS;
-      if (e >= welems) break;
-      const int k = e / (R * S * C), rsc = e % (R * S * C);
-      const int c = rsc % C, rs = rsc / C;
-      fs[(rs * 8 + c) * (kst / 2) + k] = v[u];
-    }
+  for (int e = tid; e < K * R * S * C; e += THREADS) {
+    const int k = e / (R * S * C), rsc = e % (R * S * C);
+    const int c = rsc % C, rs = rsc / C;
+    fs[(rs * 8 + c) * (kst / 2) + k] = reinterpret_cast<const unsigned short*>(wt)[e];
   }
 
   const TA* dy = static_cast<const TA*>(p.y);

@@ -87,10 +87,11 @@ TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long 
   TT_UNROLL
   for (int q = 0; q < R / 4; ++q) {
     float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-    // Loads of U slots are issued before their sums and zeroing stores, so that U reads are in
-    // flight at once: the last group reads SPLITK partial tiles alone, and one read at a time would
-    // make this tail as long as the main loop for deep splits. Still summed in split order.
-    constexpr int U = SPLITK < 8 ? SPLITK : 8;
+    // Deep splits: the loads of U slots are issued before their sums and zeroing stores, so that U
+    // reads are in flight at once (the last group reads SPLITK partial tiles alone, and one read at a
+    // time made this tail as long as the main loop). Shallow splits read one at a time: their tail
+    // is short, and the U registers would spill kernels held to 128 registers. Summed in split order.
+    constexpr int U = SPLITK >= 8 ? 8 : 1;
     for (int sp0 = 0; sp0 < SPLITK; sp0 += U) {
       float4 v[U];
       TT_UNROLL
