@@ -2,8 +2,11 @@
 """tiletune's C API against PyTorch, the way a trainer would call it.
 
 --set untuned: GEMMs and convolutions of common models that no shipped config names; --set shipped:
-the shapes the shipped configs tune (configs/shapes/gemm.json in bf16, configs/shapes/conv_resnet50.json
-in all three directions). --dtype fp8 / int8: the GEMMs of configs/h200/h200_gemm_fp8_int8.json
+the shapes the shipped configs tune (configs/shapes/gemm.json, configs/shapes/conv_resnet50.json in all
+three directions). --dtype bf16 / fp16 / tf32 / fp32: the GEMMs' type (tf32: fp32 tensors on tf32
+tensor cores, PyTorch with allow_tf32; fp32: exact fp32 on both sides). Every 16- and 32-bit GEMM is
+also timed through a Triton matmul autotuned over 12 tile configurations (benchmarks/triton_matmul.py),
+and the table gives the ratio against the faster of PyTorch and Triton. --dtype fp8 / int8: the GEMMs of configs/h200/h200_gemm_fp8_int8.json
 (gemm.json's shapes as TN, 16-byte aligned) in that type, against torch._scaled_mm (e4m3 in, bf16
 out, per-tensor scales; cuBLASLt) and torch._int_mm (int8 in, int32 out; cuBLASLt); tiletune gets
 the product of the two scales as alpha. Each problem runs on the same PyTorch tensors, in one process, through
@@ -16,7 +19,7 @@ first (TILETUNE_ONLINE_* set the budget) and reports the seconds each took. Prin
 with the rung that served each problem (tiletune_explain) and the geometric mean per kind.
 
 usage: vs_torch.py --lib build/libtiletune_runtime.so [--db FILE] [--user-db FILE] [--set untuned|shipped]
-                   [--dtype bf16|fp8|int8] [--online] [--out FILE.md] [--label TEXT]
+                   [--dtype bf16|fp16|tf32|fp32|fp8|int8] [--online] [--out FILE.md] [--label TEXT]
 """
 import argparse
 import ctypes as C
@@ -31,8 +34,13 @@ import torch
 import torch.nn.functional as F
 import triton.testing
 
+import triton_matmul
+
 R_32F, R_16F, R_16BF, R_8F_E4M3, R_8I, R_32I = 0, 1, 2, 3, 4, 5
 DT = {torch.float32: R_32F, torch.float16: R_16F, torch.bfloat16: R_16BF}
+# The GEMM types by name: (torch dtype, tiletune compute type, Triton's dot precision).
+GEMM_TYPES = {"bf16": (torch.bfloat16, 0, "ieee"), "fp16": (torch.float16, 0, "ieee"),
+              "tf32": (torch.float32, 1, "tf32"), "fp32": (torch.float32, 0, "ieee")}
 
 
 class Stats(C.Structure):
@@ -55,6 +63,10 @@ class Tiletune:
         L.tiletune_gemm.argtypes = [C.c_void_p, C.c_int, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_float,
                                     C.c_void_p, C.c_int, C.c_int64, C.c_void_p, C.c_int64, C.c_float,
                                     C.c_void_p, C.c_int, C.c_int64, C.c_void_p]
+        L.tiletune_gemm_strided_batched_ex.argtypes = [
+            C.c_void_p, C.c_int, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_float, C.c_void_p, C.c_int, C.c_int64,
+            C.c_int64, C.c_void_p, C.c_int64, C.c_int64, C.c_float, C.c_void_p, C.c_int, C.c_int64, C.c_int64, C.c_int64,
+            C.c_int, C.c_void_p]
         L.tiletune_explain.argtypes = [C.c_void_p, C.c_int, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_int,
                                        C.c_int64, C.c_int64, C.c_int, C.c_int64, C.c_int64, C.c_int, C.c_int,
                                        C.c_char_p, C.c_size_t]
@@ -84,21 +96,23 @@ def rel_err(out, ref):
 
 def gemm_case(tt, name, ta, tb, m, n, k, dtype):
     """Column-major C[m,n] = op(A) op(B) with packed leading dimensions, on row-major torch storage:
-    C^T (n x m) = op(B)^T @ op(A)^T."""
-    a = torch.randn((m, k) if ta == "T" else (k, m), device="cuda", dtype=dtype)
-    b = torch.randn((k, n) if tb == "T" else (n, k), device="cuda", dtype=dtype)
+    C^T (n x m) = op(B)^T @ op(A)^T. dtype: a key of GEMM_TYPES."""
+    tdt, compute, precision = GEMM_TYPES[dtype]
+    a = torch.randn((m, k) if ta == "T" else (k, m), device="cuda", dtype=tdt)
+    b = torch.randn((k, n) if tb == "T" else (n, k), device="cuda", dtype=tdt)
     at = a.t() if ta == "T" else a   # op(A)^T, k x m
     bt = b.t() if tb == "T" else b   # op(B)^T, n x k
     lda, ldb, ldc = (k if ta == "T" else m), (n if tb == "T" else k), m
-    c = torch.empty((n, m), device="cuda", dtype=dtype)
+    c = torch.empty((n, m), device="cuda", dtype=tdt)
+    c_triton = torch.empty_like(c)
     opa, opb = int(ta == "T"), int(tb == "T")
     why = C.create_string_buffer(1024)
 
     # The arguments are made once: what is timed is the C call, not Python building it (a trainer's
     # extension passes them from C++).
-    args = (tt.h, opa, opb, m, n, k, 1.0, a.data_ptr(), DT[dtype], lda, b.data_ptr(), ldb, 0.0, c.data_ptr(),
-            DT[dtype], ldc, torch.cuda.current_stream().cuda_stream)
-    fn = tt.lib.tiletune_gemm
+    args = (tt.h, opa, opb, m, n, k, 1.0, a.data_ptr(), DT[tdt], lda, 0, b.data_ptr(), ldb, 0, 0.0, c.data_ptr(),
+            DT[tdt], ldc, 0, 1, compute, torch.cuda.current_stream().cuda_stream)
+    fn = tt.lib.tiletune_gemm_strided_batched_ex
 
     def ours():
         if fn(*args):
@@ -107,17 +121,25 @@ def gemm_case(tt, name, ta, tb, m, n, k, dtype):
     def theirs():
         return torch.matmul(bt, at)
 
+    def triton_mm():
+        return triton_matmul.matmul(bt, at, c_triton, precision)
+
     def check():
         c.fill_(float("nan"))
         ours()
         return rel_err(c, theirs())
 
+    def check_triton():
+        c_triton.fill_(float("nan"))
+        return rel_err(triton_mm(), theirs())
+
     def explain():
-        tt.check(tt.lib.tiletune_explain(tt.h, opa, opb, m, n, k, DT[dtype], lda, ldb, DT[dtype], ldc, 1, 1, 0, why, 1024))
+        tt.check(tt.lib.tiletune_explain(tt.h, opa, opb, m, n, k, DT[tdt], lda, ldb, DT[tdt], ldc, 1, 1, compute, why,
+                                         1024))
         return why.value.decode()
 
-    return dict(kind="gemm", name=name, shape=f"{ta}{tb} {m}x{n}x{k}", flops=2.0 * m * n * k, ours=ours,
-                theirs=theirs, check=check, explain=explain)
+    return dict(kind="gemm " + dtype, name=name, shape=f"{ta}{tb} {m}x{n}x{k}", flops=2.0 * m * n * k, ours=ours,
+                theirs=theirs, triton=triton_mm, check_triton=check_triton, check=check, explain=explain)
 
 
 def eightbit_case(tt, name, m, n, k, dtype):
@@ -209,8 +231,9 @@ def conv_case(tt, direction, name, n, c, h, w, k, r, s, stride, pad, dtype=torch
                 flops=2.0 * n * p * q * k * c * r * s, ours=ours, theirs=theirs, check=check, explain=explain)
 
 
-def untuned_gemms():
-    bf = torch.bfloat16
+def untuned_gemms(dtype="bf16"):
+    """The untuned set in dtype (a key of GEMM_TYPES); fp16_1536 stays fp16 in the bf16 set."""
+    bf = dtype
     out = []
     for tokens in (512, 4096):
         for model, (inp, outp) in {"bert_qkv": (768, 2304), "bert_ffn1": (768, 3072), "vit_l_qkv": (1024, 3072),
@@ -220,7 +243,8 @@ def untuned_gemms():
         out.append((f"bert_ffn1_wgrad_t{tokens}", "N", "T", 768, 3072, tokens, bf))
     out += [("misaligned_777", "N", "N", 777, 1333, 2049, bf), ("oddk_4095", "N", "N", 4096, 4096, 4095, bf),
             ("small_96", "N", "N", 96, 96, 96, bf), ("skinny_8", "T", "N", 4096, 8, 4096, bf),
-            ("gpt2_lmhead_t2048", "T", "N", 50257, 2048, 768, bf), ("fp16_1536", "N", "T", 1536, 1536, 1536, torch.float16)]
+            ("gpt2_lmhead_t2048", "T", "N", 50257, 2048, 768, bf),
+            ("fp16_1536", "N", "T", 1536, 1536, 1536, "fp16" if dtype == "bf16" else dtype)]
     return out
 
 
@@ -232,9 +256,9 @@ def untuned_convs():
     return [(d,) + l for d in ("fwd", "dgrad", "wgrad") for l in layers]
 
 
-def shipped_gemms(root):
+def shipped_gemms(root, dtype="bf16"):
     spec = json.load(open(os.path.join(root, "configs/shapes/gemm.json")))
-    return [(g["name"], g["transA"], g["transB"], g["m"], g["n"], g["k"], torch.bfloat16) for g in spec["shapes"]]
+    return [(g["name"], g["transA"], g["transB"], g["m"], g["n"], g["k"], dtype) for g in spec["shapes"]]
 
 
 def shipped_convs(root):
@@ -264,20 +288,22 @@ def main():
     ap.add_argument("--names", default="", help="comma-separated problem names (default: all of the set)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--set", default="untuned", choices=("untuned", "shipped"))
-    ap.add_argument("--dtype", default="bf16", choices=("bf16", "fp8", "int8"),
-                    help="fp8 / int8: the 8-bit GEMMs of configs/h200/h200_gemm_fp8_int8.json (no convolutions)")
+    ap.add_argument("--dtype", default="bf16", choices=tuple(GEMM_TYPES) + ("fp8", "int8"),
+                    help="the GEMMs' type; fp8 / int8: the 8-bit GEMMs of configs/h200/h200_gemm_fp8_int8.json; "
+                         "convolutions run with bf16 only (--conv-dtype)")
     ap.add_argument("--online", action="store_true")
     ap.add_argument("--online-wait", type=float, default=1200)
     a = ap.parse_args()
     torch.backends.cudnn.benchmark = True
-    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = a.dtype == "tf32"
     tt = Tiletune(a.lib, a.db, a.user_db)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     cases = []
-    if a.dtype != "bf16":
+    if a.dtype in ("fp8", "int8"):
         cases += [eightbit_case(tt, *g) for g in eightbit_gemms(root, a.dtype)]
     elif a.only in ("", "gemm"):
-        cases += [gemm_case(tt, *g) for g in (untuned_gemms() if a.set == "untuned" else shipped_gemms(root))]
+        cases += [gemm_case(tt, *g) for g in (untuned_gemms(a.dtype) if a.set == "untuned"
+                                              else shipped_gemms(root, a.dtype))]
     if a.only in ("", "conv") and a.dtype == "bf16":
         cdt = torch.float16 if a.conv_dtype == "fp16" else torch.bfloat16
         cases += [conv_case(tt, *c, dtype=cdt) for c in (untuned_convs() if a.set == "untuned" else shipped_convs(root))]
@@ -299,31 +325,44 @@ def main():
               flush=True)
         for cs in cases:
             cs["err"] = max(cs["err"], cs["check"]())  # the online winner's output too
-    lines = [f"# {a.label}", "",
-             "| kind | problem | shape | rung | tiletune TFLOP/s | PyTorch TFLOP/s | ratio | rel err |" +
-             (" online s |" if a.online else ""),
-             "|---|---|---|---|---|---|---|---|" + ("---|" if a.online else "")]
-    ratios = {}
     for cs in cases:
-        rounds = [(triton.testing.do_bench(cs["ours"], warmup=25, rep=100, return_mode="median"),
-                   triton.testing.do_bench(cs["theirs"], warmup=25, rep=100, return_mode="median"))
-                  for _ in range(a.rounds)]
-        t_ours = statistics.median(r[0] for r in rounds)
-        t_theirs = statistics.median(r[1] for r in rounds)
-        ratio = t_theirs / t_ours
+        if "triton" in cs:
+            try:
+                cs["err_triton"] = cs["check_triton"]()  # autotunes the shape here, not inside the timing
+            except Exception as e:  # a Triton failure leaves its column empty, not the table
+                print(f"triton failed on {cs['name']}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                del cs["triton"]
+    lines = [f"# {a.label}", "",
+             "| kind | problem | shape | rung | tiletune TFLOP/s | PyTorch TFLOP/s | Triton TFLOP/s | vs PyTorch | "
+             "vs best | rel err |" + (" online s |" if a.online else ""),
+             "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if a.online else "")]
+    ratios = {}
+    bench = lambda f: triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median")
+    for cs in cases:
+        sides = ["ours", "theirs"] + (["triton"] if "triton" in cs else [])
+        rounds = [[bench(cs[side]) for side in sides] for _ in range(a.rounds)]
+        t = [statistics.median(r[i] for r in rounds) for i in range(len(sides))]
+        ratio, best = t[1] / t[0], min(t[1:]) / t[0]
         ok = cs["err"] < 2e-2
         text = cs["explain"]()
-        ratios.setdefault(cs["kind"], []).append(ratio)  # per direction for convolutions
-        row = (f"| {cs['kind']} | {cs['name']} | {cs['shape']} | {rung_of(text)} | {cs['flops'] / t_ours / 1e9:.1f} | "
-               f"{cs['flops'] / t_theirs / 1e9:.1f} | {ratio:.3f} | {cs['err']:.1e}{'' if ok else ' WRONG'} |")
+        ratios.setdefault(cs["kind"], []).append((ratio, best))  # per direction for convolutions
+        triton_col = "-"
+        if len(t) > 2:
+            triton_col = f"{cs['flops'] / t[2] / 1e9:.1f}" + ("" if cs["err_triton"] < 2e-2 else " WRONG")
+        row = (f"| {cs['kind']} | {cs['name']} | {cs['shape']} | {rung_of(text)} | {cs['flops'] / t[0] / 1e9:.1f} | "
+               f"{cs['flops'] / t[1] / 1e9:.1f} | {triton_col} | {ratio:.3f} | {best:.3f} | "
+               f"{cs['err']:.1e}{'' if ok else ' WRONG'} |")
         if a.online:
             row += (f" {float(text.split('tuned online in ')[1].split()[0]):.1f} |" if "tuned online in " in text else " - |")
         lines.append(row)
         print(row, flush=True)
     lines.append("")
+    geo = lambda rs: math.exp(sum(math.log(r) for r in rs) / len(rs))
     for kind, rs in ratios.items():
-        g = math.exp(sum(math.log(r) for r in rs) / len(rs))
-        lines.append(f"{kind}: {len(rs)} problems, geometric mean {g:.3f}x PyTorch, min {min(rs):.3f}x")
+        vs_torch, vs_best = [r[0] for r in rs], [r[1] for r in rs]
+        peers = "PyTorch and Triton" if any("triton" in cs for cs in cases if cs["kind"] == kind) else "PyTorch"
+        lines.append(f"{kind}: {len(rs)} problems, geometric mean {geo(vs_torch):.3f}x PyTorch (min {min(vs_torch):.3f}x), "
+                     f"{geo(vs_best):.3f}x the faster of {peers} (min {min(vs_best):.3f}x)")
     s = tt.stats()
     lines.append(f"stats: calls {s.calls}, tuned {s.tuned} (user {s.user_tuned}, online {s.online}), pool {s.nearest}, "
                  f"vendor {s.vendor}, default {s.fallbacks}, jit compiles {s.jit_compiles}, tuned online {s.online_tuned}")

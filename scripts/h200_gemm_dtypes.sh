@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# On the H200: for each GEMM type named, a database tuned on its shipped config
+# (configs/h200/h200_gemm_TYPE.json: the shapes of configs/shapes/gemm.json, model search, the
+# vendor's algorithms timed as candidates), then those shapes through the C API against
+# torch.matmul and an autotuned Triton matmul (benchmarks/vs_torch.py --set shipped --dtype TYPE).
+# Each stage has a time limit (T_TUNE, T_BENCH seconds); a sweep stopped by it keeps what it finished.
+# Usage: [T_TUNE=120] [T_BENCH=150] scripts/h200_gemm_dtypes.sh BUILD_DIR OUT_DIR LABEL BUDGET TYPE...
+set -uo pipefail
+B=$1 OUT=$2 LABEL=$3 BUDGET=$4
+shift 4
+T_TUNE=${T_TUNE:-120} T_BENCH=${T_BENCH:-150}
+mkdir -p "$OUT"
+source "$(dirname "$0")/h200_env.sh"
+for t in "$@"; do
+  db="$OUT/gemm_$t.db"
+  timeout "$T_TUNE" "$B/tiletune" tune "configs/h200/h200_gemm_$t.json" --backend cuda --db "$db" --search model \
+    --budget "$BUDGET" > "$OUT/tune_$t.log" 2>&1
+  echo "tune $t exit $?"; grep -E "^summary|took|no candidate" "$OUT/tune_$t.log" | tail -3
+  PYTHONUNBUFFERED=1 timeout "$T_BENCH" python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$db" \
+    --set shipped --only gemm --dtype "$t" --rounds 2 --out "$OUT/gemm_$t.md" \
+    --label "$LABEL, $t, database tuned on configs/h200/h200_gemm_$t.json (model search, budget $BUDGET)" \
+    > "$OUT/vs_torch_$t.log" 2>&1
+  echo "vs_torch $t exit $?"; grep -E "^\| gemm|geometric" "$OUT/vs_torch_$t.log" | tail -20
+done
+rm -f "$OUT"/*.db-wal "$OUT"/*.db-shm
