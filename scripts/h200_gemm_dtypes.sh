@@ -20,6 +20,6 @@ for t in "$@"; do
     --set shipped --only gemm --dtype "$t" --rounds 2 --out "$OUT/gemm_$t.md" \
     --label "$LABEL, $t, database tuned on configs/h200/h200_gemm_$t.json (model search, budget $BUDGET)" \
     > "$OUT/vs_torch_$t.log" 2>&1
-  echo "vs_torch $t exit $?"; grep -E "^\| gemm|geometric" "$OUT/vs_torch_$t.log" | tail -20
+  echo "vs_torch $t exit $?"; grep -E "^\| gemm|geometric" "$OUT/gemm_$t.md"
 done
 rm -f "$OUT"/*.db-wal "$OUT"/*.db-shm
