@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "db/compiled.h"
 #include "db/database.h"
+#include "db/shard_counts.h"
 #include "db/signing.h"
 #include "solutions/selection.h"
 
@@ -385,6 +386,7 @@ std::vector<MergeResult> merge(const std::string& dst_path, const std::vector<st
       for (const auto& sweep : sweeps) {
         const std::string key = kSearchMetaPrefix + sweep;
         if (auto v = src.meta(key); v && !dst.meta(key)) dst.set_meta(key, *v);
+        add_shard_counts(dst, sweep, shard_counts(src, sweep));  // `tune --finish-shards` checks them
       }
     });
     results.push_back(r);

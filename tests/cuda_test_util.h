@@ -1,5 +1,6 @@
-// What the CUDA test files share: a spread of simt_gemm candidates, and the fixture of the tests
-// that launch kernels (they skip cleanly where no CUDA device is present and run on the H200).
+// What the CUDA test files share: a spread of simt_gemm candidates, the fixture of the tests that
+// launch kernels (they skip cleanly where no CUDA device is present and run on the H200), and the
+// check of one variant launched the way the tuner and the runtime launch it.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -8,6 +9,8 @@
 #include <vector>
 
 #include "gpu/backend.h"
+#include "ops/gemm/inputs.h"
+#include "ops/launch.h"
 #include "solutions/kernel_template.h"
 #include "tuner/enumerator.h"
 
@@ -36,5 +39,24 @@ class CudaDevice : public ::testing::Test {
   }
   std::unique_ptr<gpu::Device> dev_;
 };
+
+// Compiles and loads solution `s` of `t` for `p` and validates it against the reference, launched
+// through ops::KernelLaunch as the tuner and the runtime launch it: with its zeroed workspace and
+// the operand copies (REPACK) where it makes them. A compile failure is fatal (wrap the call in
+// ASSERT_NO_FATAL_FAILURE); a wrong result is a failure the caller's loop goes on after.
+inline void validate_as_launched(gpu::Device& dev, const KernelTemplate& t, const Solution& s, const GemmProblem& p) {
+  auto r = dev.compiler().compile(t.compile_request(s, p, dev.info()));
+  ASSERT_TRUE(r.ok) << s.kernel_name() << "\n" << r.log;
+  auto kernel = dev.load(r.code);
+  const ops::KernelLaunch launch(t, t.variables(s, p, dev.info()), p.canonical());
+  gpu::DeviceBuffer ws;
+  if (const auto bytes = std::size_t(launch.workspace_bytes())) {
+    ws = gpu::DeviceBuffer(dev, bytes);
+    dev.fill_bytes(ws.get(), 0, bytes);
+  }
+  ops::GemmInputs data(dev, p, false);
+  auto v = data.validate_call([&](const ops::CallParams& a) { launch.launch(dev, *kernel, a, ws.get(), nullptr); });
+  EXPECT_TRUE(v.ok) << s.kernel_name() << " on " << p.key() << ": " << v.reason;
+}
 
 }  // namespace tiletune::testing

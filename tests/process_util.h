@@ -1,4 +1,5 @@
-// Running the tiletune program from tests: start, kill, wait, capture output.
+// Running the tiletune program from tests: start, kill, wait, capture output (to the end and
+// captured in memory: common/process.h's run_program).
 #pragma once
 #include <signal.h>
 #include <sys/wait.h>
@@ -60,24 +61,13 @@ inline bool run_own_test(const std::string& test, const std::vector<std::string>
   return rc == 0 && read_file(log_path).find("[  PASSED  ] 1 test.") != std::string::npos;
 }
 
-struct ProgramRun {
-  int rc;           // exit status, or 128 + signal number
-  std::string out;  // stdout and stderr together
-};
-
-// Runs `argv` to its end with stdout and stderr into `log_path` (emptied first).
-inline ProgramRun run_program(const std::vector<std::string>& argv, const std::string& log_path) {
-  std::remove(log_path.c_str());
-  const int rc = wait_for(spawn(argv, log_path));
-  return {rc, read_file(log_path)};
-}
-
 #ifdef TILETUNE_EXE
-// Runs the tiletune program with `args` to its end; `log` (rewritten) holds what it printed.
-inline ProgramRun run_tiletune(const std::vector<std::string>& args, const std::string& log) {
+// Runs the tiletune program with `args` to its end (tiletune::run_program): its exit status and
+// its stdout and stderr together.
+inline ProgramOutput run_tiletune(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {TILETUNE_EXE};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_program(argv, log);
+  return run_program(argv);
 }
 #endif
 

@@ -256,6 +256,7 @@ int tune_mpi(const TuneArgs& a, const tuner::TuningConfig& config, const tuner::
     const int count = shards(me.size);
     const tuner::TuningConfig part = shard_of(config, {index, count}, mine);
     mine.db_path = local_db(me);
+    tuner::record_shard_count(mine.db_path, config.name, count);
     if (part.problems.empty()) {
       db::Database::open(mine.db_path, db::Mode::ReadWrite);
       std::printf("rank %d, shard %d/%d: no work\n", me.rank, index, count);
@@ -324,6 +325,7 @@ Run add_tune(CLI::App& app) {
     o.db_path = tuner::expand_db_template(a->db, shard.value_or(tuner::ShardId{}), tuner::short_host_name());
     if (shard) {
       config = shard_of(config, *shard, o);
+      tuner::record_shard_count(o.db_path, config.name, shard->count);
       if (config.problems.empty()) {  // more shards than units: an empty database, so that every shard merges
         db::Database::open(o.db_path, db::Mode::ReadWrite);
         std::fprintf(text, "shard %d/%d has no work\nwrote %s\n", shard->index, shard->count, o.db_path.c_str());
@@ -332,6 +334,7 @@ Run add_tune(CLI::App& app) {
       }
     }
     if (a->finish_shards > 0) {
+      tuner::check_shard_count(o.db_path, config.name, a->finish_shards);
       config = parted_of(config, a->finish_shards, o);
       if (config.problems.empty()) {
         std::fprintf(text, "no problem was parted over the %d shards: nothing to finish\n", a->finish_shards);

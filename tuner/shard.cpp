@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "db/shard_counts.h"
 #include "tuner/enumerator.h"
 
 namespace tiletune::tuner {
@@ -205,6 +206,31 @@ std::string expand_db_template(const std::string& path, const ShardId& shard, co
     i = close;
   }
   return out;
+}
+
+void record_shard_count(const std::string& db_path, const std::string& sweep, int count) {
+  db::Database db = db::Database::open(db_path, db::Mode::ReadWrite);
+  db.transaction("record the shard count", [&] { db::add_shard_counts(db, sweep, {count}); });
+}
+
+void check_shard_count(const std::string& db_path, const std::string& sweep, int count) {
+  db::Database db = db::Database::open(db_path, db::Mode::ReadOnlyAnyVersion);
+  const std::vector<int> counts = db::shard_counts(db, sweep);
+  const std::string given = "--finish-shards " + std::to_string(count) + ": ";
+  if (counts.empty())
+    throw Error(given + db_path + " holds no shard count of sweep '" + sweep + "': merge into it the shards of " +
+                "`tune --shard I/N` of this config (a tiletune older than the record writes none)");
+  if (counts.size() > 1) {
+    std::string split;
+    for (int c : counts) split += (split.empty() ? "" : ", ") + std::to_string(c);
+    throw Error(given + "the shards of sweep '" + sweep + "' merged into " + db_path + " were split " + split +
+                " ways: shards of different splits cannot be finished together; merge those of one split into "
+                "another database");
+  }
+  if (counts[0] != count)
+    throw Error(given + "the shards of sweep '" + sweep + "' merged into " + db_path + " were split " +
+                std::to_string(counts[0]) + " ways (--shard I/" + std::to_string(counts[0]) + "): finish them with " +
+                "--finish-shards " + std::to_string(counts[0]));
 }
 
 }  // namespace tiletune::tuner

@@ -96,6 +96,15 @@ TuningConfig shard_config(const TuningConfig& config, const ShardPlan& plan, int
 // finds every candidate measured and does only what the parts left, their finals and the vendor.
 TuningConfig parted_config(const TuningConfig& config, const ShardPlan& plan);
 
+// A shard of `sweep` (the config's name) split `count` ways records so in its database
+// (db/shard_counts.h; `db merge` carries it), so that finishing the merged database can tell
+// whether it is given the count its shards were split into: another count's parted problems are
+// not the ones the shards left unfinished.
+void record_shard_count(const std::string& db_path, const std::string& sweep, int count);
+// An Error naming the database and what its shards recorded unless every shard of `sweep` merged
+// into it was split `count` ways.
+void check_shard_count(const std::string& db_path, const std::string& sweep, int count);
+
 // A database path with {shard} (the shard's index), {count} (the number of shards) and {host}
 // (this machine's short host name) replaced; any other {name}, or an unclosed brace, is an Error.
 std::string expand_db_template(const std::string& path, const ShardId& shard, const std::string& host);

@@ -1,7 +1,6 @@
 #include "gpu/cuda/cuda_backend.h"
 
 #include <cuda.h>
-#include <dlfcn.h>
 #include <nvrtc.h>
 
 #include <array>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "vendors/shared_library.h"
 
 namespace tiletune::gpu::cuda {
 namespace {
@@ -39,14 +39,14 @@ struct Driver {
 const Driver& driver() {
   static const Driver d = [] {
     Driver d;
-    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void* lib = open_library({"libcuda.so.1"});
     if (!lib) {
       d.why = "no CUDA driver (libcuda.so.1 not found)";
       return d;
     }
     using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-    auto get_proc = reinterpret_cast<GetProc>(::dlsym(lib, "cuGetProcAddress_v2"));
-    if (!get_proc) {
+    GetProc get_proc = nullptr;
+    if (!bind_symbol(lib, get_proc, "cuGetProcAddress_v2")) {
       d.why = "CUDA driver too old (no cuGetProcAddress_v2)";
       return d;
     }
@@ -117,20 +117,17 @@ const Nvrtc& nvrtc() {
       names.push_back(std::string(TILETUNE_NVRTC_DIR) + "/libnvrtc.so." + std::to_string(CUDA_VERSION / 1000));
 #endif
     }
-    void* lib = nullptr;
-    for (const auto& name : names)
-      if ((lib = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+    void* lib = open_library(names);
     if (!lib) {
       n.why = "NVRTC not found (tried";
       for (const auto& name : names) n.why += " " + name;
       n.why += "; set TILETUNE_NVRTC_LIB or LD_LIBRARY_PATH)";
       return n;
     }
-#define TT_RESOLVE(name)                                                         \
-  n.name = reinterpret_cast<decltype(n.name)>(::dlsym(lib, #name));              \
-  if (!n.name) {                                                                  \
-    n.why = "NVRTC lacks " #name;                                                 \
-    return n;                                                                     \
+#define TT_RESOLVE(name)                  \
+  if (!bind_symbol(lib, n.name, #name)) { \
+    n.why = "NVRTC lacks " #name;         \
+    return n;                             \
   }
     TT_NVRTC_FUNCS(TT_RESOLVE)
 #undef TT_RESOLVE

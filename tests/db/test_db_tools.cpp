@@ -613,7 +613,7 @@ TEST(DbExplain, ProblemJson) {
 
 // ---- the program ----------------------------------------------------------------------------
 
-using tiletune::testing::ProgramRun;
+using tiletune::ProgramOutput;
 using tiletune::testing::run_tiletune;
 
 // Beside the winners, pack pools per arch and class of problems the kernels of highest mean
@@ -653,60 +653,56 @@ TEST_F(DbToolsTest, PackPoolsGenericKernelsBesideTheWinners) {
 }
 
 TEST_F(DbToolsTest, ProgramSucceeds) {
-  const std::string log = file("log.txt");
-  ProgramRun r = run_tiletune({"db", "pack", a_, file("ship.db"), "--generic", "0"}, log);
-  EXPECT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("packed 3 winners"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("KiB"), std::string::npos) << r.out;  // sizes before and after
+  ProgramOutput r = run_tiletune({"db", "pack", a_, file("ship.db"), "--generic", "0"});
+  EXPECT_EQ(r.status, 0) << r.text;
+  EXPECT_NE(r.text.find("packed 3 winners"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("KiB"), std::string::npos) << r.text;  // sizes before and after
 
-  r = run_tiletune({"db", "merge", file("m.db"), a_, b_}, log);
-  EXPECT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("3 replaced"), std::string::npos) << r.out;
-  r = run_tiletune({"db", "check", file("m.db")}, log);
-  EXPECT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("schema version " + std::to_string(schema::latest_version()) + ", integrity ok"), std::string::npos) << r.out;
+  r = run_tiletune({"db", "merge", file("m.db"), a_, b_});
+  EXPECT_EQ(r.status, 0) << r.text;
+  EXPECT_NE(r.text.find("3 replaced"), std::string::npos) << r.text;
+  r = run_tiletune({"db", "check", file("m.db")});
+  EXPECT_EQ(r.status, 0) << r.text;
+  EXPECT_NE(r.text.find("schema version " + std::to_string(schema::latest_version()) + ", integrity ok"), std::string::npos) << r.text;
 
   r = run_tiletune({"db", "explain", file("ship.db"), "--arch", kHost, "--problem",
-                    R"({"dtype": "f32", "transA": "N", "transB": "N", "m": 256, "n": 128, "k": 64})"},
-                   log);
-  EXPECT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("TUNED"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(H0.kernel_name()), std::string::npos) << r.out;
+                    R"({"dtype": "f32", "transA": "N", "transB": "N", "m": 256, "n": 128, "k": 64})"});
+  EXPECT_EQ(r.status, 0) << r.text;
+  EXPECT_NE(r.text.find("TUNED"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find(H0.kernel_name()), std::string::npos) << r.text;
   std::ofstream(file("p.json")) << R"({"dtype": "f32", "m": 3000, "n": 3000, "k": 3000})";
-  r = run_tiletune({"db", "explain", file("ship.db"), "--arch", kHost, "--problem", "@" + file("p.json")}, log);
-  EXPECT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("FALLBACK"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("host_gemm"), std::string::npos) << r.out;
+  r = run_tiletune({"db", "explain", file("ship.db"), "--arch", kHost, "--problem", "@" + file("p.json")});
+  EXPECT_EQ(r.status, 0) << r.text;
+  EXPECT_NE(r.text.find("FALLBACK"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("host_gemm"), std::string::npos) << r.text;
   // Packed with its generic kernels (the default), the far problem gets one of them.
-  r = run_tiletune({"db", "pack", a_, file("pooled.db")}, log);
-  EXPECT_NE(r.out.find("and 4 generic kernels"), std::string::npos) << r.out;
-  r = run_tiletune({"db", "explain", file("pooled.db"), "--arch", kHost, "--problem", "@" + file("p.json")}, log);
-  EXPECT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("NEAREST"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("the generic kernel " + H0.kernel_name()), std::string::npos) << r.out;
+  r = run_tiletune({"db", "pack", a_, file("pooled.db")});
+  EXPECT_NE(r.text.find("and 4 generic kernels"), std::string::npos) << r.text;
+  r = run_tiletune({"db", "explain", file("pooled.db"), "--arch", kHost, "--problem", "@" + file("p.json")});
+  EXPECT_EQ(r.status, 0) << r.text;
+  EXPECT_NE(r.text.find("NEAREST"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("the generic kernel " + H0.kernel_name()), std::string::npos) << r.text;
 }
 
 // Exit codes (tools/commands.h): a usage error is 64 and names what was wrong; --help and
 // --version are 0.
 TEST_F(DbToolsTest, ProgramUsageErrorsExitWith64) {
-  const std::string log = file("log.txt");
-  ProgramRun r = run_tiletune({"db", "pack", a_, file("x.db"), "--bogus"}, log);
-  EXPECT_EQ(r.rc, 64) << r.out;
-  EXPECT_NE(r.out.find("--bogus"), std::string::npos) << r.out;
-  r = run_tiletune({"db", "pack", a_}, log);  // dst missing
-  EXPECT_EQ(r.rc, 64) << r.out;
-  r = run_tiletune({}, log);  // no subcommand
-  EXPECT_EQ(r.rc, 64) << r.out;
-  r = run_tiletune({"--help"}, log);
-  EXPECT_EQ(r.rc, 0) << r.out;
-  r = run_tiletune({"--version"}, log);
-  EXPECT_EQ(r.rc, 0) << r.out;
-  EXPECT_EQ(r.out.rfind("tiletune ", 0), 0u) << r.out;
+  ProgramOutput r = run_tiletune({"db", "pack", a_, file("x.db"), "--bogus"});
+  EXPECT_EQ(r.status, 64) << r.text;
+  EXPECT_NE(r.text.find("--bogus"), std::string::npos) << r.text;
+  r = run_tiletune({"db", "pack", a_});  // dst missing
+  EXPECT_EQ(r.status, 64) << r.text;
+  r = run_tiletune({});  // no subcommand
+  EXPECT_EQ(r.status, 64) << r.text;
+  r = run_tiletune({"--help"});
+  EXPECT_EQ(r.status, 0) << r.text;
+  r = run_tiletune({"--version"});
+  EXPECT_EQ(r.status, 0) << r.text;
+  EXPECT_EQ(r.text.rfind("tiletune ", 0), 0u) << r.text;
   EXPECT_FALSE(fs::exists(file("x.db")));
 }
 
 TEST_F(DbToolsTest, ProgramErrorsNameTheCause) {
-  const std::string log = file("log.txt");
   const std::string missing = file("missing.db");
   const std::string text = file("notes.txt");
   std::ofstream(text) << "these are not the tuning results you are looking for\n";
@@ -755,12 +751,12 @@ TEST_F(DbToolsTest, ProgramErrorsNameTheCause) {
       {{"db", "explain", a_, "--arch", kHost, "--problem", "@" + missing}, {"cannot read the problem file"}},
   };
   for (const auto& c : cases) {
-    ProgramRun r = run_tiletune(c.args, log);
+    ProgramOutput r = run_tiletune(c.args);
     std::string cmd;
     for (const auto& a : c.args) cmd += a + " ";
-    EXPECT_EQ(r.rc, 1) << cmd << "\n" << r.out;  // an error, not a crash (2: internal error, 128+: signal)
-    EXPECT_NE(r.out.find("tiletune: error:"), std::string::npos) << cmd << "\n" << r.out;
-    for (const auto& part : c.parts) EXPECT_NE(r.out.find(part), std::string::npos) << cmd << ": '" << part << "' not in\n" << r.out;
+    EXPECT_EQ(r.status, 1) << cmd << "\n" << r.text;  // an error, not a crash (2: internal error, 128+: signal)
+    EXPECT_NE(r.text.find("tiletune: error:"), std::string::npos) << cmd << "\n" << r.text;
+    for (const auto& part : c.parts) EXPECT_NE(r.text.find(part), std::string::npos) << cmd << ": '" << part << "' not in\n" << r.text;
   }
   for (const char* o : {"o1.db", "o2.db", "o3.db", "o4.db", "o5.db", "o6.db", "o7.db", "o8.db", "o9.db"})
     EXPECT_FALSE(fs::exists(file(o))) << o;
@@ -932,14 +928,12 @@ TEST_F(DbToolsTest, CompileOnlyDatabasePacksAndExplainsAsUnmeasured) {
   EXPECT_NE(err.find("nothing to pack"), std::string::npos) << err;
 
   // The program: pack and explain say it.
-  const std::string log = file("log.txt");
-  ProgramRun pr = run_tiletune({"db", "pack", co, file("ship2.db")}, log);
-  EXPECT_EQ(pr.rc, 0) << pr.out;
-  EXPECT_NE(pr.out.find("2 compile-only candidates"), std::string::npos) << pr.out;
-  EXPECT_NE(pr.out.find("UNMEASURED"), std::string::npos) << pr.out;
+  ProgramOutput pr = run_tiletune({"db", "pack", co, file("ship2.db")});
+  EXPECT_EQ(pr.status, 0) << pr.text;
+  EXPECT_NE(pr.text.find("2 compile-only candidates"), std::string::npos) << pr.text;
+  EXPECT_NE(pr.text.find("UNMEASURED"), std::string::npos) << pr.text;
   pr = run_tiletune({"db", "explain", file("ship2.db"), "--problem",
-                     R"({"dtype": "bf16", "transA": "N", "transB": "T", "m": 4096, "n": 4096, "k": 4096})"},
-                    log);
-  EXPECT_EQ(pr.rc, 0) << pr.out;
-  EXPECT_NE(pr.out.find("UNMEASURED"), std::string::npos) << pr.out;
+                     R"({"dtype": "bf16", "transA": "N", "transB": "T", "m": 4096, "n": 4096, "k": 4096})"});
+  EXPECT_EQ(pr.status, 0) << pr.text;
+  EXPECT_NE(pr.text.find("UNMEASURED"), std::string::npos) << pr.text;
 }

@@ -29,6 +29,7 @@ namespace fs = std::filesystem;
 using namespace tiletune;
 using tiletune::testing::parse_xml;
 using tiletune::testing::read_file;
+using tiletune::testing::run_tiletune;
 
 namespace {
 
@@ -238,39 +239,31 @@ TEST_F(ReportTest, MergedSweepsKeepTheirSearchSettings) {
   EXPECT_EQ(r.searches.at(kRnd), "random, budget 2 candidates, seed 7");
 }
 
-namespace {
-tiletune::testing::ProgramRun run_tiletune(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> argv = {TILETUNE_EXE};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return tiletune::testing::run_program(argv, log);
-}
-}  // namespace
-
 TEST_F(ReportTest, TheProgramWritesThePageAndNamesBadInput) {
   build();
-  const std::string out = file("r.html"), log = file("log");
-  auto r = run_tiletune({"report", path_, "--html", out}, log);
-  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string out = file("r.html");
+  auto r = run_tiletune({"report", path_, "--html", out});
+  ASSERT_EQ(r.status, 0) << r.text;
   EXPECT_EQ(parse_xml(read_file(out)).error, "");
   EXPECT_FALSE(fs::exists(out + ".tmp." + std::to_string(::getpid())));
-  r = run_tiletune({"report", path_, "--html", out, "--arch", kHost}, log);
-  ASSERT_EQ(r.rc, 0) << r.out;
+  r = run_tiletune({"report", path_, "--html", out, "--arch", kHost});
+  ASSERT_EQ(r.status, 0) << r.text;
   EXPECT_EQ(parse_xml(read_file(out)).elements.at("svg"), 4);
 
-  r = run_tiletune({"report", file("missing.db"), "--html", out}, log);
-  EXPECT_EQ(r.rc, 1) << r.out;
-  EXPECT_NE(r.out.find("missing.db"), std::string::npos) << r.out;
-  r = run_tiletune({"report", path_, "--html", file("no/such/dir/r.html")}, log);
-  EXPECT_EQ(r.rc, 1) << r.out;
-  EXPECT_NE(r.out.find("cannot write the report"), std::string::npos) << r.out;
-  r = run_tiletune({"report", path_, "--html", out, "--arch", "gfx942"}, log);
-  EXPECT_EQ(r.rc, 1) << r.out;
-  EXPECT_NE(r.out.find("gfx942"), std::string::npos) << r.out;
-  r = run_tiletune({"report", path_}, log);
-  EXPECT_EQ(r.rc, 64) << r.out;  // --html is required
+  r = run_tiletune({"report", file("missing.db"), "--html", out});
+  EXPECT_EQ(r.status, 1) << r.text;
+  EXPECT_NE(r.text.find("missing.db"), std::string::npos) << r.text;
+  r = run_tiletune({"report", path_, "--html", file("no/such/dir/r.html")});
+  EXPECT_EQ(r.status, 1) << r.text;
+  EXPECT_NE(r.text.find("cannot write the report"), std::string::npos) << r.text;
+  r = run_tiletune({"report", path_, "--html", out, "--arch", "gfx942"});
+  EXPECT_EQ(r.status, 1) << r.text;
+  EXPECT_NE(r.text.find("gfx942"), std::string::npos) << r.text;
+  r = run_tiletune({"report", path_});
+  EXPECT_EQ(r.status, 64) << r.text;  // --html is required
   std::ofstream(file("junk.db")) << "not a database";
-  r = run_tiletune({"report", file("junk.db"), "--html", out}, log);
-  EXPECT_EQ(r.rc, 1) << r.out;
+  r = run_tiletune({"report", file("junk.db"), "--html", out});
+  EXPECT_EQ(r.status, 1) << r.text;
 }
 
 // A real sweep records its search settings, and its page labels the sweep with them.

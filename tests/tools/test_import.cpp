@@ -27,7 +27,8 @@ using namespace tiletune;
 using namespace tiletune::imports;
 using nlohmann::json;
 using tiletune::testing::error_of;
-using tiletune::testing::ProgramRun;
+using tiletune::ProgramOutput;
+using tiletune::testing::run_tiletune;
 
 namespace {
 
@@ -473,44 +474,38 @@ TEST(Import, ConfigMergesFilesMostCalledFirstAndLoads) {
 
 // ---- the program -------------------------------------------------------------------------------
 
-// The program, its output in the test's directory.
-ProgramRun tiletune_run(const std::vector<std::string>& args, const fs::path& dir) {
-  return tiletune::testing::run_tiletune(args, (dir / "log.txt").string());
-}
-
 TEST(ImportProgram, WritesAConfigTuneLoadsAndReportsSkips) {
   TempDir dir("tiletune_import_");
   const std::string out = (dir.path() / "workload.json").string();
-  const ProgramRun r = tiletune_run({"import", kFixtures + "rocblas_bench.log", kFixtures + "torch_trace.json", "-o", out},
-                                    dir.path());
-  ASSERT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("2 unparseable; the first, line 11: -n is not an integer: '6x4'"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("1 unparseable; the first, event 20: no \"Input Dims\""), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("wrote " + out + ": 13 problems (9 GEMMs, 4 convolutions) from 17 calls"), std::string::npos) << r.out;
+  const ProgramOutput r = run_tiletune({"import", kFixtures + "rocblas_bench.log", kFixtures + "torch_trace.json", "-o", out});
+  ASSERT_EQ(r.status, 0) << r.text;
+  EXPECT_NE(r.text.find("2 unparseable; the first, line 11: -n is not an integer: '6x4'"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("1 unparseable; the first, event 20: no \"Input Dims\""), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("wrote " + out + ": 13 problems (9 GEMMs, 4 convolutions) from 17 calls"), std::string::npos) << r.text;
   const tuner::TuningConfig config = tuner::load_config(out);
   EXPECT_EQ(config.problems.size(), 13u);
 
   // An existing output is kept unless --force.
-  const ProgramRun again = tiletune_run({"import", kFixtures + "tunableop_untuned0.csv", "-o", out}, dir.path());
-  EXPECT_EQ(again.rc, 1) << again.out;
-  EXPECT_NE(again.out.find("--force"), std::string::npos) << again.out;
+  const ProgramOutput again = run_tiletune({"import", kFixtures + "tunableop_untuned0.csv", "-o", out});
+  EXPECT_EQ(again.status, 1) << again.text;
+  EXPECT_NE(again.text.find("--force"), std::string::npos) << again.text;
   EXPECT_EQ(tuner::load_config(out).problems.size(), 13u);
-  EXPECT_EQ(tiletune_run({"import", kFixtures + "tunableop_untuned0.csv", "-o", out, "--force"}, dir.path()).rc, 0);
+  EXPECT_EQ(run_tiletune({"import", kFixtures + "tunableop_untuned0.csv", "-o", out, "--force"}).status, 0);
   EXPECT_EQ(tuner::load_config(out).problems.size(), 4u);
 
   // --strict: a skipped line fails the import, and nothing is written.
   const std::string strict = (dir.path() / "strict.json").string();
-  const ProgramRun s = tiletune_run({"import", kFixtures + "tunableop_untuned0.csv", "-o", strict, "--strict"}, dir.path());
-  EXPECT_EQ(s.rc, 1) << s.out;
+  const ProgramOutput s = run_tiletune({"import", kFixtures + "tunableop_untuned0.csv", "-o", strict, "--strict"});
+  EXPECT_EQ(s.status, 1) << s.text;
   EXPECT_FALSE(fs::exists(strict));
 
   // A file of nothing importable, named; a format the program does not know: a usage error.
   const std::string nothing = (dir.path() / "nothing.log").string();
   std::ofstream(nothing) << "./rocblas-bench -f axpy -r s -n 10\n";
-  const ProgramRun n = tiletune_run({"import", nothing, "-o", (dir.path() / "n.json").string()}, dir.path());
-  EXPECT_EQ(n.rc, 1) << n.out;
-  EXPECT_NE(n.out.find(nothing + ": nothing to import"), std::string::npos) << n.out;
-  EXPECT_EQ(tiletune_run({"import", nothing, "-o", out, "--format", "csv"}, dir.path()).rc, 64);
+  const ProgramOutput n = run_tiletune({"import", nothing, "-o", (dir.path() / "n.json").string()});
+  EXPECT_EQ(n.status, 1) << n.text;
+  EXPECT_NE(n.text.find(nothing + ": nothing to import"), std::string::npos) << n.text;
+  EXPECT_EQ(run_tiletune({"import", nothing, "-o", out, "--format", "csv"}).status, 64);
 }
 
 // An imported workload of small shapes, tuned on the host: the config is one `tiletune tune` runs.
@@ -520,10 +515,9 @@ TEST(ImportProgram, TheImportedConfigTunesOnTheHost) {
   std::ofstream(log) << "./rocblas-bench -f gemm -r s --transposeA T --transposeB N -m 24 -n 16 -k 8 --lda 8 --ldb 8 "
                         "--beta 0 --ldc 24\n";
   const std::string config = (dir.path() / "small.json").string();
-  ASSERT_EQ(tiletune_run({"import", log, "-o", config, "--template", "host_gemm"}, dir.path()).rc, 0);
-  const ProgramRun t = tiletune_run({"tune", config, "--backend", "host", "--isolation", "none", "--no-vendor", "--search",
-                                     "random", "--budget", "1", "--db", (dir.path() / "t.db").string()},
-                                    dir.path());
-  EXPECT_EQ(t.rc, 0) << t.out;
-  EXPECT_NE(t.out.find("f32>f32 TN 24x16x8"), std::string::npos) << "its winner\n" << t.out;
+  ASSERT_EQ(run_tiletune({"import", log, "-o", config, "--template", "host_gemm"}).status, 0);
+  const ProgramOutput t = run_tiletune({"tune", config, "--backend", "host", "--isolation", "none", "--no-vendor", "--search",
+                                        "random", "--budget", "1", "--db", (dir.path() / "t.db").string()});
+  EXPECT_EQ(t.status, 0) << t.text;
+  EXPECT_NE(t.text.find("f32>f32 TN 24x16x8"), std::string::npos) << "its winner\n" << t.text;
 }

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "db/database.h"
+#include "db/shard_counts.h"
 #include "tests/process_util.h"
 #include "tuner/search.h"
 
@@ -142,15 +143,15 @@ class ScaleOut : public ::testing::Test {
   static void merge(const std::string& merged, const std::vector<std::string>& shards, const fs::path& work) {
     std::vector<std::string> args = {TILETUNE_EXE, "db", "merge", merged};
     args.insert(args.end(), shards.begin(), shards.end());
-    const ProgramRun m = run_program(args, (work / "merge.txt").string());
-    ASSERT_EQ(m.rc, 0) << m.out;
+    const ProgramOutput m = run_program(args);
+    ASSERT_EQ(m.status, 0) << m.text;
     EXPECT_EQ(measured(merged), full_measured_);
     EXPECT_EQ(measurement_rows(merged), full_measured_.size()) << "one row per candidate, however often merged";
   }
-  // `tune --finish-shards 4` on the merged database, its --json output.
-  static Output finish(const std::string& merged, const fs::path& work) {
+  // `tune --finish-shards N` on the merged database, its --json output.
+  static Output finish(const std::string& merged, const fs::path& work, int shards = 4) {
     auto args = tune_args(config_, merged);
-    args.insert(args.end(), {"--finish-shards", "4", "--json"});
+    args.insert(args.end(), {"--finish-shards", std::to_string(shards), "--json"});
     return run_to_end(args, work.string());
   }
   // A merged (and finished) database against the unsharded sweep's.
@@ -208,6 +209,12 @@ TEST_F(ScaleOut, FourShardsMergedGiveTheUnshardedWinners) {
   const std::string merged = (work / "merged.db").string();
   merge(merged, dbs, work);
   merge(merged, dbs, work);  // merging again changes nothing
+  // A count other than the shards' is refused before anything is timed: its parted problems are
+  // not the ones the shards left.
+  const Output three = finish(merged, work, 3);
+  EXPECT_EQ(three.code, 1);
+  EXPECT_NE(three.err.find("were split 4 ways (--shard I/4)"), std::string::npos) << three.err;
+  EXPECT_EQ(finals(merged), shard_finals);
   const Output f = finish(merged, work);
   ASSERT_EQ(f.code, 0) << f.err;
   EXPECT_NE(f.err.find("1 of 4 problems were parted"), std::string::npos) << f.err;
@@ -243,7 +250,8 @@ TEST_F(ScaleOut, AShardKilledMidRunIsRerunAloneAndResumes) {
   for (int i : {0, 2, 3}) {
     auto args = tune_args(config_, (work / "tune-{shard}.db").string());
     args.insert(args.end(), {"--shard", std::to_string(i) + "/4"});
-    ASSERT_EQ(run_program(args, (work / "log.txt").string()).rc, 0) << read_file((work / "log.txt").string());
+    const ProgramOutput r = run_program(args);
+    ASSERT_EQ(r.status, 0) << r.text;
   }
   // Shard 1 is killed once it has measured something.
   auto args = tune_args(config_, (work / "tune-{shard}.db").string());
@@ -267,10 +275,10 @@ TEST_F(ScaleOut, AShardKilledMidRunIsRerunAloneAndResumes) {
   EXPECT_EQ(wait_for(c), 128 + SIGKILL);
   ASSERT_TRUE(reached) << read_file(log);
   const std::size_t before = measured(dbs[1]).size();
-  const ProgramRun again = run_program(args, (work / "again.txt").string());
-  ASSERT_EQ(again.rc, 0) << again.out;
+  const ProgramOutput again = run_program(args);
+  ASSERT_EQ(again.status, 0) << again.text;
   // It resumed: what the killed run measured is not measured again.
-  EXPECT_NE(again.out.find(std::to_string(before) + " already measured"), std::string::npos) << again.out;
+  EXPECT_NE(again.text.find(std::to_string(before) + " already measured"), std::string::npos) << again.text;
   merge_and_finish((work / "merged.db").string(), dbs, work);
 }
 
@@ -304,8 +312,38 @@ TEST_F(ScaleOut, ShardAutoReadsTheEnvironmentAndRefusesWithoutOne) {
   EXPECT_NE(b.err.find("4/4"), std::string::npos) << b.err;
 }
 
+// The shard count recorded in a database: none in an unsharded sweep's, so --finish-shards
+// refuses it; two after shards of two splits were merged together, which no count finishes.
+TEST_F(ScaleOut, FinishShardsRefusesADatabaseItsShardsDoNotMatch) {
+  const fs::path work = folder("count");
+  auto copy_of_full = [&](const std::string& name, const std::vector<int>& counts) {
+    const std::string path = (work / name).string();
+    const Output m = run_to_end({TILETUNE_EXE, "db", "merge", path, (dir_ / "full.db").string()}, work.string());
+    EXPECT_EQ(m.code, 0) << m.err;
+    db::Database d = db::Database::open(path, db::Mode::ReadWrite);
+    d.transaction("test", [&] { db::add_shard_counts(d, "scale-out", counts); });
+    return path;
+  };
+  const Output none = finish(copy_of_full("unsharded.db", {}), work);
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.err.find("holds no shard count of sweep 'scale-out'"), std::string::npos) << none.err;
+  const std::string by4 = copy_of_full("by4.db", {4}), by2 = copy_of_full("by2.db", {2});
+  const Output two = finish(by2, work);
+  EXPECT_EQ(two.code, 1);
+  EXPECT_NE(two.err.find("were split 2 ways"), std::string::npos) << two.err;
+  // `db merge` keeps every count it meets.
+  const std::string mixed = (work / "mixed.db").string();
+  const Output m = run_to_end({TILETUNE_EXE, "db", "merge", mixed, by4, by2}, work.string());
+  ASSERT_EQ(m.code, 0) << m.err;
+  db::Database d = db::Database::open(mixed, db::Mode::ReadOnly);
+  EXPECT_EQ(db::shard_counts(d, "scale-out"), (std::vector<int>{2, 4}));
+  const Output both = finish(mixed, work);
+  EXPECT_EQ(both.code, 1);
+  EXPECT_NE(both.err.find("were split 2, 4 ways"), std::string::npos) << both.err;
+}
+
 bool on_path(const std::string& tool) {
-  return run_program({"/bin/sh", "-c", "command -v " + tool}, "/dev/null").rc == 0;
+  return run_program({"/bin/sh", "-c", "command -v " + tool}).status == 0;
 }
 
 TEST_F(ScaleOut, MpirunOfFourRanksTakingShardsFromRankZero) {
@@ -320,18 +358,18 @@ TEST_F(ScaleOut, MpirunOfFourRanksTakingShardsFromRankZero) {
   auto tune = tune_args(config_, merged);
   tune.insert(tune.end(), {"--mpi", "--mpi-shards", "6", "--local-db", (work / "rank-{shard}-{host}.db").string()});
   args.insert(args.end(), tune.begin(), tune.end());
-  const ProgramRun r = run_program(args, (work / "mpi.txt").string());
-  ASSERT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("wrote " + merged + ": 6 shards on 4 ranks"), std::string::npos) << r.out;
+  const ProgramOutput r = run_program(args);
+  ASSERT_EQ(r.status, 0) << r.text;
+  EXPECT_NE(r.text.find("wrote " + merged + ": 6 shards on 4 ranks"), std::string::npos) << r.text;
   // The queue handed out each shard exactly once.
   for (int shard = 0; shard < 6; ++shard) {
     const std::string line = ", shard " + std::to_string(shard) + "/6: ";
-    const auto first = r.out.find(line);
-    EXPECT_NE(first, std::string::npos) << "shard " << shard << " never ran:\n" << r.out;
-    if (first != std::string::npos) EXPECT_EQ(r.out.find(line, first + 1), std::string::npos) << r.out;
+    const auto first = r.text.find(line);
+    EXPECT_NE(first, std::string::npos) << "shard " << shard << " never ran:\n" << r.text;
+    if (first != std::string::npos) EXPECT_EQ(r.text.find(line, first + 1), std::string::npos) << r.text;
   }
   // Rank 0 finished the merged database itself: 6 shards part every problem.
-  EXPECT_NE(r.out.find("finished 4 parted problems: 8 finals timed"), std::string::npos) << r.out;
+  EXPECT_NE(r.text.find("finished 4 parted problems: 8 finals timed"), std::string::npos) << r.text;
   expect_same_as_unsharded(merged);
   EXPECT_FALSE(fs::exists(merged + ".ranks")) << "the copies of the ranks' databases are removed";
 #endif
@@ -340,13 +378,13 @@ TEST_F(ScaleOut, MpirunOfFourRanksTakingShardsFromRankZero) {
 TEST_F(ScaleOut, SlurmArrayOfFourShardsOnALocalCluster) {
   const std::string script = std::string(TILETUNE_SOURCE_DIR) + "/scripts/slurm-local.sh";
   const fs::path work = folder("slurm");
-  const ProgramRun r = run_program({"bash", script, TILETUNE_EXE, config_, work.string()}, (work / "slurm.txt").string());
-  if (r.rc == 77) GTEST_SKIP() << r.out;  // no slurmctld, slurmd or munged, or not root
-  ASSERT_EQ(r.rc, 0) << r.out;
+  const ProgramOutput r = run_program({"bash", script, TILETUNE_EXE, config_, work.string()});
+  if (r.status == 77) GTEST_SKIP() << r.text;  // no slurmctld, slurmd or munged, or not root
+  ASSERT_EQ(r.status, 0) << r.text;
   std::vector<std::string> dbs;
   for (const auto& e : fs::directory_iterator(work / "db"))
     if (e.path().extension() == ".db") dbs.push_back(e.path().string());
-  ASSERT_EQ(dbs.size(), 4u) << r.out;
+  ASSERT_EQ(dbs.size(), 4u) << r.text;
   merge_and_finish((work / "merged.db").string(), dbs, work);
 }
 

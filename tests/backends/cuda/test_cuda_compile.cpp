@@ -438,24 +438,29 @@ TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
   EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 4), Error);
 }
 
+// A stand-in for cuTensorMapEncodeTiled that encodes nothing and records what each map asks for:
+// its element type, then its three dimensions and its box's two (innermost first).
+struct TmaMaps {
+  static inline std::vector<std::pair<CUtensorMapDataType, std::vector<cuuint64_t>>> seen;
+  static CUresult encode(CUtensorMap*, CUtensorMapDataType dt, cuuint32_t, void*, const cuuint64_t* dims,
+                         const cuuint64_t*, const cuuint32_t* box, const cuuint32_t*, CUtensorMapInterleave,
+                         CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+    seen.push_back({dt, {dims[0], dims[1], dims[2], box[0], box[1]}});
+    return CUDA_SUCCESS;
+  }
+};
+
 // 8-bit operands (TN) move as bytes in boxes of one 128-byte line (BK = 128 elements) by BM / BN
 // rows; int8's C map is int32, fp8's bf16. BK 64 is not one line of 8-bit elements: refused.
 TEST(CudaCompile, WgmmaEightBitMaps) {
-  static std::vector<std::pair<CUtensorMapDataType, std::vector<cuuint64_t>>> seen;
-  struct Fake {
-    static CUresult encode(CUtensorMap*, CUtensorMapDataType dt, cuuint32_t, void*, const cuuint64_t* dims,
-                           const cuuint64_t*, const cuuint32_t* box, const cuuint32_t*, CUtensorMapInterleave,
-                           CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
-      seen.push_back({dt, {dims[0], dims[1], dims[2], box[0], box[1]}});
-      return CUDA_SUCCESS;
-    }
-  };
+  auto& seen = TmaMaps::seen;
+  seen.clear();
   TtGemmParams p{};
   p.a = p.b = reinterpret_cast<const void*>(std::uintptr_t(1) << 20);
   p.c = reinterpret_cast<void*>(std::uintptr_t(1) << 21);
   p.m = 1000, p.n = 600, p.k = 512, p.lda = 512, p.ldb = 512, p.ldc = 1000, p.batch = 1;
-  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::S8, true, false, 128, 256, 128, 1, 3, 1, DataType::S32);
-  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::E4M3, true, false, 128, 128, 128, 1, 3, 1,
+  gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::S8, true, false, 128, 256, 128, 1, 3, 1, DataType::S32);
+  gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::E4M3, true, false, 128, 128, 128, 1, 3, 1,
                                        DataType::BF16);
   ASSERT_EQ(seen.size(), 6u);
   EXPECT_EQ(seen[0].first, CU_TENSOR_MAP_DATA_TYPE_UINT8);
@@ -464,36 +469,29 @@ TEST(CudaCompile, WgmmaEightBitMaps) {
   EXPECT_EQ(seen[2].first, CU_TENSOR_MAP_DATA_TYPE_INT32);
   EXPECT_EQ(seen[3].first, CU_TENSOR_MAP_DATA_TYPE_UINT8);
   EXPECT_EQ(seen[5].first, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
-  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::E4M3, true, false, 128, 128, 64), Error);
+  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::E4M3, true, false, 128, 128, 64), Error);
 }
 
 // The TMA-store epilogue's map over C (type and box of C's element size, the kernel's chunk of
 // columns) and what
 // refuses it: C, ldc or the batch stride off 16 bytes (the constraint, and the encoder itself).
 TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
-  static std::vector<std::pair<CUtensorMapDataType, std::vector<cuuint64_t>>> seen;
-  struct Fake {
-    static CUresult encode(CUtensorMap*, CUtensorMapDataType dt, cuuint32_t, void*, const cuuint64_t* dims,
-                           const cuuint64_t*, const cuuint32_t* box, const cuuint32_t*, CUtensorMapInterleave,
-                           CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
-      seen.push_back({dt, {dims[0], dims[1], dims[2], box[0], box[1]}});
-      return CUDA_SUCCESS;
-    }
-  };
+  auto& seen = TmaMaps::seen;
+  seen.clear();
   TtGemmParams p{};
   p.a = p.b = reinterpret_cast<const void*>(std::uintptr_t(1) << 20);
   p.c = reinterpret_cast<void*>(std::uintptr_t(1) << 21);
   p.m = 1000, p.n = 600, p.k = 512, p.lda = 1000, p.ldb = 512, p.ldc = 1000, p.batch = 1;
-  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 3, 0);
+  gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 3, 0);
   EXPECT_EQ(seen.size(), 2u);  // A and B only
-  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 3, 1,
+  gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 3, 1,
                                        DataType::BF16);
-  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::F16, false, false, 128, 128, 64, 1, 3, 1,
+  gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::F16, false, false, 128, 128, 64, 1, 3, 1,
                                        DataType::F32);
   // 72- and 80-column tiles store chunks of 24 and 16 columns.
-  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 72, 64, 1, 3, 1,
+  gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 72, 64, 1, 3, 1,
                                        DataType::BF16);
-  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 80, 64, 1, 3, 1,
+  gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 80, 64, 1, 3, 1,
                                        DataType::F32);
   ASSERT_EQ(seen.size(), 14u);
   EXPECT_EQ(seen[4].first, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
@@ -503,26 +501,26 @@ TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
   EXPECT_EQ(seen[10].second, (std::vector<cuuint64_t>{1000, 600, 1, 64, 24}));
   EXPECT_EQ(seen[13].second, (std::vector<cuuint64_t>{1000, 600, 1, 32, 16}));
   p.c = reinterpret_cast<void*>((std::uintptr_t(1) << 21) + 2);
-  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1,
+  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 128, 64, 1,
                                                     3, 1, DataType::BF16),
                Error);
-  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, 1,
+  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 128, 64, 1,
                                                     3, 2, DataType::BF16),
                Error);
   // Clusters: each CTA loads 1 / CLUSTER of a K-major B tile's rows (and multicasts them).
   p.c = reinterpret_cast<void*>(std::uintptr_t(1) << 21);
   seen.clear();
-  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 64, 128, 64, 4);
+  gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 64, 128, 64, 4);
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[1].second, (std::vector<cuuint64_t>{512, 600, 1, 64, 32}));  // B: K x N, box 64 k x 128 / 4 rows
-  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 64, 128, 64, 3),
+  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 64, 128, 64, 3),
                Error);
   // Two-dimensional clusters: the CTAs of a tile row share A, each loading 1 / CLUSTERN of an
   // MN-major box's K lines or of a K-major tile's rows.
   seen.clear();
-  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 96, 64, 4, 3, 0,
+  gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 96, 64, 4, 3, 0,
                                        DataType::BF16, 2);
-  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, true, false, 128, 128, 64, 2, 3, 0,
+  gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, true, false, 128, 128, 64, 2, 3, 0,
                                        DataType::BF16, 4);
   ASSERT_EQ(seen.size(), 4u);
   EXPECT_EQ(seen[0].second, (std::vector<cuuint64_t>{1000, 512, 1, 64, 32}));  // A: M x K, box 64 rows x 64 / 2 k
@@ -530,23 +528,23 @@ TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
   EXPECT_EQ(seen[2].second, (std::vector<cuuint64_t>{512, 1000, 1, 64, 32}));  // A: K x M, box 64 k x 128 / 4 rows
   EXPECT_EQ(seen[3].second, (std::vector<cuuint64_t>{512, 600, 1, 64, 64}));
   for (const auto& [cl, bad] : std::vector<std::pair<int, int>>{{2, 3}, {2, 8}, {4, 4}})
-    EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 128, 64, cl,
+    EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 128, 64, cl,
                                                       3, 0, DataType::BF16, bad),
                  Error);
   // An MN-major B (trans_b) in a cluster: each CTA loads the K lines of its share of every box.
   seen.clear();
-  gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, true, 128, 128, 64, 4);
+  gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, true, 128, 128, 64, 4);
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[1].second, (std::vector<cuuint64_t>{600, 512, 1, 64, 16}));  // B: N x K, box 64 rows x 64 / 4 k
   // A K-major B whose share per CTA is not whole 8-row atoms (72 rows in pairs: 36) comes in
   // boxes of one atom; 80 rows in pairs are 40 each, one box.
   for (const auto& [bn, cl, box] : std::vector<std::array<int, 3>>{{72, 2, 8}, {72, 4, 8}, {80, 4, 8}, {80, 2, 40}}) {
     seen.clear();
-    gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, bn, 64, cl);
+    gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, bn, 64, cl);
     ASSERT_EQ(seen.size(), 2u);
     EXPECT_EQ(seen[1].second, (std::vector<cuuint64_t>{512, 600, 1, 64, cuuint64_t(box)})) << bn << " in " << cl;
   }
-  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&Fake::encode, p, DataType::BF16, false, false, 128, 76, 64, 1),
+  EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 76, 64, 1),
                Error);  // not whole 8-row atoms at all
 
   const KernelTemplate& t = find_template("wgmma_gemm");

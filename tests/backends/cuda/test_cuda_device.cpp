@@ -320,20 +320,7 @@ TEST_F(CudaDevice, EightBitWgmmaSampleValidates) {
     ASSERT_FALSE(per[pi].empty()) << p.key();
     const std::size_t stride = std::max<std::size_t>(1, per[pi].size() / 12);
     for (std::size_t i = 0; i < per[pi].size(); i += stride) {
-      const tuner::Candidate& c = *per[pi][i];
-      auto r = dev_->compiler().compile(t.compile_request(c.solution, p, dev_->info()));
-      ASSERT_TRUE(r.ok) << c.solution.kernel_name() << "\n" << r.log;
-      auto kernel = dev_->load(r.code);
-      // As the tuner and the runtime launch it (workspace, operand copies where it makes them).
-      const ops::KernelLaunch launch(t, t.variables(c.solution, p, dev_->info()), p.canonical());
-      gpu::DeviceBuffer ws;
-      if (auto bytes = std::size_t(launch.workspace_bytes())) {
-        ws = gpu::DeviceBuffer(*dev_, bytes);
-        dev_->fill_bytes(ws.get(), 0, bytes);
-      }
-      ops::GemmInputs data(*dev_, p, false);
-      auto v = data.validate_call([&](const ops::CallParams& a) { launch.launch(*dev_, *kernel, a, ws.get(), nullptr); });
-      EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << ": " << v.reason;
+      ASSERT_NO_FATAL_FAILURE(validate_as_launched(*dev_, t, per[pi][i]->solution, p));
       ++checked;
     }
   }

@@ -119,20 +119,7 @@ TEST_F(CudaDevice, SanitizerSampleOfEveryTemplate) {
     std::vector<std::size_t> seen(problems.size(), 0);
     for (const auto& c : e.candidates) {
       if (seen[c.problem_index]++ >= 2) continue;  // two variants per problem and template
-      const GemmProblem& p = problems[c.problem_index];
-      auto r = dev_->compiler().compile(c.tmpl->compile_request(c.solution, p, dev_->info()));
-      ASSERT_TRUE(r.ok) << c.solution.kernel_name() << "\n" << r.log;
-      auto kernel = dev_->load(r.code);
-      // As the tuner and the runtime launch it: with its operand copies (REPACK) where it makes them.
-      const ops::KernelLaunch launch(*c.tmpl, c.tmpl->variables(c.solution, p, dev_->info()), p.canonical());
-      gpu::DeviceBuffer ws;
-      if (auto bytes = std::size_t(launch.workspace_bytes())) {
-        ws = gpu::DeviceBuffer(*dev_, bytes);
-        dev_->fill_bytes(ws.get(), 0, bytes);
-      }
-      ops::GemmInputs data(*dev_, p, false);
-      auto v = data.validate_call([&](const ops::CallParams& a) { launch.launch(*dev_, *kernel, a, ws.get(), nullptr); });
-      EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << ": " << v.reason;
+      ASSERT_NO_FATAL_FAILURE(validate_as_launched(*dev_, *c.tmpl, c.solution, problems[c.problem_index]));
       ++checked;
     }
   }
