@@ -95,11 +95,15 @@ TEST(AmdArchTable, FiguresOfTheTrainingGpus) {
   // The table's shapes and cycles give back the data sheets' dense peaks (within 3%).
   auto near = [](double got, double want) { return std::abs(got / want - 1) < 0.03; };
   EXPECT_TRUE(near(mi300->peak_flops("bf16"), 1307.4e12)) << mi300->peak_flops("bf16");
-  EXPECT_TRUE(near(mi300->peak_flops("fp8"), 2614.9e12)) << mi300->peak_flops("fp8");
+  EXPECT_TRUE(near(mi300->peak_flops("e4m3"), 2614.9e12)) << mi300->peak_flops("e4m3");
+  EXPECT_TRUE(near(mi300->peak_flops("s8"), 2614.9e12)) << mi300->peak_flops("s8");
   EXPECT_TRUE(near(mi300->peak_flops("f32"), 163.4e12)) << mi300->peak_flops("f32");
   EXPECT_TRUE(near(mi355->peak_flops("bf16"), 2.5e15)) << mi355->peak_flops("bf16");
-  EXPECT_TRUE(near(mi355->peak_flops("fp8"), 5.0e15)) << mi355->peak_flops("fp8");
+  EXPECT_TRUE(near(mi355->peak_flops("e4m3"), 5.0e15)) << mi355->peak_flops("e4m3");
+  EXPECT_TRUE(near(mi355->peak_flops("s8"), 5.0e15)) << mi355->peak_flops("s8");
   EXPECT_TRUE(near(hipb::amd_arch("gfx90a")->peak_flops("bf16") * 2, 383e12));  // two GCDs
+  EXPECT_TRUE(near(hipb::amd_arch("gfx90a")->peak_flops("s8") * 2, 383e12));
+  EXPECT_TRUE(near(hipb::amd_arch("gfx908")->peak_flops("s8"), 184.6e12));
   EXPECT_EQ(hipb::amd_arch("gfx1030")->peak_flops("f16"), 0);
   ASSERT_NE(mi355->shape("bf16", 32, 16), nullptr);
   EXPECT_EQ(mi300->shape("bf16", 32, 16), nullptr);
@@ -111,6 +115,16 @@ TEST(AmdArchTable, FiguresOfTheTrainingGpus) {
   EXPECT_EQ(hipb::amd_arch("gfx1030")->mfma_k16(), 0);
   EXPECT_EQ(device_for("gfx950").mfma_k16, 16);
   EXPECT_EQ(device_for("gfx942").mfma_k16, 8);
+  // 8-bit inputs: the K of the 32x32 fp8 and int8 shapes, and which arch reads fp8 as FNUZ.
+  EXPECT_EQ(device_for("gfx950").mfma_k_fp8, 64);
+  EXPECT_EQ(device_for("gfx942").mfma_k_fp8, 16);
+  EXPECT_EQ(device_for("gfx90a").mfma_k_fp8, 0);
+  EXPECT_EQ(device_for("gfx950").mfma_k_int8, 32);
+  EXPECT_EQ(device_for("gfx942").mfma_k_int8, 16);
+  EXPECT_EQ(device_for("gfx90a").mfma_k_int8, 8);
+  EXPECT_EQ(device_for("gfx1030").mfma_k_int8, 0);
+  EXPECT_TRUE(mi300->fp8_fnuz);
+  EXPECT_FALSE(mi355->fp8_fnuz);
 }
 
 TEST(AmdArchTable, PruningFollowsTheArch) {
