@@ -3,6 +3,7 @@
 //    operand tiles into emulated LDS and read the MFMA fragments back; an independent model of the
 //    MFMA instructions (register layouts from the CDNA ISA) combines them, and every product
 //    A(m,k)*B(k,n) of the tile must land exactly once in the right C(m,n);
+//  - gfx942's FNUZ reading of OCP fp8 (kernel_templates/mfma_fp8.h) on every byte;
 //  - its search space enumerated for a gfx90a-like device (bf16 and fp16, all layouts, odd sizes);
 //  - a sample of variants compiled with hipRTC for gfx90a (and the default for gfx908), checked for
 //    v_mfma instructions and sane register / LDS metadata.

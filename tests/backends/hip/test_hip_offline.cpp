@@ -4,8 +4,9 @@
 //    clang-22 for gfx90a, gfx942 and gfx950, with the v_mfma instructions of the arch (and only
 //    those) in the disassembly and the register / LDS figures of the metadata within its limits;
 //  - gfx950's doubled-K MFMA builtin, which gfx942 refuses, and mfma_gemm's instruction shapes and
-//    LDS per arch (gfx950's 32x32x16 / 16x16x32, tiles beyond 64 KiB);
-//  - a compile-only sweep for gfx942, packed and explained as unmeasured.
+//    LDS per arch (gfx950's 32x32x16 / 16x16x32, tiles beyond 64 KiB), its fp8 and int8 shapes
+//    per arch, and mfma_conv's in every direction;
+//  - a compile-only sweep for gfx942 with a bf16 and an fp8 GEMM, packed and explained as unmeasured.
 // The compile tests skip, saying why, where clang-22, hipRTC's header or the device libraries are
 // missing (scripts/install-deps.sh installs them).
 #include <gtest/gtest.h>
