@@ -26,6 +26,7 @@
 #include "gpu/backend.h"
 #include "gpu/hip/code_object_info.h"
 #include "gpu/hip/hip_backend.h"
+#include "gpu/hip/traits.h"
 #include "kernel_templates/mfma_fp8.h"
 #include "kernel_templates/mfma_layout.h"
 #include "solutions/kernel_template.h"
@@ -384,6 +385,7 @@ std::optional<Compiled> compile_and_check(const tiletune::gpu::Compiler& compile
   const auto& t = mfma_template();
   auto dev = fake_gfx90a();
   dev.arch = arch;
+  hipb::assume_from_arch(dev, true);  // the arch table's MFMA K per input type
   const auto vars = t.variables(s, p, dev);
   const auto why = t.violation(vars);
   EXPECT_FALSE(why.has_value()) << *why;
@@ -425,6 +427,20 @@ std::optional<Compiled> compile_and_check(const tiletune::gpu::Compiler& compile
 }
 
 Solution with(std::map<std::string, std::int64_t> params) { return Solution{"mfma_gemm", std::move(params)}; }
+
+// int8 on gfx90a through the compiler the backend picks there (hipRTC where it loads): the 4-value
+// 32x32x8 / 16x16x16 instructions, int32 accumulators and C.
+TEST(MfmaCompile, Int8ForGfx90a) {
+  auto compiler = hipb::make_compiler();
+  const GemmProblem p = make_problem(DataType::S8, DataType::S32, true, false, 2048, 2048, 2048);
+  for (const auto& [mi, instruction] : {std::pair{32, "v_mfma_i32_32x32x8i8"}, std::pair{16, "v_mfma_i32_16x16x16i8"}}) {
+    const Solution s = with({{"MT0", 128}, {"MT1", 128}, {"DU", 64}, {"WM", 64}, {"WN", 64}, {"MI", mi}, {"VW", 16}, {"PAD", 16}, {"DB", 1}});
+    SCOPED_TRACE(s.kernel_name());
+    const auto out = compile_and_check(*compiler, s, p, "gfx90a");
+    ASSERT_TRUE(out.has_value());
+    EXPECT_NE(out->dis.find(instruction), std::string::npos) << instruction << " not in the disassembly";
+  }
+}
 
 TEST(MfmaCompile, SampleOfTheSpaceForGfx90a) {
   auto compiler = hipb::make_compiler();
