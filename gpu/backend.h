@@ -37,6 +37,10 @@ struct DeviceInfo {
   // and CDNA3, 16 on gfx950; 0: no MFMA, or an arch the table lacks). Templates prune instruction
   // shapes the arch lacks with it (DEV_MFMA_K16), not by failing compiles.
   int mfma_k16 = 0;
+  // The same for fp8 (e4m3) and int8 inputs (DEV_MFMA_K_FP8, DEV_MFMA_K_INT8): 16 on gfx942, 64 / 32
+  // on gfx950; int8 8 on gfx90a; 0 where the arch has no such MFMA.
+  int mfma_k_fp8 = 0;
+  int mfma_k_int8 = 0;
 };
 
 struct CompileRequest {

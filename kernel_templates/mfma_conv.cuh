@@ -8,7 +8,9 @@
 //   dgrad    dy gathered, K-contiguous      filters, N-contiguous              dx  [N*H*W][C]
 //   wgrad    dy, M-contiguous               x gathered, N-contiguous           dw  [K][R*S*C]
 //
-// computed as in mfma_gemm.cuh (whose MFMA wrappers and mfma_layout.h index math it reuses): waves
+// computed as in mfma_gemm.cuh (whose MFMA wrappers and mfma_layout.h index math it reuses, and its
+// per-arch instruction choice: gfx950's doubled-K 32x32x16 / 16x16x32, CDNA2/3's 32x32x8 /
+// 16x16x16 elsewhere, as the JSON derives from DEV_MFMA_K16): waves
 // of 64 lanes own WM x WN tiles of MI x MI MFMA blocks, LDS holds both operands k-contiguous with a
 // pitch of DU + PAD elements, global loads of the next K tile go to registers while the MFMAs of
 // the current one run, then to the other LDS buffer. A K-contiguous tile is written to LDS a vector
@@ -182,10 +184,10 @@ template <typename TA, typename TC, int DIR, bool NCHW, int MT0, int MT1, int DU
 __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_conv(const TtConvParams p) {
   using namespace tt_mfma;
   using namespace tt_mfma_conv;
-  using Op = Operand<TA>;
+  constexpr int KPL = ArchKpl<TA>::value, KI = inst_k(MI, KPL);  // gfx950: the doubled-K shapes
+  using Op = Operand<TA, KPL>;
   using Frag = typename Op::Frag;
   using Acc = typename Accum<MI>::T;
-  constexpr int KPL = Op::KPL, KI = inst_k(MI, KPL);
   constexpr int THREADS = (MT0 / WM) * (MT1 / WN) * 64;
   constexpr int FM = WM / MI, FN = WN / MI, NR = acc_regs(MI), SP = DU + PAD;
   static_assert(DIR >= 0 && DIR <= 2 && !NCHW, "NHWC, fwd / dgrad / wgrad");
@@ -251,13 +253,13 @@ __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_conv(const 
     for (int kk = 0; kk < DU / KI; ++kk) {
       Frag a[FM], b[FN];
       TT_UNROLL
-      for (int i = 0; i < FM; ++i) a[i] = *reinterpret_cast<const Frag*>(a_s + lds_index(i * MI, kk * KI, SP));
+      for (int i = 0; i < FM; ++i) a[i] = FragRead<Frag>::at(a_s + lds_index(i * MI, kk * KI, SP));
       TT_UNROLL
-      for (int j = 0; j < FN; ++j) b[j] = *reinterpret_cast<const Frag*>(b_s + lds_index(j * MI, kk * KI, SP));
+      for (int j = 0; j < FN; ++j) b[j] = FragRead<Frag>::at(b_s + lds_index(j * MI, kk * KI, SP));
       TT_UNROLL
       for (int i = 0; i < FM; ++i)
         TT_UNROLL
-        for (int j = 0; j < FN; ++j) Mfma<TA, MI>::run(acc[i][j], a[i], b[j]);
+        for (int j = 0; j < FN; ++j) Mfma<TA, MI, KPL>::run(acc[i][j], a[i], b[j]);
     }
     if (more) {
       la.store(As + (cur ^ 1) * (MT0 * SP), tid, SP);

@@ -156,6 +156,8 @@ static void device_variables(const gpu::DeviceInfo& dev, Variables& v) {
   v["DEV_LDS_OPTIN_BYTES"] = dev.shared_bytes_optin;
   v["DEV_CC"] = dev.compute_capability;
   v["DEV_MFMA_K16"] = dev.mfma_k16;
+  v["DEV_MFMA_K_FP8"] = dev.mfma_k_fp8;
+  v["DEV_MFMA_K_INT8"] = dev.mfma_k_int8;
 }
 
 // A GEMM's names: sizes, layout, leading dimensions and the alignment they allow, tf32, int8.

@@ -244,7 +244,11 @@ DeviceInfo query_device(int index) {
   info.max_threads_per_block = props.maxThreadsPerBlock;
   info.shared_bytes_per_block = static_cast<int>(props.sharedMemPerBlock);
   info.warp_size = props.warpSize;
-  if (const AmdArch* a = amd_arch(info.arch)) info.mfma_k16 = a->mfma_k16();
+  if (const AmdArch* a = amd_arch(info.arch)) {
+    info.mfma_k16 = a->mfma_k16();
+    info.mfma_k_fp8 = a->mfma_k("e4m3");
+    info.mfma_k_int8 = a->mfma_k("s8");
+  }
   int drv = 0;
   if (runtime().hipDriverGetVersion(&drv) == hipSuccess) info.driver_version = std::to_string(drv);
   int rt = 0;

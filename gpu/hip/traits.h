@@ -18,6 +18,8 @@ inline void assume_from_arch(DeviceInfo& d, bool measured) {
     d.warp_size = a->wave_size;
     d.shared_bytes_per_block = d.shared_bytes_optin = a->lds_bytes_per_workgroup;
     d.mfma_k16 = a->mfma_k16();
+    d.mfma_k_fp8 = a->mfma_k("e4m3");
+    d.mfma_k_int8 = a->mfma_k("s8");
     if (!measured) d.multiprocessors = a->compute_units;
   }
 }

@@ -3,6 +3,7 @@
 //    operand tiles into emulated LDS and read the MFMA fragments back; an independent model of the
 //    MFMA instructions (register layouts from the CDNA ISA) combines them, and every product
 //    A(m,k)*B(k,n) of the tile must land exactly once in the right C(m,n);
+//  - gfx942's FNUZ reading of OCP fp8 (kernel_templates/mfma_fp8.h) on every byte;
 //  - its search space enumerated for a gfx90a-like device (bf16 and fp16, all layouts, odd sizes);
 //  - a sample of variants compiled with hipRTC for gfx90a (and the default for gfx908), checked for
 //    v_mfma instructions and sane register / LDS metadata.
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -24,6 +26,8 @@
 #include "gpu/backend.h"
 #include "gpu/hip/code_object_info.h"
 #include "gpu/hip/hip_backend.h"
+#include "gpu/hip/traits.h"
+#include "kernel_templates/mfma_fp8.h"
 #include "kernel_templates/mfma_layout.h"
 #include "solutions/kernel_template.h"
 #include "solutions/gemm_problem.h"
@@ -45,6 +49,8 @@ struct TileConfig {
   int mt0, mt1, du, wm, wn, mi, kpl, vw, pad;
   bool transa, transb;
   bool split_bf16 = false;  // gfx908 bf16: each instruction issued as two 2-value halves
+  int bytes = 2;            // input element size: fragment reads are aligned to min(16, KPL * bytes)
+  int frag_align() const { return std::min(16, kpl * bytes); }
 };
 
 // The MFMA instructions as the ISA defines them (written independently of mfma_layout.h).
@@ -108,7 +114,7 @@ std::string emulate_tile(const TileConfig& t) {
   const int waves = (t.mt0 / t.wm) * (t.mt1 / t.wn);
   const int threads = waves * 64;
   const int ki = inst_k(t.mi, t.kpl);
-  if (t.du % ki || pitch % t.kpl || t.mt0 % t.wm || t.mt1 % t.wn || t.wm % t.mi || t.wn % t.mi)
+  if (t.du % ki || pitch * t.bytes % t.frag_align() || t.mt0 % t.wm || t.mt1 % t.wn || t.wm % t.mi || t.wn % t.mi)
     return "config breaks the template's static_asserts";
 
   const auto a_lds = stage_tile(t.transa ? t.du : t.mt0, t.transa ? t.mt0 : t.du, t.transa, t.vw, threads, pitch,
@@ -137,13 +143,13 @@ std::string emulate_tile(const TileConfig& t) {
     auto a_frag = [&](int lane, int i, int kk, int s) {
       const int off = lds_index(wm0 + frag_mn(lane, t.mi), frag_k(lane, 0, t.mi, t.kpl), pitch);
       const int idx = off + lds_index(i * t.mi, kk * ki, pitch);
-      if (idx % t.kpl) err = "misaligned A fragment read";
+      if (idx * t.bytes % t.frag_align()) err = "misaligned A fragment read";
       return a_lds[idx + s];
     };
     auto b_frag = [&](int lane, int j, int kk, int s) {
       const int off = lds_index(wn0 + frag_mn(lane, t.mi), frag_k(lane, 0, t.mi, t.kpl), pitch);
       const int idx = off + lds_index(j * t.mi, kk * ki, pitch);
-      if (idx % t.kpl) err = "misaligned B fragment read";
+      if (idx * t.bytes % t.frag_align()) err = "misaligned B fragment read";
       return b_lds[idx + s];
     };
     for (int i = 0; i < fm; ++i)
@@ -214,12 +220,22 @@ TEST(MfmaEmulation, EveryProductLandsOnceInTheRightElement) {
       configs.push_back({64, 64, 32, 32, 32, 16, 8, 8, 8, ta, tb});
       configs.push_back({256, 128, 64, 64, 64, 32, 8, 8, 8, ta, tb});    // 108 KiB double-buffered on gfx950
       configs.push_back({128, 64, 64, 64, 32, 16, 8, 4, 0, ta, tb});
+      // 8-bit inputs (one byte, 16-byte vectors, PAD 16): gfx942's fp8 / int8 32x32x16 and
+      // 16x16x32 (8 values per lane), gfx950's int8 32x32x32 / 16x16x64 (16) and fp8 f8f6f4
+      // 32x32x64 / 16x16x128 (32: two 16-byte reads per fragment), gfx90a's int8 32x32x8 (4).
+      configs.push_back({64, 64, 64, 32, 32, 32, 8, 16, 16, ta, tb, false, 1});
+      configs.push_back({64, 64, 64, 32, 32, 16, 8, 16, 16, ta, tb, false, 1});
+      configs.push_back({64, 64, 64, 32, 32, 32, 16, 16, 16, ta, tb, false, 1});
+      configs.push_back({64, 64, 64, 32, 32, 16, 16, 16, 0, ta, tb, false, 1});
+      configs.push_back({128, 128, 128, 64, 64, 32, 32, 16, 16, ta, tb, false, 1});
+      configs.push_back({64, 64, 128, 32, 32, 16, 32, 16, 16, ta, tb, false, 1});
+      configs.push_back({64, 64, 32, 32, 32, 32, 4, 16, 16, ta, tb, false, 1});
     }
   for (const auto& c : configs) {
     SCOPED_TRACE(testing::Message() << c.mt0 << "x" << c.mt1 << " DU" << c.du << " W" << c.wm << "x" << c.wn
                                     << " MI" << c.mi << " KPL" << c.kpl << " VW" << c.vw << " PAD" << c.pad
                                     << (c.transa ? " T" : " N") << (c.transb ? "T" : "N")
-                                    << (c.split_bf16 ? " split" : ""));
+                                    << (c.split_bf16 ? " split" : "") << " " << c.bytes << "B");
     EXPECT_EQ(emulate_tile(c), "");
   }
 }
@@ -233,6 +249,54 @@ TEST(MfmaEmulation, DetectsABrokenLayout) {
   // A staging that does not fit the tile (VW does not divide the contiguous extent) is caught too.
   TileConfig odd{64, 64, 16, 32, 32, 16, 4, 3, 4, false, false};
   EXPECT_NE(emulate_tile(odd), "");
+  // gfx950's 32-byte fp8 fragments with a pitch of 72 bytes: the 16-byte reads would straddle.
+  TileConfig unaligned{64, 64, 64, 32, 32, 32, 32, 16, 8, true, false, false, 1};
+  EXPECT_NE(emulate_tile(unaligned), "");
+}
+
+// gfx942's FNUZ reading of OCP e4m3 (kernel_templates/mfma_fp8.h), on every byte, against decoders
+// of both formats written from their definitions.
+double ocp_e4m3(unsigned b) {
+  const int e = (b >> 3) & 15, m = b & 7;
+  if (e == 15 && m == 7) return std::nan("");
+  const double mag = e == 0 ? std::ldexp(m, -9) : std::ldexp(8 + m, e - 10);  // bias 7
+  return b & 0x80 ? -mag : mag;
+}
+double fnuz_e4m3(unsigned b) {
+  if (b == 0x80) return std::nan("");
+  const int e = (b >> 3) & 15, m = b & 7;
+  const double mag = e == 0 ? std::ldexp(m, -10) : std::ldexp(8 + m, e - 11);  // bias 8
+  return b & 0x80 ? -mag : mag;
+}
+
+TEST(MfmaFp8, Gfx942ReadsEveryOcpByteAsHalfItsValue) {
+  int nans = 0;
+  for (unsigned b = 0; b < 256; ++b) {
+    SCOPED_TRACE(b);
+    const unsigned f = tt_mfma::ocp_to_fnuz4(b) & 0xffu;
+    EXPECT_EQ(tt_mfma::ocp_to_fnuz4(b) >> 8, 0u) << "a byte leaked into its neighbour";
+    if (std::isnan(ocp_e4m3(b))) {
+      EXPECT_TRUE(std::isnan(fnuz_e4m3(f)));
+      ++nans;
+    } else {
+      EXPECT_EQ(fnuz_e4m3(f), ocp_e4m3(b) / 2);  // -0 becomes +0, which compares equal
+      EXPECT_FALSE(std::isnan(fnuz_e4m3(f)));
+    }
+  }
+  EXPECT_EQ(nans, 2);
+  EXPECT_EQ(fnuz_e4m3(tt_mfma::ocp_to_fnuz4(0x7e)), 224.0);  // OCP's largest, 448, halved
+  // Four bytes at once, each as on its own, in every position.
+  for (unsigned b = 0; b < 256; ++b)
+    for (unsigned other : {0x00u, 0x7fu, 0x80u, 0xffu, 0x3cu})
+      for (int pos = 0; pos < 4; ++pos) {
+        unsigned w = 0, want = 0;
+        for (int q = 0; q < 4; ++q) {
+          const unsigned byte = q == pos ? b : other;
+          w |= byte << (8 * q);
+          want |= tt_mfma::ocp_to_fnuz4(byte) << (8 * q);
+        }
+        ASSERT_EQ(tt_mfma::ocp_to_fnuz4(w), want) << std::hex << w;
+      }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -321,6 +385,7 @@ std::optional<Compiled> compile_and_check(const tiletune::gpu::Compiler& compile
   const auto& t = mfma_template();
   auto dev = fake_gfx90a();
   dev.arch = arch;
+  hipb::assume_from_arch(dev, true);  // the arch table's MFMA K per input type
   const auto vars = t.variables(s, p, dev);
   const auto why = t.violation(vars);
   EXPECT_FALSE(why.has_value()) << *why;
@@ -362,6 +427,20 @@ std::optional<Compiled> compile_and_check(const tiletune::gpu::Compiler& compile
 }
 
 Solution with(std::map<std::string, std::int64_t> params) { return Solution{"mfma_gemm", std::move(params)}; }
+
+// int8 on gfx90a through the compiler the backend picks there (hipRTC where it loads): the 4-value
+// 32x32x8 / 16x16x16 instructions, int32 accumulators and C.
+TEST(MfmaCompile, Int8ForGfx90a) {
+  auto compiler = hipb::make_compiler();
+  const GemmProblem p = make_problem(DataType::S8, DataType::S32, true, false, 2048, 2048, 2048);
+  for (const auto& [mi, instruction] : {std::pair{32, "v_mfma_i32_32x32x8i8"}, std::pair{16, "v_mfma_i32_16x16x16i8"}}) {
+    const Solution s = with({{"MT0", 128}, {"MT1", 128}, {"DU", 64}, {"WM", 64}, {"WN", 64}, {"MI", mi}, {"VW", 16}, {"PAD", 16}, {"DB", 1}});
+    SCOPED_TRACE(s.kernel_name());
+    const auto out = compile_and_check(*compiler, s, p, "gfx90a");
+    ASSERT_TRUE(out.has_value());
+    EXPECT_NE(out->dis.find(instruction), std::string::npos) << instruction << " not in the disassembly";
+  }
+}
 
 TEST(MfmaCompile, SampleOfTheSpaceForGfx90a) {
   auto compiler = hipb::make_compiler();

@@ -4,8 +4,9 @@
 //    clang-22 for gfx90a, gfx942 and gfx950, with the v_mfma instructions of the arch (and only
 //    those) in the disassembly and the register / LDS figures of the metadata within its limits;
 //  - gfx950's doubled-K MFMA builtin, which gfx942 refuses, and mfma_gemm's instruction shapes and
-//    LDS per arch (gfx950's 32x32x16 / 16x16x32, tiles beyond 64 KiB);
-//  - a compile-only sweep for gfx942, packed and explained as unmeasured.
+//    LDS per arch (gfx950's 32x32x16 / 16x16x32, tiles beyond 64 KiB), its fp8 and int8 shapes
+//    per arch, and mfma_conv's in every direction;
+//  - a compile-only sweep for gfx942 with a bf16 and an fp8 GEMM, packed and explained as unmeasured.
 // The compile tests skip, saying why, where clang-22, hipRTC's header or the device libraries are
 // missing (scripts/install-deps.sh installs them).
 #include <gtest/gtest.h>
@@ -95,11 +96,15 @@ TEST(AmdArchTable, FiguresOfTheTrainingGpus) {
   // The table's shapes and cycles give back the data sheets' dense peaks (within 3%).
   auto near = [](double got, double want) { return std::abs(got / want - 1) < 0.03; };
   EXPECT_TRUE(near(mi300->peak_flops("bf16"), 1307.4e12)) << mi300->peak_flops("bf16");
-  EXPECT_TRUE(near(mi300->peak_flops("fp8"), 2614.9e12)) << mi300->peak_flops("fp8");
+  EXPECT_TRUE(near(mi300->peak_flops("e4m3"), 2614.9e12)) << mi300->peak_flops("e4m3");
+  EXPECT_TRUE(near(mi300->peak_flops("s8"), 2614.9e12)) << mi300->peak_flops("s8");
   EXPECT_TRUE(near(mi300->peak_flops("f32"), 163.4e12)) << mi300->peak_flops("f32");
   EXPECT_TRUE(near(mi355->peak_flops("bf16"), 2.5e15)) << mi355->peak_flops("bf16");
-  EXPECT_TRUE(near(mi355->peak_flops("fp8"), 5.0e15)) << mi355->peak_flops("fp8");
+  EXPECT_TRUE(near(mi355->peak_flops("e4m3"), 5.0e15)) << mi355->peak_flops("e4m3");
+  EXPECT_TRUE(near(mi355->peak_flops("s8"), 5.0e15)) << mi355->peak_flops("s8");
   EXPECT_TRUE(near(hipb::amd_arch("gfx90a")->peak_flops("bf16") * 2, 383e12));  // two GCDs
+  EXPECT_TRUE(near(hipb::amd_arch("gfx90a")->peak_flops("s8") * 2, 383e12));
+  EXPECT_TRUE(near(hipb::amd_arch("gfx908")->peak_flops("s8"), 184.6e12));
   EXPECT_EQ(hipb::amd_arch("gfx1030")->peak_flops("f16"), 0);
   ASSERT_NE(mi355->shape("bf16", 32, 16), nullptr);
   EXPECT_EQ(mi300->shape("bf16", 32, 16), nullptr);
@@ -111,6 +116,16 @@ TEST(AmdArchTable, FiguresOfTheTrainingGpus) {
   EXPECT_EQ(hipb::amd_arch("gfx1030")->mfma_k16(), 0);
   EXPECT_EQ(device_for("gfx950").mfma_k16, 16);
   EXPECT_EQ(device_for("gfx942").mfma_k16, 8);
+  // 8-bit inputs: the K of the 32x32 fp8 and int8 shapes, and which arch reads fp8 as FNUZ.
+  EXPECT_EQ(device_for("gfx950").mfma_k_fp8, 64);
+  EXPECT_EQ(device_for("gfx942").mfma_k_fp8, 16);
+  EXPECT_EQ(device_for("gfx90a").mfma_k_fp8, 0);
+  EXPECT_EQ(device_for("gfx950").mfma_k_int8, 32);
+  EXPECT_EQ(device_for("gfx942").mfma_k_int8, 16);
+  EXPECT_EQ(device_for("gfx90a").mfma_k_int8, 8);
+  EXPECT_EQ(device_for("gfx1030").mfma_k_int8, 0);
+  EXPECT_TRUE(mi300->fp8_fnuz);
+  EXPECT_FALSE(mi355->fp8_fnuz);
 }
 
 TEST(AmdArchTable, PruningFollowsTheArch) {
@@ -129,6 +144,41 @@ TEST(AmdArchTable, PruningFollowsTheArch) {
   EXPECT_NE(on300->find("lds_fits"), std::string::npos) << *on300;
   const auto on355 = t.violation(t.variables(s, p, mi355));
   EXPECT_FALSE(on355.has_value()) << *on355;
+}
+
+// fp8 and int8 in mfma_gemm: the values per lane and the instruction K follow the arch table, and
+// the constraints prune what an arch lacks (fp8 before CDNA3, gfx950's deeper K) and what the
+// template does not do (8-bit operands other than TN, the 8-bit-only depth and pad on 16-bit).
+TEST(AmdArchTable, EightBitPruningFollowsTheArch) {
+  const auto& t = tiletune::find_template("mfma_gemm");
+  auto gemm = [](DataType a, DataType c, bool ta, bool tb) {
+    return tiletune::testing::gemm(a, c, ta, tb, 4096, 4096, 4096, 1);
+  };
+  const Problem fp8 = gemm(DataType::E4M3, DataType::BF16, true, false);
+  const Problem int8 = gemm(DataType::S8, DataType::S32, true, false);
+  std::map<std::string, std::int64_t> p = {{"MT0", 64}, {"MT1", 64}, {"DU", 64}, {"WM", 32}, {"WN", 32},
+                                           {"MI", 32}, {"VW", 16}, {"PAD", 16}, {"DB", 1}};
+  auto vars = [&](const Problem& pr, const std::string& arch) { return t.variables(Solution{"mfma_gemm", p}, pr, device_for(arch)); };
+  auto why = [&](const Problem& pr, const std::string& arch) { return t.violation(vars(pr, arch)).value_or(""); };
+  EXPECT_EQ(vars(fp8, "gfx942").at("INST_K"), 16);
+  EXPECT_EQ(vars(fp8, "gfx950").at("INST_K"), 64);
+  EXPECT_EQ(vars(int8, "gfx90a").at("INST_K"), 8);
+  EXPECT_EQ(vars(int8, "gfx942").at("INST_K"), 16);
+  EXPECT_EQ(vars(int8, "gfx950").at("INST_K"), 32);
+  for (const std::string arch : {"gfx942", "gfx950"}) EXPECT_EQ(why(fp8, arch), "") << arch;
+  for (const std::string arch : {"gfx90a", "gfx942", "gfx950"}) EXPECT_EQ(why(int8, arch), "") << arch;
+  EXPECT_NE(why(fp8, "gfx90a").find("eight_bit_mfma_on_the_arch"), std::string::npos) << why(fp8, "gfx90a");
+  EXPECT_NE(why(gemm(DataType::E4M3, DataType::F32, false, true), "gfx942").find("eight_bit_inputs_tn"), std::string::npos);
+  p["MI"] = 16;  // 16x16x32 on gfx942; gfx950's 16x16x128 needs DU 128
+  EXPECT_EQ(why(fp8, "gfx942"), "");
+  EXPECT_NE(why(fp8, "gfx950").find("depth_multiple_of_instruction_k"), std::string::npos) << why(fp8, "gfx950");
+  p["DU"] = 128;
+  EXPECT_EQ(why(fp8, "gfx950"), "");
+  p["PAD"] = 8;  // 136-byte pitch: gfx950's 32-byte fragments would straddle 16-byte reads
+  EXPECT_NE(why(fp8, "gfx950").find("pad_keeps_fragments_aligned"), std::string::npos) << why(fp8, "gfx950");
+  // DU 128 and PAD 16 are 8-bit only: the 16-bit spaces stay as they were.
+  p = {{"MT0", 64}, {"MT1", 64}, {"DU", 128}, {"WM", 32}, {"WN", 32}, {"MI", 32}, {"VW", 8}, {"PAD", 8}, {"DB", 0}};
+  EXPECT_NE(why(gemm(DataType::BF16, DataType::BF16, true, false), "gfx950").find("deep_tiles_and_wide_pads"), std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -300,17 +350,86 @@ TEST(OfflineCompile, Gfx950DoubledKMfmaAndGfx942RefusesIt) {
   EXPECT_FALSE(compiler->compile(r).ok);
 }
 
+// One solution compiled with clang-22: the kernel's metadata and the v_mfma mnemonics of its code.
+struct Compiled {
+  std::string error;
+  hipb::AmdKernelInfo info;
+  std::set<std::string> mfma;
+};
+
+Compiled compile_solution(const tiletune::gpu::Compiler& compiler, const tiletune::KernelTemplate& t, const Solution& s,
+                          const Problem& p, const std::string& arch) {
+  Compiled c;
+  const auto res = compiler.compile(t.compile_request(s, p, device_for(arch)));
+  if (!res.ok) return c.error = "compile failed:\n" + res.log, c;
+  for (const auto& k : hipb::read_amd_code_object(res.code.bytes))
+    if (k.name == res.code.symbol) c.info = k;
+  if (c.info.name.empty()) return c.error = "kernel " + res.code.symbol + " not in the metadata", c;
+  const std::string dis = hipb::disassemble_amd(res.code.bytes, arch);
+  static const std::regex mfma(R"(\bv_mfma_[a-z0-9_]+)");
+  for (std::sregex_iterator it(dis.begin(), dis.end(), mfma), end; it != end; ++it) c.mfma.insert(it->str());
+  return c;
+}
+
+// Each case must be admitted by the template's constraints on its arch, compile into exactly the
+// expected v_mfma, which must be the arch table's instruction for the input type, MI and the
+// template's derived INST_K, with the LDS the template computes, no scratch, and registers within
+// the arch's file.
+struct ShapeCase {
+  std::string arch;
+  Problem problem;
+  std::map<std::string, std::int64_t> params;
+  std::string instruction;
+};
+
+void expect_shapes(const std::string& templ, const std::vector<ShapeCase>& cases) {
+  const auto& t = tiletune::find_template(templ);
+  auto compiler = hipb::make_clang_compiler();
+  std::vector<std::future<Compiled>> results;
+  for (const auto& c : cases) {
+    const Solution s{templ, c.params};
+    const auto v = t.variables(s, c.problem, device_for(c.arch));
+    const auto why = t.violation(v);
+    ASSERT_FALSE(why.has_value()) << c.arch << " " << s.kernel_name() << " " << c.problem.key() << ": " << *why;
+    const hipb::AmdArch* arch = hipb::amd_arch(c.arch);
+    const DataType in = c.problem.is_conv() ? c.problem.conv().in_type : c.problem.gemm().a_type;
+    const hipb::MfmaShape* shape = arch->shape(tiletune::to_string(in), int(v.at("MI")), int(v.at("INST_K")));
+    ASSERT_NE(shape, nullptr) << c.arch << " has no " << tiletune::to_string(in) << " MFMA of MI " << v.at("MI")
+                              << " and K " << v.at("INST_K");
+    EXPECT_EQ(shape->instruction, c.instruction) << "the arch table and the expected instruction differ";
+    results.push_back(std::async(std::launch::async, [&, s] { return compile_solution(*compiler, t, s, c.problem, c.arch); }));
+  }
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const ShapeCase& c = cases[i];
+    const Solution s{templ, c.params};
+    SCOPED_TRACE(c.arch + " " + c.problem.key() + " " + s.kernel_name());
+    const Compiled r = results[i].get();
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.mfma, std::set<std::string>{c.instruction});
+    EXPECT_EQ(r.info.lds_bytes, t.variables(s, c.problem, device_for(c.arch)).at("LDS_BYTES"));
+    EXPECT_EQ(r.info.private_bytes, 0) << "scratch memory";
+    const hipb::AmdArch* arch = hipb::amd_arch(c.arch);
+    EXPECT_GT(r.info.vgpr_count, 0);
+    EXPECT_LE(r.info.vgpr_count + r.info.agpr_count, arch->vgprs + (arch->unified_registers ? 0 : arch->agprs));
+    EXPECT_LE(r.info.lds_bytes, arch->lds_bytes_per_workgroup);
+    std::printf("%-7s %-30.30s %-60.60s vgpr=%3d agpr=%3d sgpr=%3d lds=%6d scratch=%d %s\n", c.arch.c_str(),
+                c.problem.key().c_str(), s.kernel_name().c_str(), r.info.vgpr_count, r.info.agpr_count,
+                r.info.sgpr_count, r.info.lds_bytes, r.info.private_bytes, c.instruction.c_str());
+  }
+}
+
+using Params = std::map<std::string, std::int64_t>;
+Params with(Params extra, Params base) {
+  for (const auto& [k, v] : extra) base[k] = v;
+  return base;
+}
+
 // mfma_gemm's instruction shapes per arch: 16-bit inputs take gfx950's doubled-K 32x32x16 /
 // 16x16x32 there (XK = 2, derived from the arch table as the kernel derives it from __gfx950__) and
 // the CDNA2/CDNA3 shapes elsewhere. Each instance compiles into exactly the expected v_mfma with the
 // LDS the template computes; gfx950's 160 KiB admit double-buffered tiles that gfx942 prunes.
 TEST(OfflineCompile, MfmaGemmShapesFollowTheArch) {
   REQUIRE_TOOLCHAIN();
-  using Params = std::map<std::string, std::int64_t>;
-  auto with = [](Params extra, Params base) {
-    for (const auto& [k, v] : extra) base[k] = v;
-    return base;
-  };
   const Params small = {{"MT0", 64}, {"MT1", 64}, {"DU", 32}, {"WM", 32}, {"WN", 32},
                         {"MI", 32},  {"VW", 8},   {"PAD", 8}, {"DB", 1}};
   // 256x128, 64 deep, double-buffered: 2 * 384 * 72 * 2 bytes = 108 KiB of LDS for 16-bit inputs;
@@ -356,41 +475,12 @@ TEST(OfflineCompile, MfmaGemmShapesFollowTheArch) {
   for (const std::string arch : {"gfx90a", "gfx942", "gfx950"})  // the default fits every CDNA arch
     EXPECT_FALSE(t.violation(t.variables(t.default_solution(), problem(DataType::BF16), device_for(arch))));
 
-  auto compiler = hipb::make_clang_compiler();
-  std::vector<std::future<tiletune::gpu::CompileResult>> results;
+  std::vector<ShapeCase> shapes;
   for (const auto& c : cases) {
-    const auto v = vars(c.params, c.type, c.arch);
-    const auto why = t.violation(v);
-    ASSERT_FALSE(why.has_value()) << c.arch << " " << Solution{"mfma_gemm", c.params}.kernel_name() << ": " << *why;
-    EXPECT_EQ(v.at("XK"), c.xk) << c.arch;
-    results.push_back(std::async(std::launch::async, [&] {
-      return compiler->compile(t.compile_request(Solution{"mfma_gemm", c.params}, problem(c.type), device_for(c.arch)));
-    }));
+    EXPECT_EQ(vars(c.params, c.type, c.arch).at("XK"), c.xk) << c.arch;
+    shapes.push_back({c.arch, problem(c.type), c.params, c.instruction});
   }
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
-    const Solution s{"mfma_gemm", c.params};
-    SCOPED_TRACE(c.arch + " " + tiletune::to_string(c.type) + " " + s.kernel_name());
-    const auto res = results[i].get();
-    ASSERT_TRUE(res.ok) << res.log;
-    hipb::AmdKernelInfo info;
-    for (const auto& k : hipb::read_amd_code_object(res.code.bytes))
-      if (k.name == res.code.symbol) info = k;
-    ASSERT_FALSE(info.name.empty());
-    const std::string dis = hipb::disassemble_amd(res.code.bytes, c.arch);
-    static const std::regex mfma(R"(\bv_mfma_[a-z0-9_]+)");
-    std::set<std::string> seen;
-    for (std::sregex_iterator it(dis.begin(), dis.end(), mfma), end; it != end; ++it) seen.insert(it->str());
-    EXPECT_EQ(seen, std::set<std::string>{c.instruction});
-    EXPECT_EQ(info.lds_bytes, vars(c.params, c.type, c.arch).at("LDS_BYTES"));
-    const hipb::AmdArch* arch = hipb::amd_arch(c.arch);
-    EXPECT_GT(info.vgpr_count, 0);
-    EXPECT_LE(info.vgpr_count + info.agpr_count, arch->vgprs + (arch->unified_registers ? 0 : arch->agprs));
-    EXPECT_LE(info.lds_bytes, arch->lds_bytes_per_workgroup);
-    std::printf("%-7s %-5s %-68s vgpr=%3d agpr=%3d lds=%6d scratch=%d %s\n", c.arch.c_str(),
-                tiletune::to_string(c.type), s.kernel_name().c_str(), info.vgpr_count, info.agpr_count, info.lds_bytes,
-                info.private_bytes, c.instruction.c_str());
-  }
+  expect_shapes("mfma_gemm", shapes);
 }
 
 // The HIP backend's compiler hands hipRTC's refusals (gfx942: Debian's hipRTC aborts on it) to
@@ -426,13 +516,15 @@ TEST(OfflineCompile, HipBackendRoutesGfx942ToClang) {
 namespace {
 
 // `tune --compile-only --arch gfx942`: code objects and their figures in the database, nothing
-// measured; a rerun finds them cached.
+// measured; a rerun finds them cached. A bf16 and an fp8 GEMM (the fp8 one through gfx942's
+// v_mfma_f32_*_fp8_fp8), both packed and explained.
 TEST(CompileOnly, FillsTheDatabaseForAnArchThatIsNotHere) {
   REQUIRE_TOOLCHAIN();
   const tiletune::TempDir dir("tiletune-compile-only-");
   const auto config = tiletune::tuner::parse_config(R"({
     "name": "mi300_tiny",
-    "problems": [{"dtype": "bf16", "transA": "N", "transB": "T", "m": 4096, "n": 4096, "k": 4096}],
+    "problems": [{"dtype": "bf16", "transA": "N", "transB": "T", "m": 4096, "n": 4096, "k": 4096},
+                 {"dtype": "fp8", "transA": "T", "transB": "N", "m": 4096, "n": 4096, "k": 4096}],
     "templates": {"mfma_gemm": {"parameters": {"MT0": [128], "MT1": [128], "DU": [32], "MI": [32]}}},
     "search": {"strategy": "random", "budget": 2}
   })", dir.path().string());
@@ -442,10 +534,10 @@ TEST(CompileOnly, FillsTheDatabaseForAnArchThatIsNotHere) {
   o.compile_jobs = 2;
   std::FILE* quiet = std::fopen("/dev/null", "w");
   const auto s = tiletune::tuner::run_compile_only(config, o, "gfx942", quiet);
-  EXPECT_EQ(s.selected, 2u);
-  EXPECT_EQ(s.compiled, 2u);
+  EXPECT_EQ(s.selected, 4u);  // 2 per problem
+  EXPECT_EQ(s.compiled, 4u);
   EXPECT_EQ(s.failed, 0u);
-  EXPECT_EQ(s.with_figures, 2u);
+  EXPECT_EQ(s.with_figures, 4u);
   auto db = tiletune::db::Database::open(o.db_path, tiletune::db::Mode::ReadOnly);
   std::size_t objects = 0;
   db.for_each_code_object([&](const tiletune::db::CodeObjectRecord& r) {
@@ -459,31 +551,35 @@ TEST(CompileOnly, FillsTheDatabaseForAnArchThatIsNotHere) {
     EXPECT_GT(j.at("mfma_instructions").get<int>(), 0);
     EXPECT_LE(j.at("lds_bytes").get<int>(), 65536);
   });
-  EXPECT_EQ(objects, 2u);
+  EXPECT_EQ(objects, 4u);
   EXPECT_TRUE(db.winners("gfx942").empty());  // nothing measured, nothing won
-  EXPECT_EQ(db.compiled("gfx942").size(), 2u);  // ... but both recorded as compiled for the problem
+  EXPECT_EQ(db.compiled("gfx942").size(), 4u);  // ... but all recorded as compiled for their problem
   const auto again = tiletune::tuner::run_compile_only(config, o, "gfx942", quiet);
-  EXPECT_EQ(again.cached, 2u);
+  EXPECT_EQ(again.cached, 4u);
   EXPECT_EQ(again.compiled, 0u);
 
-  // db pack keeps the model's first of the two, unmeasured; db explain shows its real figures.
+  // db pack keeps the model's first of each problem's two, unmeasured; db explain shows its real
+  // figures.
   const std::string shipped = (dir.path() / "mi300x.db").string();
   const auto packed = tiletune::db::pack(o.db_path, shipped, {}, false);
   EXPECT_EQ(packed.winners, 0u);
-  EXPECT_EQ(packed.compiled, 1u);
+  EXPECT_EQ(packed.compiled, 2u);
   auto ship = tiletune::db::Database::open(shipped, tiletune::db::Mode::ReadOnly);
-  const auto e = tiletune::db::explain(ship, config.problems[0], "");
-  EXPECT_EQ(e.arch, "gfx942");
-  EXPECT_NE(e.choice, tiletune::db::Explanation::Choice::Tuned);
-  EXPECT_FALSE(e.measured);
-  ASSERT_EQ(e.compiled.size(), 1u);
-  const auto figures = nlohmann::json::parse(e.compiled[0].record.figures);
-  EXPECT_GT(figures.at("vgpr").get<int>(), 0);
-  EXPECT_GT(figures.at("mfma_instructions").get<int>(), 0);
-  const std::string text = tiletune::db::format(e);
-  EXPECT_NE(text.find("UNMEASURED"), std::string::npos) << text;
-  EXPECT_NE(text.find("VGPR " + figures.at("vgpr").dump()), std::string::npos) << text;
-  std::printf("%s", text.c_str());
+  for (const auto& problem : config.problems) {
+    SCOPED_TRACE(problem.key());
+    const auto e = tiletune::db::explain(ship, problem, "");
+    EXPECT_EQ(e.arch, "gfx942");
+    EXPECT_NE(e.choice, tiletune::db::Explanation::Choice::Tuned);
+    EXPECT_FALSE(e.measured);
+    ASSERT_EQ(e.compiled.size(), 1u);
+    const auto figures = nlohmann::json::parse(e.compiled[0].record.figures);
+    EXPECT_GT(figures.at("vgpr").get<int>(), 0);
+    EXPECT_GT(figures.at("mfma_instructions").get<int>(), 0);
+    const std::string text = tiletune::db::format(e);
+    EXPECT_NE(text.find("UNMEASURED"), std::string::npos) << text;
+    EXPECT_NE(text.find("VGPR " + figures.at("vgpr").dump()), std::string::npos) << text;
+    std::printf("%s", text.c_str());
+  }
   EXPECT_THROW(tiletune::tuner::run_compile_only(config, o, "sm_90a", quiet), tiletune::Error);
   EXPECT_THROW(tiletune::tuner::run_compile_only(config, o, "", quiet), tiletune::Error);
   std::fclose(quiet);
