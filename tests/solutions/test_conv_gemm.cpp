@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <set>
@@ -18,6 +19,7 @@
 #include "solutions/conv_gemm.h"
 #include "solutions/model.h"
 #include "tests/test_util.h"
+#include "tuner/config.h"
 #include "tuner/enumerator.h"
 
 namespace tiletune {
@@ -301,6 +303,34 @@ TEST(ConvGemmTemplate, IsWgmmaGemmOnTheMappedGemm) {
     EXPECT_NE(instances.begin()->find("wgmma_gemm<tt_bf16, tt_bf16" + layout), std::string::npos) << *instances.begin();
   }
   EXPECT_GT(compared, 12);
+}
+
+// The shipped ResNet-50 configs give every stride-1 1x1 layer of each direction they tune
+// wgmma_conv1x1 candidates, and the other layers none.
+TEST(ConvGemmTemplate, ShippedResNet50ConfigsOfferItToThe1x1Layers) {
+  for (const char* name : {"h200_conv_resnet50.json", "h200_conv_grad.json"}) {
+    const tuner::TuningConfig config = tuner::load_config(std::string(TILETUNE_SOURCE_DIR) + "/configs/h200/" + name);
+    const KernelTemplate* t = nullptr;
+    for (const KernelTemplate& x : config.templates)
+      if (x.name() == "wgmma_conv1x1") t = &x;
+    ASSERT_TRUE(t) << name;
+    std::set<ConvDirection> directions;
+    int gemms = 0;
+    std::size_t total = 0;
+    for (const Problem& p : config.problems) {
+      if (conv_gemm_refusal(p.conv())) {  // refused by its own rules, before any of the GEMM's
+        EXPECT_NE(refused_by(p.conv()), "") << p.key();
+        continue;
+      }
+      const std::size_t n =
+          tuner::enumerate({*t}, std::vector<Problem>{p}, testing::fake_device(gpu::BackendKind::Cuda)).candidates.size();
+      EXPECT_GT(n, 0u) << name << " " << p.key();
+      directions.insert(p.conv().direction), ++gemms, total += n;
+    }
+    std::printf("%s: %d 1x1 problems, %zu wgmma_conv1x1 candidates\n", name, gemms, total);
+    EXPECT_GE(gemms, 10) << name;  // 5 or 6 layers, two or three directions
+    EXPECT_GE(directions.size(), 2u) << name;
+  }
 }
 
 }  // namespace

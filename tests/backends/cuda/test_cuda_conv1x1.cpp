@@ -165,7 +165,7 @@ const KernelTemplate& sample_space() {
     n.set_values("STAGES", {4});
     n.set_values("GROUP", {8});
     n.set_values("LOADER", {0});
-    n.set_values("SPLITK", {1, 2, 4});
+    n.set_values("SPLITK", {1, 2, 4, 16});
     return n;
   }();
   return t;
