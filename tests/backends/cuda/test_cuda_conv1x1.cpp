@@ -2,11 +2,15 @@
 // "conv_as_gemm_tma") on CUDA: the host encodes the mapped GEMM's tensor maps over the
 // convolution's tensors (through a fake encoder that records its arguments), NVRTC compiles a
 // sample for sm_90a without spills (no GPU needed), and on an sm_90 GPU a sample is validated
-// against the fp64 reference twice per candidate (split-K must leave its workspace zeroed).
+// against the fp64 reference twice per candidate (split-K must leave its workspace zeroed), and a
+// tuned winner of each direction is served by the runtime.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <vector>
@@ -16,9 +20,11 @@
 #include "kernel_templates/gemm_tma_params.h"
 #include "ops/arguments.h"
 #include "ops/cuda/tma_arguments.h"
+#include "runtime/tiletune.hpp"
 #include "solutions/conv_gemm.h"
 #include "tests/conv_test_util.h"
 #include "tests/test_util.h"
+#include "tuner/config.h"
 
 using namespace tiletune;
 using namespace tiletune::testing;
@@ -207,6 +213,47 @@ TEST(Conv1x1Gpu, SampleMatchesTheReference) {
   const auto cands = conv_sample(sample_space(), ps, dev->info(), 8);
   ASSERT_GE(cands.size(), ps.size());
   std::printf("%zu candidates validated\n", validate_conv_candidates(*dev, cands, ps));
+}
+
+// A wgmma_conv1x1 winner of each direction (the generated kernels alone) runs the same way in the
+// runtime (the GEMM's tensor maps encoded per call over the caller's tensors) as in its sweep.
+TEST(Conv1x1Gpu, SweepThenRuntimeDispatchInEachDirection) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv1x1 needs sm_90";
+  namespace fs = std::filesystem;
+  for (const char* direction : {"fwd", "dgrad", "wgrad"}) {
+    const fs::path dir = fs::temp_directory_path() / ("tiletune-conv1x1-" + std::to_string(::getpid()) + "-" + direction);
+    fs::create_directories(dir);
+    const std::string db = (dir / "conv1x1.db").string();
+    const std::string json = std::string(R"({
+      "problems": [{"kind": "conv", "direction": ")") + direction + R"(", "dtype": "bf16", "layout": "NHWC", "n": 8,
+                    "c": 256, "h": 14, "w": 14, "k": 512, "r": 1, "s": 1, "stride": 1, "pad": 0, "dilation": 1,
+                    "groups": 1}],
+      "templates": {"wgmma_conv1x1": {"parameters": {"BM": [128], "BN": [128], "STAGES": [4], "CONSUMERS": [2],
+                                                     "PINGPONG": [0, 1], "RASTER": [0], "GROUP": [8], "COOPN": [0],
+                                                     "COOPK": [0], "LOADER": [0], "EPI": [0, 1], "SPLITK": [1, 2]}}},
+      "benchmark": {"warmup": 1, "min_iterations": 3, "max_iterations": 10, "target_ms": 5}
+    })";
+    auto config = tuner::parse_config(json, dir.string());
+    cuda_sweep_one_winner(json, dir.string(), db, false);
+
+    Handle h(db, "cuda");
+    ops::ConvInputs data(*dev, config.problems[0].conv(), false);
+    const ConvProblem& p = data.problem();
+    tiletune_conv_desc_t d;
+    tiletune_conv_desc_init(&d, p.n, p.c, p.h, p.w, p.k, p.r, p.s);
+    d.in_type = d.out_type = TILETUNE_R_16BF;
+    auto v = data.validate([&](const TtConvParams& a) {
+      if (p.direction == kFwd) h.conv_forward(d, a.x, a.wt, a.y);
+      else if (p.direction == kDgrad) h.conv_backward_data(d, a.y, a.wt, a.x);
+      else h.conv_backward_filter(d, a.x, a.y, a.wt);
+      h.synchronize();
+    });
+    EXPECT_TRUE(v.ok) << direction << ": " << v.reason;
+    EXPECT_EQ(h.stats().tuned, 1u) << direction;
+    fs::remove_all(dir);
+  }
 }
 
 }  // namespace
