@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "solutions/conv_gemm.h"
 
 namespace tiletune {
 
@@ -91,11 +92,16 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
         if (!t.model_.count(key)) throw Error(where + ": \"model\" needs '" + key + "'");
       t.has_model_ = true;
     }
-    if (arguments != "gemm" && arguments != "gemm_tma" && arguments != "conv" && arguments != "conv_tma")
-      throw Error(where + ": unknown \"arguments\" kind '" + arguments + "' (gemm, gemm_tma, conv or conv_tma)");
-    if ((arguments == "conv" || arguments == "conv_tma") != (t.kind_ == ProblemKind::Conv))
-      throw Error(where + ": \"arguments\" conv and conv_tma go with \"problem\" conv, and only with it");
-    t.arguments_ = arguments == "gemm_tma" || arguments == "conv_tma" ? Arguments::ParamsWithTma : Arguments::Params;
+    if (arguments != "gemm" && arguments != "gemm_tma" && arguments != "conv" && arguments != "conv_tma" &&
+        arguments != "conv_as_gemm_tma")
+      throw Error(where + ": unknown \"arguments\" kind '" + arguments +
+                  "' (gemm, gemm_tma, conv, conv_tma or conv_as_gemm_tma)");
+    const bool conv_arguments = arguments == "conv" || arguments == "conv_tma" || arguments == "conv_as_gemm_tma";
+    if (conv_arguments != (t.kind_ == ProblemKind::Conv))
+      throw Error(where + ": \"arguments\" conv, conv_tma and conv_as_gemm_tma go with \"problem\" conv, and only with it");
+    t.arguments_ = arguments == "conv_as_gemm_tma"                          ? Arguments::ConvAsGemmWithTma
+                   : arguments == "gemm_tma" || arguments == "conv_tma" ? Arguments::ParamsWithTma
+                                                                        : Arguments::Params;
   } catch (const nlohmann::json::exception& e) {
     throw Error(where + ": " + e.what());
   }
@@ -188,6 +194,9 @@ Variables KernelTemplate::variables(const Solution& s, const Problem& problem, c
   for (const auto& [name, value] : s.params) v[name] = value;
   if (problem.is_conv()) {
     conv_variables(problem.conv(), v);
+    // The GEMM's names (M, N, K in its order, TRANSA, LDA, ALIGN_A, ...) over the implicit GEMM's,
+    // so that a GEMM template's expressions read the same here.
+    if (arguments_ == Arguments::ConvAsGemmWithTma) gemm_variables(conv_as_gemm(problem.conv()).gemm, v);
   } else if (auto r = v.find("REPACK"); r != v.end() && r->second != 0) {
     // The kernel sees the copied operands (solutions/gemm_problem.h, repack_plan); REPACKED counts
     // them, REPACK_BYTES is the scratch they take at the end of the workspace.
@@ -257,11 +266,16 @@ std::string KernelTemplate::name_expression(const Solution& s, const Problem& pr
   if (problem.is_conv()) {
     const ConvProblem& c = problem.conv();
     ta = c.in_type, tc = c.out_type, nchw = c.layout == ConvLayout::NCHW, dir = int(c.direction);
+    if (arguments_ == Arguments::ConvAsGemmWithTma) {
+      const GemmProblem g = conv_as_gemm(c).gemm;
+      trans_a = g.trans_a, trans_b = g.trans_b;
+    }
   } else {
     const GemmProblem& g = problem.gemm();
     ta = g.a_type, tc = g.c_type, trans_a = g.trans_a, trans_b = g.trans_b;
   }
   const bool conv = problem.is_conv();
+  const bool gemm_layout = !conv || arguments_ == Arguments::ConvAsGemmWithTma;  // TRANSA, TRANSB
   std::string out;
   const std::string& in = instance_;
   for (size_t i = 0; i < in.size();) {
@@ -275,8 +289,8 @@ std::string KernelTemplate::name_expression(const Solution& s, const Problem& pr
       else if (auto d = defaults_.find(id); d != defaults_.end()) value = d->second;
       if (id == "TA") out += device_type_name(ta);
       else if (id == "TC") out += device_type_name(tc);
-      else if (id == "TRANSA" && !conv) out += trans_a ? "true" : "false";
-      else if (id == "TRANSB" && !conv) out += trans_b ? "true" : "false";
+      else if (id == "TRANSA" && gemm_layout) out += trans_a ? "true" : "false";
+      else if (id == "TRANSB" && gemm_layout) out += trans_b ? "true" : "false";
       else if (id == "DIR" && conv) out += std::to_string(dir);
       else if (id == "NCHW" && conv) out += nchw ? "true" : "false";
       else if (value) out += std::to_string(*value);
@@ -292,7 +306,13 @@ std::string KernelTemplate::name_expression(const Solution& s, const Problem& pr
 const char* KernelTemplate::arguments_name() const {
   const bool conv = kind_ == ProblemKind::Conv;
   if (arguments_ == Arguments::Params) return conv ? "conv" : "gemm";
+  if (arguments_ == Arguments::ConvAsGemmWithTma) return "conv_as_gemm_tma";
   return conv ? "conv_tma" : "gemm_tma";
+}
+
+GemmProblem KernelTemplate::kernel_gemm(const Problem& p) const {
+  if (p.is_conv() && arguments_ == Arguments::ConvAsGemmWithTma) return conv_as_gemm(p.conv()).gemm;
+  return p.gemm_view();
 }
 
 gpu::CompileRequest KernelTemplate::compile_request(const Solution& s, const Problem& p,

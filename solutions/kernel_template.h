@@ -76,7 +76,9 @@ class KernelTemplate {
   // Every problem gives M, N, K, BATCH, A_BYTES, C_BYTES (a convolution: its implicit GEMM, and
   // its input / output element sizes); a GEMM adds TRANSA, TRANSB, ALIGN_A/B/C, COMPUTE_TF32; a
   // convolution CONV_N, CONV_C, CONV_H, CONV_W, CONV_K, CONV_R, CONV_S, CONV_P, CONV_Q,
-  // STRIDE_H/W, PAD_H/W, DIL_H/W, GROUPS, DIRECTION (0 fwd, 1 dgrad, 2 wgrad) and LAYOUT_NCHW.
+  // STRIDE_H/W, PAD_H/W, DIL_H/W, GROUPS, DIRECTION (0 fwd, 1 dgrad, 2 wgrad) and LAYOUT_NCHW; a
+  // convolution for a "conv_as_gemm_tma" template the GEMM's names besides (M, N, K and the rest
+  // those of solutions/conv_gemm.h's GEMM, not the implicit GEMM's).
   Variables variables(const Solution& s, const Problem& p, const gpu::DeviceInfo& dev) const;
   // Name and text of the first constraint the candidate breaks, or nullopt when it can run.
   std::optional<std::string> violation(const Variables& vars) const;
@@ -90,11 +92,16 @@ class KernelTemplate {
   std::int64_t repack_offset(const Variables& vars) const { return (workspace_.eval(vars) + 255) / 256 * 256; }
   // How the kernel's single argument is built: the operation's params as they are (TtGemmParams,
   // TtConvParams), or those plus TMA descriptors built by the CUDA backend for the call's pointers
-  // (kernel_templates/gemm_tma_params.h, conv_tma_params.h). The JSON says "gemm", "conv",
-  // "gemm_tma" or "conv_tma".
-  enum class Arguments { Params, ParamsWithTma };
+  // (kernel_templates/gemm_tma_params.h, conv_tma_params.h), or for a convolution that is a GEMM
+  // the GEMM's params and TMA descriptors (solutions/conv_gemm.h: a GEMM template's kernel run on
+  // the convolution's tensors). The JSON says "gemm", "conv", "gemm_tma", "conv_tma" or
+  // "conv_as_gemm_tma".
+  enum class Arguments { Params, ParamsWithTma, ConvAsGemmWithTma };
   Arguments arguments() const { return arguments_; }
   const char* arguments_name() const;  // as the JSON says it
+  // The GEMM the kernel computes for `p`, as the model prices it: a GEMM itself, a convolution its
+  // implicit GEMM (Problem::gemm_view) or, for "conv_as_gemm_tma", solutions/conv_gemm.h's GEMM.
+  GemmProblem kernel_gemm(const Problem& p) const;
   // Preference of this template's default as the runtime's kernel for untuned problems: lower is
   // tried first; -1 (no "fallback_rank" in the JSON) means never. A template that declares a rank
   // promises its default is valid for every problem its constraints admit.

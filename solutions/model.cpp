@@ -60,7 +60,7 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const P
   }
   if (!shape) return e;
   const ModelShape& sh = *shape;
-  const GemmProblem p = problem.canonical().gemm_view();
+  const GemmProblem p = t.kernel_gemm(problem.canonical());
   const ModelMachine mm = model_machine(dev, p);
   const double sms = double(std::max(1, dev.multiprocessors));
   const double tm = double(sh.tile_m), tn = double(sh.tile_n), tk = double(sh.tile_k);

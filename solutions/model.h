@@ -74,7 +74,7 @@ struct ModelEstimate {
   std::int64_t tiles = 0, blocks = 0, slots = 0, blocks_per_mp = 0, resident = 0, steps = 0;
   std::vector<std::int64_t> prefer;  // the template's tie-breakers for this candidate
 };
-// A convolution is estimated as its implicit GEMM (Problem::gemm_view). `figures`: the compiled
+// A convolution is estimated as the GEMM its kernel computes (KernelTemplate::kernel_gemm). `figures`: the compiled
 // kernel's registers and LDS, where known (AMD: they replace the template's estimates).
 struct CodeFigures;
 ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const Problem& p,

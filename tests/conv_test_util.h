@@ -20,9 +20,10 @@ namespace tiletune::testing {
 
 // Per problem: every stride-th candidate of template `name` (about `per` of them), the first
 // candidate of each switch (split-K, flat walk, staged epilogue) and the default when enumerated.
-inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const std::vector<Problem>& problems,
+// `t` may be a narrowed copy of a template (set_values): its space enumerates faster.
+inline std::vector<tuner::Candidate> conv_sample(const KernelTemplate& t, const std::vector<Problem>& problems,
                                                  const gpu::DeviceInfo& dev, std::size_t per) {
-  const auto e = tuner::enumerate({find_template(name)}, problems, dev);
+  const auto e = tuner::enumerate({t}, problems, dev);
   std::vector<tuner::Candidate> out;
   for (std::size_t pi = 0; pi < problems.size(); ++pi) {
     std::vector<tuner::Candidate> mine;
@@ -31,7 +32,7 @@ inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const 
     const std::size_t stride = std::max<std::size_t>(1, mine.size() / per);
     // Besides every stride-th, the first candidate that sets each of these away from its default
     // (split-K; mma_conv's flat walk and staged epilogue).
-    const auto& defaults = find_template(name).defaults();
+    const auto& defaults = t.defaults();
     std::set<std::string> seen;
     for (std::size_t i = 0; i < mine.size(); ++i) {
       const auto& params = mine[i].solution.params;
@@ -42,6 +43,10 @@ inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const 
     }
   }
   return out;
+}
+inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const std::vector<Problem>& problems,
+                                                 const gpu::DeviceInfo& dev, std::size_t per) {
+  return conv_sample(find_template(name), problems, dev, per);
 }
 
 // Compiles every candidate on all cores (NVRTC compiles concurrently in threads, as the tuner's

@@ -21,6 +21,8 @@ class ConvOperation final : public Operation {
                                           [[maybe_unused]] const Problem& kernel_problem,
                                           [[maybe_unused]] const Variables& vars) const override {
 #ifdef TILETUNE_WITH_TMA
+    if (t.arguments() == KernelTemplate::Arguments::ConvAsGemmWithTma)
+      return gpu::cuda::make_tma_conv_gemm_arguments(params.conv, kernel_problem.conv(), vars);
     return gpu::cuda::make_tma_conv_arguments(params.conv, kernel_problem.conv(), vars);
 #else
     no_tma_arguments(t);
@@ -42,12 +44,20 @@ class ConvOperation final : public Operation {
     }
     return aligned16(ptrs[0]) && aligned16(ptrs[1]);
   }
+  // A GEMM template's kernel on the convolution (conv_as_gemm_tma) may also store its output by
+  // TMA (EPI 1): all three on 16 bytes.
   bool admits(const KernelTemplate& t, const Solution&, const Problem& p, const Pointers& ptrs,
               const gpu::DeviceInfo&) const override {
-    return t.arguments() != KernelTemplate::Arguments::ParamsWithTma || tma_bases_aligned(p, ptrs);
+    switch (t.arguments()) {
+      case KernelTemplate::Arguments::Params: return true;
+      case KernelTemplate::Arguments::ParamsWithTma: return tma_bases_aligned(p, ptrs);
+      case KernelTemplate::Arguments::ConvAsGemmWithTma: break;
+    }
+    return aligned16(ptrs[0]) && aligned16(ptrs[1]) && aligned16(ptrs[2]);
   }
   std::string pointer_class(const Problem& p, const Pointers& ptrs) const override {
-    return tma_bases_aligned(p, ptrs) ? "" : "|unaligned";
+    if (!tma_bases_aligned(p, ptrs)) return "|unaligned";
+    return aligned16(ptrs[0]) && aligned16(ptrs[1]) && aligned16(ptrs[2]) ? "" : "|output_unaligned";
   }
 
   std::unique_ptr<Inputs> make_inputs(gpu::Device& dev, const Problem& p, bool rotate, std::uint64_t seed,

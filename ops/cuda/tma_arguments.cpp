@@ -10,6 +10,7 @@
 #include "kernel_templates/conv_tma_params.h"
 #include "kernel_templates/gemm_tma_params.h"
 #include "kernel_templates/wgmma_conv_index.h"
+#include "solutions/conv_gemm.h"
 
 namespace tiletune::gpu::cuda {
 
@@ -214,8 +215,12 @@ std::vector<std::uint8_t> make_tma_conv_arguments(const TtConvParams& p, const C
                                    problem.in_type, get("BM"), get("BN"));
 }
 
-std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const GemmProblem& problem,
-                                                  const Variables& vars) {
+namespace {
+
+// encode_tma_gemm_arguments with the tile, cluster, L2 promotion and epilogue of a solution's
+// variables, for the GEMM `problem` (its types and transposes).
+std::vector<std::uint8_t> encode_gemm_of_solution(TensorMapEncoder encode, const TtGemmParams& p,
+                                                  const GemmProblem& problem, const Variables& vars) {
   auto get = [&](const char* name) -> int {
     auto it = vars.find(name);
     if (it == vars.end()) throw Error(std::string("wgmma_gemm: variable ") + name + " missing");
@@ -227,9 +232,30 @@ std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const G
     auto it = vars.find(name);
     return it == vars.end() ? fallback : static_cast<int>(it->second);
   };
-  return encode_tma_gemm_arguments(tensor_map_encoder(), p, problem.a_type, problem.trans_a, problem.trans_b,
-                                   get("BM"), get("BN"), get("BK"), get_or("CLUSTER", 1), get_or("L2PROMO", 3),
+  return encode_tma_gemm_arguments(encode, p, problem.a_type, problem.trans_a, problem.trans_b, get("BM"),
+                                   get("BN"), get("BK"), get_or("CLUSTER", 1), get_or("L2PROMO", 3),
                                    get_or("EPI", 0), problem.c_type, get_or("CLUSTERN", 1));
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const GemmProblem& problem,
+                                                  const Variables& vars) {
+  return encode_gemm_of_solution(tensor_map_encoder(), p, problem, vars);
+}
+
+std::vector<std::uint8_t> encode_tma_conv_gemm_arguments(TensorMapEncoder encode, const TtConvParams& p,
+                                                         const ConvProblem& problem, const Variables& vars) {
+  if (auto why = conv_gemm_refusal(problem)) throw Error("conv_as_gemm: not a plain GEMM: " + *why);
+  if (problem.in_type != DataType::BF16 && problem.in_type != DataType::F16)
+    throw Error("conv_as_gemm: bf16 or fp16 inputs only");
+  const ConvGemm g = conv_as_gemm(problem);
+  return encode_gemm_of_solution(encode, conv_gemm_params(g, p), g.gemm, vars);
+}
+
+std::vector<std::uint8_t> make_tma_conv_gemm_arguments(const TtConvParams& p, const ConvProblem& problem,
+                                                       const Variables& vars) {
+  return encode_tma_conv_gemm_arguments(tensor_map_encoder(), p, problem, vars);
 }
 
 }  // namespace tiletune::gpu::cuda

@@ -51,4 +51,16 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
                                                     const TtConvParams& p, ConvDirection direction, DataType in_type,
                                                     int bm, int bn);
 
+// Launch arguments of the "conv_as_gemm_tma" templates (a GEMM template's kernel on a convolution
+// that is a plain GEMM, solutions/conv_gemm.h): the TtGemmTmaParams of that GEMM on p's tensors,
+// as make_tma_gemm_arguments encodes them (vars as there). Throws tiletune::Error for a problem that
+// is not a plain GEMM (conv_gemm_refusal), inputs other than bf16 / fp16, or what
+// make_tma_gemm_arguments throws for (16-byte alignment of the tensors and leading dimensions).
+std::vector<std::uint8_t> make_tma_conv_gemm_arguments(const TtConvParams& p, const ConvProblem& problem,
+                                                       const Variables& vars);
+
+// The same with an explicit encoder (tests pass a fake that records its arguments).
+std::vector<std::uint8_t> encode_tma_conv_gemm_arguments(TensorMapEncoder encode, const TtConvParams& p,
+                                                         const ConvProblem& problem, const Variables& vars);
+
 }  // namespace tiletune::gpu::cuda
