@@ -201,7 +201,14 @@ class Table {
     out.insert(out.end(), failed_, failed_ + kOps);
     return out;
   }
-  const CApi& api() const { return api_; }
+  bool alive(const Plan& plan) {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return plan.generation == generation_.load() && api_.gemm;
+  }
+  CaptureFn capture_check() {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return api_.capturing;
+  }
 
   // A new enable(): nothing remembered, the new C API entry points. With the unique lock, no plan of
   // the previous enable() is running once this returns (its runtimes may be closed after).
@@ -263,7 +270,7 @@ bool plan_allowed(Op op, const at::Tensor& first) {
   if (first.is_cpu()) return true;
 #ifdef TILETUNE_ROUTE_CUDA_PLANS
   if (!first.is_cuda()) return false;
-  auto capturing = table.api().capturing;
+  auto capturing = table.capture_check();
   int status = 0;
   if (!capturing || capturing(stream_of(first), &status) != 0 || status != 0) return false;
   bool conv = op == kConvolution || op == kConvolutionBackward;
@@ -303,6 +310,7 @@ Result route(DispatchKey dk, Op op, const char* name, Key&& key, const at::Tenso
       c10::OptionalDeviceGuard guard;
       if (first.is_cuda()) guard.reset_device(first.device());
       std::optional<Result> out = ours(*e->plan);
+      if (!out && !table.alive(*e->plan)) return theirs();  // disable() came in between: routing is over
       table.count_served(op, out.has_value());
       if (out) return std::move(*out);
       table.forget(key, e->plan.get());  // torch.py decides again, and serves or hands back this call
