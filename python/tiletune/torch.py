@@ -25,8 +25,9 @@ CUDA tensors go to the CUDA backend (HIP on a ROCm build of PyTorch), CPU tensor
 backend. The outputs are new tensors in PyTorch's layout (row-major, channels_last convolutions
 stay channels_last), written on the tensor's current stream.
 
-Eager mode is what is tested. Under torch.compile (untested), graphs whose generated code calls
-these ops would be routed; code that calls the out= overloads or its own kernels would not.
+Under torch.compile, dynamo traces through (no graph break); compiled code that calls these ops is
+routed when it runs, code that calls the out= overloads or its own kernels is not (python/README.md,
+tests/test_torch_compile.py).
 """
 import atexit
 import ctypes
