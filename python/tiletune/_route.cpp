@@ -116,6 +116,18 @@ enum Op : int64_t { kMm, kAddmm, kBmm, kBaddbmm, kConvolution, kConvolutionBackw
 //            added; backward: [23] dx ours [24] dw ours [25] dx PyTorch's [26] dw PyTorch's
 //            [27] the reason PyTorch's gradient was declined for (-1: none) [28] the bias's gradient
 enum PlanKind : int64_t { kGemmPlan, kConvForwardPlan, kConvBackwardPlan };
+
+// torch.py's plan for an op has the kind and length the op's code here reads.
+bool plan_fits(Op op, const std::vector<int64_t>& v) {
+  switch (op) {
+    case kConvolution:
+      return v.size() == 24 && v[0] == kConvForwardPlan;
+    case kConvolutionBackward:
+      return v.size() == 29 && v[0] == kConvBackwardPlan;
+    default:
+      return v.size() == 18 && v[0] == kGemmPlan;
+  }
+}
 struct Plan {
   std::vector<int64_t> v;
   uint64_t generation;  // the enable() it belongs to: its handle is alive while that lasts
@@ -324,7 +336,10 @@ Result route(DispatchKey dk, Op op, const char* name, Key&& key, const at::Tenso
   int64_t code = std::get<n - 2>(answer);
   if (code == kRouted) {
     auto& plan = std::get<n - 1>(answer);
-    if (!plan.empty()) table.serve(std::move(key), std::move(plan));
+    if (!plan.empty()) {
+      TORCH_CHECK(plan_fits(op, plan), "tiletune_route: torch.py's plan for ", name, " does not fit _route.cpp");
+      table.serve(std::move(key), std::move(plan));
+    }
     return outputs_of<Result>(answer);
   }
   if (code >= 0) table.decline(std::move(key), code);
