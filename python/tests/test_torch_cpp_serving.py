@@ -70,26 +70,32 @@ def test_a_repeated_call_is_served_from_cpp_with_torch_pys_result(routed, route)
         assert s["routed_cpp"] == {}, s
 
 
-@pytest.mark.parametrize("channels_last", [False, True])
-def test_training_steps_served_from_cpp_give_pytorchs_gradients(workdir, route, channels_last):
+@pytest.mark.parametrize("channels_last,autocast", [(False, None), (True, None), (True, torch.bfloat16)])
+def test_training_steps_served_from_cpp_give_pytorchs_gradients(workdir, route, channels_last, autocast):
+    """Steps 2 and 3 (served from C++ on the C++ route) give exactly step 1's gradients (torch.py's
+    path, which test_torch_routing compares with PyTorch's under autocast); in fp32, PyTorch's too."""
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     torch.manual_seed(4)
     x, y = torch.randn(4, 8, 12, 12).to(memory_format=fmt), torch.randint(0, 5, (4,))
     torch.manual_seed(5)
     model = Block().to(memory_format=fmt)
-    ref_loss, ref = plain(grads, model, x, y)
+    ref_loss, ref = plain(grads, model, x, y, autocast)
     ttt.enable(devices=("cpu",), serve="all")
     try:
-        for _ in range(3):
-            loss, got = grads(model, x, y)
-            close(loss, ref_loss)
-            for g, r in zip(got, ref):
-                close(g, r)
-        mlp_model, mx, my = mlp(), torch.randn(16, 64), torch.randint(0, 10, (16,))
-        mlp_ref = plain(grads, mlp_model, mx, my)[1]
+        first = grads(model, x, y, autocast)
         for _ in range(2):
-            for g, r in zip(grads(mlp_model, mx, my)[1], mlp_ref):
-                close(g, r)
+            loss, got = grads(model, x, y, autocast)
+            assert torch.equal(loss, first[0]) and all(torch.equal(g, f) for g, f in zip(got, first[1]))
+            if autocast is None:
+                close(loss, ref_loss)
+                for g, r in zip(got, ref):
+                    close(g, r)
+        mlp_model, mx, my = mlp(), torch.randn(16, 64), torch.randint(0, 10, (16,))
+        mlp_ref = plain(grads, mlp_model, mx, my, autocast)[1]
+        mlp_first = grads(mlp_model, mx, my, autocast)[1]
+        for g, f, r in zip(grads(mlp_model, mx, my, autocast)[1], mlp_first, mlp_ref):
+            assert torch.equal(g, f)
+            close(g, r, autocast or torch.float32)
         s = ttt.stats()
     finally:
         ttt.disable()
