@@ -12,6 +12,7 @@ import time
 
 import torch
 
+import profile_split
 
 def arguments(description, defaults):
     p = argparse.ArgumentParser(description=description)
@@ -60,7 +61,7 @@ def run_side(side, args, make_model, make_optimizer, batches, loss_fn, memory_fo
     if side == "tiletune":
         ttt.enable(db=args.db, user_db=args.user_db, record=args.record, online=args.online,
                    devices=(args.device.split(":")[0],), serve=args.serve)
-    losses, times = [], []
+    losses, times, summary = [], [], None
 
     def step(i):
         x, y = batches(i)
@@ -92,9 +93,12 @@ def run_side(side, args, make_model, make_optimizer, batches, loss_fn, memory_fo
             key = "self_cuda_time_total" if args.device.startswith("cuda") else "self_cpu_time_total"
             with open(args.profile, "a") as f:
                 f.write(f"## {side}\n\n{prof.key_averages().table(sort_by=key, row_limit=25)}\n\n")
+            kernels = profile_split.device_kernels(prof)
+            if kernels:
+                summary = profile_split.summary(kernels)
     finally:
         stats = ttt.disable() if side == "tiletune" else None
-    return {"losses": losses, "step_s": times, "stats": stats}
+    return {"losses": losses, "step_s": times, "stats": stats, "profile_summary": summary}
 
 
 def report(args, results):
@@ -105,8 +109,10 @@ def report(args, results):
         print(f"{side:9s} {r['steps_per_s']:8.2f} steps/s (median of {len(r['step_s'])} steps)  "
               f"loss {r['losses'][0]:.4f} -> {r['losses'][-1]:.4f}")
         if r["stats"]:
-            print(f"          routed {r['stats']['routed']}\n          declined {r['stats']['declined']}\n"
-                  f"          runtime {r['stats']['runtime']}")
+            print(f"          routed {r['stats']['routed']} (from C++: {r['stats'].get('routed_cpp')})\n"
+                  f"          declined {r['stats']['declined']}\n          runtime {r['stats']['runtime']}")
+        if r.get("profile_summary"):
+            print(r["profile_summary"])
     for other in sides[1:]:
         a, b = results[sides[0]], results[other]
         diff = max(abs(x - y) for x, y in zip(a["losses"], b["losses"]))

@@ -30,3 +30,11 @@ def routed(workdir):
     state = ttt.enable(devices=("cpu",), serve="all")
     yield state
     ttt.disable()
+
+
+@pytest.fixture(params=["cpp", "python"])
+def route(request, monkeypatch):
+    """tiletune.torch's route for the test: the C++ one (built just in time) and the Python one. The
+    files that test routing run every test on both (pytestmark)."""
+    monkeypatch.setenv("TILETUNE_TORCH_ROUTE", request.param)
+    return request.param

@@ -40,5 +40,23 @@ def test_resnet_small(workdir):
                           "--classes", "10", "--steps", "1", "--warmup", "1",
                           # fp32: in bf16, batch norm over 2 images of 1x1 pixels in the last stage turns
                           # rounding differences into sign flips, and the two sides' losses part at once
-                          "--no-autocast")
+                          "--no-autocast", "--profile", str(workdir / "profile.txt"))
     check(results, ["convolution", "convolution_backward", "addmm"])
+    assert "## tiletune" in (workdir / "profile.txt").read_text()
+
+
+def test_profile_split_tells_tiletune_vendor_and_aten_kernels_apart():
+    sys.path.insert(0, EXAMPLES)
+    try:
+        import profile_split
+    finally:
+        sys.path.remove(EXAMPLES)
+    kind = profile_split.kind
+    assert kind("void mma_gemm<__nv_bfloat16, float, 0, 1, 128>(TtGemmParams)") == "tiletune"
+    assert kind("wgmma_conv") == "tiletune" and kind("void narrow_wgrad<4>(TtConvParams)") == "tiletune"
+    assert kind("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64") == "vendor"
+    assert kind("void cudnn::engines_precompiled::nchwToNhwcKernel<float>(...)") == "vendor"
+    assert kind("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >") == "aten"
+    text = profile_split.summary([("void mma_gemm<1>(TtGemmParams)", 3000.0, 2), ("nvjet_tst_128x256", 1000.0, 1),
+                                  ("void at::native::reduce_kernel<512>", 1000.0, 4)])
+    assert "tiletune 3.00 ms (60%)" in text and "vendor 1.00 ms (20%)" in text, text

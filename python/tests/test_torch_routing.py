@@ -10,11 +10,7 @@ import tiletune.torch as ttt
 TOL = {torch.float32: 1e-4, torch.bfloat16: 2e-2}
 
 
-@pytest.fixture(autouse=True, params=["cpp", "python"])
-def route(request, monkeypatch):
-    """Every test runs on both routes: the C++ one (built just in time) and the Python one."""
-    monkeypatch.setenv("TILETUNE_TORCH_ROUTE", request.param)
-    return request.param
+pytestmark = pytest.mark.usefixtures("route")  # every test on both routes (conftest.py)
 
 
 def close(got, ref, dtype=torch.float32):

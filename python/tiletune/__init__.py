@@ -65,6 +65,12 @@ class Runtime:
         self._calls = 0  # C calls in flight: close() waits for them
         self.backend, self.device = backend, device
 
+    @property
+    def handle(self):
+        """The C API's tiletune_handle_t as an integer (0 once closed): for C code that calls the
+        library directly (tiletune.torch's C++ route) while this Runtime is open."""
+        return self._h.value or 0 if self._h else 0
+
     def close(self):
         """Destroys the handle (TILETUNE_RECORD_UNTUNED is written then), once the calls that other
         threads have in flight on it return. Idempotent."""

@@ -55,28 +55,48 @@ def load():
     return False
 
 
+def _cuda_headers():
+    """A folder with the CUDA runtime's headers (the toolkit's, else those of PyTorch's NVIDIA wheels),
+    for the build that runs plans on CUDA tensors (it asks PyTorch for the current stream); None if
+    there is none."""
+    import site
+    from torch.utils import cpp_extension
+    dirs = [os.path.join(cpp_extension.CUDA_HOME, "include")] if cpp_extension.CUDA_HOME else []
+    for d in site.getsitepackages() + [site.getusersitepackages()] + sys.path:
+        dirs += [os.path.join(d, "nvidia", sub, "include") for sub in ("cu13", "cuda_runtime")]
+    return next((d for d in dirs if os.path.exists(os.path.join(d, "cuda_runtime_api.h"))), None)
+
+
 def _build():
     global build_seconds
     import torch
     t0 = time.perf_counter()
-    try:
-        from torch.utils import cpp_extension
-        cflags, ldflags = ["-O2"], []
-        if with_cuda():
-            # at::cuda:: calls PyTorch's own CUDA kernels by name, past the dispatcher.
-            cflags.append("-DTILETUNE_ROUTE_CUDA")
-            ldflags.append("-ltorch_hip" if torch.version.hip else "-ltorch_cuda")
-        # Named for the Python and PyTorch it is built against: the build cache keys on the source and
-        # flags only, and a library built against another PyTorch would not load (or worse, would).
-        tag = re.sub(r"\W", "_", f"py{sys.version_info[0]}{sys.version_info[1]}_torch{torch.__version__}")
-        cpp_extension.load(name=f"tiletune_route_{tag}", sources=[_SOURCE], extra_cflags=cflags,
-                           extra_ldflags=ldflags, is_python_module=False)
-    except Exception as e:  # no compiler, no ninja, headers that do not match: the Python route serves
-        lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [""]
-        errors = [line for line in lines if "error" in line.lower() and not line.startswith("Error building")]
-        return f"{type(e).__name__}: {(errors or lines)[0][:300]}"
-    build_seconds = time.perf_counter() - t0
-    return True
+    # Named for the Python and PyTorch it is built against: the build cache keys on the source and
+    # flags only, and a library built against another PyTorch would not load (or worse, would).
+    tag = re.sub(r"\W", "_", f"py{sys.version_info[0]}{sys.version_info[1]}_torch{torch.__version__}")
+    variants = [(f"tiletune_route_{tag}", ["-O2"], [], [])]
+    if with_cuda():
+        # at::cuda:: calls PyTorch's own CUDA kernels by name, past the dispatcher.
+        lib = "-ltorch_hip" if torch.version.hip else "-ltorch_cuda"
+        variants = [(f"tiletune_route_{tag}", ["-O2", "-DTILETUNE_ROUTE_CUDA"], [lib], [])]
+        headers = _cuda_headers() if torch.version.cuda else None
+        if headers:  # served CUDA calls run in C++ too; without the headers they go through torch.py
+            variants.insert(0, (f"tiletune_route_plans_{tag}", ["-O2", "-DTILETUNE_ROUTE_CUDA",
+                                                                "-DTILETUNE_ROUTE_CUDA_PLANS"],
+                                [lib, "-lc10_cuda"], [headers]))
+    why = None
+    for name, cflags, ldflags, includes in variants:
+        try:
+            from torch.utils import cpp_extension
+            cpp_extension.load(name=name, sources=[_SOURCE], extra_cflags=cflags, extra_ldflags=ldflags,
+                               extra_include_paths=includes, is_python_module=False)
+            build_seconds = time.perf_counter() - t0
+            return True
+        except Exception as e:  # no compiler, no ninja, headers that do not match: the Python route serves
+            lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [""]
+            errors = [line for line in lines if "error" in line.lower() and not line.startswith("Error building")]
+            why = why or f"{type(e).__name__}: {(errors or lines)[0][:300]}"
+    return why
 
 
 def loaded():

@@ -15,19 +15,24 @@ nothing better for than the vendor library, goes to PyTorch's own kernel: the op
 for the GEMMs, its composite kernel for the convolutions. The stats count each reason.
 
 The overrides are C++ (_route.cpp, built just in time by _route.py) wherever a compiler allows,
-else the Python kernels below (TILETUNE_TORCH_ROUTE). The C++ ones send a call declined for good,
-by its tensor metadata, straight to PyTorch's kernel; every other call comes to this module's
-handlers, which take every decision in either case.
+else the Python kernels below (TILETUNE_TORCH_ROUTE). This module's handlers take every decision in
+either case. The C++ ones remember each decision by the call's tensor metadata: a call declined for
+good goes straight to PyTorch's kernel, and a call served before is served again from C++ through
+the C API (the "plan" a handler leaves in _call.plan), without entering Python. Not while recording
+or tuning online: the runtime must see those calls here (both add state this module keeps).
 
 CUDA tensors go to the CUDA backend (HIP on a ROCm build of PyTorch), CPU tensors to the host
 backend. The outputs are new tensors in PyTorch's layout (row-major, channels_last convolutions
 stay channels_last), written on the tensor's current stream.
 
-Eager mode is what is tested. Under torch.compile (untested), graphs whose generated code calls
-these ops would be routed; code that calls the out= overloads or its own kernels would not.
+Under torch.compile, dynamo traces through (no graph break); compiled code that calls these ops is
+routed when it runs, code that calls the out= overloads or its own kernels is not (python/README.md,
+tests/test_torch_compile.py).
 """
 import atexit
+import ctypes
 import os
+import re
 import threading
 from collections import Counter
 
@@ -81,6 +86,7 @@ class _State:
         # "tuned": only what tiletune serves better than the vendor library goes to it; "all":
         # everything it can take (also whenever recording or tuning online, which must see calls).
         self.route_all = serve == "all" or bool(record) or bool(online)
+        self.plans = not (record or online)  # served calls repeated from C++ (_route.cpp)
         self.decisions = {}  # problem -> True, or why it goes back to PyTorch
         self.fast = {}  # the same, by the tensors' metadata: a repeated call skips building the problem
         # Tests set TILETUNE_POISON=1: every output is filled with NaN before tiletune writes it,
@@ -253,9 +259,11 @@ def _gemm(state, a, b, bias=None, alpha=1.0, beta=0.0, batched=False):
         out.copy_(bias.expand(shape))
     else:
         out, beta = state.empty(shape, dt, a.device), 0.0
+    stride_c = m * n if batch > 1 else 0
     rt.gemm(op_a, op_b, n, m, k, b.data_ptr(), _DT[dt], ld_a, a.data_ptr(), ld_b, out.data_ptr(), _DT[dt], n,
-            alpha=float(alpha), beta=float(beta), batch=batch, stride_a=sb, stride_b=sa, stride_c=m * n if batch > 1 else 0,
+            alpha=float(alpha), beta=float(beta), batch=batch, stride_a=sb, stride_b=sa, stride_c=stride_c,
             compute=compute, stream=_stream(a))
+    _plan(state, rt, _GEMM_PLAN, op_a, op_b, n, m, k, _DT[dt], ld_a, sb, ld_b, sa, n, stride_c, batch, compute, fused)
     return out
 
 
@@ -300,6 +308,20 @@ def _conv_desc(x, w, stride, padding, dilation, transposed, output_padding, grou
 
 
 _DIRECTIONS = ("forward", "input gradient", "weight gradient")
+# The kinds of plan _route.cpp runs; the values after them are laid out as it reads them.
+_GEMM_PLAN, _CONV_FORWARD_PLAN, _CONV_BACKWARD_PLAN = range(3)
+
+
+def _plan(state, rt, kind, *values):
+    """Leaves the C API call this handler just made, as _route.cpp repeats it for the next call with
+    the same tensor metadata: every value here must follow from that metadata alone."""
+    if state.plans:
+        _call.plan = [kind, rt.handle, int(state.poison)] + [int(v) for v in values]
+
+
+def _conv_plan(state, rt, kind, d, fmt, p, q, *values):
+    desc = [getattr(d, f) for f, _ in d._fields_]
+    _plan(state, rt, kind, *desc, fmt == torch.channels_last, p, q, *values)
 
 
 def _conv_fast(tensors, stride, padding, dilation, transposed, groups):
@@ -326,6 +348,7 @@ def _convolution(state, x, w, bias, stride, padding, dilation, transposed, outpu
     rt.conv(_capi.CONV_FORWARD, d, x.data_ptr(), w.data_ptr(), y.data_ptr(), _stream(x))
     if bias is not None:
         y.add_(bias.view(1, -1, 1, 1))
+    _conv_plan(state, rt, _CONV_FORWARD_PLAN, d, fmt, p, q, bias is not None)
     return y
 
 
@@ -363,8 +386,9 @@ def _convolution_backward(state, dy, x, w, bias_sizes, stride, padding, dilation
                 why = e
     if not any(ours):
         raise why or _Declined("no gradient asked")
-    if why is not None:
-        state.count(state.declined, f"convolution_backward: {why} (one gradient)")
+    partial = f"convolution_backward: {why} (one gradient)" if why is not None else None
+    if partial:
+        state.count(state.declined, partial)
     theirs = [output_mask[0] and not ours[0], output_mask[1] and not ours[1], False]
     dx = dw = db = None
     if any(theirs):
@@ -378,6 +402,8 @@ def _convolution_backward(state, dy, x, w, bias_sizes, stride, padding, dilation
         rt.conv(_capi.CONV_BACKWARD_FILTER, d, x.data_ptr(), dy.data_ptr(), dw.data_ptr(), stream)
     if output_mask[2]:
         db = dy.sum(dim=(0, 2, 3))
+    _conv_plan(state, rt, _CONV_BACKWARD_PLAN, d, fmt, p, q, *ours, *theirs[:2],
+               state.reason_id(partial) if partial else -1, output_mask[2])
     return dx, dw, db
 
 
@@ -482,7 +508,7 @@ def _serve(state, name, handler, args, kwargs):
         return None, _PAUSED
     first = args[1] if name in ("addmm", "baddbmm") else args[0]
     c = _call
-    c.name, c.first, c.checked, c.switched, c.refused = name, first, False, False, None
+    c.name, c.first, c.checked, c.switched, c.refused, c.plan = name, first, False, False, None, None
     try:
         try:
             out = handler(state, *args, **kwargs)
@@ -526,10 +552,45 @@ def _answer(state, name, handler):
     def kernel(*args, **kwargs):
         out, why = _serve(state, name, handler, args, kwargs)
         if why is None:
-            return (*out, _ROUTED) if outputs > 1 else (out, _ROUTED)
+            plan = _call.plan or []
+            return (*out, _ROUTED, plan) if outputs > 1 else (out, _ROUTED, plan)
         code = state.reason_id(f"{name}: {why}") if why.lasting else _THIS_CALL
-        return (None,) * outputs + (code,)
+        return (None,) * outputs + (code, [])
     return kernel
+
+
+def _address(f):
+    return ctypes.cast(f, ctypes.c_void_p).value or 0
+
+
+def _capture_check():
+    """cudaStreamIsCapturing of the CUDA runtime PyTorch loaded, for _route.cpp to see graph capture
+    as _settings does; 0 when there is none (then served CUDA calls always come to this module)."""
+    if not torch.version.cuda:
+        return 0
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted(set(re.findall(r"(/\S*/libcudart\.so[.\d]*)$", f.read(), re.M)))
+    except OSError:
+        return 0
+    for path in paths:
+        try:
+            return _address(ctypes.CDLL(path).cudaStreamIsCapturing)
+        except (OSError, AttributeError):
+            pass
+    return 0
+
+
+def _c_api():
+    """The entry points _route.cpp runs plans through, as addresses: the runtime library's GEMM and
+    convolutions (the one this package loads), then _capture_check(). 0s where missing."""
+    try:
+        L = _capi.lib()
+    except ImportError:
+        return [0] * 5
+    fns = (L.tiletune_gemm_strided_batched_ex, L.tiletune_conv_forward, L.tiletune_conv_backward_data,
+           L.tiletune_conv_backward_filter)
+    return [_address(f) for f in fns] + [_capture_check()]
 
 
 _warned = set()
@@ -559,7 +620,7 @@ class _Overrides:
                 for name, (handler, _) in _OPS.items():
                     for key in keys:
                         self.lib.impl(name, _answer(state, name, handler), key)
-                torch.ops.tiletune_route.enable(keys)
+                torch.ops.tiletune_route.enable(keys, _c_api())
             else:
                 self.lib = torch.library.Library("aten", "IMPL")
                 for name, (handler, theirs) in _OPS.items():
@@ -572,6 +633,15 @@ class _Overrides:
             return {}
         c = torch.ops.tiletune_route.counts()
         return {state.reasons[c[i]]: c[i + 1] for i in range(0, len(c), 2)}
+
+    def served(self):
+        """The calls the C++ route served from a plan, by op; and the plans whose C API call failed
+        (those calls came to torch.py, which served or handed them back, and counted them)."""
+        if not self.cpp:
+            return {}, {}
+        c, names = list(torch.ops.tiletune_route.served()), list(_OPS)  # in _route.cpp's Op order
+        by_op = lambda counts: {n: v for n, v in zip(names, counts) if v}
+        return by_op(c[:len(names)]), by_op(c[len(names):])
 
     def close(self):
         if self.cpp:
@@ -678,9 +748,10 @@ def record(path=None):
 
 def _stats(state, overrides):
     fast = overrides.declined(state)
+    served, failed = overrides.served()
     with state.lock:
-        out = {"routed": dict(state.routed), "declined": dict(state.declined + Counter(fast)),
-               "route": "cpp" if overrides.cpp else "python"}
+        out = {"routed": dict(state.routed + Counter(served)), "declined": dict(state.declined + Counter(fast)),
+               "route": "cpp" if overrides.cpp else "python", "routed_cpp": served, "cpp_fallbacks": failed}
         runtimes = list(state.runtimes.items())
     out["runtime"] = {f"{k[0]}:{k[1]}": rt.stats() for k, rt in runtimes if not isinstance(rt, str)}
     return out
@@ -688,7 +759,9 @@ def _stats(state, overrides):
 
 def stats():
     """{"routed": {op: calls}, "declined": {"op: reason": calls}, "route": "cpp" or "python" (which
-    overrides aten's kernels), "runtime": {"cuda:0": tiletune stats}}."""
+    overrides aten's kernels), "routed_cpp": {op: calls} (of the routed calls, those served from C++
+    without entering Python), "cpp_fallbacks": {op: calls} (served from C++ but the C API failed: then
+    this module took the call and counted it again), "runtime": {"cuda:0": tiletune stats}}."""
     return None if _active is None else _stats(*_active)
 
 
