@@ -9,6 +9,8 @@
 #   BUILD_DIR: a CUDA build's runtime library and program; TUNE_SECONDS bounds the tune (resnet50:
 #   300, gpt2: 240; problems finished by then keep their winners): each model stays under 10 minutes.
 #   RECORDED=FILE: tune that recording instead of recording one (examples/torch/recorded/ has both).
+#   SIDES=plain,tiletune,plain-perturbed adds PyTorch with its initial weights scaled by 1 +- 2^-9 (the
+#   loss difference bf16 noise alone makes; default: plain,tiletune).
 # Writes OUT_DIR/MODEL_profile.txt (the profiler's tables) and OUT_DIR/MODEL_run.json (losses, step
 # times, stats); logs stay in /tmp/tt-torch-MODEL.
 set -uo pipefail
@@ -58,6 +60,6 @@ tail -12 "$W/tune.log"
 
 echo "== train: PyTorch, then tiletune (C++ route)"
 rm -f "$OUT/${MODEL}_profile.txt"
-timeout 300 python3 "examples/torch/$MODEL.py" --db "$W/tuned.db" $TRAIN --profile "$OUT/${MODEL}_profile.txt" \
+timeout 300 python3 "examples/torch/$MODEL.py" --db "$W/tuned.db" $TRAIN --sides "${SIDES:-plain,tiletune}" --profile "$OUT/${MODEL}_profile.txt" \
   --json "$OUT/${MODEL}_run.json" > "$W/train.log" 2>&1
 echo "train exit $?"; grep -v Warning "$W/train.log" | tail -40
