@@ -51,9 +51,13 @@ run_sanitized() {
 }
 export -f run_sanitized && export logs
 printf '%s\n' "${sanitized[@]}" | xargs -P"$(nproc)" -I{} bash -c 'run_sanitized {}'
-failed=$(cd "$logs" && ls -- *.failed 2>/dev/null | sed 's/\.failed$//' | tr '\n' ' ')
-if [ -n "$failed" ]; then
-  echo "failed under the sanitizers: $failed"
+failed=()
+for f in "$logs"/*.failed; do
+  [ -e "$f" ] || continue
+  f=${f##*/} && failed+=("${f%.failed}")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "failed under the sanitizers: ${failed[*]}"
   exit 1
 fi
 echo "all sanitized tests passed"
