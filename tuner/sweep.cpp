@@ -366,7 +366,7 @@ void take_result(db::MeasurementRecord& m, const MeasureResult& res, const Probl
 // Measures one candidate with `bench` on `slot` and records it (failures too: a rerun does not
 // retry them). Empty when the problem could not be prepared.
 std::optional<db::MeasurementRecord> Sweep::measure_one(MeasureSlot& slot, std::size_t pi, const Work& w,
-                                                        const BenchmarkOptions& bench, Timing timing, bool count_step) {
+                                                        const BenchmarkOptions& bench, RecordAs timing, bool count_step) {
   const Problem& problem = config_.problems[pi];
   {
     // Time spent waiting for the compiler is not the measuring's own pace (the progress line's
@@ -408,21 +408,21 @@ std::optional<db::MeasurementRecord> Sweep::measure_one(MeasureSlot& slot, std::
     }
     take_result(m, res, problem);
     if (res.status == db::Status::Ok) {
-      if (timing == Timing::Short) m.reason = kShortTimingReason;  // until a full timing replaces it
-      if (timing == Timing::Final) m.reason = kFinalTimingReason;
-      if (timing == Timing::Promote) m.reason = kPromotedReason;
+      if (timing == RecordAs::Short) m.reason = kShortTimingReason;  // until a full timing replaces it
+      if (timing == RecordAs::Final) m.reason = kFinalTimingReason;
+      if (timing == RecordAs::Promote) m.reason = kPromotedReason;
     }
   }
   record(m, slot, w, timing, count_step);
   return m;
 }
 
-void Sweep::record(db::MeasurementRecord& m, MeasureSlot& slot, const Work& w, Timing timing, bool count_step) {
+void Sweep::record(db::MeasurementRecord& m, MeasureSlot& slot, const Work& w, RecordAs timing, bool count_step) {
   char note[128];
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (m.status == db::Status::Ok && timing != Timing::Short) best_tflops_ = std::max(best_tflops_, m.tflops);
-    if (timing != Timing::First && timing != Timing::Short) ++sum_.remeasured;  // recorded all the same
+    if (m.status == db::Status::Ok && timing != RecordAs::Short) best_tflops_ = std::max(best_tflops_, m.tflops);
+    if (timing != RecordAs::First && timing != RecordAs::Short) ++sum_.remeasured;  // recorded all the same
     else if (m.status == db::Status::Ok) ++sum_.benchmarked;
     else if (m.status == db::Status::Invalid) ++sum_.invalid;
     else if (m.status == db::Status::LaunchFailed) ++sum_.launch_failed;
@@ -625,7 +625,7 @@ void Sweep::final_round(MeasureSlot& slot, std::size_t pi) {
       // counters for it are this thread's alone.
       if (unprepared(pi) || !in_budget(pi, started_in_round, false)) return;
       // Anything recorded changes the order (a failed re-timing drops the candidate): look again.
-      if (measure_one(slot, pi, *w, final_bench_, Timing::Final, false)) more = true;
+      if (measure_one(slot, pi, *w, final_bench_, RecordAs::Final, false)) more = true;
     }
   }
 }
@@ -647,7 +647,7 @@ void Sweep::promote_short_winners(std::size_t pi) {
                              [&](const auto& sc) { return sc.first == win->solution_id; });
       if (it == selected_[pi].end()) break;  // not a candidate of this config: leave it
       std::optional<Work> w = measured_again(pi, it->first, it->second);
-      if (!w || !measure_one(slots_[0], pi, *w, config_.benchmark, Timing::Promote, false)) break;
+      if (!w || !measure_one(slots_[0], pi, *w, config_.benchmark, RecordAs::Promote, false)) break;
       if (sum_.short_timed) --sum_.short_timed;
       ++sum_.promoted;
       again = !strategy_.in_rounds();
@@ -690,7 +690,7 @@ void Sweep::measure_batch() {
       std::function<void()> f;
       ~Done() { f(); }
     } done{[&, pi = pi] { candidate_done(pi); }};
-    measure_one(slot, pi, work_[pi][i], config_.benchmark, Timing::First, true);
+    measure_one(slot, pi, work_[pi][i], config_.benchmark, RecordAs::First, true);
   };
   // While the compiler is behind, a slot takes up to kProblemsKept - 1 problems at once, so that
   // each new code object gives it a candidate of each (its worker keeps their data). Not with a
@@ -704,7 +704,7 @@ void Sweep::measure_batch() {
 }
 
 std::size_t Sweep::round(std::size_t pi, const std::vector<std::size_t>& which, const BenchmarkOptions& bench,
-                         Timing timing, bool first_of_round) {
+                         RecordAs timing, bool first_of_round) {
   std::size_t started = 0, skipped = 0;
   runner_->run(
       which.size(),
@@ -720,8 +720,8 @@ std::size_t Sweep::round(std::size_t pi, const std::vector<std::size_t>& which, 
         if (!m) return;
         std::lock_guard<std::mutex> lock(mu_);
         w.row = halving_row(*m);
-        if (timing == Timing::Short && m->status == db::Status::Ok) ++sum_.short_timed;
-        if (timing == Timing::Again) {
+        if (timing == RecordAs::Short && m->status == db::Status::Ok) ++sum_.short_timed;
+        if (timing == RecordAs::Again) {
           if (sum_.short_timed) --sum_.short_timed;
           ++sum_.fully_timed;
         }

@@ -26,7 +26,7 @@ namespace tiletune::tuner {
 
 // How a measurement is recorded: the candidate's first (a short one in halving's round one), or
 // a later full timing that replaces its row (halving's round two, finals, promotions).
-enum class Timing { First, Short, Again, Final, Promote };
+enum class RecordAs { First, Short, Again, Final, Promote };
 
 class Sweep {
  public:
@@ -55,7 +55,7 @@ class Sweep {
   void measure_batch();
   // Problem pi's candidates `which` (positions in its work) over all slots, each as one frees up;
   // returns how many its seconds budget left out.
-  std::size_t round(std::size_t pi, const std::vector<std::size_t>& which, const BenchmarkOptions& bench, Timing timing,
+  std::size_t round(std::size_t pi, const std::vector<std::size_t>& which, const BenchmarkOptions& bench, RecordAs timing,
                     bool first_of_round);
   // The finals of problem pi on `slot`: its fastest fully timed candidates timed once more, one
   // after another, until the fastest few are all re-timed.
@@ -80,8 +80,8 @@ class Sweep {
   void start(std::vector<CompileJob> jobs);
   void start_measuring();
   std::optional<db::MeasurementRecord> measure_one(MeasureSlot& slot, std::size_t pi, const Work& w,
-                                                   const BenchmarkOptions& bench, Timing timing, bool count_step);
-  void record(db::MeasurementRecord& m, MeasureSlot& slot, const Work& w, Timing timing, bool count_step);
+                                                   const BenchmarkOptions& bench, RecordAs timing, bool count_step);
+  void record(db::MeasurementRecord& m, MeasureSlot& slot, const Work& w, RecordAs timing, bool count_step);
   db::MeasurementRecord new_record(std::size_t pi, std::int64_t solution_id, const MeasureSlot& slot) const;
   MeasureResult measure_vendor_choice(MeasureSlot& slot, std::size_t pi, const Solution& choice, int alternatives,
                                       bool final);

@@ -28,9 +28,9 @@ class Halving final : public Strategy {
   void measure(Sweep& sweep) const override {
     const SearchOptions& o = sweep.config().search;
     for (std::size_t pi = 0; pi < sweep.problems(); ++pi) {
-      sweep.count_over_budget(sweep.round(pi, sweep.fresh(pi), short_benchmark(sweep.config().benchmark), Timing::Short, false));
+      sweep.count_over_budget(sweep.round(pi, sweep.fresh(pi), short_benchmark(sweep.config().benchmark), RecordAs::Short, false));
       if (!sweep.unprepared(pi))
-        sweep.round(pi, halving_round2(sweep.rows(pi), o.budget), sweep.config().benchmark, Timing::Again, true);
+        sweep.round(pi, halving_round2(sweep.rows(pi), o.budget), sweep.config().benchmark, RecordAs::Again, true);
       if (!sweep.unprepared(pi)) sweep.final_round(sweep.first_slot(), pi);
       sweep.finish_problem(pi);
     }
