@@ -10,15 +10,16 @@
 #   400, gpt2: 240; problems finished by then keep their winners; on the H200 ResNet-50 measured 143 of
 #   its 568 candidates in 340 s): each model stays under 10 minutes.
 #   RECORDED=FILE: tune that recording instead of recording one (examples/torch/recorded/ has both).
+#   DB=FILE: train with that tuned database (one this script wrote before): no record, no tune.
 #   SIDES=plain,tiletune,plain-perturbed adds PyTorch with its initial weights scaled by 1 +- 2^-9 (the
 #   loss difference bf16 noise alone makes; default: plain,tiletune).
-# Writes OUT_DIR/MODEL_profile.txt (the profiler's tables) and OUT_DIR/MODEL_run.json (losses, step
-# times, stats); logs stay in /tmp/tt-torch-MODEL.
+# Writes OUT_DIR/MODEL_profile.txt (the profiler's tables), OUT_DIR/MODEL_run.json (losses, step
+# times, stats) and OUT_DIR/MODEL_tuned.db (the database, before training); logs stay in /tmp/tt-torch-MODEL.
 set -uo pipefail
 if [ $# -lt 3 ]; then echo "usage: $0 BUILD_DIR OUT_DIR resnet50|gpt2 [TUNE_SECONDS]" >&2; exit 64; fi
 B=$1 OUT=$2 MODEL=$3
 case $MODEL in
-  resnet50) TUNE_S=${4:-400} BUDGET="--budget 8 --budget-seconds 3" TRAIN="--steps 30 --warmup 5"
+  resnet50) TUNE_S=${4:-400} BUDGET="--budget 8 --budget-seconds 3" TRAIN="--steps 200 --warmup 5"
             SAVED=examples/torch/recorded/resnet50_h200.json ;;
   gpt2) TUNE_S=${4:-240} BUDGET="--budget 12 --budget-seconds 6" TRAIN="--steps 200 --warmup 5"
         SAVED=examples/torch/recorded/gpt2_small_h200.json ;;
@@ -43,21 +44,26 @@ PY
 echo "== a served call's host cost (tiny problems: the route, not the kernel)"
 timeout 120 python3 benchmarks/torch_handback_probe.py --served --calls 1000 2>&1 | grep -E "^\||served" | grep -v -- "---"
 
-echo "== record $MODEL's training step"
-if [ -n "${RECORDED:-}" ]; then
-  cp "$RECORDED" "$W/recorded.json"
-elif ! timeout 180 python3 "examples/torch/$MODEL.py" --sides tiletune --record "$W/recorded.json" --steps 1 --warmup 1 \
-     > "$W/record.log" 2>&1 || [ ! -s "$W/recorded.json" ]; then
-  echo "recording failed (tail of $W/record.log below); tuning $SAVED instead"; tail -5 "$W/record.log"
-  cp "$SAVED" "$W/recorded.json"
-fi
-echo "$(grep -c '"kind"' "$W/recorded.json") convolutions, $(grep -c '"m"' "$W/recorded.json") GEMMs recorded"
+if [ -n "${DB:-}" ]; then
+  cp "$DB" "$W/tuned.db"
+else
+  echo "== record $MODEL's training step"
+  if [ -n "${RECORDED:-}" ]; then
+    cp "$RECORDED" "$W/recorded.json"
+  elif ! timeout 180 python3 "examples/torch/$MODEL.py" --sides tiletune --record "$W/recorded.json" --steps 1 --warmup 1 \
+       > "$W/record.log" 2>&1 || [ ! -s "$W/recorded.json" ]; then
+    echo "recording failed (tail of $W/record.log below); tuning $SAVED instead"; tail -5 "$W/record.log"
+    cp "$SAVED" "$W/recorded.json"
+  fi
+  echo "$(grep -c '"kind"' "$W/recorded.json") convolutions, $(grep -c '"m"' "$W/recorded.json") GEMMs recorded"
 
-echo "== tune (at most $TUNE_S s)"
-t0=$(date +%s)
-timeout "$TUNE_S" "$B/tiletune" tune "$W/recorded.json" --db "$W/tuned.db" --search model $BUDGET > "$W/tune.log" 2>&1
-echo "tune exit $? after $(( $(date +%s) - t0 )) s (124: stopped at the bound; finished problems keep their winners)"
-tail -12 "$W/tune.log"
+  echo "== tune (at most $TUNE_S s)"
+  t0=$(date +%s)
+  timeout "$TUNE_S" "$B/tiletune" tune "$W/recorded.json" --db "$W/tuned.db" --search model $BUDGET > "$W/tune.log" 2>&1
+  echo "tune exit $? after $(( $(date +%s) - t0 )) s (124: stopped at the bound; finished problems keep their winners)"
+  tail -12 "$W/tune.log"
+  cp "$W/tuned.db" "$OUT/${MODEL}_tuned.db"
+fi
 
 echo "== train: PyTorch, then tiletune (C++ route)"
 rm -f "$OUT/${MODEL}_profile.txt"

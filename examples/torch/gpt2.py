@@ -92,7 +92,7 @@ def main():
     make_model = lambda: GPT(args.vocab, args.seq, args.layers, args.width, args.heads)
     fused = args.device.startswith("cuda")
     make_opt = lambda m: torch.optim.AdamW(m.parameters(), lr=6e-4, weight_decay=0.1, fused=fused)
-    results = {s: train.run_side(s, args, make_model, make_opt, batches, loss_fn) for s in args.sides.split(",")}
+    results = train.run_sides(args, make_model, make_opt, batches, loss_fn)
     train.report(args, results)
 
 

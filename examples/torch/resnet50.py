@@ -38,8 +38,7 @@ def main():
 
     make_model = lambda: getattr(torchvision.models, args.model)(num_classes=args.classes)
     make_opt = lambda m: torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-5)
-    results = {s: train.run_side(s, args, make_model, make_opt, batches, F.cross_entropy,
-                                 memory_format=torch.channels_last) for s in args.sides.split(",")}
+    results = train.run_sides(args, make_model, make_opt, batches, F.cross_entropy, memory_format=torch.channels_last)
     train.report(args, results)
 
 

@@ -43,8 +43,23 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def run_side(side, args, make_model, make_optimizer, batches, loss_fn, memory_format=None):
-    """Trains a fresh model (same seed) for warm-up + timed steps; returns losses, step times, stats."""
+def run_sides(args, make_model, make_optimizer, batches, loss_fn, memory_format=None):
+    """Times every side of --sides, then (with --profile) profiles one step of each. The profiles come
+    last because a profiler session leaves the process slower for the rest of its life (on the H200
+    the sides timed after one ran 5-20% slower, plain PyTorch included), which would favour the first
+    side timed."""
+    sides = args.sides.split(",")
+    results = {s: run_side(s, args, make_model, make_optimizer, batches, loss_fn, memory_format) for s in sides}
+    if args.profile:
+        for s in sides:
+            results[s]["profile_summary"] = run_side(s, args, make_model, make_optimizer, batches, loss_fn,
+                                                     memory_format, profile=True)["profile_summary"]
+    return results
+
+
+def run_side(side, args, make_model, make_optimizer, batches, loss_fn, memory_format=None, profile=False):
+    """Trains a fresh model (same seed) for warm-up + timed steps; returns losses, step times, stats.
+    profile: two warm-up steps and one profiled step instead (nothing recorded, no online tuning)."""
     import tiletune.torch as ttt
     torch.manual_seed(0)
     model = make_model().to(args.device)
@@ -59,8 +74,8 @@ def run_side(side, args, make_model, make_optimizer, batches, loss_fn, memory_fo
     opt = make_optimizer(model)
     dtype = None if args.no_autocast else torch.bfloat16
     if side == "tiletune":
-        ttt.enable(db=args.db, user_db=args.user_db, record=args.record, online=args.online,
-                   devices=(args.device.split(":")[0],), serve=args.serve)
+        ttt.enable(db=args.db, user_db=args.user_db, record=None if profile else args.record,
+                   online=args.online and not profile, devices=(args.device.split(":")[0],), serve=args.serve)
     losses, times, summary = [], [], None
 
     def step(i):
@@ -72,19 +87,20 @@ def run_side(side, args, make_model, make_optimizer, batches, loss_fn, memory_fo
         opt.step()
         return loss
 
+    warmup, steps = (2, 0) if profile else (args.warmup, args.steps)
     try:
-        for i in range(args.warmup):
+        for i in range(warmup):
             losses.append(step(i).item())
-        if side == "tiletune" and args.online and args.online_wait > 0:
+        if side == "tiletune" and args.online and args.online_wait > 0 and not profile:
             ttt.runtime(args.device).online_wait(args.online_wait)
         sync(args.device)
-        for i in range(args.warmup, args.warmup + args.steps):
+        for i in range(warmup, warmup + steps):
             t0 = time.perf_counter()
             loss = step(i)
             sync(args.device)
             times.append(time.perf_counter() - t0)
             losses.append(loss.item())
-        if args.profile:
+        if profile:
             from torch.profiler import ProfilerActivity, profile
             acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.startswith("cuda") else [])
             with profile(activities=acts) as prof:
