@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export PATH="$PATH:/usr/local/cuda/bin"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+# Ninja and unity batches as scripts/test.sh configures build/ (a tree configured before keeps its generator).
+generator=(-G Ninja) && [ -f build/CMakeCache.txt ] && generator=()
+cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON >/dev/null
 cmake --build build -j"$(nproc)" --target tiletune
 ./build/tiletune devices
 ./build/tiletune tune configs/examples/quickstart.json --db tiletune.db "$@"
