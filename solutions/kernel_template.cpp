@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "solutions/conv_gemm.h"
+#include "solutions/template_extends.h"
 
 namespace tiletune {
 
@@ -357,7 +358,7 @@ KernelTemplate parse_template(const std::string& where, const std::string& text,
   } catch (const nlohmann::json::exception& e) {
     throw Error(where + ": " + e.what());
   }
-  return KernelTemplate::from_json(j, sources);
+  return KernelTemplate::from_json(resolve_extends(where, j, sources ? *sources : embedded_kernel_sources()), sources);
 }
 
 std::string read_text(const std::filesystem::path& path) {

@@ -17,6 +17,7 @@
 #include "ops/arguments.h"
 #include "ops/conv/reference.h"
 #include "solutions/conv_gemm.h"
+#include "solutions/template_extends.h"
 #include "solutions/model.h"
 #include "tests/test_util.h"
 #include "tuner/config.h"
@@ -244,28 +245,31 @@ TEST(ConvGemmTemplate, RefusesWhatIsNotAPlainGemmNamingTheRule) {
   EXPECT_GT(candidates(p), 0u);
 }
 
-// Every rule, derived value, launch expression and model expression of wgmma_gemm.json stands in
-// wgmma_conv1x1.json word for word: the kernel is the same, so what it needs must be.
-TEST(ConvGemmTemplate, KeepsWgmmaGemmsRulesWordForWord) {
-  const auto gemm = nlohmann::ordered_json::parse(embedded_kernel_sources().at("wgmma_gemm.json"));
-  const auto conv = nlohmann::ordered_json::parse(embedded_kernel_sources().at("wgmma_conv1x1.json"));
-  EXPECT_EQ(conv.at("source"), gemm.at("source"));
-  EXPECT_EQ(conv.at("instance"), gemm.at("instance"));
-  EXPECT_EQ(conv.at("derived"), gemm.at("derived"));
-  EXPECT_EQ(conv.at("launch"), gemm.at("launch"));
-  EXPECT_EQ(conv.at("workspace_bytes"), gemm.at("workspace_bytes"));
-  EXPECT_EQ(conv.at("default"), gemm.at("default"));
-  for (const auto& [name, text] : gemm.at("constraints").items()) {
-    ASSERT_TRUE(conv.at("constraints").contains(name)) << name;
-    EXPECT_EQ(conv.at("constraints").at(name), text) << name;
-  }
-  for (const auto& [key, text] : gemm.at("model").items())
-    if (key != "about") EXPECT_EQ(conv.at("model").at(key), text) << key;
-  for (const auto& [name, values] : conv.at("parameters").items())
+// wgmma_conv1x1.json extends wgmma_gemm.json and writes only what differs: the kernel is the same,
+// so every rule, derived value, launch and model expression of the GEMM's stays, and the
+// convolution's own constraints are checked (and named as the reason) before the GEMM's.
+TEST(ConvGemmTemplate, ExtendsWgmmaGemmKeepingItsRules) {
+  const auto& files = embedded_kernel_sources();
+  const auto gemm = nlohmann::ordered_json::parse(files.at("wgmma_gemm.json"));
+  const auto own = nlohmann::ordered_json::parse(files.at("wgmma_conv1x1.json"));
+  EXPECT_EQ(own.at("extends"), "wgmma_gemm.json");
+  for (const char* key : {"source", "instance", "default", "derived", "launch", "workspace_bytes"})
+    EXPECT_FALSE(own.contains(key)) << key;
+  for (const auto& [key, value] : own.at("model").items()) EXPECT_EQ(key, "about");
+  for (const auto& [name, values] : own.at("parameters").items())
     for (const auto& v : values) {
       const auto& all = gemm.at("parameters").at(name);
       EXPECT_NE(std::find(all.begin(), all.end(), v), all.end()) << name << " " << v;
     }
+  const auto conv = resolve_extends("wgmma_conv1x1.json", own, files);
+  std::vector<std::string> expected, names;
+  for (const auto& [name, text] : own.at("constraints").items()) {
+    EXPECT_FALSE(gemm.at("constraints").contains(name)) << name;
+    expected.push_back(name);
+  }
+  for (const auto& [name, text] : gemm.at("constraints").items()) expected.push_back(name);
+  for (const auto& [name, text] : conv.at("constraints").items()) names.push_back(name);
+  EXPECT_EQ(names, expected);
 }
 
 // The same solution on the convolution and on its GEMM: one kernel instance, the same GEMM
