@@ -197,7 +197,7 @@ Variables KernelTemplate::variables(const Solution& s, const Problem& problem, c
     conv_variables(problem.conv(), v);
     // The GEMM's names (M, N, K in its order, TRANSA, LDA, ALIGN_A, ...) over the implicit GEMM's,
     // so that a GEMM template's expressions read the same here.
-    if (arguments_ == Arguments::ConvAsGemmWithTma) gemm_variables(conv_as_gemm(problem.conv()).gemm, v);
+    if (arguments_ == Arguments::ConvAsGemmWithTma) gemm_variables(problem.conv_gemm().gemm, v);
   } else if (auto r = v.find("REPACK"); r != v.end() && r->second != 0) {
     // The kernel sees the copied operands (solutions/gemm_problem.h, repack_plan); REPACKED counts
     // them, REPACK_BYTES is the scratch they take at the end of the workspace.
@@ -268,7 +268,7 @@ std::string KernelTemplate::name_expression(const Solution& s, const Problem& pr
     const ConvProblem& c = problem.conv();
     ta = c.in_type, tc = c.out_type, nchw = c.layout == ConvLayout::NCHW, dir = int(c.direction);
     if (arguments_ == Arguments::ConvAsGemmWithTma) {
-      const GemmProblem g = conv_as_gemm(c).gemm;
+      const GemmProblem& g = problem.conv_gemm().gemm;
       trans_a = g.trans_a, trans_b = g.trans_b;
     }
   } else {
@@ -312,7 +312,7 @@ const char* KernelTemplate::arguments_name() const {
 }
 
 GemmProblem KernelTemplate::kernel_gemm(const Problem& p) const {
-  if (p.is_conv() && arguments_ == Arguments::ConvAsGemmWithTma) return conv_as_gemm(p.conv()).gemm;
+  if (p.is_conv() && arguments_ == Arguments::ConvAsGemmWithTma) return p.conv_gemm().gemm;
   return p.gemm_view();
 }
 

@@ -23,7 +23,7 @@ class ConvOperation final : public Operation {
                                           [[maybe_unused]] const Variables& vars) const override {
 #ifdef TILETUNE_WITH_TMA
     if (t.arguments() == KernelTemplate::Arguments::ConvAsGemmWithTma)
-      return gpu::cuda::make_tma_conv_gemm_arguments(params.conv, kernel_problem.conv(), vars);
+      return gpu::cuda::make_tma_conv_gemm_arguments(params.conv, kernel_problem, vars);
     return gpu::cuda::make_tma_conv_arguments(params.conv, kernel_problem.conv(), vars);
 #else
     no_tma_arguments(t);

@@ -16,6 +16,7 @@
 #include "kernel_templates/host_gemm.h"
 #include "ops/arguments.h"
 #include "ops/conv/reference.h"
+#include "ops/operation.h"
 #include "solutions/conv_gemm.h"
 #include "solutions/template_extends.h"
 #include "solutions/model.h"
@@ -272,6 +273,45 @@ TEST(ConvGemmTemplate, ExtendsWgmmaGemmKeepingItsRules) {
   EXPECT_EQ(names, expected);
 }
 
+// A convolution Problem carries its GEMM, computed once when it is made, for the templates,
+// the model and the arguments to share; a GEMM has none, and a problem that would divide by zero
+// gets none without crashing (validate() names its field).
+TEST(ConvGemmTemplate, ProblemCarriesItsGemm) {
+  for (ConvDirection dir : {kFwd, kDgrad, kWgrad}) {
+    const ConvProblem cp = conv1x1(dir, 8, 256, 14, 14, 512);
+    const ConvGemm direct = conv_as_gemm(cp);
+    const Problem p(cp);
+    EXPECT_EQ(p.conv_gemm().gemm.key(), direct.gemm.key());
+    EXPECT_EQ(p.conv_gemm().a, direct.a);
+    EXPECT_EQ(p.conv_gemm().c, direct.c);
+    EXPECT_EQ(conv1x1_template().kernel_gemm(p).key(), direct.gemm.key());
+  }
+  EXPECT_NE(testing::error_of([] { Problem(GemmProblem{}).conv_gemm(); }).find("convolution problem was expected"),
+            std::string::npos);
+  ConvProblem zero = conv1x1(kFwd, 8, 256, 14, 14, 512);
+  zero.groups = 0;
+  EXPECT_NE(testing::error_of([&] { Problem(zero).validate(); }).find("groups"), std::string::npos);
+}
+
+// The runtime serves conv_as_gemm_tma only where x, w and y are all on 16 bytes (TMA loads two
+// and may store the third); the pointer class says so apart from the TMA loads' two.
+TEST(ConvGemmTemplate, NeedsAllThreePointersOn16Bytes) {
+  const ops::Operation& op = ops::operation(ProblemKind::Conv);
+  const KernelTemplate& t = conv1x1_template();
+  const gpu::DeviceInfo dev = testing::fake_device(gpu::BackendKind::Cuda);
+  alignas(16) static char memory[64];
+  const Problem p(conv1x1(kFwd, 8, 256, 14, 14, 512));  // fwd: TMA loads x and w
+  const ops::Pointers aligned = {memory, memory + 16, memory + 32};
+  EXPECT_TRUE(op.admits(t, t.default_solution(), p, aligned, dev));
+  EXPECT_EQ(op.pointer_class(p, aligned), "");
+  for (int i = 0; i < 3; ++i) {
+    ops::Pointers off = aligned;
+    off[i] = memory + 16 * i + 2;
+    EXPECT_FALSE(op.admits(t, t.default_solution(), p, off, dev)) << i;
+    EXPECT_EQ(op.pointer_class(p, off), i == 2 ? "|output_unaligned" : "|unaligned") << i;
+  }
+}
+
 // The same solution on the convolution and on its GEMM: one kernel instance, the same GEMM
 // variables, the same model estimate.
 TEST(ConvGemmTemplate, IsWgmmaGemmOnTheMappedGemm) {
@@ -336,6 +376,7 @@ TEST(ConvGemmTemplate, ShippedResNet50ConfigsOfferItToThe1x1Layers) {
     EXPECT_GE(directions.size(), 2u) << name;
   }
 }
+
 
 }  // namespace
 }  // namespace tiletune
