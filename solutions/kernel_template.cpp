@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "solutions/conv_gemm.h"
+#include "solutions/template_extends.h"
 
 namespace tiletune {
 
@@ -196,7 +197,7 @@ Variables KernelTemplate::variables(const Solution& s, const Problem& problem, c
     conv_variables(problem.conv(), v);
     // The GEMM's names (M, N, K in its order, TRANSA, LDA, ALIGN_A, ...) over the implicit GEMM's,
     // so that a GEMM template's expressions read the same here.
-    if (arguments_ == Arguments::ConvAsGemmWithTma) gemm_variables(conv_as_gemm(problem.conv()).gemm, v);
+    if (arguments_ == Arguments::ConvAsGemmWithTma) gemm_variables(problem.conv_gemm().gemm, v);
   } else if (auto r = v.find("REPACK"); r != v.end() && r->second != 0) {
     // The kernel sees the copied operands (solutions/gemm_problem.h, repack_plan); REPACKED counts
     // them, REPACK_BYTES is the scratch they take at the end of the workspace.
@@ -267,7 +268,7 @@ std::string KernelTemplate::name_expression(const Solution& s, const Problem& pr
     const ConvProblem& c = problem.conv();
     ta = c.in_type, tc = c.out_type, nchw = c.layout == ConvLayout::NCHW, dir = int(c.direction);
     if (arguments_ == Arguments::ConvAsGemmWithTma) {
-      const GemmProblem g = conv_as_gemm(c).gemm;
+      const GemmProblem& g = problem.conv_gemm().gemm;
       trans_a = g.trans_a, trans_b = g.trans_b;
     }
   } else {
@@ -311,7 +312,7 @@ const char* KernelTemplate::arguments_name() const {
 }
 
 GemmProblem KernelTemplate::kernel_gemm(const Problem& p) const {
-  if (p.is_conv() && arguments_ == Arguments::ConvAsGemmWithTma) return conv_as_gemm(p.conv()).gemm;
+  if (p.is_conv() && arguments_ == Arguments::ConvAsGemmWithTma) return p.conv_gemm().gemm;
   return p.gemm_view();
 }
 
@@ -357,7 +358,7 @@ KernelTemplate parse_template(const std::string& where, const std::string& text,
   } catch (const nlohmann::json::exception& e) {
     throw Error(where + ": " + e.what());
   }
-  return KernelTemplate::from_json(j, sources);
+  return KernelTemplate::from_json(resolve_extends(where, j, sources ? *sources : embedded_kernel_sources()), sources);
 }
 
 std::string read_text(const std::filesystem::path& path) {

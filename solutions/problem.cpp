@@ -18,6 +18,16 @@ const ConvProblem& Problem::conv() const {
   return std::get<1>(v_);
 }
 
+Problem::Problem(const ConvProblem& p) : v_(p) {
+  // Not for a problem whose sizes would divide by zero (validate() refuses it, naming the field).
+  if (p.groups >= 1 && p.stride_h >= 1 && p.stride_w >= 1) conv_gemm_ = conv_as_gemm(p);
+}
+
+const ConvGemm& Problem::conv_gemm() const {
+  conv();  // throws for a GEMM
+  return conv_gemm_;
+}
+
 Problem Problem::canonical() const {
   return std::visit([](const auto& p) { return Problem(p.canonical()); }, v_);
 }

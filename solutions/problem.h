@@ -8,6 +8,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "solutions/conv_gemm.h"
 #include "solutions/conv_problem.h"
 #include "solutions/gemm_problem.h"
 
@@ -20,12 +21,15 @@ class Problem {
  public:
   Problem() = default;
   Problem(const GemmProblem& p) : v_(p) {}  // implicit: a GemmProblem is a Problem
-  Problem(const ConvProblem& p) : v_(p) {}
+  // A convolution's GEMM (solutions/conv_gemm.h) is computed here, once, for the templates that
+  // run it on a GEMM kernel ("conv_as_gemm_tma"): their variables, instance, model and arguments.
+  Problem(const ConvProblem& p);
 
   ProblemKind kind() const { return is_conv() ? ProblemKind::Conv : ProblemKind::Gemm; }
   bool is_conv() const { return v_.index() == 1; }
   const GemmProblem& gemm() const;  // throws Error for the other kind
   const ConvProblem& conv() const;
+  const ConvGemm& conv_gemm() const;  // a convolution's conv_as_gemm; throws Error for a GEMM
 
   Problem canonical() const;
   void validate() const;
@@ -38,6 +42,7 @@ class Problem {
 
  private:
   std::variant<GemmProblem, ConvProblem> v_;
+  ConvGemm conv_gemm_;  // a convolution's; unused for a GEMM
 };
 
 void to_json(nlohmann::json& j, const Problem& p);

@@ -12,6 +12,7 @@ namespace tiletune::ops {
 namespace {
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+bool all_aligned16(const Pointers& ptrs) { return aligned16(ptrs[0]) && aligned16(ptrs[1]) && aligned16(ptrs[2]); }
 
 class ConvOperation final : public Operation {
  public:
@@ -22,7 +23,7 @@ class ConvOperation final : public Operation {
                                           [[maybe_unused]] const Variables& vars) const override {
 #ifdef TILETUNE_WITH_TMA
     if (t.arguments() == KernelTemplate::Arguments::ConvAsGemmWithTma)
-      return gpu::cuda::make_tma_conv_gemm_arguments(params.conv, kernel_problem.conv(), vars);
+      return gpu::cuda::make_tma_conv_gemm_arguments(params.conv, kernel_problem, vars);
     return gpu::cuda::make_tma_conv_arguments(params.conv, kernel_problem.conv(), vars);
 #else
     no_tma_arguments(t);
@@ -53,11 +54,11 @@ class ConvOperation final : public Operation {
       case KernelTemplate::Arguments::ParamsWithTma: return tma_bases_aligned(p, ptrs);
       case KernelTemplate::Arguments::ConvAsGemmWithTma: break;
     }
-    return aligned16(ptrs[0]) && aligned16(ptrs[1]) && aligned16(ptrs[2]);
+    return all_aligned16(ptrs);
   }
   std::string pointer_class(const Problem& p, const Pointers& ptrs) const override {
     if (!tma_bases_aligned(p, ptrs)) return "|unaligned";
-    return aligned16(ptrs[0]) && aligned16(ptrs[1]) && aligned16(ptrs[2]) ? "" : "|output_unaligned";
+    return all_aligned16(ptrs) ? "" : "|output_unaligned";
   }
 
   std::unique_ptr<Inputs> make_inputs(gpu::Device& dev, const Problem& p, bool rotate, std::uint64_t seed,

@@ -245,15 +245,16 @@ std::vector<std::uint8_t> make_tma_gemm_arguments(const TtGemmParams& p, const G
 }
 
 std::vector<std::uint8_t> encode_tma_conv_gemm_arguments(TensorMapEncoder encode, const TtConvParams& p,
-                                                         const ConvProblem& problem, const Variables& vars) {
-  if (auto why = conv_gemm_refusal(problem)) throw Error("conv_as_gemm: not a plain GEMM: " + *why);
-  if (problem.in_type != DataType::BF16 && problem.in_type != DataType::F16)
+                                                         const Problem& problem, const Variables& vars) {
+  const ConvProblem& conv = problem.conv();
+  if (auto why = conv_gemm_refusal(conv)) throw Error("conv_as_gemm: not a plain GEMM: " + *why);
+  if (conv.in_type != DataType::BF16 && conv.in_type != DataType::F16)
     throw Error("conv_as_gemm: bf16 or fp16 inputs only");
-  const ConvGemm g = conv_as_gemm(problem);
+  const ConvGemm& g = problem.conv_gemm();
   return encode_gemm_of_solution(encode, conv_gemm_params(g, p), g.gemm, vars);
 }
 
-std::vector<std::uint8_t> make_tma_conv_gemm_arguments(const TtConvParams& p, const ConvProblem& problem,
+std::vector<std::uint8_t> make_tma_conv_gemm_arguments(const TtConvParams& p, const Problem& problem,
                                                        const Variables& vars) {
   return encode_tma_conv_gemm_arguments(tensor_map_encoder(), p, problem, vars);
 }

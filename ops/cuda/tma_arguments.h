@@ -12,6 +12,7 @@
 #include "solutions/conv_problem.h"
 #include "solutions/expression.h"
 #include "solutions/gemm_problem.h"
+#include "solutions/problem.h"
 
 namespace tiletune::gpu::cuda {
 
@@ -56,11 +57,12 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
 // as make_tma_gemm_arguments encodes them (vars as there). Throws tiletune::Error for a problem that
 // is not a plain GEMM (conv_gemm_refusal), inputs other than bf16 / fp16, or what
 // make_tma_gemm_arguments throws for (16-byte alignment of the tensors and leading dimensions).
-std::vector<std::uint8_t> make_tma_conv_gemm_arguments(const TtConvParams& p, const ConvProblem& problem,
+// `problem` is a convolution: its GEMM is Problem::conv_gemm's.
+std::vector<std::uint8_t> make_tma_conv_gemm_arguments(const TtConvParams& p, const Problem& problem,
                                                        const Variables& vars);
 
 // The same with an explicit encoder (tests pass a fake that records its arguments).
 std::vector<std::uint8_t> encode_tma_conv_gemm_arguments(TensorMapEncoder encode, const TtConvParams& p,
-                                                         const ConvProblem& problem, const Variables& vars);
+                                                         const Problem& problem, const Variables& vars);
 
 }  // namespace tiletune::gpu::cuda

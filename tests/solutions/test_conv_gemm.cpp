@@ -16,7 +16,9 @@
 #include "kernel_templates/host_gemm.h"
 #include "ops/arguments.h"
 #include "ops/conv/reference.h"
+#include "ops/operation.h"
 #include "solutions/conv_gemm.h"
+#include "solutions/template_extends.h"
 #include "solutions/model.h"
 #include "tests/test_util.h"
 #include "tuner/config.h"
@@ -244,28 +246,70 @@ TEST(ConvGemmTemplate, RefusesWhatIsNotAPlainGemmNamingTheRule) {
   EXPECT_GT(candidates(p), 0u);
 }
 
-// Every rule, derived value, launch expression and model expression of wgmma_gemm.json stands in
-// wgmma_conv1x1.json word for word: the kernel is the same, so what it needs must be.
-TEST(ConvGemmTemplate, KeepsWgmmaGemmsRulesWordForWord) {
-  const auto gemm = nlohmann::ordered_json::parse(embedded_kernel_sources().at("wgmma_gemm.json"));
-  const auto conv = nlohmann::ordered_json::parse(embedded_kernel_sources().at("wgmma_conv1x1.json"));
-  EXPECT_EQ(conv.at("source"), gemm.at("source"));
-  EXPECT_EQ(conv.at("instance"), gemm.at("instance"));
-  EXPECT_EQ(conv.at("derived"), gemm.at("derived"));
-  EXPECT_EQ(conv.at("launch"), gemm.at("launch"));
-  EXPECT_EQ(conv.at("workspace_bytes"), gemm.at("workspace_bytes"));
-  EXPECT_EQ(conv.at("default"), gemm.at("default"));
-  for (const auto& [name, text] : gemm.at("constraints").items()) {
-    ASSERT_TRUE(conv.at("constraints").contains(name)) << name;
-    EXPECT_EQ(conv.at("constraints").at(name), text) << name;
-  }
-  for (const auto& [key, text] : gemm.at("model").items())
-    if (key != "about") EXPECT_EQ(conv.at("model").at(key), text) << key;
-  for (const auto& [name, values] : conv.at("parameters").items())
+// wgmma_conv1x1.json extends wgmma_gemm.json and writes only what differs: the kernel is the same,
+// so every rule, derived value, launch and model expression of the GEMM's stays, and the
+// convolution's own constraints are checked (and named as the reason) before the GEMM's.
+TEST(ConvGemmTemplate, ExtendsWgmmaGemmKeepingItsRules) {
+  const auto& files = embedded_kernel_sources();
+  const auto gemm = nlohmann::ordered_json::parse(files.at("wgmma_gemm.json"));
+  const auto own = nlohmann::ordered_json::parse(files.at("wgmma_conv1x1.json"));
+  EXPECT_EQ(own.at("extends"), "wgmma_gemm.json");
+  for (const char* key : {"source", "instance", "default", "derived", "launch", "workspace_bytes"})
+    EXPECT_FALSE(own.contains(key)) << key;
+  for (const auto& [key, value] : own.at("model").items()) EXPECT_EQ(key, "about");
+  for (const auto& [name, values] : own.at("parameters").items())
     for (const auto& v : values) {
       const auto& all = gemm.at("parameters").at(name);
       EXPECT_NE(std::find(all.begin(), all.end(), v), all.end()) << name << " " << v;
     }
+  const auto conv = resolve_extends("wgmma_conv1x1.json", own, files);
+  std::vector<std::string> expected, names;
+  for (const auto& [name, text] : own.at("constraints").items()) {
+    EXPECT_FALSE(gemm.at("constraints").contains(name)) << name;
+    expected.push_back(name);
+  }
+  for (const auto& [name, text] : gemm.at("constraints").items()) expected.push_back(name);
+  for (const auto& [name, text] : conv.at("constraints").items()) names.push_back(name);
+  EXPECT_EQ(names, expected);
+}
+
+// A convolution Problem carries its GEMM, computed once when it is made, for the templates,
+// the model and the arguments to share; a GEMM has none, and a problem that would divide by zero
+// gets none without crashing (validate() names its field).
+TEST(ConvGemmTemplate, ProblemCarriesItsGemm) {
+  for (ConvDirection dir : {kFwd, kDgrad, kWgrad}) {
+    const ConvProblem cp = conv1x1(dir, 8, 256, 14, 14, 512);
+    const ConvGemm direct = conv_as_gemm(cp);
+    const Problem p(cp);
+    EXPECT_EQ(p.conv_gemm().gemm.key(), direct.gemm.key());
+    EXPECT_EQ(p.conv_gemm().a, direct.a);
+    EXPECT_EQ(p.conv_gemm().c, direct.c);
+    EXPECT_EQ(conv1x1_template().kernel_gemm(p).key(), direct.gemm.key());
+  }
+  EXPECT_NE(testing::error_of([] { Problem(GemmProblem{}).conv_gemm(); }).find("convolution problem was expected"),
+            std::string::npos);
+  ConvProblem zero = conv1x1(kFwd, 8, 256, 14, 14, 512);
+  zero.groups = 0;
+  EXPECT_NE(testing::error_of([&] { Problem(zero).validate(); }).find("groups"), std::string::npos);
+}
+
+// The runtime serves conv_as_gemm_tma only where x, w and y are all on 16 bytes (TMA loads two
+// and may store the third); the pointer class says so apart from the TMA loads' two.
+TEST(ConvGemmTemplate, NeedsAllThreePointersOn16Bytes) {
+  const ops::Operation& op = ops::operation(ProblemKind::Conv);
+  const KernelTemplate& t = conv1x1_template();
+  const gpu::DeviceInfo dev = testing::fake_device(gpu::BackendKind::Cuda);
+  alignas(16) static char memory[64];
+  const Problem p(conv1x1(kFwd, 8, 256, 14, 14, 512));  // fwd: TMA loads x and w
+  const ops::Pointers aligned = {memory, memory + 16, memory + 32};
+  EXPECT_TRUE(op.admits(t, t.default_solution(), p, aligned, dev));
+  EXPECT_EQ(op.pointer_class(p, aligned), "");
+  for (int i = 0; i < 3; ++i) {
+    ops::Pointers off = aligned;
+    off[i] = memory + 16 * i + 2;
+    EXPECT_FALSE(op.admits(t, t.default_solution(), p, off, dev)) << i;
+    EXPECT_EQ(op.pointer_class(p, off), i == 2 ? "|output_unaligned" : "|unaligned") << i;
+  }
 }
 
 // The same solution on the convolution and on its GEMM: one kernel instance, the same GEMM
@@ -332,6 +376,7 @@ TEST(ConvGemmTemplate, ShippedResNet50ConfigsOfferItToThe1x1Layers) {
     EXPECT_GE(directions.size(), 2u) << name;
   }
 }
+
 
 }  // namespace
 }  // namespace tiletune
