@@ -8,6 +8,7 @@
 
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
+#include "solutions/model.h"
 #include "tests/conv_test_util.h"
 #include "tests/test_util.h"
 #include "tuner/enumerator.h"
@@ -70,6 +71,22 @@ TEST(TapWgradSpace, TakesThe3x3Stride1WeightGradientsOnly) {
   EXPECT_EQ(candidates(other), 0u);
   other = base, other.in_type = other.out_type = DataType::F32;
   EXPECT_EQ(candidates(other), 0u);
+}
+
+// The model's expressions evaluate on ResNet's layers, and its price of the packing's zero positions
+// makes two 7-pixel rows per m16 step cheaper than one.
+TEST(TapWgradSpace, ModelPricesThePacking) {
+  const KernelTemplate& t = find_template("tap_wgrad");
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  for (int i = 0; i < 4; ++i) {
+    const Problem p(wgrad3x3(DataType::BF16, DataType::BF16, 128, 64 << i, 56 >> i, 56 >> i, 64 << i));
+    const ModelEstimate e = model_estimate(t, t.default_solution(), p, dev);
+    EXPECT_TRUE(e.has_model && e.seconds > 0) << p.key();
+  }
+  const Problem l4(wgrad3x3(DataType::BF16, DataType::BF16, 128, 512, 7, 7, 512));
+  Solution one = t.default_solution(), two = one;
+  two.params["G"] = 2;
+  EXPECT_LT(model_estimate(t, two, l4, dev).seconds, model_estimate(t, one, l4, dev).seconds);
 }
 
 // With and without the split-K reduction, every warp-tile shape and packing depth the sample
