@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -47,6 +49,28 @@ inline std::vector<tuner::Candidate> conv_sample(const KernelTemplate& t, const 
 inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const std::vector<Problem>& problems,
                                                  const gpu::DeviceInfo& dev, std::size_t per) {
   return conv_sample(find_template(name), problems, dev, per);
+}
+
+// Compiles each of `cands` with `compiler` (NVRTC) and ptxas -v: every compile must succeed with no
+// spill stores. Returns the values each parameter took across the sample, so that a caller can
+// check the sample reached the variants it is about.
+inline std::map<std::string, std::set<std::int64_t>> expect_no_spills(gpu::Compiler& compiler,
+                                                                      const std::vector<tuner::Candidate>& cands,
+                                                                      const std::vector<Problem>& problems,
+                                                                      const gpu::DeviceInfo& dev) {
+  const std::regex spill("([0-9]+) bytes spill stores");
+  std::map<std::string, std::set<std::int64_t>> values;
+  for (const auto& c : cands) {
+    gpu::CompileRequest req = c.tmpl->compile_request(c.solution, problems[c.problem_index], dev);
+    req.options.push_back("--ptxas-options=-v");
+    const gpu::CompileResult r = compiler.compile(req);
+    EXPECT_TRUE(r.ok) << c.solution.kernel_name() << "\n" << r.log;
+    std::smatch ms;
+    EXPECT_TRUE(!r.ok || (std::regex_search(r.log, ms, spill) && ms[1].str() == "0"))
+        << c.solution.kernel_name() << " spills:\n" << r.log;
+    for (const auto& [name, v] : c.solution.params) values[name].insert(v);
+  }
+  return values;
 }
 
 // Compiles every candidate on all cores (NVRTC compiles concurrently in threads, as the tuner's
