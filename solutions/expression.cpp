@@ -3,80 +3,90 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <vector>
+#include <optional>
+#include <utility>
 
 #include "common/error.h"
 
 namespace tiletune {
 
-struct Expression::Node {
-  enum Kind { Number, Variable, Unary, Binary, Call } kind;
-  std::int64_t value = 0;
-  std::string name;  // variable, operator or function
-  std::vector<std::shared_ptr<const Node>> args;
+// Steps refer to their operands by index, so evaluation walks one vector and switches on an enum:
+// enumeration evaluates a template's expressions for every candidate, millions of times.
+struct Expression::Program {
+  enum class Op : std::uint8_t { Number, Name, Not, Neg, Min, Max, Or, And, Eq, Ne, Lt, Le, Gt, Ge, Add, Sub, Mul, Div, Mod };
+  struct Step {
+    Op op;
+    int a = -1, b = -1;      // operand steps
+    std::int64_t value = 0;  // Number: the literal; Name: the index into names
+  };
+  std::vector<Step> steps;
+  std::vector<std::string> names;
+  int root = -1;
 };
 
 namespace {
 
-using NodePtr = std::shared_ptr<const Expression::Node>;
-using Node = Expression::Node;
+using Program = Expression::Program;
+using Op = Program::Op;
 
 class Parser {
  public:
-  explicit Parser(const std::string& t) : t_(t) {}
+  Parser(const std::string& t, Program& out) : t_(t), p_(out) {}
 
-  NodePtr parse() {
-    NodePtr n = binary(0);
+  void parse() {
+    p_.root = binary(0);
     skip();
     if (pos_ != t_.size()) fail("unexpected '" + t_.substr(pos_, 1) + "'");
-    return n;
   }
 
  private:
-  // Binary operators by precedence level, lowest first.
-  static const std::vector<std::vector<std::string>>& levels() {
-    static const std::vector<std::vector<std::string>> l = {
-        {"||"}, {"&&"}, {"==", "!="}, {"<=", ">=", "<", ">"}, {"+", "-"}, {"*", "/", "%"}};
+  // Binary operators by precedence level, lowest first (a level's longer spellings first).
+  static const std::vector<std::vector<std::pair<std::string, Op>>>& levels() {
+    static const std::vector<std::vector<std::pair<std::string, Op>>> l = {
+        {{"||", Op::Or}},
+        {{"&&", Op::And}},
+        {{"==", Op::Eq}, {"!=", Op::Ne}},
+        {{"<=", Op::Le}, {">=", Op::Ge}, {"<", Op::Lt}, {">", Op::Gt}},
+        {{"+", Op::Add}, {"-", Op::Sub}},
+        {{"*", Op::Mul}, {"/", Op::Div}, {"%", Op::Mod}}};
     return l;
   }
 
-  NodePtr binary(size_t level) {
+  int add(Op op, int a = -1, int b = -1, std::int64_t value = 0) {
+    p_.steps.push_back({op, a, b, value});
+    return int(p_.steps.size()) - 1;
+  }
+
+  int binary(size_t level) {
     if (level == levels().size()) return unary();
-    NodePtr lhs = binary(level + 1);
+    int lhs = binary(level + 1);
     for (;;) {
       skip();
-      std::string op;
+      const std::pair<std::string, Op>* op = nullptr;
       for (const auto& candidate : levels()[level])
-        if (t_.compare(pos_, candidate.size(), candidate) == 0) {
-          op = candidate;
+        if (t_.compare(pos_, candidate.first.size(), candidate.first) == 0) {
+          op = &candidate;
           break;
         }
-      if (op.empty()) return lhs;
-      pos_ += op.size();
-      NodePtr rhs = binary(level + 1);
-      auto n = std::make_shared<Node>();
-      n->kind = Node::Binary;
-      n->name = op;
-      n->args = {lhs, rhs};
-      lhs = n;
+      if (!op) return lhs;
+      pos_ += op->first.size();
+      int rhs = binary(level + 1);
+      lhs = add(op->second, lhs, rhs);
     }
   }
 
-  NodePtr unary() {
+  int unary() {
     skip();
     if (pos_ < t_.size() && (t_[pos_] == '!' || t_[pos_] == '-')) {
-      auto n = std::make_shared<Node>();
-      n->kind = Node::Unary;
-      n->name = std::string(1, t_[pos_++]);
+      const Op op = t_[pos_++] == '!' ? Op::Not : Op::Neg;
       Nest nest(*this);
-      n->args = {unary()};
-      return n;
+      return add(op, unary());
     }
     return primary();
   }
 
   // Parentheses, calls and unary operators recurse: their nesting is bounded so that no input
-  // overflows the stack (here, in eval and in the tree's destruction).
+  // overflows the stack (here and in eval).
   static constexpr int kMaxNesting = 200;
   struct Nest {
     Parser& p;
@@ -86,44 +96,43 @@ class Parser {
     ~Nest() { --p.nesting_; }
   };
 
-  NodePtr primary() {
+  int primary() {
     skip();
     if (pos_ >= t_.size()) fail("unexpected end");
     char c = t_[pos_];
-    auto n = std::make_shared<Node>();
     if (c == '(') {
       ++pos_;
       Nest nest(*this);
-      NodePtr inner = binary(0);
+      int inner = binary(0);
       expect(')');
       return inner;
     }
     if (std::isdigit(static_cast<unsigned char>(c))) {
       size_t start = pos_;
       while (pos_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[pos_]))) ++pos_;
-      n->kind = Node::Number;
-      auto [end, ec] = std::from_chars(t_.data() + start, t_.data() + pos_, n->value);
+      std::int64_t value = 0;
+      auto [end, ec] = std::from_chars(t_.data() + start, t_.data() + pos_, value);
       if (ec != std::errc()) fail("integer literal out of range");
-      return n;
+      return add(Op::Number, -1, -1, value);
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t start = pos_;
       while (pos_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[pos_])) || t_[pos_] == '_')) ++pos_;
-      n->name = t_.substr(start, pos_ - start);
+      std::string name = t_.substr(start, pos_ - start);
       skip();
       if (pos_ < t_.size() && t_[pos_] == '(') {
-        if (n->name != "min" && n->name != "max") fail("unknown function '" + n->name + "'");
+        if (name != "min" && name != "max") fail("unknown function '" + name + "'");
         ++pos_;
         Nest nest(*this);
-        n->kind = Node::Call;
-        n->args.push_back(binary(0));
+        int a = binary(0);
         expect(',');
-        n->args.push_back(binary(0));
+        int b = binary(0);
         expect(')');
-        return n;
+        return add(name == "min" ? Op::Min : Op::Max, a, b);
       }
-      n->kind = Node::Variable;
-      return n;
+      auto it = std::find(p_.names.begin(), p_.names.end(), name);
+      if (it == p_.names.end()) it = p_.names.insert(it, std::move(name));
+      return add(Op::Name, -1, -1, it - p_.names.begin());
     }
     fail(std::string("unexpected '") + c + "'");
   }
@@ -141,51 +150,99 @@ class Parser {
   }
 
   const std::string& t_;
+  Program& p_;
   size_t pos_ = 0;
   int nesting_ = 0;
 };
 
-std::int64_t eval_node(const Node& n, const Variables& vars, const std::string& text) {
-  switch (n.kind) {
-    case Node::Number: return n.value;
-    case Node::Variable: {
-      auto it = vars.find(n.name);
-      if (it == vars.end()) throw Error("expression \"" + text + "\": unknown name '" + n.name + "'");
-      return it->second;
-    }
-    case Node::Unary: {
-      std::int64_t v = eval_node(*n.args[0], vars, text);
-      return n.name == "!" ? !v : -v;
-    }
-    case Node::Call: {
-      std::int64_t a = eval_node(*n.args[0], vars, text), b = eval_node(*n.args[1], vars, text);
-      return n.name == "min" ? std::min(a, b) : std::max(a, b);
-    }
-    case Node::Binary: break;
+const char* spelling(Op op) {  // of the operators that can overflow
+  switch (op) {
+    case Op::Add: return "+";
+    case Op::Sub: return "-";
+    case Op::Mul: return "*";
+    case Op::Div: return "/";
+    case Op::Mod: return "%";
+    default: return "?";
   }
-  const std::string& op = n.name;
-  std::int64_t a = eval_node(*n.args[0], vars, text);
-  if (op == "&&" && !a) return 0;  // short-circuit so guards like "X > 0 && Y % X == 0" work
-  if (op == "||" && a) return 1;
-  std::int64_t b = eval_node(*n.args[1], vars, text);
+}
+
+[[noreturn]] void unknown_name(const Program& p, std::int64_t i, const std::string& text) {
+  throw Error("expression \"" + text + "\": unknown name '" + p.names[i] + "'");
+}
+
+// A binary operator (or min, max) on its evaluated operands, && and || past their short-circuit.
+std::int64_t apply(Op op, std::int64_t a, std::int64_t b, const std::string& text) {
   std::int64_t r = 0;
-  auto overflow = [&] { return Error("expression \"" + text + "\": integer overflow in " + op); };
-  if (op == "+") return __builtin_add_overflow(a, b, &r) ? throw overflow() : r;
-  if (op == "-") return __builtin_sub_overflow(a, b, &r) ? throw overflow() : r;
-  if (op == "*") return __builtin_mul_overflow(a, b, &r) ? throw overflow() : r;
-  if (op == "/" || op == "%") {
-    if (b == 0) throw Error("expression \"" + text + "\": division by zero");
-    if (b == -1 && a == INT64_MIN) throw overflow();
-    return op == "/" ? a / b : a % b;
+  auto overflow = [&] { return Error("expression \"" + text + "\": integer overflow in " + spelling(op)); };
+  switch (op) {
+    case Op::Min: return std::min(a, b);
+    case Op::Max: return std::max(a, b);
+    case Op::Add: return __builtin_add_overflow(a, b, &r) ? throw overflow() : r;
+    case Op::Sub: return __builtin_sub_overflow(a, b, &r) ? throw overflow() : r;
+    case Op::Mul: return __builtin_mul_overflow(a, b, &r) ? throw overflow() : r;
+    case Op::Div:
+    case Op::Mod:
+      if (b == 0) throw Error("expression \"" + text + "\": division by zero");
+      if (b == -1 && a == INT64_MIN) throw overflow();
+      return op == Op::Div ? a / b : a % b;
+    case Op::Lt: return a < b;
+    case Op::Le: return a <= b;
+    case Op::Gt: return a > b;
+    case Op::Ge: return a >= b;
+    case Op::Eq: return a == b;
+    case Op::Ne: return a != b;
+    default: return b != 0;
   }
-  if (op == "<") return a < b;
-  if (op == "<=") return a <= b;
-  if (op == ">") return a > b;
-  if (op == ">=") return a >= b;
-  if (op == "==") return a == b;
-  if (op == "!=") return a != b;
-  if (op == "&&" || op == "||") return b != 0;
-  throw Error("expression \"" + text + "\": bad operator " + op);
+}
+
+// `read(i)` points at the value of the program's i-th name, or is null where the name is unknown.
+template <class Read>
+std::int64_t run(const Program& p, int i, const Read& read, const std::string& text) {
+  const Program::Step& s = p.steps[i];
+  switch (s.op) {
+    case Op::Number: return s.value;
+    case Op::Name: {
+      if (const std::int64_t* v = read(s.value)) return *v;
+      unknown_name(p, s.value, text);
+    }
+    case Op::Not: return !run(p, s.a, read, text);
+    case Op::Neg: return -run(p, s.a, read, text);
+    default: break;
+  }
+  std::int64_t a = run(p, s.a, read, text);
+  if (s.op == Op::And && !a) return 0;  // short-circuit so guards like "X > 0 && Y % X == 0" work
+  if (s.op == Op::Or && a) return 1;
+  return apply(s.op, a, run(p, s.b, read, text), text);
+}
+
+// The same where some values are not known yet (known[slot] == 0): nullopt as soon as the
+// evaluation reaches one, so that it evaluates (and throws) only what run would, in its order.
+std::optional<std::int64_t> run_known(const Program& p, int i, const std::int64_t* values, const int* slots,
+                                      const bool* known, const std::string& text) {
+  const Program::Step& s = p.steps[i];
+  auto operand = [&](int j) { return run_known(p, j, values, slots, known, text); };
+  switch (s.op) {
+    case Op::Number: return s.value;
+    case Op::Name: {
+      const int slot = slots[s.value];
+      if (slot < 0) unknown_name(p, s.value, text);
+      return known[slot] ? std::optional(values[slot]) : std::nullopt;
+    }
+    case Op::Not:
+      if (auto a = operand(s.a)) return !*a;
+      return std::nullopt;
+    case Op::Neg:
+      if (auto a = operand(s.a)) return -*a;
+      return std::nullopt;
+    default: break;
+  }
+  const std::optional<std::int64_t> a = operand(s.a);
+  if (!a) return std::nullopt;
+  if (s.op == Op::And && !*a) return 0;
+  if (s.op == Op::Or && *a) return 1;
+  const std::optional<std::int64_t> b = operand(s.b);
+  if (!b) return std::nullopt;
+  return apply(s.op, *a, *b, text);
 }
 
 }  // namespace
@@ -197,13 +254,40 @@ Expression Expression::parse(const std::string& text) {
     throw Error("expression of " + std::to_string(text.size()) + " characters: at most " + std::to_string(kMaxLength));
   Expression e;
   e.text_ = text;
-  e.root_ = Parser(e.text_).parse();
+  auto program = std::make_shared<Program>();
+  Parser(e.text_, *program).parse();
+  e.program_ = std::move(program);
   return e;
 }
 
 std::int64_t Expression::eval(const Variables& vars) const {
-  if (!root_) throw Error("empty expression");
-  return eval_node(*root_, vars, text_);
+  if (!program_) throw Error("empty expression");
+  const Program& p = *program_;
+  return run(
+      p, p.root,
+      [&](std::int64_t i) -> const std::int64_t* {
+        auto it = vars.find(p.names[i]);
+        return it == vars.end() ? nullptr : &it->second;
+      },
+      text_);
+}
+
+std::int64_t Expression::eval(const std::int64_t* values, const int* slots) const {
+  if (!program_) throw Error("empty expression");
+  return run(
+      *program_, program_->root,
+      [&](std::int64_t i) -> const std::int64_t* { return slots[i] < 0 ? nullptr : values + slots[i]; }, text_);
+}
+
+std::optional<std::int64_t> Expression::eval_known(const std::int64_t* values, const int* slots,
+                                                   const bool* known) const {
+  if (!program_) throw Error("empty expression");
+  return run_known(*program_, program_->root, values, slots, known, text_);
+}
+
+const std::vector<std::string>& Expression::names() const {
+  static const std::vector<std::string> none;
+  return program_ ? program_->names : none;
 }
 
 }  // namespace tiletune

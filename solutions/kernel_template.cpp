@@ -193,12 +193,20 @@ Variables KernelTemplate::variables(const Solution& s, const Problem& problem, c
   // template's default, which is the value that reproduces the older kernel.
   Variables v(defaults_.begin(), defaults_.end());
   for (const auto& [name, value] : s.params) v[name] = value;
+  const auto r = v.find("REPACK");
+  add_fixed_variables(problem, r != v.end() && r->second != 0, dev, v);
+  for (const auto& [name, expr] : derived_) v[name] = expr.eval(v);
+  return v;
+}
+
+void KernelTemplate::add_fixed_variables(const Problem& problem, bool repack, const gpu::DeviceInfo& dev,
+                                         Variables& v) const {
   if (problem.is_conv()) {
     conv_variables(problem.conv(), v);
     // The GEMM's names (M, N, K in its order, TRANSA, LDA, ALIGN_A, ...) over the implicit GEMM's,
     // so that a GEMM template's expressions read the same here.
     if (arguments_ == Arguments::ConvAsGemmWithTma) gemm_variables(problem.conv_gemm().gemm, v);
-  } else if (auto r = v.find("REPACK"); r != v.end() && r->second != 0) {
+  } else if (repack) {
     // The kernel sees the copied operands (solutions/gemm_problem.h, repack_plan); REPACKED counts
     // them, REPACK_BYTES is the scratch they take at the end of the workspace.
     const RepackPlan plan = repack_plan(problem.gemm());
@@ -211,8 +219,6 @@ Variables KernelTemplate::variables(const Solution& s, const Problem& problem, c
     v["REPACK_BYTES"] = 0;
   }
   device_variables(dev, v);
-  for (const auto& [name, expr] : derived_) v[name] = expr.eval(v);
-  return v;
 }
 
 std::optional<std::string> KernelTemplate::violation(const Variables& vars) const {
@@ -222,14 +228,21 @@ std::optional<std::string> KernelTemplate::violation(const Variables& vars) cons
 }
 
 gpu::LaunchDims KernelTemplate::launch_dims(const Variables& vars) const {
+  std::array<std::int64_t, kLaunchExpressions> values;
+  const auto exprs = launch_expressions();
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = exprs[i]->eval(vars);
+  return launch_dims(values);
+}
+
+gpu::LaunchDims KernelTemplate::launch_dims(const std::array<std::int64_t, kLaunchExpressions>& v) const {
   gpu::LaunchDims d;
-  d.block[0] = static_cast<unsigned>(block_.eval(vars));
-  d.grid[0] = static_cast<unsigned>(grid_x_.eval(vars));
-  d.grid[1] = static_cast<unsigned>(grid_y_.eval(vars));
-  d.grid[2] = static_cast<unsigned>(grid_z_.eval(vars));
-  d.shared_bytes = static_cast<unsigned>(shared_bytes_.eval(vars));
-  d.cluster[0] = static_cast<unsigned>(cluster_x_.eval(vars));
-  d.cluster[1] = static_cast<unsigned>(cluster_y_.eval(vars));
+  d.block[0] = static_cast<unsigned>(v[0]);
+  d.grid[0] = static_cast<unsigned>(v[1]);
+  d.grid[1] = static_cast<unsigned>(v[2]);
+  d.grid[2] = static_cast<unsigned>(v[3]);
+  d.shared_bytes = static_cast<unsigned>(v[4]);
+  d.cluster[0] = static_cast<unsigned>(v[5]);
+  d.cluster[1] = static_cast<unsigned>(v[6]);
   d.persistent = persistent_;
   return d;
 }

@@ -3,6 +3,7 @@
 // source. Nothing about a particular template is written in C++: a kernel author adds a template
 // by adding two files.
 #pragma once
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -80,9 +81,21 @@ class KernelTemplate {
   // convolution for a "conv_as_gemm_tma" template the GEMM's names besides (M, N, K and the rest
   // those of solutions/conv_gemm.h's GEMM, not the implicit GEMM's).
   Variables variables(const Solution& s, const Problem& p, const gpu::DeviceInfo& dev) const;
+  // The problem's and the device's names of variables(), written over `v`: what variables() puts
+  // over the solution's values before the derived ones. `repack`: the solution's REPACK is nonzero.
+  void add_fixed_variables(const Problem& p, bool repack, const gpu::DeviceInfo& dev, Variables& v) const;
   // Name and text of the first constraint the candidate breaks, or nullopt when it can run.
   std::optional<std::string> violation(const Variables& vars) const;
   gpu::LaunchDims launch_dims(const Variables& vars) const;
+  // What variables() and violation() evaluate, in order, for evaluators of their own (the enumerator's).
+  const std::vector<std::pair<std::string, Expression>>& derived() const { return derived_; }
+  const std::vector<std::pair<std::string, Expression>>& constraints() const { return constraints_; }
+  // launch_dims(vars) as the values of these expressions: block, grid x, y, z, shared bytes, cluster x, y.
+  static constexpr std::size_t kLaunchExpressions = 7;
+  std::array<const Expression*, kLaunchExpressions> launch_expressions() const {
+    return {&block_, &grid_x_, &grid_y_, &grid_z_, &shared_bytes_, &cluster_x_, &cluster_y_};
+  }
+  gpu::LaunchDims launch_dims(const std::array<std::int64_t, kLaunchExpressions>& values) const;
   // Bytes of zeroed device scratch the kernel needs (TtGemmParams::workspace), 0 for most.
   // The template's own workspace, then (REPACK) the operand copies at repack_offset.
   std::int64_t workspace_bytes(const Variables& vars) const {

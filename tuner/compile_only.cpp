@@ -39,7 +39,7 @@ CompileOnlySummary run_compile_only(const TuningConfig& config, const SweepOptio
   db.upsert_device({traits.name, arch, dev.name, dev.multiprocessors, "compile-only"});
   const Enumeration e = enumerate(config.templates, config.problems, dev);
   s.total = e.total;
-  s.pruned = e.pruned.size();
+  s.pruned = e.pruned_count;
   s.candidates = e.candidates.size();
   std::vector<std::vector<const Candidate*>> by_problem(config.problems.size());
   for (const auto& c : e.candidates) by_problem[c.problem_index].push_back(&c);

@@ -98,7 +98,7 @@ std::vector<ProblemCost> problem_costs(const TuningConfig& config, gpu::BackendK
   for (const Problem& p : config.problems) {
     std::size_t candidates = 0;
     for (const KernelTemplate& t : config.templates)
-      if (t.supports(backend) && t.problem_kind() == p.kind()) candidates += cartesian(t).size();
+      if (t.supports(backend) && t.problem_kind() == p.kind()) candidates += combinations(t);
     // A problem no template serves still costs its vendor timing: count it as one candidate.
     const double each = candidate_seconds(p.flops(), config.benchmark, rates);
     costs.push_back({each * double(std::max<std::size_t>(1, candidates)), candidates});

@@ -149,16 +149,16 @@ static bool finishes(const SweepOptions& o, std::size_t pi) { return !o.filter.f
 static bool times_vendor(const SweepOptions& o, std::size_t pi) { return o.compare_vendor && finishes(o, pi); }
 
 void Sweep::enumerate_candidates() {
-  enumeration_ = enumerate(config_.templates, config_.problems, dev_->info());
+  enumeration_ = enumerate(config_.templates, config_.problems, dev_->info(), {.keep_pruned = options_.list_pruned});
   const Enumeration& e = enumeration_;
   sum_.total = e.total;
-  sum_.pruned = e.pruned.size();
+  sum_.pruned = e.pruned_count;
   sum_.candidates = e.candidates.size();
   sum_.pruned_by_reason = e.pruned_by_reason;
   if (config_.duplicates_dropped)
     std::fprintf(log_, "%zu problem(s) named more than once in the config: each is tuned once\n", config_.duplicates_dropped);
   std::fprintf(log_, "enumerated %zu candidates for %zu problems; pruned %zu; %zu remain\n", e.total,
-               config_.problems.size(), e.pruned.size(), e.candidates.size());
+               config_.problems.size(), e.pruned_count, e.candidates.size());
   for (const auto& [reason, count] : e.pruned_by_reason) std::fprintf(log_, "  pruned %6zu  %s\n", count, reason.c_str());
   if (options_.list_pruned)
     for (const auto& p : e.pruned)
@@ -170,13 +170,11 @@ void Sweep::enumerate_candidates() {
   {
     std::vector<std::size_t> admitted(config_.problems.size(), 0);
     for (const auto& c : e.candidates) ++admitted[c.problem_index];
-    std::vector<std::map<std::string, std::size_t>> why(config_.problems.size());
-    for (const auto& p : e.pruned) ++why[p.problem_index][p.reason.substr(0, p.reason.find(':'))];
     for (std::size_t pi = 0; pi < config_.problems.size(); ++pi) {
       if (admitted[pi]) continue;
       std::string most = "no template of this kind on this backend";
       std::size_t count = 0;
-      for (const auto& [reason, n] : why[pi])
+      for (const auto& [reason, n] : e.pruned_by_problem[pi])
         if (n > count) most = reason, count = n;
       sum_.no_candidate.push_back(config_.problems[pi].key() + ": " + most);
       std::fprintf(log_, "warning: no generated candidate admits %s (most were pruned by %s)\n",

@@ -32,7 +32,7 @@ std::vector<std::string> uncovered(const tuner::TuningConfig& config, const std:
   std::vector<const KernelTemplate*> templates;
   for (const KernelTemplate& t : config.templates) templates.push_back(&t);
   std::map<const KernelTemplate*, std::size_t> size;
-  for (const KernelTemplate* t : templates) size[t] = tuner::cartesian(*t).size();
+  for (const KernelTemplate* t : templates) size[t] = tuner::combinations(*t);
   std::sort(templates.begin(), templates.end(), [&](auto* a, auto* b) { return size[a] < size[b]; });
   std::vector<std::string> out;
   for (const Problem& p : problems) {

@@ -347,7 +347,7 @@ TEST(MfmaSpace, EnumeratesForGfx90aAndPrunesWave32) {
   const auto dev = fake_gfx90a();
   const auto problems = space_problems();
   const auto e = tiletune::tuner::enumerate({mfma_template()}, problems, dev);
-  std::printf("mfma_gemm: %zu enumerated, %zu candidates, %zu pruned\n", e.total, e.candidates.size(), e.pruned.size());
+  std::printf("mfma_gemm: %zu enumerated, %zu candidates, %zu pruned\n", e.total, e.candidates.size(), e.pruned_count);
   for (const auto& [reason, n] : e.pruned_by_reason) std::printf("  pruned %7zu by %s\n", n, reason.c_str());
   std::vector<size_t> per_problem(problems.size(), 0);
   for (const auto& c : e.candidates) {
