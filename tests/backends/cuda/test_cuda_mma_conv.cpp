@@ -50,9 +50,10 @@ TEST(MmaConvCompile, NvrtcCompilesEveryDirectionForSm90a) {
   auto compiler = gpu::cuda::make_compiler();
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = mma_problems();
-  // One stride-picked candidate per problem besides the default and the first split-K, flat and
-  // staged ones: every direction, type and corner of mma_problems() still compiles, with each VB.
-  const auto cands = conv_sample("mma_conv", ps, dev, 1);
+  // One stride-picked candidate per problem besides the default, and the first split-K, flat and
+  // staged ones of each direction: every direction, type and corner of mma_problems() still
+  // compiles, with each VB and each switch (the GPU test below validates them per problem).
+  const auto cands = conv_sample("mma_conv", ps, dev, 1, true);
   std::set<int> dirs;
   std::set<std::int64_t> vbs;
   bool split = false, flat = false, staged = false;
