@@ -27,7 +27,8 @@ fi
 echo "cuDNN: ${TILETUNE_CUDNN_LIB:-system (libcudnn.so.9)}"
 
 if [ -n "$TESTS" ]; then
-  timeout 100 "$B/tests/test_cuda_conv" > "$OUT/test_cuda_conv.log" 2>&1
+  # tests/backends/cuda/test_cuda_conv.cpp's suites, in the folder's test program
+  timeout 100 "$B/tests/tests_backends_cuda" --gtest_filter='CudaConv*:CudnnConv*' > "$OUT/test_cuda_conv.log" 2>&1
   echo "test_cuda_conv exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED|inputs and device reference" "$OUT/test_cuda_conv.log"
 fi
 

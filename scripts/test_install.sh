@@ -42,7 +42,7 @@ cat > "$T/parent/CMakeLists.txt" <<CMAKE
 cmake_minimum_required(VERSION 3.22)
 project(parent LANGUAGES CXX)
 add_subdirectory("$PWD" tiletune)
-if(TARGET test_ladder OR NOT TARGET tiletune::runtime)
+if(TARGET tiletune_tests OR NOT TARGET tiletune::runtime)
   message(FATAL_ERROR "add_subdirectory: expected tiletune::runtime and no tests")
 endif()
 CMAKE

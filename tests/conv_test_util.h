@@ -23,10 +23,15 @@ namespace tiletune::testing {
 // Per problem: every stride-th candidate of template `name` (about `per` of them), the first
 // candidate of each switch (split-K, flat walk, staged epilogue) and the default when enumerated.
 // `t` may be a narrowed copy of a template (set_values): its space enumerates faster.
+// switches_per_direction: the first of each switch once per convolution direction instead of once
+// per problem (a compile-only test: a switch's code is the same for every problem of a direction,
+// the problems' corners are compiled by their stride-picked and default candidates).
 inline std::vector<tuner::Candidate> conv_sample(const KernelTemplate& t, const std::vector<Problem>& problems,
-                                                 const gpu::DeviceInfo& dev, std::size_t per) {
+                                                 const gpu::DeviceInfo& dev, std::size_t per,
+                                                 bool switches_per_direction = false) {
   const auto e = tuner::enumerate({t}, problems, dev);
   std::vector<tuner::Candidate> out;
+  std::set<std::string> seen_in_direction[3];
   for (std::size_t pi = 0; pi < problems.size(); ++pi) {
     std::vector<tuner::Candidate> mine;
     for (const auto& c : e.candidates)
@@ -35,7 +40,9 @@ inline std::vector<tuner::Candidate> conv_sample(const KernelTemplate& t, const 
     // Besides every stride-th, the first candidate that sets each of these away from its default
     // (split-K; mma_conv's flat walk and staged epilogue).
     const auto& defaults = t.defaults();
-    std::set<std::string> seen;
+    std::set<std::string> seen_in_problem;
+    std::set<std::string>& seen =
+        switches_per_direction ? seen_in_direction[int(problems[pi].conv().direction)] : seen_in_problem;
     for (std::size_t i = 0; i < mine.size(); ++i) {
       const auto& params = mine[i].solution.params;
       bool first = false;
@@ -47,8 +54,9 @@ inline std::vector<tuner::Candidate> conv_sample(const KernelTemplate& t, const 
   return out;
 }
 inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const std::vector<Problem>& problems,
-                                                 const gpu::DeviceInfo& dev, std::size_t per) {
-  return conv_sample(find_template(name), problems, dev, per);
+                                                 const gpu::DeviceInfo& dev, std::size_t per,
+                                                 bool switches_per_direction = false) {
+  return conv_sample(find_template(name), problems, dev, per, switches_per_direction);
 }
 
 // Compiles each of `cands` with `compiler` (NVRTC) and ptxas -v: every compile must succeed with no

@@ -173,7 +173,7 @@ TEST(MfmaConvWalk, EveryDirectionComputesTheConvolution) {
 // ---------------------------------------------------------------------------------------------
 // The search space, per direction.
 
-ConvProblem conv(ConvDirection dir, DataType in, DataType out, int n, int c, int hw, int k, int rs, int stride,
+ConvProblem mfma_conv(ConvDirection dir, DataType in, DataType out, int n, int c, int hw, int k, int rs, int stride,
                  int groups = 1) {
   ConvProblem p;
   p.direction = dir, p.in_type = in, p.out_type = out;
@@ -191,9 +191,9 @@ TEST(MfmaConvSpace, EveryDirectionOfResNetLayersHasCandidates) {
   for (int dir = 0; dir < 3; ++dir)
     for (DataType in : {DataType::BF16, DataType::F16}) {
       const DataType out = dir == 2 ? DataType::F32 : in;
-      problems.push_back(conv(ConvDirection(dir), in, out, 32, 64, 56, 64, 3, 1));
-      problems.push_back(conv(ConvDirection(dir), in, out, 32, 256, 56, 512, 1, 2));
-      problems.push_back(conv(ConvDirection(dir), in, out, 2, 36, 17, 20, 3, 2, 2));  // Cg 18, Kg 10
+      problems.push_back(mfma_conv(ConvDirection(dir), in, out, 32, 64, 56, 64, 3, 1));
+      problems.push_back(mfma_conv(ConvDirection(dir), in, out, 32, 256, 56, 512, 1, 2));
+      problems.push_back(mfma_conv(ConvDirection(dir), in, out, 2, 36, 17, 20, 3, 2, 2));  // Cg 18, Kg 10
     }
   const auto e = tuner::enumerate({t}, problems, dev);
   std::map<std::size_t, std::size_t> per;
@@ -214,9 +214,9 @@ TEST(MfmaConvSpace, EveryDirectionOfResNetLayersHasCandidates) {
   EXPECT_GE(splitk[12], 8) << problems[12].key();
   EXPECT_EQ(splitk[1], 1) << problems[1].key();
   // NCHW and fp32 inputs are not this template's, nor wave32 devices.
-  ConvProblem nchw = conv(ConvDirection::BackwardData, DataType::BF16, DataType::BF16, 8, 64, 28, 64, 3, 1);
+  ConvProblem nchw = mfma_conv(ConvDirection::BackwardData, DataType::BF16, DataType::BF16, 8, 64, 28, 64, 3, 1);
   nchw.layout = ConvLayout::NCHW;
-  const ConvProblem f32 = conv(ConvDirection::BackwardFilter, DataType::F32, DataType::F32, 8, 64, 28, 64, 3, 1);
+  const ConvProblem f32 = mfma_conv(ConvDirection::BackwardFilter, DataType::F32, DataType::F32, 8, 64, 28, 64, 3, 1);
   EXPECT_TRUE(tuner::enumerate({t}, std::vector<Problem>{nchw, f32}, dev).candidates.empty());
   dev.warp_size = 32;
   EXPECT_TRUE(tuner::enumerate({t}, std::vector<Problem>{problems[0]}, dev).candidates.empty());

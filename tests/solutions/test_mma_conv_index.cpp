@@ -17,9 +17,9 @@ using namespace tiletune;
 
 namespace {
 
-using Shape = tiletune::testing::IndexShape;
-TtConvParams params(const Shape& s, int dir) { return tiletune::testing::index_params(s, dir); }
-const std::vector<Shape>& shapes() { return tiletune::testing::index_shapes(); }
+using MmaShape = tiletune::testing::IndexShape;
+TtConvParams mma_params(const MmaShape& s, int dir) { return tiletune::testing::index_params(s, dir); }
+const std::vector<MmaShape>& mma_shapes() { return tiletune::testing::index_shapes(); }
 
 // Element of x (fwd) or dy (dgrad) that A(m, kk) of group g reads, or -1 for a zero, straight from
 // the definition y[n,k,p,q] = sum x[n, c, p*u - ph + r*dh, q*v - pw + s*dw] * w[k, c, r, s].
@@ -40,10 +40,10 @@ long long naive_a(int dir, const TtConvParams& p, int g, int m, int r, int s, in
 }
 
 TEST(MmaConvIndex, GatheredRowsMatchTheDefinition) {
-  for (const Shape& sh : shapes())
+  for (const MmaShape& sh : mma_shapes())
     for (int dir = 0; dir < 2; ++dir)
       for (int bk : {8, 32}) {
-        const TtConvParams p = params(sh, dir);
+        const TtConvParams p = mma_params(sh, dir);
         SCOPED_TRACE(::testing::Message() << "dir " << dir << " c" << sh.c << " k" << sh.k << " r" << sh.r << "x"
                                           << sh.s << " u" << sh.u << "x" << sh.v << " BK " << bk);
         const int cg = p.c / p.groups, kg = p.k / p.groups, rc = dir == 0 ? cg : kg;
@@ -88,10 +88,10 @@ TEST(MmaConvIndex, GatheredRowsMatchTheDefinition) {
 // FLAT: K tile t, column c is reduction index k = t * BK + c in the filter's (r, s, c) order; x's
 // element comes from a row made with the group's first channel plus flat_tap's delta.
 TEST(MmaConvIndex, FlatWalkMatchesTheDefinition) {
-  std::vector<Shape> all = shapes();
+  std::vector<MmaShape> all = mma_shapes();
   all.push_back({2, 3, 23, 21, 16, 7, 7, 2, 2, 3, 3, 1, 1, 1});  // the 3-channel stem
-  for (const Shape& sh : all) {
-    const TtConvParams p = params(sh, 0);
+  for (const MmaShape& sh : all) {
+    const TtConvParams p = mma_params(sh, 0);
     const int cg = p.c / p.groups;
     SCOPED_TRACE(::testing::Message() << "c" << sh.c << " r" << sh.r << "x" << sh.s << " u" << sh.u);
     for (int k = 0; k < p.gemm_k + 40; ++k) {
@@ -114,9 +114,9 @@ TEST(MmaConvIndex, FlatWalkMatchesTheDefinition) {
 }
 
 TEST(MmaConvIndex, WgradPixelsCarriedForwardMatchTheDefinition) {
-  for (const Shape& sh : shapes())
+  for (const MmaShape& sh : mma_shapes())
     for (int bk : {32, 64}) {
-      const TtConvParams p = params(sh, 2);
+      const TtConvParams p = mma_params(sh, 2);
       const int cg = p.c / p.groups, npq = p.gemm_k;
       // A thread's row i of each K tile, from a split starting at tile kt0, carried forward.
       for (int kt0 : {0, 1, 3})
@@ -144,7 +144,7 @@ TEST(MmaConvIndex, WgradPixelsCarriedForwardMatchTheDefinition) {
 // ---------------------------------------------------------------------------------------------
 // The search space.
 
-ConvProblem conv(ConvDirection dir, DataType in, DataType out, int n, int c, int hw, int k, int rs, int stride,
+ConvProblem mma_conv(ConvDirection dir, DataType in, DataType out, int n, int c, int hw, int k, int rs, int stride,
                  int pad, int groups = 1) {
   ConvProblem p;
   p.direction = dir, p.in_type = in, p.out_type = out;
@@ -162,10 +162,10 @@ TEST(MmaConvSpace, EveryDirectionOfResNetLayersHasCandidates) {
   for (int dir = 0; dir < 3; ++dir)
     for (DataType in : {DataType::BF16, DataType::F16}) {
       const DataType out = dir == 2 ? DataType::F32 : in;
-      problems.push_back(conv(ConvDirection(dir), in, out, 128, 64, 56, 64, 3, 1, 1));
-      problems.push_back(conv(ConvDirection(dir), in, out, 128, 256, 56, 512, 1, 2, 0));
-      problems.push_back(conv(ConvDirection(dir), in, out, 128, 512, 7, 512, 3, 1, 1));
-      problems.push_back(conv(ConvDirection(dir), in, out, 2, 36, 17, 20, 3, 2, 1, 2));  // Cg 18, Kg 10
+      problems.push_back(mma_conv(ConvDirection(dir), in, out, 128, 64, 56, 64, 3, 1, 1));
+      problems.push_back(mma_conv(ConvDirection(dir), in, out, 128, 256, 56, 512, 1, 2, 0));
+      problems.push_back(mma_conv(ConvDirection(dir), in, out, 128, 512, 7, 512, 3, 1, 1));
+      problems.push_back(mma_conv(ConvDirection(dir), in, out, 2, 36, 17, 20, 3, 2, 1, 2));  // Cg 18, Kg 10
     }
   const auto e = tuner::enumerate({t}, problems, dev);
   std::printf("mma_conv: %zu enumerated, %zu candidates\n", e.total, e.candidates.size());
@@ -190,11 +190,11 @@ TEST(MmaConvSpace, EveryDirectionOfResNetLayersHasCandidates) {
   EXPECT_TRUE(split_wgrad) << "wgrad of the 7x7 layer gets split-K candidates";
 
   // NCHW, fp32 inputs and a 3-channel input with 16-byte copies are not this template's.
-  ConvProblem nchw = conv(ConvDirection::Forward, DataType::BF16, DataType::BF16, 8, 64, 28, 64, 3, 1, 1);
+  ConvProblem nchw = mma_conv(ConvDirection::Forward, DataType::BF16, DataType::BF16, 8, 64, 28, 64, 3, 1, 1);
   nchw.layout = ConvLayout::NCHW;
-  ConvProblem f32 = conv(ConvDirection::Forward, DataType::F32, DataType::F32, 8, 64, 28, 64, 3, 1, 1);
+  ConvProblem f32 = mma_conv(ConvDirection::Forward, DataType::F32, DataType::F32, 8, 64, 28, 64, 3, 1, 1);
   EXPECT_TRUE(tuner::enumerate({t}, std::vector<Problem>{nchw, f32}, dev).candidates.empty());
-  ConvProblem stem = conv(ConvDirection::Forward, DataType::BF16, DataType::BF16, 8, 3, 224, 64, 7, 2, 3);
+  ConvProblem stem = mma_conv(ConvDirection::Forward, DataType::BF16, DataType::BF16, 8, 3, 224, 64, 7, 2, 3);
   const auto es = tuner::enumerate({t}, std::vector<Problem>{stem}, dev);
   ASSERT_FALSE(es.candidates.empty());
   bool flat = false;
@@ -214,9 +214,9 @@ namespace {
 
 // The gradients' row-major operands and every direction's output tile, element by element.
 TEST(MmaConvIndex, StridedOperandsAndOutputTilesMatchTheLayouts) {
-  for (const Shape& sh : shapes()) {
+  for (const MmaShape& sh : mma_shapes()) {
     SCOPED_TRACE(::testing::Message() << "c" << sh.c << " k" << sh.k << " r" << sh.r << "x" << sh.s);
-    const TtConvParams p1 = params(sh, 1), p2 = params(sh, 2);
+    const TtConvParams p1 = mma_params(sh, 1), p2 = mma_params(sh, 2);
     const int cg = sh.c / sh.groups, kg = sh.k / sh.groups;
     for (int g = 0; g < sh.groups; ++g) {
       for (int c = 0; c < cg; ++c) {
@@ -237,7 +237,7 @@ TEST(MmaConvIndex, StridedOperandsAndOutputTilesMatchTheLayouts) {
       }
       // Outputs: fwd y (m = output pixel, n = output channel), dgrad dx (m = input pixel, n =
       // input channel), wgrad dw (m = output channel, n = input channel at tap (r, s)).
-      const tt_conv::OutputTile y = tt_conv::output_tile(0, params(sh, 0), g, 0, 0);
+      const tt_conv::OutputTile y = tt_conv::output_tile(0, mma_params(sh, 0), g, 0, 0);
       const tt_conv::OutputTile dx = tt_conv::output_tile(1, p1, g, 0, 0);
       ASSERT_TRUE(y.cols == kg && dx.cols == cg);
       for (int m = 0; m < p2.gemm_k; ++m)

@@ -17,11 +17,11 @@ using namespace tiletune;
 
 namespace {
 
-struct Shape {
+struct WgmmaShape {
   int n, c, h, w, k, r, s, u, v, ph, pw, dh, dw;
 };
 
-TtConvParams params(const Shape& s) {
+TtConvParams wgmma_params(const WgmmaShape& s) {
   TtConvParams p{};
   p.n = s.n, p.c = s.c, p.h = s.h, p.w = s.w, p.k = s.k, p.r = s.r, p.s = s.s;
   p.stride_h = s.u, p.stride_w = s.v, p.pad_h = s.ph, p.pad_w = s.pw, p.dil_h = s.dh, p.dil_w = s.dw;
@@ -82,8 +82,8 @@ long long dy_element(const TtConvParams& p, int m, int k, int r, int s) {
   return tt_act_offset(false, img, k, y, x, p.k, p.p, p.q);
 }
 
-const std::vector<Shape>& shapes() {
-  static const std::vector<Shape> s = {
+const std::vector<WgmmaShape>& wgmma_shapes() {
+  static const std::vector<WgmmaShape> s = {
       {2, 64, 9, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1},    // 3x3 same padding, odd P*Q
       {3, 128, 11, 10, 64, 3, 3, 2, 2, 1, 1, 1, 1},  // stride 2
       {2, 64, 8, 8, 128, 1, 1, 1, 1, 0, 0, 1, 1},    // 1x1
@@ -97,8 +97,8 @@ const std::vector<Shape>& shapes() {
 }
 
 TEST(WgmmaConvIndex, Im2colCopiesReadTheConvolutionsElements) {
-  for (const Shape& sh : shapes()) {
-    const TtConvParams p = params(sh);
+  for (const WgmmaShape& sh : wgmma_shapes()) {
+    const TtConvParams p = wgmma_params(sh);
     const int chunks = p.c / 64, steps = p.r * p.s * chunks;
     for (int boxp : {64, 128}) {
       for (int m0 = 0; m0 < p.gemm_m; m0 += boxp) {
@@ -111,7 +111,7 @@ TEST(WgmmaConvIndex, Im2colCopiesReadTheConvolutionsElements) {
               int c, r, s;
               tt_split_crs(false, kt * 64 + ci, p.c, p.r, p.s, c, r, s);
               ASSERT_EQ(got, x_element(p, m0 + j, c, r, s))
-                  << "shape " << (&sh - shapes().data()) << " box of " << boxp << " at m0 " << m0 << ", K step " << kt
+                  << "shape " << (&sh - wgmma_shapes().data()) << " box of " << boxp << " at m0 " << m0 << ", K step " << kt
                   << " (r " << k.r << ", s " << k.s << ", chunk " << k.chunk << "), pixel " << j << ", channel " << ci;
             }
           tt_conv::next_tile(k, chunks, p.s);
@@ -133,9 +133,9 @@ TEST(WgmmaConvIndex, Im2colCopiesReadTheConvolutionsElements) {
 // read dy where the definition's tap (R-1-r', S-1-s') does, and the filter box of that step holds
 // wt[k][R-1-r'][S-1-s'][c] at (c, k).
 TEST(WgmmaConvIndex, DgradCopiesReadDyAndTheFlippedFilters) {
-  for (const Shape& sh : shapes()) {
+  for (const WgmmaShape& sh : wgmma_shapes()) {
     if (sh.u != 1 || sh.v != 1) continue;  // stride-1 dgrad only
-    TtConvParams p = params(sh);
+    TtConvParams p = wgmma_params(sh);
     if (p.dil_h * (p.r - 1) < p.pad_h || p.dil_w * (p.s - 1) < p.pad_w) continue;  // refused by the constraints
     const int chunks = p.k / 64, steps = p.r * p.s * chunks, M = p.n * p.h * p.w;
     for (int m0 = 0; m0 < M; m0 += 128) {
@@ -149,7 +149,7 @@ TEST(WgmmaConvIndex, DgradCopiesReadDyAndTheFlippedFilters) {
           for (int ki = 0; ki < 64; ki += 5)
             ASSERT_EQ(at.read(p.n, k.chunk * 64 + ki, k.s * p.dil_w, k.r * p.dil_h),
                       dy_element(p, m0 + j, k.chunk * 64 + ki, r, s))
-                << "shape " << (&sh - shapes().data()) << " m0 " << m0 << " step " << kt << " pixel " << j;
+                << "shape " << (&sh - wgmma_shapes().data()) << " m0 " << m0 << " step " << kt << " pixel " << j;
         // The kernel's filter boxes: at map coordinates {n0 + 64 i, tap, 64 chunk} of the {C, R*S, K}
         // map (element strides 1, C, R*S*C), box {64, 1, 64}; element (c, k) of box i must be
         // wt[k][r][s][c] of the definition's tap, or zero past C.
@@ -171,8 +171,8 @@ TEST(WgmmaConvIndex, DgradCopiesReadDyAndTheFlippedFilters) {
 // the R*S*C columns; K step kt gathers output pixels [64 kt, 64 kt + 64) of x at that tap, zeros
 // past the last pixel.
 TEST(WgmmaConvIndex, WgradCopiesReadXAtEachBoxsTap) {
-  for (const Shape& sh : shapes()) {
-    const TtConvParams p = params(sh);
+  for (const WgmmaShape& sh : wgmma_shapes()) {
+    const TtConvParams p = wgmma_params(sh);
     const int NPQ = p.n * p.p * p.q;
     for (int n0 = 0; n0 < p.r * p.s * p.c; n0 += 64) {
       const tt_wgconv::TapColumn tc = tt_wgconv::tap_column(p, n0);
@@ -184,7 +184,7 @@ TEST(WgmmaConvIndex, WgradCopiesReadXAtEachBoxsTap) {
         for (int j = 0; j < 64; ++j, at.next())
           for (int ci = 0; ci < 64; ci += 7)
             ASSERT_EQ(at.read(p.n, tc.c + ci, tc.s * p.dil_w, tc.r * p.dil_h), x_element(p, kt * 64 + j, tc.c + ci, r, s))
-                << "shape " << (&sh - shapes().data()) << " column " << n0 << " step " << kt << " pixel " << j;
+                << "shape " << (&sh - wgmma_shapes().data()) << " column " << n0 << " step " << kt << " pixel " << j;
       }
     }
   }
@@ -193,10 +193,10 @@ TEST(WgmmaConvIndex, WgradCopiesReadXAtEachBoxsTap) {
 // A strided 1x1 dgrad without padding walks dy's pixels, reading them in place, and its s x s
 // blocks cover every dx pixel exactly once (the kernel writes zeros over all but the first).
 TEST(WgmmaConvIndex, ScatteredDgradBlocksCoverDxOnce) {
-  for (const Shape& sh : std::vector<Shape>{{2, 64, 9, 11, 64, 1, 1, 2, 2, 0, 0, 1, 1},
+  for (const WgmmaShape& sh : std::vector<WgmmaShape>{{2, 64, 9, 11, 64, 1, 1, 2, 2, 0, 0, 1, 1},
                                             {1, 64, 8, 7, 64, 1, 1, 2, 1, 0, 0, 1, 1},
                                             {2, 64, 10, 9, 64, 1, 1, 3, 2, 0, 0, 1, 1}}) {
-    const TtConvParams p = params(sh);
+    const TtConvParams p = wgmma_params(sh);
     ASSERT_TRUE(tt_wgconv::dgrad_scatters(p));
     std::vector<int> seen(std::size_t(p.n) * p.h * p.w, 0);
     for (int m = 0; m < p.n * p.p * p.q; ++m) {
@@ -214,8 +214,8 @@ TEST(WgmmaConvIndex, ScatteredDgradBlocksCoverDxOnce) {
 // The filter tile of K step kt is columns [64 kt, 64 kt + 64) of the K x (R*S*C) matrix: the
 // reduction index kt * 64 + c of filter n, in KRSC.
 TEST(WgmmaConvIndex, FilterColumnsFollowTheReductionOrder) {
-  for (const Shape& sh : shapes()) {
-    const TtConvParams p = params(sh);
+  for (const WgmmaShape& sh : wgmma_shapes()) {
+    const TtConvParams p = wgmma_params(sh);
     const long long rsc = (long long)p.r * p.s * p.c;
     for (int n = 0; n < p.k; n += 7)
       for (int k = 0; k < p.gemm_k; ++k) {
@@ -226,7 +226,7 @@ TEST(WgmmaConvIndex, FilterColumnsFollowTheReductionOrder) {
   }
 }
 
-ConvProblem conv(int c, int k, int r, int stride, int pad, int groups = 1, ConvDirection dir = ConvDirection::Forward,
+ConvProblem wgmma_conv(int c, int k, int r, int stride, int pad, int groups = 1, ConvDirection dir = ConvDirection::Forward,
                  ConvLayout layout = ConvLayout::NHWC) {
   ConvProblem p;
   p.direction = dir, p.layout = layout, p.in_type = p.out_type = DataType::BF16;
@@ -235,29 +235,29 @@ ConvProblem conv(int c, int k, int r, int stride, int pad, int groups = 1, ConvD
   return p;
 }
 
-std::size_t candidates(const ConvProblem& p) {
+std::size_t wgmma_candidates(const ConvProblem& p) {
   return tuner::enumerate({find_template("wgmma_conv")}, std::vector<Problem>{Problem(p)}, tiletune::testing::fake_device(gpu::BackendKind::Cuda))
       .candidates.size();
 }
 
 TEST(WgmmaConvSpace, AdmitsNhwcWithReductionChannelsInSwizzleAtoms) {
-  EXPECT_GT(candidates(conv(64, 64, 3, 1, 1)), 0u);
-  EXPECT_GT(candidates(conv(256, 512, 1, 2, 0)), 0u);
-  EXPECT_EQ(candidates(conv(96, 64, 3, 1, 1)), 0u);    // C % 64 != 0: mma_conv's
-  EXPECT_EQ(candidates(conv(3, 64, 7, 2, 3)), 0u);     // the stem
-  EXPECT_EQ(candidates(conv(128, 128, 3, 1, 1, 2)), 0u);  // groups
-  EXPECT_EQ(candidates(conv(64, 60, 3, 1, 1)), 0u);    // K % 8 != 0: no 16-byte output vectors
-  EXPECT_GT(candidates(conv(64, 64, 3, 1, 1, 1, ConvDirection::BackwardData)), 0u);
-  EXPECT_EQ(candidates(conv(64, 64, 3, 2, 1, 1, ConvDirection::BackwardData)), 0u);  // stride-2 3x3 dgrad: mma_conv's
-  EXPECT_GT(candidates(conv(64, 64, 1, 2, 0, 1, ConvDirection::BackwardData)), 0u);  // 1x1 stride 2: scattered
-  EXPECT_EQ(candidates(conv(64, 64, 1, 2, 1, 1, ConvDirection::BackwardData)), 0u);  // ... but not with padding
-  EXPECT_EQ(candidates(conv(64, 96, 3, 1, 1, 1, ConvDirection::BackwardData)), 0u);  // K % 64 != 0
-  EXPECT_GT(candidates(conv(64, 64, 3, 2, 1, 1, ConvDirection::BackwardFilter)), 0u);
-  EXPECT_EQ(candidates(conv(96, 64, 3, 1, 1, 1, ConvDirection::BackwardFilter)), 0u);  // C % 64 != 0
-  EXPECT_EQ(candidates(conv(64, 64, 3, 1, 1, 1, ConvDirection::Forward, ConvLayout::NCHW)), 0u);
+  EXPECT_GT(wgmma_candidates(wgmma_conv(64, 64, 3, 1, 1)), 0u);
+  EXPECT_GT(wgmma_candidates(wgmma_conv(256, 512, 1, 2, 0)), 0u);
+  EXPECT_EQ(wgmma_candidates(wgmma_conv(96, 64, 3, 1, 1)), 0u);    // C % 64 != 0: mma_conv's
+  EXPECT_EQ(wgmma_candidates(wgmma_conv(3, 64, 7, 2, 3)), 0u);     // the stem
+  EXPECT_EQ(wgmma_candidates(wgmma_conv(128, 128, 3, 1, 1, 2)), 0u);  // groups
+  EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 60, 3, 1, 1)), 0u);    // K % 8 != 0: no 16-byte output vectors
+  EXPECT_GT(wgmma_candidates(wgmma_conv(64, 64, 3, 1, 1, 1, ConvDirection::BackwardData)), 0u);
+  EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 64, 3, 2, 1, 1, ConvDirection::BackwardData)), 0u);  // stride-2 3x3 dgrad: mma_conv's
+  EXPECT_GT(wgmma_candidates(wgmma_conv(64, 64, 1, 2, 0, 1, ConvDirection::BackwardData)), 0u);  // 1x1 stride 2: scattered
+  EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 64, 1, 2, 1, 1, ConvDirection::BackwardData)), 0u);  // ... but not with padding
+  EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 96, 3, 1, 1, 1, ConvDirection::BackwardData)), 0u);  // K % 64 != 0
+  EXPECT_GT(wgmma_candidates(wgmma_conv(64, 64, 3, 2, 1, 1, ConvDirection::BackwardFilter)), 0u);
+  EXPECT_EQ(wgmma_candidates(wgmma_conv(96, 64, 3, 1, 1, 1, ConvDirection::BackwardFilter)), 0u);  // C % 64 != 0
+  EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 64, 3, 1, 1, 1, ConvDirection::Forward, ConvLayout::NCHW)), 0u);
   gpu::DeviceInfo ampere = tiletune::testing::fake_device(gpu::BackendKind::Cuda);
   ampere.arch = "sm_80", ampere.compute_capability = 80;
-  EXPECT_TRUE(tuner::enumerate({find_template("wgmma_conv")}, std::vector<Problem>{Problem(conv(64, 64, 3, 1, 1))}, ampere)
+  EXPECT_TRUE(tuner::enumerate({find_template("wgmma_conv")}, std::vector<Problem>{Problem(wgmma_conv(64, 64, 3, 1, 1))}, ampere)
                   .candidates.empty());
 }
 
@@ -271,7 +271,7 @@ TEST(WgmmaConvSpace, EveryForwardResNetLayerButTheStemHasCandidates) {
                            {512, 2048, 7, 1, 1, 0}};
   std::vector<Problem> problems;
   for (const auto& l : layers) {
-    ConvProblem p = conv(l[0], l[1], l[3], l[4], l[5]);
+    ConvProblem p = wgmma_conv(l[0], l[1], l[3], l[4], l[5]);
     p.n = 128, p.h = p.w = l[2];
     problems.push_back(p);
   }

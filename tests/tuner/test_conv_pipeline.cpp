@@ -20,7 +20,7 @@ using namespace tiletune;
 namespace {
 
 // The three directions with stride, padding, dilation and groups, in both layouts and mixed types.
-const char* kConfig = R"({
+const char* kConvPipelineConfig = R"({
   "name": "conv-pipeline-test",
   "problems": [
     {"kind": "conv", "direction": "fwd", "dtype": "f32", "layout": "NHWC", "n": 2, "c": 6, "h": 9, "w": 8, "k": 10,
@@ -40,7 +40,7 @@ class ConvPipeline : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("tiletune-conv-pipeline-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     db_ = (dir_ / "tuned.db").string();
-    config_ = tuner::parse_config(kConfig, dir_.string());
+    config_ = tuner::parse_config(kConvPipelineConfig, dir_.string());
     tuner::SweepOptions o;
     o.backend = gpu::BackendKind::Host;
     o.db_path = db_;

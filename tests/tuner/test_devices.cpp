@@ -27,7 +27,7 @@ using namespace tiletune::testing;
 
 namespace {
 
-const char* kConfig = R"({
+const char* kDevicesConfig = R"({
   "name": "devices-test",
   "problems": [{"dtype": "f32", "transA": "N", "transB": "N", "m": 96, "n": 80, "k": 64},
                {"dtype": "bf16", "transA": "T", "transB": "N", "m": 50, "n": 70, "k": 90}],
@@ -46,7 +46,7 @@ class Devices : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   tuner::SweepSummary sweep(const std::string& strategy) {
-    tuner::TuningConfig c = tuner::parse_config(kConfig, dir_.string());
+    tuner::TuningConfig c = tuner::parse_config(kDevicesConfig, dir_.string());
     c.search.strategy = strategy;
     tuner::SweepOptions o;
     o.backend = gpu::BackendKind::Host;
@@ -128,7 +128,7 @@ TEST_F(Devices, HalvingRoundsShareTheWorkersAndWaitForEachOther) {
 // candidate ends with one row, the database is intact, and a third run measures nothing.
 TEST_F(Devices, KilledWhileTwoWorkersMeasureThenResumed) {
   std::string config = (dir_ / "c.json").string(), db = (dir_ / "killed.db").string(), log = (dir_ / "log.txt").string();
-  std::ofstream(config) << kConfig;
+  std::ofstream(config) << kDevicesConfig;
   const std::vector<std::string> cmd = {TILETUNE_EXE, "tune", config, "--db", db, "--backend", "host", "--no-vendor",
                                         "--devices", "0,1"};
   Child c = spawn(cmd, log);
@@ -271,7 +271,7 @@ TEST(DeviceList, ParsesAllAndListsAndRefusesBadInput) {
 
 TEST_F(Devices, TheCommandLinePrintsPerDeviceCountsAndRefusesBadLists) {
   std::string config = (dir_ / "c.json").string(), db = (dir_ / "cli.db").string(), log = (dir_ / "log.txt").string();
-  std::ofstream(config) << kConfig;
+  std::ofstream(config) << kDevicesConfig;
   ASSERT_EQ(wait_for(spawn({TILETUNE_EXE, "tune", config, "--db", db, "--backend", "host", "--no-vendor", "--devices", "0,1"},
                            log)),
             0)

@@ -28,7 +28,7 @@ using namespace tiletune;
 namespace {
 
 // Two problems (an odd f32 NN with padded lda, a batched bf16 TN with beta) and a small host space.
-const char* kConfig = R"({
+const char* kPipelineConfig = R"({
   "name": "pipeline-test",
   "problems": [
     {"dtype": "f32", "transA": "N", "transB": "N", "m": 70, "n": 45, "k": 33, "lda": 75},
@@ -47,7 +47,7 @@ class Pipeline : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("tiletune-pipeline-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     db_ = (dir_ / "tuned.db").string();
-    config_ = tuner::parse_config(kConfig, dir_.string());
+    config_ = tuner::parse_config(kPipelineConfig, dir_.string());
     tuner::SweepOptions o;
     o.backend = gpu::BackendKind::Host;
     o.db_path = db_;

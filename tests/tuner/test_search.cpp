@@ -24,7 +24,7 @@ using tiletune::testing::gemm;
 
 namespace {
 
-const char* kConfig = R"({
+const char* kSearchConfig = R"({
   "name": "search-test",
   "problems": [
     {"dtype": "f32", "transA": "N", "transB": "N", "m": 70, "n": 45, "k": 33},
@@ -50,7 +50,7 @@ class Search : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   SweepRun sweep(const tuner::SearchOptions& s, const std::string& name) {
-    tuner::TuningConfig c = tuner::parse_config(kConfig, dir_.string());
+    tuner::TuningConfig c = tuner::parse_config(kSearchConfig, dir_.string());
     c.search = s;
     tuner::SweepOptions o;
     o.backend = gpu::BackendKind::Host;
@@ -88,7 +88,7 @@ class Search : public ::testing::Test {
   }
 
   static std::size_t space_per_problem() {
-    tuner::TuningConfig c = tuner::parse_config(kConfig, ".");
+    tuner::TuningConfig c = tuner::parse_config(kSearchConfig, ".");
     auto dev = fake_device(gpu::BackendKind::Host);
     tuner::Enumeration e = tuner::enumerate(c.templates, std::vector<Problem>{c.problems[0]}, dev);
     return e.candidates.size();

@@ -17,7 +17,7 @@ using namespace tiletune::testing;
 namespace {
 
 // Two problems, one candidate each: f32 and bf16.
-const char* kConfig = R"({"name": "failures",
+const char* kFailuresConfig = R"({"name": "failures",
   "problems": [{"dtype": "f32", "transA": "N", "transB": "N", "m": 40, "n": 24, "k": 16},
                {"dtype": "bf16", "transA": "N", "transB": "N", "m": 40, "n": 24, "k": 16}],
   "templates": {"host_gemm": {"parameters": {"MT0": [16], "MT1": [16], "KU": [16], "TT0": [8], "TT1": [4]}}},
@@ -31,7 +31,7 @@ class TuneFailures : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     config_ = (dir_ / "config.json").string();
-    std::ofstream(config_) << kConfig;
+    std::ofstream(config_) << kFailuresConfig;
     db_ = (dir_ / "tuned.db").string();
   }
   void TearDown() override { fs::remove_all(dir_); }

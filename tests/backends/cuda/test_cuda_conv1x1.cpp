@@ -51,7 +51,7 @@ struct Map {
 };
 std::vector<Map> seen;
 
-CUresult CUDAAPI fake_tiled(CUtensorMap* map, CUtensorMapDataType dt, cuuint32_t rank, void* base,
+CUresult CUDAAPI fake_tiled_1x1(CUtensorMap* map, CUtensorMapDataType dt, cuuint32_t rank, void* base,
                             const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
                             const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
                             CUtensorMapFloatOOBfill) {
@@ -72,7 +72,7 @@ TtGemmTmaParams encode(const ConvProblem& p, int bm, int bn, int epi = 0) {
   Variables vars = t.variables(t.default_solution(), Problem(p), fake_device(gpu::BackendKind::Cuda));
   vars["BM"] = bm, vars["BN"] = bn, vars["EPI"] = epi;
   seen.clear();
-  const auto bytes = gpu::cuda::encode_tma_conv_gemm_arguments(fake_tiled, ops::conv_arguments(p, x_buf, w_buf, y_buf), p, vars);
+  const auto bytes = gpu::cuda::encode_tma_conv_gemm_arguments(fake_tiled_1x1, ops::conv_arguments(p, x_buf, w_buf, y_buf), p, vars);
   TtGemmTmaParams args;
   EXPECT_EQ(bytes.size(), sizeof args);
   std::memcpy(&args, bytes.data(), sizeof args);
@@ -135,7 +135,7 @@ TEST(Conv1x1Arguments, RefusesWhatTheGemmCannotRead) {
   const Variables vars = t.variables(t.default_solution(), Problem(p), fake_device(gpu::BackendKind::Cuda));
   auto run = [&](const ConvProblem& q, std::uint8_t* x) {
     return error_of([&] {
-      gpu::cuda::encode_tma_conv_gemm_arguments(fake_tiled, ops::conv_arguments(q, x, w_buf, y_buf), q, vars);
+      gpu::cuda::encode_tma_conv_gemm_arguments(fake_tiled_1x1, ops::conv_arguments(q, x, w_buf, y_buf), q, vars);
     });
   };
   ConvProblem s2 = p;
@@ -152,7 +152,7 @@ TEST(Conv1x1Arguments, RefusesWhatTheGemmCannotRead) {
 
 // Sizes off the tiles in every direction, both input types, every output type; the wgrad of a
 // long reduction over few tiles takes split-K.
-std::vector<Problem> problems() {
+std::vector<Problem> conv1x1_problems() {
   using D = DataType;
   return {Problem(conv1x1(kFwd, D::BF16, D::BF16, 2, 64, 7, 9, 136)),
           Problem(conv1x1(kFwd, D::F16, D::F32, 3, 192, 5, 5, 64)),
@@ -179,7 +179,7 @@ const KernelTemplate& sample_space() {
 
 TEST(Conv1x1Compile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  const std::vector<Problem> ps = problems();
+  const std::vector<Problem> ps = conv1x1_problems();
   const auto cands = conv_sample(sample_space(), ps, dev, 1);
   ASSERT_GE(cands.size(), ps.size());
   auto compiler = gpu::cuda::make_compiler();
@@ -209,7 +209,7 @@ TEST(Conv1x1Gpu, SampleMatchesTheReference) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
   if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv1x1 needs sm_90";
-  const std::vector<Problem> ps = problems();
+  const std::vector<Problem> ps = conv1x1_problems();
   const auto cands = conv_sample(sample_space(), ps, dev->info(), 8);
   ASSERT_GE(cands.size(), ps.size());
   std::printf("%zu candidates validated\n", validate_conv_candidates(*dev, cands, ps));

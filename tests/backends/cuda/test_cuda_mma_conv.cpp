@@ -19,7 +19,7 @@ using namespace tiletune::testing;
 
 namespace {
 
-ConvProblem conv(ConvDirection dir, DataType in, DataType out, int n, int c, int h, int w, int k, int rs, int stride,
+ConvProblem mma_conv(ConvDirection dir, DataType in, DataType out, int n, int c, int h, int w, int k, int rs, int stride,
                  int pad, int dil = 1, int groups = 1) {
   ConvProblem p;
   p.direction = dir, p.in_type = in, p.out_type = out;
@@ -31,28 +31,29 @@ ConvProblem conv(ConvDirection dir, DataType in, DataType out, int n, int c, int
 // Small problems, each direction in both input types and all three output types, with the corners
 // the index math has: padding, stride, dilation, groups, channels that are not a multiple of BK
 // (and only of 2: 4-byte copies), a 3-channel stem (element copies), a tiny grid for split-K.
-std::vector<Problem> problems() {
+std::vector<Problem> mma_problems() {
   std::vector<Problem> out;
   for (int dir = 0; dir < 3; ++dir) {
     const auto d = ConvDirection(dir);
     const DataType half = dir == 1 ? DataType::BF16 : DataType::F16;
-    out.push_back(conv(d, DataType::BF16, DataType::BF16, 2, 64, 15, 13, 64, 3, 1, 1));
-    out.push_back(conv(d, half, dir == 2 ? DataType::F32 : half, 3, 48, 12, 11, 80, 3, 2, 1));
-    out.push_back(conv(d, DataType::BF16, DataType::F32, 2, 96, 9, 9, 40, 1, 2, 0));
-    out.push_back(conv(d, DataType::F16, DataType::F16, 2, 36, 10, 9, 20, 3, 1, 2, 2, 2));  // Cg 18, Kg 10
-    out.push_back(conv(d, DataType::BF16, DataType::BF16, 4, 128, 7, 7, 256, 3, 1, 1));     // deep K, small grid
+    out.push_back(mma_conv(d, DataType::BF16, DataType::BF16, 2, 64, 15, 13, 64, 3, 1, 1));
+    out.push_back(mma_conv(d, half, dir == 2 ? DataType::F32 : half, 3, 48, 12, 11, 80, 3, 2, 1));
+    out.push_back(mma_conv(d, DataType::BF16, DataType::F32, 2, 96, 9, 9, 40, 1, 2, 0));
+    out.push_back(mma_conv(d, DataType::F16, DataType::F16, 2, 36, 10, 9, 20, 3, 1, 2, 2, 2));  // Cg 18, Kg 10
+    out.push_back(mma_conv(d, DataType::BF16, DataType::BF16, 4, 128, 7, 7, 256, 3, 1, 1));     // deep K, small grid
   }
-  out.push_back(conv(ConvDirection::Forward, DataType::BF16, DataType::BF16, 2, 3, 20, 18, 64, 7, 2, 3));
+  out.push_back(mma_conv(ConvDirection::Forward, DataType::BF16, DataType::BF16, 2, 3, 20, 18, 64, 7, 2, 3));
   return out;
 }
 
 TEST(MmaConvCompile, NvrtcCompilesEveryDirectionForSm90a) {
   auto compiler = gpu::cuda::make_compiler();
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  const std::vector<Problem> ps = problems();
-  // One stride-picked candidate per problem besides the default and the first split-K, flat and
-  // staged ones: every direction, type and corner of problems() still compiles, with each VB.
-  const auto cands = conv_sample("mma_conv", ps, dev, 1);
+  const std::vector<Problem> ps = mma_problems();
+  // One stride-picked candidate per problem besides the default, and the first split-K, flat and
+  // staged ones of each direction: every direction, type and corner of mma_problems() still
+  // compiles, with each VB and each switch (the GPU test below validates them per problem).
+  const auto cands = conv_sample("mma_conv", ps, dev, 1, true);
   std::set<int> dirs;
   std::set<std::int64_t> vbs;
   bool split = false, flat = false, staged = false;
@@ -87,7 +88,7 @@ TEST(MmaConvCompile, NvrtcCompilesEveryDirectionForSm90a) {
 TEST(MmaConvGpu, SampleOfEachDirectionMatchesTheReference) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
-  const std::vector<Problem> ps = problems();
+  const std::vector<Problem> ps = mma_problems();
   const std::size_t checked = validate_conv_candidates(*dev, conv_sample("mma_conv", ps, dev->info(), 6), ps);
   std::printf("%zu candidates validated\n", checked);
 }

@@ -29,7 +29,7 @@ ConvProblem wgrad(DataType in, DataType out, int n, int c, int h, int w, int k, 
 // The stem's shape at a small size, and the corners of the row staging: pixels per row not a
 // multiple of 16, one channel, vertical dilation (rows in the padding), S * C filling three n8
 // tiles, several channel blocks, both input types and every output type.
-std::vector<Problem> problems() {
+std::vector<Problem> narrow_problems() {
   return {Problem(wgrad(DataType::BF16, DataType::BF16, 4, 3, 64, 64, 64, 7, 2, 3)),
           Problem(wgrad(DataType::F16, DataType::F32, 6, 4, 20, 22, 32, 5, 1, 2)),
           Problem(wgrad(DataType::BF16, DataType::F32, 8, 1, 40, 40, 16, 3, 2, 1)),
@@ -59,7 +59,7 @@ std::size_t candidates(const ConvProblem& p, const char* name = "narrow_wgrad") 
 TEST(NarrowConvSpace, TakesTheWeightGradientOfFewChannelsOnly) {
   ConvProblem stem = wgrad(DataType::BF16, DataType::BF16, 128, 3, 224, 224, 64, 7, 2, 3);
   EXPECT_GT(candidates(stem), 0u);
-  for (const Problem& p : problems()) EXPECT_GT(candidates(p.conv()), 0u) << p.key();
+  for (const Problem& p : narrow_problems()) EXPECT_GT(candidates(p.conv()), 0u) << p.key();
   ConvProblem other = stem;
   other.direction = ConvDirection::Forward;
   EXPECT_EQ(candidates(other), 0u);
@@ -101,14 +101,14 @@ void compile_sample(const char* name, const std::vector<Problem>& ps, const char
 
 // wgrad with and without the split-K reduction; dgrad with several tile counts per warp.
 TEST(NarrowConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
-  compile_sample("narrow_wgrad", problems(), "SPLIT", 2);
+  compile_sample("narrow_wgrad", narrow_problems(), "SPLIT", 2);
   compile_sample("narrow_dgrad", dgrad_problems(), "MT", 6);
 }
 
 TEST(NarrowConvGpu, SampleMatchesTheReference) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
-  const std::vector<Problem> ps = problems();
+  const std::vector<Problem> ps = narrow_problems();
   std::size_t checked = validate_conv_candidates(*dev, conv_sample("narrow_wgrad", ps, dev->info(), 8), ps);
   const std::vector<Problem> ds = dgrad_problems();
   checked += validate_conv_candidates(*dev, conv_sample("narrow_dgrad", ds, dev->info(), 6), ds);

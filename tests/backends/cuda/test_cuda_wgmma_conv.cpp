@@ -33,7 +33,7 @@ using namespace tiletune::testing;
 
 namespace {
 
-ConvProblem conv(DataType in, DataType out, int n, int c, int h, int w, int k, int r, int s, int stride_h,
+ConvProblem wgmma_conv(DataType in, DataType out, int n, int c, int h, int w, int k, int r, int s, int stride_h,
                  int stride_w, int pad_h, int pad_w, int dil_h = 1, int dil_w = 1,
                  ConvDirection dir = ConvDirection::Forward) {
   ConvProblem p;
@@ -48,25 +48,25 @@ ConvProblem conv(DataType in, DataType out, int n, int c, int h, int w, int k, i
 // channel chunks per tap, GEMM sizes not multiples of the tile, every output type. The gradients:
 // dgrad's flipped, transposed filters and its padding dil (R - 1) - pad, C off the 64-column boxes;
 // wgrad's reduction over N*P*Q ending inside a 64-pixel step, stride 2, K not a multiple of BM.
-std::vector<Problem> problems() {
+std::vector<Problem> wgmma_problems() {
   using D = DataType;
   constexpr ConvDirection DG = ConvDirection::BackwardData, WG = ConvDirection::BackwardFilter;
   return {
-      conv(D::BF16, D::BF16, 2, 64, 15, 13, 64, 3, 3, 1, 1, 1, 1),     // 3x3 same, P*Q = 195
-      conv(D::F16, D::F16, 3, 128, 12, 11, 136, 3, 3, 2, 2, 1, 1),     // stride 2, K = 136
-      conv(D::BF16, D::F32, 2, 128, 9, 9, 256, 1, 1, 2, 2, 0, 0),      // 1x1 stride 2
-      conv(D::BF16, D::BF16, 2, 64, 11, 10, 72, 3, 3, 1, 1, 2, 2, 2, 2),  // dilation 2
-      conv(D::F16, D::F32, 2, 192, 10, 9, 64, 3, 5, 2, 1, 1, 2, 1, 2),    // R != S, anisotropic
-      conv(D::BF16, D::F16, 4, 256, 7, 7, 512, 1, 1, 1, 1, 0, 0),       // 1x1, deep
-      conv(D::BF16, D::BF16, 2, 64, 15, 13, 64, 3, 3, 1, 1, 1, 1, 1, 1, DG),     // dgrad 3x3 same
-      conv(D::F16, D::F32, 3, 72, 9, 11, 192, 1, 1, 1, 1, 0, 0, 1, 1, DG),       // dgrad 1x1, C = 72, 3 chunks
-      conv(D::BF16, D::F16, 2, 136, 11, 10, 128, 3, 5, 1, 1, 1, 2, 2, 1, DG),    // dgrad R != S, dilation
-      conv(D::BF16, D::BF16, 2, 64, 15, 13, 64, 3, 3, 1, 1, 1, 1, 1, 1, WG),     // wgrad 3x3, N*P*Q = 390
-      conv(D::F16, D::F32, 3, 128, 12, 11, 136, 3, 3, 2, 2, 1, 1, 1, 1, WG),     // wgrad stride 2, K = 136
-      conv(D::BF16, D::BF16, 2, 256, 9, 9, 512, 1, 1, 2, 2, 0, 0, 1, 1, WG),     // wgrad 1x1 stride 2
-      conv(D::BF16, D::F16, 2, 64, 12, 13, 64, 3, 3, 1, 1, 2, 2, 2, 2, WG),      // wgrad dilation 2
-      conv(D::BF16, D::BF16, 2, 64, 9, 11, 64, 1, 1, 2, 2, 0, 0, 1, 1, DG),      // dgrad 1x1 stride 2, scattered, odd H, W
-      conv(D::F16, D::F32, 2, 128, 10, 9, 64, 1, 1, 3, 2, 0, 0, 1, 1, DG),       // scattered, anisotropic stride
+      wgmma_conv(D::BF16, D::BF16, 2, 64, 15, 13, 64, 3, 3, 1, 1, 1, 1),     // 3x3 same, P*Q = 195
+      wgmma_conv(D::F16, D::F16, 3, 128, 12, 11, 136, 3, 3, 2, 2, 1, 1),     // stride 2, K = 136
+      wgmma_conv(D::BF16, D::F32, 2, 128, 9, 9, 256, 1, 1, 2, 2, 0, 0),      // 1x1 stride 2
+      wgmma_conv(D::BF16, D::BF16, 2, 64, 11, 10, 72, 3, 3, 1, 1, 2, 2, 2, 2),  // dilation 2
+      wgmma_conv(D::F16, D::F32, 2, 192, 10, 9, 64, 3, 5, 2, 1, 1, 2, 1, 2),    // R != S, anisotropic
+      wgmma_conv(D::BF16, D::F16, 4, 256, 7, 7, 512, 1, 1, 1, 1, 0, 0),       // 1x1, deep
+      wgmma_conv(D::BF16, D::BF16, 2, 64, 15, 13, 64, 3, 3, 1, 1, 1, 1, 1, 1, DG),     // dgrad 3x3 same
+      wgmma_conv(D::F16, D::F32, 3, 72, 9, 11, 192, 1, 1, 1, 1, 0, 0, 1, 1, DG),       // dgrad 1x1, C = 72, 3 chunks
+      wgmma_conv(D::BF16, D::F16, 2, 136, 11, 10, 128, 3, 5, 1, 1, 1, 2, 2, 1, DG),    // dgrad R != S, dilation
+      wgmma_conv(D::BF16, D::BF16, 2, 64, 15, 13, 64, 3, 3, 1, 1, 1, 1, 1, 1, WG),     // wgrad 3x3, N*P*Q = 390
+      wgmma_conv(D::F16, D::F32, 3, 128, 12, 11, 136, 3, 3, 2, 2, 1, 1, 1, 1, WG),     // wgrad stride 2, K = 136
+      wgmma_conv(D::BF16, D::BF16, 2, 256, 9, 9, 512, 1, 1, 2, 2, 0, 0, 1, 1, WG),     // wgrad 1x1 stride 2
+      wgmma_conv(D::BF16, D::F16, 2, 64, 12, 13, 64, 3, 3, 1, 1, 2, 2, 2, 2, WG),      // wgrad dilation 2
+      wgmma_conv(D::BF16, D::BF16, 2, 64, 9, 11, 64, 1, 1, 2, 2, 0, 0, 1, 1, DG),      // dgrad 1x1 stride 2, scattered, odd H, W
+      wgmma_conv(D::F16, D::F32, 2, 128, 10, 9, 64, 1, 1, 3, 2, 0, 0, 1, 1, DG),       // scattered, anisotropic stride
   };
 }
 
@@ -94,7 +94,7 @@ std::string sass_of(const std::vector<std::uint8_t>& cubin, const std::string& t
 TEST(WgmmaConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   auto compiler = gpu::cuda::make_compiler();
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  const std::vector<Problem> ps = problems();
+  const std::vector<Problem> ps = wgmma_problems();
   auto cands = conv_sample("wgmma_conv", ps, dev, 2);
   ASSERT_GE(cands.size(), ps.size());
   // The sample leans to small tiles: add the largest (two im2col boxes per stage; 256 columns).
@@ -197,7 +197,7 @@ CUresult CUDAAPI fake_im2col(CUtensorMap* map, CUtensorMapDataType dt, cuuint32_
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI fake_tiled(CUtensorMap* map, CUtensorMapDataType dt, cuuint32_t rank, void* base,
+CUresult CUDAAPI fake_tiled_wgmma(CUtensorMap* map, CUtensorMapDataType dt, cuuint32_t rank, void* base,
                             const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
                             const cuuint32_t* elem_strides, CUtensorMapInterleave, CUtensorMapSwizzle swizzle,
                             CUtensorMapL2promotion, CUtensorMapFloatOOBfill fill) {
@@ -211,11 +211,11 @@ CUresult CUDAAPI fake_tiled(CUtensorMap* map, CUtensorMapDataType dt, cuuint32_t
 
 TEST(WgmmaConvArguments, EncodesTheIm2colAndFilterMapsFromTheProblem) {
   // N 2, C 128, H 10, W 9, K 72, R 3, S 5, stride (2, 1), pad (1, 2), dilation (1, 2).
-  const ConvProblem cp = conv(DataType::F16, DataType::F32, 2, 128, 10, 9, 72, 3, 5, 2, 1, 1, 2, 1, 2);
+  const ConvProblem cp = wgmma_conv(DataType::F16, DataType::F32, 2, 128, 10, 9, 72, 3, 5, 2, 1, 1, 2, 1, 2);
   alignas(16) static std::uint8_t x[16], w[16], y[16];
   const TtConvParams p = ops::conv_arguments(cp.canonical(), x, w, y);
   im2col_seen = tiled_seen = Recorded();
-  const auto bytes = gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, p, ConvDirection::Forward, DataType::F16, 256, 128);
+  const auto bytes = gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::Forward, DataType::F16, 256, 128);
   ASSERT_EQ(bytes.size(), sizeof(TtConvTmaParams));
   TtConvTmaParams args;
   std::memcpy(&args, bytes.data(), sizeof args);
@@ -257,30 +257,30 @@ TEST(WgmmaConvArguments, EncodesTheIm2colAndFilterMapsFromTheProblem) {
   EXPECT_EQ(b.swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
 
   // A 64-row tile copies 64 pixels at a time.
-  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, p, ConvDirection::Forward, DataType::F16, 64, 64);
+  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::Forward, DataType::F16, 64, 64);
   EXPECT_EQ(im2col_seen.pixels, 64u);
   // Refused: unaligned x, channels off 128-byte atoms, fp32 inputs.
   TtConvParams off = p;
   off.x = x + 2;
-  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, off, ConvDirection::Forward, DataType::F16, 128, 128), Error);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, off, ConvDirection::Forward, DataType::F16, 128, 128), Error);
   off = p;
   off.c = 96;
-  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, off, ConvDirection::Forward, DataType::F16, 128, 128), Error);
-  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, p, ConvDirection::Forward, DataType::F32, 128, 128), Error);
-  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(nullptr, fake_tiled, p, ConvDirection::Forward, DataType::F16, 128, 128), Error);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, off, ConvDirection::Forward, DataType::F16, 128, 128), Error);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::Forward, DataType::F32, 128, 128), Error);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(nullptr, fake_tiled_wgmma, p, ConvDirection::Forward, DataType::F16, 128, 128), Error);
 }
 
 // The gradients' maps: dgrad gathers dy on x's pixel grid with padding dil (R - 1) - pad and reads
 // the filters as {C, R*S, K} boxes of one tap; wgrad gathers x 64 pixels at a time and reads dy as
 // an N*P*Q x K matrix. Stride-2 dgrad and a wgrad tile straddling two taps are refused.
 TEST(WgmmaConvArguments, EncodesTheGradientsMaps) {
-  const ConvProblem fwd = conv(DataType::BF16, DataType::BF16, 2, 128, 10, 9, 128, 3, 5, 1, 1, 1, 2, 1, 2);
+  const ConvProblem fwd = wgmma_conv(DataType::BF16, DataType::BF16, 2, 128, 10, 9, 128, 3, 5, 1, 1, 1, 2, 1, 2);
   alignas(16) static std::uint8_t x[16], w[16], y[16];
   const TtConvParams p = ops::conv_arguments(fwd.canonical(), x, w, y);  // P 10, Q 9 - 8 + 4 = 5
   ASSERT_EQ(p.p, 10);
   ASSERT_EQ(p.q, 5);
   im2col_seen = tiled_seen = Recorded();
-  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, p, ConvDirection::BackwardData, DataType::BF16, 128, 128);
+  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardData, DataType::BF16, 128, 128);
   EXPECT_EQ(im2col_seen.base, y);
   EXPECT_EQ(im2col_seen.dims[0], 128u);  // dy: {K, Q, P, N}
   EXPECT_EQ(im2col_seen.dims[1], 5u);
@@ -300,7 +300,7 @@ TEST(WgmmaConvArguments, EncodesTheGradientsMaps) {
   EXPECT_EQ(tiled_seen.box[1], 1u);
   EXPECT_EQ(tiled_seen.box[2], 64u);
 
-  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, p, ConvDirection::BackwardFilter, DataType::BF16, 128, 128);
+  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardFilter, DataType::BF16, 128, 128);
   EXPECT_EQ(im2col_seen.base, x);
   EXPECT_EQ(im2col_seen.dims[0], 128u);  // x: {C, W, H, N}
   EXPECT_EQ(im2col_seen.pixels, 64u);    // one K step of output pixels per copy
@@ -313,16 +313,16 @@ TEST(WgmmaConvArguments, EncodesTheGradientsMaps) {
 
   TtConvParams s2 = p;
   s2.stride_h = 2;
-  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, s2, ConvDirection::BackwardData,
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, s2, ConvDirection::BackwardData,
                                                     DataType::BF16, 128, 128), Error);
   TtConvParams c96 = p;
   c96.c = 96;
-  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, c96, ConvDirection::BackwardFilter,
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, c96, ConvDirection::BackwardFilter,
                                                     DataType::BF16, 128, 128), Error);
   // A 1x1 with stride 2 and no padding is scattered: dy's own pixel grid, no padding.
   TtConvParams one = p;
   one.r = one.s = 1, one.pad_h = one.pad_w = 0, one.stride_h = one.stride_w = 2, one.p = 5, one.q = 5;
-  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled, one, ConvDirection::BackwardData, DataType::BF16, 128, 128);
+  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, one, ConvDirection::BackwardData, DataType::BF16, 128, 128);
   EXPECT_EQ(im2col_seen.dims[1], 5u);
   EXPECT_EQ(im2col_seen.lower[0], 0);
   EXPECT_EQ(im2col_seen.upper[0], 0);
@@ -333,7 +333,7 @@ TEST(WgmmaConvGpu, SampleMatchesTheReference) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
   if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
-  const std::vector<Problem> ps = problems();
+  const std::vector<Problem> ps = wgmma_problems();
   const auto cands = conv_sample("wgmma_conv", ps, dev->info(), 6);
   ASSERT_GE(cands.size(), ps.size());
   std::printf("%zu candidates validated\n", validate_conv_candidates(*dev, cands, ps));

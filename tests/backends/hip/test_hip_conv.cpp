@@ -66,8 +66,9 @@ TEST(HipConvCompile, SimtConvEveryDirectionLayoutAndTypeForGfx90a) {
   const auto& t = find_template("simt_conv");
   ASSERT_TRUE(t.supports(gpu::BackendKind::Hip));
   const std::vector<Problem> problems = every_direction_layout_and_type();
-  // Besides the default and the first split-K candidate, one stride-picked candidate per problem.
-  const auto cands = conv_sample("simt_conv", problems, dev, 1);
+  // Besides the default, one stride-picked candidate per problem; the first split-K one of each
+  // direction.
+  const auto cands = conv_sample("simt_conv", problems, dev, 1, true);
   std::set<std::size_t> covered;
   bool compiled_split = false;
   for (const auto& c : cands) {

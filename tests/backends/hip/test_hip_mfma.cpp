@@ -373,14 +373,14 @@ TEST(MfmaSpace, EnumeratesForGfx90aAndPrunesWave32) {
 // ---------------------------------------------------------------------------------------------
 // hipRTC compiles.
 
-struct Compiled {
+struct MfmaCompiled {
   std::string expr;
   hipb::AmdKernelInfo info;
   std::string dis;
 };
 
 // Compiles, checks the code object, prints its numbers. Returns nullopt after a failed assertion.
-std::optional<Compiled> compile_and_check(const tiletune::gpu::Compiler& compiler, const Solution& s,
+std::optional<MfmaCompiled> compile_and_check(const tiletune::gpu::Compiler& compiler, const Solution& s,
                                           const GemmProblem& p, const std::string& arch) {
   const auto& t = mfma_template();
   auto dev = fake_gfx90a();
@@ -396,7 +396,7 @@ std::optional<Compiled> compile_and_check(const tiletune::gpu::Compiler& compile
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_TRUE(res.ok) << req.name_expression << "\n" << res.log;
   if (!res.ok) return std::nullopt;
-  Compiled out;
+  MfmaCompiled out;
   out.expr = req.name_expression;
   out.dis = hipb::disassemble_amd(res.code.bytes, arch);
   const auto kernels = hipb::read_amd_code_object(res.code.bytes);

@@ -351,15 +351,15 @@ TEST(OfflineCompile, Gfx950DoubledKMfmaAndGfx942RefusesIt) {
 }
 
 // One solution compiled with clang-22: the kernel's metadata and the v_mfma mnemonics of its code.
-struct Compiled {
+struct OfflineCompiled {
   std::string error;
   hipb::AmdKernelInfo info;
   std::set<std::string> mfma;
 };
 
-Compiled compile_solution(const tiletune::gpu::Compiler& compiler, const tiletune::KernelTemplate& t, const Solution& s,
+OfflineCompiled compile_solution(const tiletune::gpu::Compiler& compiler, const tiletune::KernelTemplate& t, const Solution& s,
                           const Problem& p, const std::string& arch) {
-  Compiled c;
+  OfflineCompiled c;
   const auto res = compiler.compile(t.compile_request(s, p, device_for(arch)));
   if (!res.ok) return c.error = "compile failed:\n" + res.log, c;
   for (const auto& k : hipb::read_amd_code_object(res.code.bytes))
@@ -385,7 +385,7 @@ struct ShapeCase {
 void expect_shapes(const std::string& templ, const std::vector<ShapeCase>& cases) {
   const auto& t = tiletune::find_template(templ);
   auto compiler = hipb::make_clang_compiler();
-  std::vector<std::future<Compiled>> results;
+  std::vector<std::future<OfflineCompiled>> results;
   for (const auto& c : cases) {
     const Solution s{templ, c.params};
     const auto v = t.variables(s, c.problem, device_for(c.arch));
@@ -403,7 +403,7 @@ void expect_shapes(const std::string& templ, const std::vector<ShapeCase>& cases
     const ShapeCase& c = cases[i];
     const Solution s{templ, c.params};
     SCOPED_TRACE(c.arch + " " + c.problem.key() + " " + s.kernel_name());
-    const Compiled r = results[i].get();
+    const OfflineCompiled r = results[i].get();
     ASSERT_EQ(r.error, "");
     EXPECT_EQ(r.mfma, std::set<std::string>{c.instruction});
     EXPECT_EQ(r.info.lds_bytes, t.variables(s, c.problem, device_for(c.arch)).at("LDS_BYTES"));
