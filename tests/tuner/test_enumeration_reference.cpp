@@ -91,7 +91,7 @@ void expect_same(const std::vector<KernelTemplate>& templates, const std::vector
   }
 }
 
-tuner::TuningConfig shipped(const std::string& path) {
+tuner::TuningConfig reference_config(const std::string& path) {
   return tuner::load_config(std::string(TILETUNE_SOURCE_DIR) + "/configs/" + path);
 }
 
@@ -103,12 +103,12 @@ std::vector<Problem> every(const std::vector<Problem>& all, std::size_t stride) 
 }
 
 TEST(EnumerationReference, ShippedConvConfig) {
-  const TuningConfig c = shipped("h200/h200_conv_resnet50.json");
+  const TuningConfig c = reference_config("h200/h200_conv_resnet50.json");
   expect_same(c.templates, every(c.problems, 9), tiletune::testing::fake_device(gpu::BackendKind::Cuda));
 }
 
 TEST(EnumerationReference, ShippedGemmConfigWithRepack) {
-  TuningConfig c = shipped("h200/h200_small_gemm.json");
+  TuningConfig c = reference_config("h200/h200_small_gemm.json");
   std::vector<Problem> problems = every(c.problems, 4);
   GemmProblem odd = problems.front().gemm();  // an odd leading dimension: REPACK copies are offered
   odd.lda = odd.rows_a() + 1;
@@ -119,7 +119,7 @@ TEST(EnumerationReference, ShippedGemmConfigWithRepack) {
 
 TEST(EnumerationReference, BuiltinsOnEveryBackend) {
   std::vector<Problem> problems = {GemmProblem{.m = 300, .n = 200, .k = 100}};
-  for (const auto& p : every(shipped("examples/quickstart_conv.json").problems, 3)) problems.push_back(p);
+  for (const auto& p : every(reference_config("examples/quickstart_conv.json").problems, 3)) problems.push_back(p);
   std::vector<KernelTemplate> small;  // the builtins whose spaces the reference walks in a second
   for (const auto& t : builtin_templates())
     if (combinations(t) <= 10000) small.push_back(t);
