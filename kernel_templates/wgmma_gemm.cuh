@@ -28,6 +28,15 @@
 // H200). Measured there (9ca1155): it wins NN 1000^3, 1024^3 and 8192 x 8192 x 128 (48-92 TFLOP/s
 // against 37-63 for mma_gemm), and loses the larger shapes by 10-13%: the transpose's shared-memory
 // traffic and a ring of 3-4 stages with STAGES - 2 of them in flight.
+// A from registers (AREG 1, tf32 with an MN-major A): tf32 wgmma has no transpose bit, but its RS
+// form reads A from registers, and registers can be filled in any order. So A lands MN-major, as
+// TMA (or cp.async) gives it, and each consumer thread loads its A fragment per k8 step with
+// 32-bit ld.shared, the transpose happening in the addresses (wgmma_afrag.h: the fragment, the
+// swizzle undone, and a load order without bank conflicts, replayed by a host test); B comes from
+// its descriptor as before. No transpose pass and no landing slots: NN keeps the TMA loader, its
+// clusters and a whole ring in flight, and the consumers read the same bytes of A that the SS
+// form's wgmma would. NT: B through LOADER 2's transpose, A straight into its stage by cp.async.
+// Costs 16 registers per m64 sub-tile (4 per k8 step, see mma_k_tiles_areg) and 4 selects.
 // Clusters (CLUSTER = 2 or 4, TMA loader only): CLUSTER CTAs on adjacent tile rows of the same tile
 // column share B. Each loads 1 / CLUSTER of B (or every CLUSTER-th 8-row atom of it, see
 // tma_load_tile) and its A, or its share of A (see CLUSTERN), multicast into the shared memory of
@@ -94,7 +103,8 @@
 //   MN-major: [rows/64][BK][64 elements = 128 B]; descriptor LBO = BK * 128 (next 64 rows),
 //             SBO = 1024 (next 8 k), a k16 step advances the start address by 2048 B.
 // bf16 / fp16 in any layout; fp32 inputs as tf32 with both operands K-major (TN) by TMA or
-// cp.async, any other layout through LOADER 2's transpose: tf32 wgmma has no transpose. 8-bit
+// cp.async, any other layout through LOADER 2's transpose: tf32 wgmma has no transpose; or, with
+// an MN-major A, A read into registers from its MN-major stage (AREG, above). 8-bit
 // inputs (e4m3 -> fp32 accumulators, s8 -> s32) K-major only, i.e. TN, by TMA or cp.async: 8-bit
 // wgmma has no transpose either, and LOADER 2's transpose moves 4-byte elements. BK is one
 // 128-byte atom: 128 8-bit, 64 16-bit or 32 fp32 elements; the shared layouts, descriptors and
@@ -105,6 +115,7 @@
 #include "gemm_params.h"
 #include "gemm_tma_params.h"
 #include "splitk_reduce.h"
+#include "wgmma_afrag.h"
 #include "wgmma_common.h"
 #include "wgmma_transpose.h"
 
@@ -205,11 +216,62 @@ TT_DEVICE void tma_load_tile(u32 dst, const TtTensorMap* map, u32 bar, int k0, i
   }
 }
 
+// AREG 1: mma_k_tiles (wgmma_common.h) for tf32 with A MN-major in shared memory, read into
+// registers (wgmma_afrag.h: the fragment and its conflict-free loads) and fed to the RS form of
+// wgmma, B from its K-major descriptor. One commit group per k8 step (MI wgmma), each reading its
+// own 4 MI registers: before refilling the registers of step kk, wait until at most 3 groups are
+// in flight, i.e. the previous stage's step kk retired (wgmma must not see its A registers change),
+// which keeps three k8 steps queued on the tensor cores while the loads run. The stage before is
+// released after its last step retired (at step 3 of this one): its loads were consumed by then.
+template <class Mma, int BK, int MI, int NACC, class R>
+TT_DEVICE int mma_k_tiles_areg(const R& ring, float (&acc)[MI][NACC], u32 a_off, int kb, int ke, int& s, u32& ph,
+                               int warp, int lane, u32 b_off = 0, int kstep = 1) {
+  a_off = __shfl_sync(0xffffffffu, a_off, 0);
+  b_off = __shfl_sync(0xffffffffu, b_off, 0);
+  const u64 db0 = desc(ring.b(0) + b_off, 16, 1024);
+  u32 ld[4];
+  TT_UNROLL
+  for (int p = 0; p < 4; ++p) ld[p] = ring.a(0) + a_off + tt_afrag::load_offset(warp, lane, p, BK);
+  const bool h = (lane >> 4) & 1;  // loads 0 / 1 (2 / 3) fill registers 2 / 0 (3 / 1) instead of 0 / 2 (1 / 3)
+  u32 a[4][MI][4];
+  int prev = -1;
+  for (int kt = kb; kt < ke; kt += kstep) {
+    mbar_wait(ring.full(s), ph);
+    const u32 sa = (u32)s * R::A_BYTES;
+    const u64 db = db0 + (u64)((u32)s * (R::B_BYTES >> 4));
+    TT_UNROLL
+    for (int kk = 0; kk < 4; ++kk) {
+      wg_wait<3>();
+      if (kk == 3 && prev >= 0) ring.release(prev, lane);
+      TT_UNROLL
+      for (int mi = 0; mi < MI; ++mi) {
+        u32 x[4];
+        TT_UNROLL
+        for (int p = 0; p < 4; ++p) {
+          const u32 at = ld[p] + sa + (u32)(mi * 2 * BK * 128 + kk * 1024);  // next 64 rows: 2 boxes of BK lines
+          asm volatile("ld.shared.b32 %0, [%1];" : "=r"(x[p]) : "r"(at) : "memory");
+        }
+        a[kk][mi][0] = h ? x[1] : x[0];
+        a[kk][mi][2] = h ? x[0] : x[1];
+        a[kk][mi][1] = h ? x[3] : x[2];
+        a[kk][mi][3] = h ? x[2] : x[3];
+      }
+      wg_fence();
+      TT_UNROLL
+      for (int mi = 0; mi < MI; ++mi) Mma::mma(acc[mi], a[kk][mi], db + kk * 32 / 16, (kt > kb || kk > 0) ? 1 : 0);
+      wg_commit();
+    }
+    prev = s;
+    for (int i = 0; i < kstep; ++i) R::advance(s, ph);
+  }
+  return prev;
+}
+
 }  // namespace tt_wg
 
 template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
           int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER, int CLUSTER, int SPLITK = 1, int OCC = 1,
-          int COOPN = 0, int EPI = 0, int COOPK = 0, int CLUSTERN = 1>
+          int COOPN = 0, int EPI = 0, int COOPK = 0, int CLUSTERN = 1, int AREG = 0>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
@@ -217,8 +279,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr bool INT8 = IsInt8<TA>::value;
   static_assert(EB == 1 || EB == 2 || EB == 4, "wgmma_gemm: 8-bit, 16-bit or tf32 inputs");
   static_assert(BK * EB == 128, "BK is one 128-byte swizzle atom");
-  static_assert(EB == 2 || (TRANSA && !TRANSB) || LOADER == 2,
-                "tf32 wgmma reads both operands K-major only: an MN-major one needs the transposing loader");
+  static_assert(EB == 2 || (TRANSA && !TRANSB) || LOADER == 2 || (AREG && !TRANSB),
+                "tf32 wgmma reads both operands K-major only: an MN-major one needs the transposing loader, or "
+                "A from registers");
+  // A from registers: tf32 with an MN-major A; an MN-major B (NT) only through LOADER 2's transpose.
+  static_assert(AREG == 0 || (AREG == 1 && EB == 4 && !TRANSA && (TRANSB ? LOADER == 2 : LOADER != 2)),
+                "AREG 1: tf32, A MN-major (TRANSA 0); B K-major by TMA or cp.async, or MN-major through LOADER 2");
   static_assert(EB != 1 || (TRANSA && !TRANSB && LOADER != 2), "8-bit wgmma reads both operands K-major only (TN)");
   static_assert(!INT8 || (SPLITK == 1 && COOPK == 0 && BN % 16 == 0),
                 "int8: no split-K reductions (they add fp32), N a multiple of 16 (integer wgmma shapes)");
@@ -261,7 +327,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr bool A_K = TRANSA;   // A K-major in memory
   constexpr bool B_K = !TRANSB;  // B K-major in memory
   // In shared memory: as in memory, except that LOADER 2 makes every operand K-major.
-  constexpr bool A_SK = A_K || LOADER == 2, B_SK = B_K || LOADER == 2;
+  constexpr bool A_SK = A_K || (LOADER == 2 && !AREG), B_SK = B_K || LOADER == 2;
   constexpr u32 A_STAGE = BM * 128, B_STAGE = BN * 128;  // 128-byte lines
   constexpr int RPB = 128 / EB;  // MN-major: rows per box (one 128-byte line per k)
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
@@ -279,7 +345,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   static_assert(!EPI || (NB * CHUNK_BYTES <= STG_BYTES && STG_BYTES % 1024 == 0), "TMA store staging");
   constexpr bool BF = IsBf16<TA>::value;
   typedef typename Pick<EB == 1, TtWgmma8<WNM, INT8>,
-                        typename Pick<EB == 4, TtWgmmaTf32<WNM>, TtWgmma<WNM, BF, A_SK ? 0 : 1, B_SK ? 0 : 1>>::type>::type Mma;
+                        typename Pick<EB == 4, typename Pick<AREG != 0, TtWgmmaTf32Rs<WNM>, TtWgmmaTf32<WNM>>::type,
+                                      TtWgmma<WNM, BF, A_SK ? 0 : 1, B_SK ? 0 : 1>>::type>::type Mma;
   typedef Epi<TC> E;
 
   constexpr int CS = CLUSTER * CLUSTERN;  // CTAs per cluster
@@ -291,7 +358,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   // LOADER 2: landing slots for the MN-major operands, LAND_SLOTS of them (see the producer).
   constexpr int LAG = STAGES > 2 ? STAGES - 2 : 0;  // cp.async loaders: stages in flight before a signal
   constexpr int LAND_SLOTS = LAG + 2;
-  constexpr u32 LAND_A = (LOADER == 2 && !A_K) ? A_STAGE : 0u, LAND_B = (LOADER == 2 && !B_K) ? B_STAGE : 0u;
+  constexpr u32 LAND_A = (LOADER == 2 && !A_K && !AREG) ? A_STAGE : 0u, LAND_B = (LOADER == 2 && !B_K) ? B_STAGE : 0u;
   constexpr u32 LAND_BYTES = LAND_SLOTS * (LAND_A + LAND_B);
   const RingT ring(smem_raw, CONSUMERS * STG_BYTES + XCH_BYTES + LAND_BYTES);
   const u32 land = smem_addr(ring.staging) + CONSUMERS * STG_BYTES + XCH_BYTES;  // landing slot 0 (A, then B)
@@ -455,6 +522,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       RingT::skip(s, ph, ke - kb);
     };
     if (PP && cw == 1) skip_unit(first);
+    // The main loop over every kstep-th K tile of [from, to), A from a_off bytes into its stage.
+    auto k_tiles = [&](u32 a_off, int from, int to, u32 b_off, int kstep) {
+      if constexpr (AREG != 0)
+        return mma_k_tiles_areg<Mma, BK>(ring, acc, a_off, from, to, s, ph, warp, lane, b_off, kstep);
+      else
+        return mma_k_tiles<Mma, A_SK, B_SK, BK>(ring, acc, a_off, from, to, s, ph, lane, b_off, kstep);
+    };
     const int t_step = PP ? 2 * step : step;
     for (int u = first + (PP ? cw * step : 0); u < total; u += t_step) {
       int mb, nb, b, split, kb, ke;
@@ -481,11 +555,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
           for (int i = 0; i < WNM / 2; ++i) acc[0][i] = 0.0f;
         }
         RingT::skip(s, ph, cw);
-        prev = mma_k_tiles<Mma, A_SK, B_SK, BK>(ring, acc, 0, kb + cw, ke, s, ph, lane, 0, 2);
+        prev = k_tiles(0u, kb + cw, ke, 0u, 2);
         s = s_end, ph = ph_end;
       } else {
-        prev = mma_k_tiles<Mma, A_SK, B_SK, BK>(ring, acc, (PP || CN) ? 0 : cw * MI * 64 * 128, kb, ke, s, ph, lane,
-                                              b_off);
+        prev = k_tiles((PP || CN) ? 0u : (u32)(cw * MI * 64 * 128), kb, ke, b_off, 1);
       }
       if (PP && u + step < total) pingpong_pass(cw);
       finish_k_tiles<(SPLITK > 1 || CK)>(ring, acc, prev, lane);

@@ -229,8 +229,9 @@ TEST(CudaCompile, NvrtcCompilesTheOutputCheckForEveryType) {
 // loop: 128 x 128 ping-pong at SPLITK 3, 128 x 192 at 3 and 4, the cluster at 4.)
 // Also two blocks per multiprocessor (OCC 2: at most 128 registers per thread) with split-K.
 // Compiles each (solution, problem) with NVRTC for the fake H200, two at a time, and expects ptxas
-// to report no spills.
-void expect_compiles_without_spills(const KernelTemplate& t, const std::vector<std::pair<Solution, GemmProblem>>& jobs) {
+// to report no spills (and with `unserialized`, no wgmma serialised: ptxas's performance warning).
+void expect_compiles_without_spills(const KernelTemplate& t, const std::vector<std::pair<Solution, GemmProblem>>& jobs,
+                                    bool unserialized = false) {
   auto compiler = gpu::cuda::make_compiler();
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   std::vector<gpu::CompileResult> results(jobs.size());
@@ -252,6 +253,7 @@ void expect_compiles_without_spills(const KernelTemplate& t, const std::vector<s
     ASSERT_NE(at, std::string::npos) << r.log;
     const std::size_t from = r.log.find_last_of(' ', at - 1) + 1;
     EXPECT_EQ(r.log.substr(from, at - from), "0") << jobs[i].first.kernel_name() << "\n" << r.log;
+    if (unserialized) EXPECT_EQ(r.log.find("serialized"), std::string::npos) << jobs[i].first.kernel_name() << "\n" << r.log;
   }
 }
 
@@ -310,6 +312,37 @@ TEST(CudaCompile, NvrtcCompilesTheTransposingTf32LoaderWithoutSpills) {
       EXPECT_TRUE(t.violation(t.variables(variant(big), p, dev))) << p.key();
   }
   expect_compiles_without_spills(t, jobs);
+}
+
+// tf32 with A read into registers (AREG 1): NN by TMA (cooperative, ping-pong with 128 accumulators
+// a thread, split-N, a 2-CTA cluster) and NT with B through LOADER 2, without spills and without ptxas serialising the
+// wgmma (which it does, with a warning, where it cannot prove the A registers unchanged while a
+// wgmma reads them). (The constraints: tests/solutions/test_wgmma_afrag.cpp.)
+TEST(CudaCompile, NvrtcCompilesTf32AFromRegistersWithoutSpills) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  struct Shape { bool tb; int bm, bn, pingpong, coopn, loader, cluster, epi; };
+  std::vector<std::pair<Solution, GemmProblem>> jobs;
+  auto variant = [&](const Shape& sh) {
+    Solution s = t.default_solution();
+    s.params["AREG"] = 1, s.params["BK"] = 32, s.params["BM"] = sh.bm, s.params["BN"] = sh.bn;
+    s.params["PINGPONG"] = sh.pingpong, s.params["COOPN"] = sh.coopn, s.params["LOADER"] = sh.loader;
+    s.params["CLUSTER"] = sh.cluster, s.params["EPI"] = sh.epi, s.params["STAGES"] = 4;
+    return s;
+  };
+  for (const Shape& sh : std::vector<Shape>{{false, 128, 128, 0, 0, 0, 1, 1},
+                                            {false, 128, 128, 1, 0, 0, 1, 0},
+                                            {false, 64, 128, 0, 1, 0, 1, 1},
+                                            {false, 128, 128, 0, 0, 0, 2, 1},
+                                            {true, 128, 128, 0, 0, 2, 1, 1}}) {
+    const Solution s = variant(sh);
+    GemmProblem p = gemm(DataType::F32, DataType::F32, false, sh.tb, 1000, 1000, 1000);
+    p.compute_tf32 = true;
+    const auto broken = t.violation(t.variables(s, p, dev));
+    ASSERT_FALSE(broken) << s.kernel_name() << " on " << p.key() << ": " << *broken;
+    jobs.emplace_back(s, p);
+  }
+  expect_compiles_without_spills(t, jobs, true);
 }
 
 // The 8-bit wgmma kernels (e4m3 -> bf16 / fp32, s8 -> s32; TN, BK = 128): the consumer
@@ -381,8 +414,9 @@ TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
   EXPECT_EQ(v.at("EPI"), 0);
   EXPECT_EQ(v.at("COOPK"), 0);
   EXPECT_EQ(v.at("CLUSTERN"), 1);
-  // ..., CLUSTER 1, SPLITK 1, OCC 1, COOPN 0, EPI 0, COOPK 0, CLUSTERN 1>
-  EXPECT_NE(t.name_expression(old, odd).find(", 1, 1, 1, 0, 0, 0, 1>"), std::string::npos) << t.name_expression(old, odd);
+  EXPECT_EQ(v.at("AREG"), 0);
+  // ..., CLUSTER 1, SPLITK 1, OCC 1, COOPN 0, EPI 0, COOPK 0, CLUSTERN 1, AREG 0>
+  EXPECT_NE(t.name_expression(old, odd).find(", 1, 1, 1, 0, 0, 0, 1, 0>"), std::string::npos) << t.name_expression(old, odd);
   EXPECT_TRUE(t.launch_dims(v).persistent);
 
   Solution split = t.default_solution();

@@ -154,6 +154,24 @@ WgmmaVariant wgmma_variant(gpu::Device& dev, const GemmProblem& p, const std::ma
   return v;
 }
 
+// Validates a wgmma_gemm variant on `p` on its full grid and on a grid of two CTAs (clusters of
+// CLUSTER CTAs: one or two clusters), where every CTA walks several tiles.
+void expect_valid_on_full_and_two_cta_grids(gpu::Device& dev, const WgmmaVariant& w, const GemmProblem& p) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  ops::GemmInputs data(dev, p, false);
+  for (bool small_grid : {false, true}) {
+    gpu::LaunchDims dims = t.launch_dims(w.vars);
+    if (small_grid) dims.grid[0] = 2;
+    auto v = data.validate([&](TtGemmParams a) {
+      a.workspace = w.ws.get();
+      auto bytes = ops::kernel_arguments(t, a, p, w.vars);
+      dev.launch(*w.kernel, dims, bytes.data(), bytes.size());
+    });
+    EXPECT_TRUE(v.ok) << w.solution.kernel_name() << " on " << p.key() << (small_grid ? " (two CTAs)" : "") << ": "
+                      << v.reason;
+  }
+}
+
 // wgmma_gemm split-K on the odd shape it is meant for (1000^3 NN, rows not 128-byte aligned) and
 // on a batched one with beta != 0, every consumer arrangement, with clusters and each L2
 // promotion: valid, bit-identical on a second run (the reduction order is fixed), and the
@@ -269,7 +287,6 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaClustersAndSplitN) {
 // the ring and the landing slots wrap many times. Cheap enough for compute-sanitizer.
 TEST_F(CudaDevice, SanitizerSampleOfWgmmaTransposingLoader) {
   if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
-  const KernelTemplate& t = find_template("wgmma_gemm");
   std::vector<GemmProblem> problems = {gemm(DataType::F32, DataType::F32, false, false, 200, 136, 840),
                                        gemm(DataType::F32, DataType::F32, false, true, 264, 264, 832),
                                        gemm(DataType::F32, DataType::F32, true, true, 136, 200, 100, 2, false)};
@@ -287,18 +304,43 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTransposingLoader) {
                                                     {"STAGES", c.stages}, {"EPI", c.epi}, {"SPLITK", c.splitk},
                                                     {"CONSUMERS", c.consumers}});
     if (!w.kernel) continue;
-    ops::GemmInputs data(*dev_, p, false);
-    for (bool small_grid : {false, true}) {
-      gpu::LaunchDims dims = t.launch_dims(w.vars);
-      if (small_grid) dims.grid[0] = 2;
-      auto v = data.validate([&](TtGemmParams a) {
-        a.workspace = w.ws.get();
-        auto bytes = ops::kernel_arguments(t, a, p, w.vars);
-        dev_->launch(*w.kernel, dims, bytes.data(), bytes.size());
-      });
-      EXPECT_TRUE(v.ok) << w.solution.kernel_name() << " on " << p.key() << (small_grid ? " (two CTAs)" : "") << ": "
-                        << v.reason;
-    }
+    expect_valid_on_full_and_two_cta_grids(*dev_, w, p);
+    ++checked;
+  }
+  EXPECT_EQ(checked, cases.size());
+}
+
+// tf32 with A read into registers (AREG 1): NN by TMA (and once by cp.async), NT with B through
+// LOADER 2; edges in every dimension, odd M (lda padded to 16-byte rows, which TMA needs) and odd
+// N with a batch and beta != 0, K tails, one consumer, cooperative, ping-pong and split-N
+// consumers, a 2-CTA cluster, split-K, both epilogues, 3 to 5 stages; on the full grid and on two
+// CTAs (every CTA walks several tiles: the ring wraps, the fragment registers are reused across
+// stages). Cheap enough for compute-sanitizer.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaTf32AFromRegisters) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  GemmProblem odd = gemm(DataType::F32, DataType::F32, false, false, 201, 131, 100, 2, false);
+  odd.lda = 204, odd.stride_a = 0;
+  std::vector<GemmProblem> problems = {gemm(DataType::F32, DataType::F32, false, false, 200, 136, 840),
+                                       odd.canonical(),
+                                       gemm(DataType::F32, DataType::F32, false, true, 264, 264, 832),
+                                       gemm(DataType::F32, DataType::F32, false, true, 200, 136, 100, 2, false)};
+  for (auto& p : problems) p.compute_tf32 = true;
+  struct Case { std::size_t problem; int bm, bn, pingpong, coopn, stages, epi, loader, cluster = 1, splitk = 1, consumers = 2; };
+  const std::vector<Case> cases = {{0, 128, 128, 0, 0, 4, 1, 0},        {0, 128, 64, 1, 0, 4, 0, 0},
+                                   {0, 64, 128, 0, 1, 3, 1, 0},         {0, 128, 128, 0, 0, 4, 1, 0, 2},
+                                   {0, 128, 64, 0, 0, 5, 1, 0, 1, 2},   {0, 128, 64, 0, 0, 4, 1, 0, 1, 1, 1},
+                                   {1, 128, 128, 0, 0, 4, 0, 0},        {1, 128, 64, 1, 0, 3, 0, 0},
+                                   {1, 128, 128, 0, 0, 4, 0, 1},        {2, 128, 128, 0, 0, 4, 1, 2},
+                                   {2, 128, 64, 1, 0, 3, 0, 2},         {3, 64, 128, 0, 1, 3, 0, 2}};
+  std::size_t checked = 0;
+  for (const Case& c : cases) {
+    const GemmProblem& p = problems[c.problem];
+    const WgmmaVariant w = wgmma_variant(*dev_, p, {{"AREG", 1}, {"LOADER", c.loader}, {"BK", 32}, {"BM", c.bm},
+                                                    {"BN", c.bn}, {"PINGPONG", c.pingpong}, {"COOPN", c.coopn},
+                                                    {"STAGES", c.stages}, {"EPI", c.epi}, {"CLUSTER", c.cluster},
+                                                    {"SPLITK", c.splitk}, {"CONSUMERS", c.consumers}});
+    if (!w.kernel) continue;
+    expect_valid_on_full_and_two_cta_grids(*dev_, w, p);
     ++checked;
   }
   EXPECT_EQ(checked, cases.size());
