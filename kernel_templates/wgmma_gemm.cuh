@@ -236,6 +236,12 @@ TT_DEVICE int mma_k_tiles_areg(const R& ring, float (&acc)[MI][NACC], u32 a_off,
   u32 a[4][MI][4];
   int prev = -1;
   for (int kt = kb; kt < ke; kt += kstep) {
+    // One lane arrives for the warp when a stage is released, and an arrive releases only its own
+    // thread's accesses: this warp barrier orders every lane's ld.shared of the stage before
+    // (released in this iteration) ahead of that arrive; without it the producer's refill races
+    // them (compute-sanitizer racecheck). Here, outside the k8 steps, it costs ptxas no
+    // serialisation of the wgmma.
+    __syncwarp();
     mbar_wait(ring.full(s), ph);
     const u32 sa = (u32)s * R::A_BYTES;
     const u64 db = db0 + (u64)((u32)s * (R::B_BYTES >> 4));
@@ -561,6 +567,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         prev = k_tiles((PP || CN) ? 0u : (u32)(cw * MI * 64 * 128), kb, ke, b_off, 1);
       }
       if (PP && u + step < total) pingpong_pass(cw);
+      if constexpr (AREG != 0) __syncwarp();  // the last stage's reads, as in mma_k_tiles_areg
       finish_k_tiles<(SPLITK > 1 || CK)>(ring, acc, prev, lane);
       if (PP) skip_unit(u + step);
       if (CK) {
