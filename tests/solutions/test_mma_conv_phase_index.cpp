@@ -4,6 +4,8 @@
 // definition must come out exactly once over all tiles, and every dx pixel must be written once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <sstream>
 #include <string>
@@ -12,8 +14,10 @@
 
 #include "kernel_templates/mma_conv_index.h"
 #include "solutions/kernel_template.h"
+#include "solutions/model.h"
 #include "tests/conv_index_util.h"
 #include "tests/test_util.h"
+#include "tuner/enumerator.h"
 
 using namespace tiletune;
 
@@ -175,6 +179,26 @@ TEST(MmaConvPhaseIndex, PhasesWithoutTapsHaveNoKTiles) {
     empty += !reached;
   }
   EXPECT_GT(empty, 0);
+}
+
+// The model sees the phase split's smaller reduction: on ResNet-50's 3x3 stride-2 input gradient
+// (batch 32) its best PHASE 1 candidate is estimated well below its best PHASE 0 one.
+TEST(MmaConvPhaseModel, PricesThePhasesSmallerReduction) {
+  ConvProblem c;
+  c.direction = ConvDirection::BackwardData, c.in_type = c.out_type = DataType::BF16;
+  c.n = 32, c.c = 128, c.h = c.w = 56, c.k = 128, c.r = c.s = 3, c.stride_h = c.stride_w = 2, c.pad_h = c.pad_w = 1;
+  const gpu::DeviceInfo dev = tiletune::testing::fake_device(gpu::BackendKind::Cuda);
+  const std::vector<Problem> ps = {Problem(c)};
+  double best[2] = {1e30, 1e30};
+  for (const auto& cand : tuner::enumerate({find_template("mma_conv")}, ps, dev).candidates) {
+    const ModelEstimate e = model_estimate(*cand.tmpl, cand.solution, ps[0], dev);
+    ASSERT_TRUE(e.has_model);
+    double& b = best[cand.solution.params.at("PHASE")];
+    b = std::min(b, e.seconds);
+  }
+  ASSERT_LT(best[1], 1e30) << "PHASE 1 candidates exist";
+  std::printf("best estimates: PHASE 0 %.3g s, PHASE 1 %.3g s\n", best[0], best[1]);
+  EXPECT_LT(best[1], 0.7 * best[0]);
 }
 
 }  // namespace
