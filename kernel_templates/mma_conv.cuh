@@ -21,6 +21,15 @@
 // VB == 2, or a base pointer not aligned to VB (the runtime passes callers' pointers through),
 // copies element by element with synchronous loads.
 //
+// PHASE (dgrad with stride u x v > 1): a dx pixel receives only the filter taps whose offset has
+// its parity, so gathering all R*S taps per pixel and zero-filling the rest (PHASE 0) multiplies
+// zeros for all but 1 / (u*v) of the work (3/4 of it for 3x3 stride 2). PHASE 1 is the sub-pixel
+// decomposition: M walks dx phase by phase (y % u, x % v), each M tile lies in one phase (the grid
+// holds ceil(pixels / BM) tiles per phase; a block finds its phase once, mma_conv_index.h Phase),
+// and the K loop visits that phase's taps only. Gathered rows and the epilogue's output rows are
+// the phase's pixels, one division per row at setup and per stored row. A phase that no tap
+// reaches (stride > filter) runs no K tile and stores zeros.
+//
 // Split-K (wgrad's reduction is N*P*Q long while its output is small): splits own contiguous
 // ranges of K tiles and meet in tt_mma::splitk_reduce (deterministic; leaves the workspace zeroed).
 // Tensors must stay below 2^31 elements (32-bit offsets; a constraint in the JSON).
@@ -71,20 +80,21 @@ struct Step {
 // K-major gathered tile, ROWS x BK: fwd's x (KIND 0) and filters (KIND 2), dgrad's dy (KIND 1).
 // FLAT (fwd only): K tiles are BK consecutive indices of the (r, s, c) reduction instead of one
 // tap's channel chunk; each thread splits its column's index once per tile (tt_conv::flat_tap).
-template <int KIND, int ROWS, int BK, int VE, int THREADS, bool FLAT>
+// PHASED (dgrad): row0 and the rows count the phase's pixels, mapped to dx pixels here once.
+template <int KIND, int ROWS, int BK, int VE, int THREADS, bool FLAT, bool PHASED>
 struct TapGather {
   using S = Spread<ROWS, BK, VE, THREADS>;
   tt_conv::TapRow row[S::NR];
   const u16* base;
   int rc;  // channels of the reduction
 
-  TT_DEVICE void init(const TtConvParams& p, const void* tensor, int g, int row0, int tid) {
+  TT_DEVICE void init(const TtConvParams& p, const void* tensor, int g, int row0, const tt_conv::Phase& ph, int tid) {
     const int cg = p.c / p.groups, kg = p.k / p.groups;
     base = static_cast<const u16*>(tensor);
     rc = KIND == 1 ? kg : cg;
     TT_UNROLL
     for (int i = 0; i < S::NR; ++i) {
-      const int m = row0 + S::row(tid, i);
+      const int m = PHASED ? tt_conv::phase_pixel(p, ph, row0 + S::row(tid, i)) : row0 + S::row(tid, i);
       const int col = FLAT ? 0 : S::col(tid);  // FLAT: the column is a reduction index, added per tile
       row[i] = KIND == 2 ? tt_conv::filter_row(p, g, m, col)
                          : tt_conv::gather_row(KIND, p, m, (KIND == 0 ? g * cg : g * kg) + col);
@@ -198,9 +208,10 @@ TT_DEVICE void store_pair(TC* q, float a, float b, bool second, bool pair) {
 // touches 8 rows x 16 bytes); memory-bound layers (1x1, few channels) are limited by those stores.
 // smem (the pipeline's, no longer read: callers sync first) holds BM rows of BN + 16 / sizeof(TC)
 // elements; the padding staggers the rows across banks.
-template <class TC, int BM, int BN, int WM, int WN, int THREADS>
+// out_row(row) is the output row of the tile's row (row < m_lim).
+template <class TC, int BM, int BN, int WM, int WN, int THREADS, class OutRow>
 TT_DEVICE void store_staged(const float (&acc)[WM / 16][WN / 8][4], unsigned char* smem, TC* out, int ld, int m_lim,
-                            int n_lim, bool vec_ok, int tid) {
+                            int n_lim, bool vec_ok, int tid, OutRow out_row) {
   constexpr int VEC = 16 / sizeof(TC), RS = BN + VEC, CPR = BN / VEC;
   TC* t = reinterpret_cast<TC*>(smem);
   const int lane = tid & 31, warp = tid >> 5, wm = warp % (BM / WM), wn = warp / (BM / WM);
@@ -219,7 +230,7 @@ TT_DEVICE void store_staged(const float (&acc)[WM / 16][WN / 8][4], unsigned cha
   for (int i = tid; i < BM * CPR; i += THREADS) {
     const int row = i / CPR, col = (i - row * CPR) * VEC;
     if (row >= m_lim || col >= n_lim) continue;
-    TC* dst = out + ((long long)row * ld + col);
+    TC* dst = out + ((long long)out_row(row) * ld + col);
     const TC* src = t + row * RS + col;
     if (vec_ok && col + VEC <= n_lim) {
       *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
@@ -232,7 +243,7 @@ TT_DEVICE void store_staged(const float (&acc)[WM / 16][WN / 8][4], unsigned cha
 }  // namespace tt_mma_conv
 
 template <typename TA, typename TC, int DIR, bool NCHW, int BM, int BN, int BK, int WM, int WN, int STAGES, int SPLITK,
-          int VB, int FLAT, int EPI>
+          int VB, int FLAT, int EPI, int PHASE>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_conv(const TtConvParams p) {
   using namespace tt_mma;
   using namespace tt_mma_conv;
@@ -250,11 +261,12 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_conv(const TtC
   static_assert(BK % 16 == 0 && STAGES >= 2 && SPLITK >= 1, "parameters");
   static_assert(VB == 2 || VB == 4 || VB == 8 || VB == 16, "copy bytes");
   static_assert(FLAT == 0 || DIR == 0, "the flat reduction walk is the forward convolution's");
+  static_assert(PHASE == 0 || DIR == 1, "the phase split is the strided input gradient's");
 
   // Operand loaders of this direction (mma_conv_index.h has the index math).
-  typedef TapGather<DIR, BM, BK, VE, THREADS, FLAT != 0> GatherA;  // fwd: x, dgrad: dy
+  typedef TapGather<DIR, BM, BK, VE, THREADS, FLAT != 0, PHASE != 0> GatherA;  // fwd: x, dgrad: dy
   typedef Strided<1, BK, BM, VE, THREADS> StridedA;     // wgrad: dy
-  typedef TapGather<2, BN, BK, VE, THREADS, FLAT != 0> FilterB;    // fwd
+  typedef TapGather<2, BN, BK, VE, THREADS, FLAT != 0, false> FilterB;    // fwd
   typedef Strided<0, BK, BN, VE, THREADS> StridedB;     // dgrad
   typedef PixelGather<BK, BN, VE, THREADS> PixelB;      // wgrad
 
@@ -265,14 +277,18 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_conv(const TtC
 
   const int g = blockIdx.z / SPLITK, split = blockIdx.z % SPLITK;
   const int cg = p.c / p.groups, kg = p.k / p.groups;
-  const int m0 = blockIdx.x * BM;
+  // PHASE: blockIdx.x is a tile of one phase; m0 and the M rows count that phase's pixels.
+  tt_conv::Phase ph = {};
+  if (PHASE) ph = tt_conv::phase_of_tile(p, blockIdx.x, BM);
+  const int m0 = (blockIdx.x - (PHASE ? ph.tile0 : 0)) * BM;
   // fwd / dgrad: K tiles are (r, s, chunk of BK channels); wgrad: block columns are (r, s, chunk
   // of BN channels) and K tiles BK output pixels.
   const int chunks = DIR == 2 ? 0 : ((DIR == 0 ? cg : kg) + BK - 1) / BK;
   tt_conv::Taps col_tap = {0, 0, int(blockIdx.y)};
   if (DIR == 2) col_tap = tt_conv::taps_of_tile(blockIdx.y, (cg + BN - 1) / BN, p.s);
   const int n0 = col_tap.chunk * BN;
-  const int KT = DIR == 2 || FLAT ? (p.gemm_k + BK - 1) / BK : p.r * p.s * chunks;
+  // A phase with no tap has KT = 0 and writes zeros.
+  const int KT = DIR == 2 || FLAT ? (p.gemm_k + BK - 1) / BK : (PHASE ? ph.nr * ph.ns : p.r * p.s) * chunks;
   const int kper = (KT + SPLITK - 1) / SPLITK;
   const int kt0 = split * kper;
   const int nkt = max(min(KT, kt0 + kper) - kt0, 0);
@@ -285,13 +301,15 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_conv(const TtC
   FilterB fb;
   StridedB sb_ld;
   PixelB pb;
-  if (DIR != 2) ga.init(p, DIR == 0 ? p.x : p.y, g, m0, tid);
+  if (DIR != 2) ga.init(p, DIR == 0 ? p.x : p.y, g, m0, ph, tid);
   else sa_ld.init(p, p.y, g, m0, tid);
-  if (DIR == 0) fb.init(p, p.wt, g, n0, tid);
+  if (DIR == 0) fb.init(p, p.wt, g, n0, ph, tid);
   else if (DIR == 1) sb_ld.init(p, p.wt, g, n0, tid);
   else pb.init(p, p.x, g, n0, col_tap.r, col_tap.s, kt0 * BK, tid);
 
-  tt_conv::Taps cur = DIR == 2 ? col_tap : tt_conv::taps_of_tile(kt0, chunks > 0 ? chunks : 1, p.s);
+  tt_conv::Taps cur = DIR == 2  ? col_tap
+                       : PHASE ? tt_conv::phase_taps_of_tile(kt0, chunks > 0 ? chunks : 1, ph)
+                               : tt_conv::taps_of_tile(kt0, chunks > 0 ? chunks : 1, p.s);
   int next_kt = kt0;
   // Loads K tile next_kt (tiles are loaded strictly in order) into `stage`.
   auto load_stage = [&](int stage) {
@@ -302,7 +320,8 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_conv(const TtC
     if (DIR == 0) fb.load(b, p, st, vec, tid);
     else if (DIR == 1) sb_ld.load(b, p, st, vec, tid);
     else pb.load(b, p, st, vec, tid);
-    if (DIR != 2) tt_conv::next_tile(cur, chunks, p.s);
+    if (PHASE) tt_conv::next_phase_tile(cur, chunks, ph);
+    else if (DIR != 2) tt_conv::next_tile(cur, chunks, p.s);
     ++next_kt;
   };
 
@@ -354,11 +373,14 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_conv(const TtC
   const int ld = DIR == 0 ? p.k : DIR == 1 ? p.c : p.r * p.s * cg;
   TC* out = static_cast<TC*>(DIR == 0 ? p.y : DIR == 1 ? p.x : p.wt) +
             (DIR == 0 ? g * kg + n0 : DIR == 1 ? g * cg + n0 : g * kg * ld + (col_tap.r * p.s + col_tap.s) * cg + n0);
-  const int m_lim = p.gemm_m - m0, n_lim = (DIR == 0 ? kg : cg) - n0;
+  // Output row of the tile's row m: linear, or (PHASE) the phase's pixel, a division per row.
+  auto out_row = [&](int m) { return PHASE ? tt_conv::phase_pixel(p, ph, m0 + m) : m0 + m; };
+  const int m_lim = (PHASE ? tt_conv::phase_pixels(p, ph) : p.gemm_m) - m0, n_lim = (DIR == 0 ? kg : cg) - n0;
   if (EPI) {
     __syncthreads();  // every warp is done with the pipeline's shared memory
-    store_staged<TC, BM, BN, WM, WN, THREADS>(acc, tt_mma_conv_smem, out + (long long)m0 * ld, ld, m_lim, n_lim,
-                                             ld % (16 / sizeof(TC)) == 0 && aligned(out, out, 16), tid);
+    auto tile_row = [&](int m) { return PHASE ? out_row(m) : m; };  // rows of out + m0 * ld unless PHASE
+    store_staged<TC, BM, BN, WM, WN, THREADS>(acc, tt_mma_conv_smem, PHASE ? out : out + (long long)m0 * ld, ld, m_lim,
+                                             n_lim, ld % (16 / sizeof(TC)) == 0 && aligned(out, out, 16), tid, tile_row);
     return;
   }
   const bool pair = ld % 2 == 0 && aligned(out, out, 2 * sizeof(TC));
@@ -372,7 +394,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) mma_conv(const TtC
         const int m = wm * WM + mi * 16 + g4 + h * 8;
         const int n = wn * WN + ni * 8 + t4 * 2;
         if (m < m_lim && n < n_lim)
-          store_pair<TC>(out + ((long long)(m0 + m) * ld + n), acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1],
+          store_pair<TC>(out + ((long long)out_row(m) * ld + n), acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1],
                          n + 1 < n_lim, pair);
       }
 }

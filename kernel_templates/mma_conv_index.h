@@ -118,6 +118,92 @@ TT_CONV_FN void next_tile(Taps& k, int chunks, int S) {
   }
 }
 
+// PHASE (dgrad with a stride): a dx pixel (y, x) only receives taps (r, s) with
+// (y + pad_h) % u == (r * dil_h) % u and likewise for x, so dx splits into u * v phases (y % u,
+// x % v) that each reduce over their own taps alone. The GEMM's M walks the pixels phase-major and
+// every M tile lies in one phase, so the tap set is uniform per block and whole K tiles of the
+// other phases' taps are never loaded. A phase holds the pixels y = a + i * u, x = b + j * v.
+struct Phase {
+  int a, b;               // dx row and column residue
+  int rows, cols;         // the phase's pixels per image: ceil((H - a) / u) x ceil((W - b) / v)
+  int tile0;              // its first M tile
+  unsigned rmask, smask;  // the filter rows / columns whose taps reach it (bit r, bit s)
+  int nr, ns;             // set bits of rmask and smask
+};
+
+TT_CONV_FN int phase_pixels(const TtConvParams& p, const Phase& ph) { return p.n * ph.rows * ph.cols; }
+
+// The bits i < n with (i * dil) % stride == res.
+TT_CONV_FN unsigned phase_taps(int n, int dil, int stride, int res, int& count) {
+  unsigned m = 0u;
+  count = 0;
+  for (int i = 0; i < n; ++i)
+    if (i * dil % stride == res) m |= 1u << i, ++count;
+  return m;
+}
+
+// The phase of M tile `tile` (bm rows per tile; a phase's tiles are ceil(pixels / bm)): a loop over
+// the u * v phases, once per block. A tile past the last phase gets rows = 0 (no pixels).
+TT_CONV_FN Phase phase_of_tile(const TtConvParams& p, int tile, int bm) {
+  Phase ph = {0, 0, 0, 0, 0, 0u, 0u, 0, 0};
+  int t0 = 0;
+  for (int a = 0; a < p.stride_h; ++a) {
+    const int rows = (p.h - a + p.stride_h - 1) / p.stride_h;
+    for (int b = 0; b < p.stride_w; ++b) {
+      const int cols = (p.w - b + p.stride_w - 1) / p.stride_w;
+      const int tiles = (p.n * rows * cols + bm - 1) / bm;
+      if (tile < t0 + tiles) {
+        ph.a = a, ph.b = b, ph.rows = rows, ph.cols = cols, ph.tile0 = t0;
+        ph.rmask = phase_taps(p.r, p.dil_h, p.stride_h, (a + p.pad_h) % p.stride_h, ph.nr);
+        ph.smask = phase_taps(p.s, p.dil_w, p.stride_w, (b + p.pad_w) % p.stride_w, ph.ns);
+        return ph;
+      }
+      t0 += tiles;
+    }
+  }
+  return ph;
+}
+
+// The dx pixel (row of dx, [N*H*W]) of the phase's i-th pixel, or p.gemm_m (no row) past its end.
+TT_CONV_FN int phase_pixel(const TtConvParams& p, const Phase& ph, int i) {
+  if (i >= phase_pixels(p, ph)) return p.gemm_m;
+  const int per = ph.rows * ph.cols, img = i / per, rem = i - img * per, y = rem / ph.cols, x = rem - y * ph.cols;
+  return (img * p.h + ph.a + y * p.stride_h) * p.w + ph.b + x * p.stride_w;
+}
+
+// The index of the j-th set bit of mask (j < its bit count), and the next set bit after i (16: none).
+TT_CONV_FN int nth_bit(unsigned mask, int j) {
+  int i = 0;
+  for (; i < 16; ++i)
+    if ((mask >> i) & 1u) {
+      if (j == 0) break;
+      --j;
+    }
+  return i;
+}
+TT_CONV_FN int next_bit(unsigned mask, int i) {
+  do ++i;
+  while (i < 16 && !((mask >> i) & 1u));
+  return i;
+}
+
+// The phase's K tiles are (its r, its s, chunk), nr * ns * chunks of them, in that order.
+TT_CONV_FN Taps phase_taps_of_tile(int t, int chunks, const Phase& ph) {
+  const int rs = t / chunks, jr = ph.ns > 0 ? rs / ph.ns : 0;
+  Taps k = {nth_bit(ph.rmask, jr), nth_bit(ph.smask, rs - jr * ph.ns), t - rs * chunks};
+  return k;
+}
+TT_CONV_FN void next_phase_tile(Taps& k, int chunks, const Phase& ph) {
+  if (++k.chunk == chunks) {
+    k.chunk = 0;
+    k.s = next_bit(ph.smask, k.s);
+    if (k.s >= 16) {
+      k.s = nth_bit(ph.smask, 0);
+      k.r = next_bit(ph.rmask, k.r);
+    }
+  }
+}
+
 // wgrad's reduction runs over output pixels: a thread's rows advance by BK pixels per K tile, so
 // their (img, y, x) are carried forward instead of divided out again.
 struct Pixel {
