@@ -540,12 +540,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       int mb, nb, b, split, kb, ke;
       unit_tile(u, mb, nb, b, split, kb, ke);
       if (PP && u != first) pingpong_wait(cw);
-      if (SPLITK > 1 && kb == ke) {  // K < SPLITK tiles (the constraints keep sweeps from it): a zero partial
-        TT_UNROLL
-        for (int mi = 0; mi < MI; ++mi)
-          TT_UNROLL
-          for (int i = 0; i < WNM / 2; ++i) acc[mi][i] = 0.0f;
-      }
       // This consumer's rows of A: 64 rows or one 64-row box, the same bytes.
       // This consumer's columns of B: WN rows of a K-major stage, WN / 64 boxes of an MN-major one.
       const u32 b_off = CN ? (u32)cw * (B_SK ? WN * 128 : WN / 64 * BK * 128) : 0u;
@@ -556,10 +550,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         int s_end = s;
         u32 ph_end = ph;
         RingT::skip(s_end, ph_end, ke - kb);
-        if (kb + cw >= ke) {  // a single K tile: the second consumer sums nothing
-          TT_UNROLL
-          for (int i = 0; i < WNM / 2; ++i) acc[0][i] = 0.0f;
-        }
         RingT::skip(s, ph, cw);
         prev = k_tiles(0u, kb + cw, ke, 0u, 2);
         s = s_end, ph = ph_end;
@@ -569,6 +559,17 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       if (PP && u + step < total) pingpong_pass(cw);
       if constexpr (AREG != 0) __syncwarp();  // the last stage's reads, as in mma_k_tiles_areg
       finish_k_tiles<(SPLITK > 1 || CK)>(ring, acc, prev, lane);
+      // No K tile here (a split of K < SPLITK tiles, which the constraints keep sweeps from, or the
+      // second of the consumers splitting K a single K tile): a zero partial. Written only after the
+      // main loop: zeroed in front of it, the compiler turned the branch into selects that define
+      // every accumulator on every unit, and ptxas serialised all wgmma of the kernel (C7515); the
+      // first wgmma of a unit overwrites the accumulators anyway (scale-d 0).
+      if ((SPLITK > 1 || CK) && prev < 0) {
+        TT_UNROLL
+        for (int mi = 0; mi < MI; ++mi)
+          TT_UNROLL
+          for (int i = 0; i < WNM / 2; ++i) acc[mi][i] = 0.0f;
+      }
       if (PP) skip_unit(u + step);
       if (CK) {
         // Each consumer stores columns [cw BN / 2, (cw + 1) BN / 2): it gives the other the sums of

@@ -228,6 +228,8 @@ TEST(CudaCompile, NvrtcCompilesTheOutputCheckForEveryType) {
 // (Known: a few variants at 168 registers spill 4-12 bytes of loop bookkeeping outside the main
 // loop: 128 x 128 ping-pong at SPLITK 3, 128 x 192 at 3 and 4, the cluster at 4.)
 // Also two blocks per multiprocessor (OCC 2: at most 128 registers per thread) with split-K.
+// No variant may have its wgmma serialised (an empty split's zeroing in front of the main loop
+// once made ptxas serialise every split-K kernel).
 // Compiles each (solution, problem) with NVRTC for the fake H200, two at a time, and expects ptxas
 // to report no spills (and with `unserialized`, no wgmma serialised: ptxas's performance warning).
 void expect_compiles_without_spills(const KernelTemplate& t, const std::vector<std::pair<Solution, GemmProblem>>& jobs,
@@ -279,30 +281,31 @@ TEST(CudaCompile, NvrtcCompilesWgmmaSplitKWithoutSpillsForSm90a) {
     EXPECT_GT(t.workspace_bytes(vars), 0) << s.kernel_name();
     jobs.emplace_back(s, nn);
   }
-  expect_compiles_without_spills(t, jobs);
+  expect_compiles_without_spills(t, jobs, true);
 }
 
 // The transposing loader (LOADER 2) for tf32 with an MN-major operand (NN: A, TT: B, NT: both):
-// cooperative, ping-pong and split-N consumers up to 64 accumulators a thread. Beyond, NVRTC's
+// cooperative, ping-pong and split-N consumers up to 64 accumulators a thread, and split-K, none with
+// its wgmma serialised. Beyond, NVRTC's
 // build spills (ping-pong 128 x 128: 176 bytes, cooperative 128 x 256: 40), which the constraint
 // keeps out.
 TEST(CudaCompile, NvrtcCompilesTheTransposingTf32LoaderWithoutSpills) {
   const KernelTemplate& t = find_template("wgmma_gemm");
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   std::vector<std::pair<Solution, GemmProblem>> jobs;
-  struct Shape { int bm, bn, pingpong, coopn, stages, epi; };
+  struct Shape { int bm, bn, pingpong, coopn, stages, epi, splitk = 1; };
   auto variant = [&](const Shape& sh) {
     Solution s = t.default_solution();
     s.params["LOADER"] = 2, s.params["BK"] = 32, s.params["BM"] = sh.bm, s.params["BN"] = sh.bn;
     s.params["PINGPONG"] = sh.pingpong, s.params["COOPN"] = sh.coopn, s.params["STAGES"] = sh.stages;
-    s.params["EPI"] = sh.epi;
+    s.params["EPI"] = sh.epi, s.params["SPLITK"] = sh.splitk;
     return s;
   };
   for (const auto& [ta, tb] : std::vector<std::pair<bool, bool>>{{false, false}, {false, true}, {true, true}}) {
     GemmProblem p = gemm(DataType::F32, DataType::F32, ta, tb, 1000, 1000, 1000);
     p.compute_tf32 = true;
     for (const Shape& sh : std::vector<Shape>{{128, 128, 0, 0, 3, 1}, {128, 64, 1, 0, 3, 1}, {64, 128, 0, 1, 3, 1},
-                                              {128, 64, 1, 0, 3, 0}}) {
+                                              {128, 64, 1, 0, 3, 0}, {128, 128, 0, 0, 3, 1, 2}}) {
       const Solution s = variant(sh);
       const auto broken = t.violation(t.variables(s, p, dev));
       ASSERT_FALSE(broken) << s.kernel_name() << " on " << p.key() << ": " << *broken;
@@ -311,30 +314,34 @@ TEST(CudaCompile, NvrtcCompilesTheTransposingTf32LoaderWithoutSpills) {
     for (const Shape& big : std::vector<Shape>{{128, 128, 1, 0, 3, 0}, {128, 256, 0, 0, 3, 0}})
       EXPECT_TRUE(t.violation(t.variables(variant(big), p, dev))) << p.key();
   }
-  expect_compiles_without_spills(t, jobs);
+  expect_compiles_without_spills(t, jobs, true);
 }
 
 // tf32 with A read into registers (AREG 1): NN by TMA (cooperative, ping-pong with 128 accumulators
-// a thread, split-N, a 2-CTA cluster) and NT with B through LOADER 2, without spills and without ptxas serialising the
+// a thread, split-N, a 2-CTA cluster) and NT with B through LOADER 2, each also with split-K,
+// without spills and without ptxas serialising the
 // wgmma (which it does, with a warning, where it cannot prove the A registers unchanged while a
 // wgmma reads them). (The constraints: tests/solutions/test_wgmma_afrag.cpp.)
 TEST(CudaCompile, NvrtcCompilesTf32AFromRegistersWithoutSpills) {
   const KernelTemplate& t = find_template("wgmma_gemm");
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  struct Shape { bool tb; int bm, bn, pingpong, coopn, loader, cluster, epi; };
+  struct Shape { bool tb; int bm, bn, pingpong, coopn, loader, cluster, epi, splitk = 1; };
   std::vector<std::pair<Solution, GemmProblem>> jobs;
   auto variant = [&](const Shape& sh) {
     Solution s = t.default_solution();
     s.params["AREG"] = 1, s.params["BK"] = 32, s.params["BM"] = sh.bm, s.params["BN"] = sh.bn;
     s.params["PINGPONG"] = sh.pingpong, s.params["COOPN"] = sh.coopn, s.params["LOADER"] = sh.loader;
     s.params["CLUSTER"] = sh.cluster, s.params["EPI"] = sh.epi, s.params["STAGES"] = 4;
+    s.params["SPLITK"] = sh.splitk;
     return s;
   };
   for (const Shape& sh : std::vector<Shape>{{false, 128, 128, 0, 0, 0, 1, 1},
                                             {false, 128, 128, 1, 0, 0, 1, 0},
                                             {false, 64, 128, 0, 1, 0, 1, 1},
                                             {false, 128, 128, 0, 0, 0, 2, 1},
-                                            {true, 128, 128, 0, 0, 2, 1, 1}}) {
+                                            {true, 128, 128, 0, 0, 2, 1, 1},
+                                            {false, 128, 128, 0, 0, 0, 1, 1, 2},
+                                            {true, 128, 128, 0, 0, 2, 1, 1, 3}}) {
     const Solution s = variant(sh);
     GemmProblem p = gemm(DataType::F32, DataType::F32, false, sh.tb, 1000, 1000, 1000);
     p.compute_tf32 = true;
