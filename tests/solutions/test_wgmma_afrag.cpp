@@ -19,8 +19,8 @@ using namespace tiletune::testing;
 
 namespace {
 
-constexpr int BK = 32;    // fp32 k per 128-byte line
-constexpr int ROWS = 64;  // one wgmma m64 sub-tile
+constexpr int kAfragBK = 32;    // fp32 k per 128-byte line
+constexpr int kAfragRows = 64;  // one wgmma m64 sub-tile
 
 // The PTX ISA's A fragment of wgmma m64nNk8 .tf32: warp w's lane l holds, in register i, row
 // 16 w + l / 4 (+ 8 for i = 1, 3) and k l % 4 (+ 4 for i = 2, 3).
@@ -29,12 +29,12 @@ int frag_k(int lane, int i) { return lane % 4 + 4 * (i / 2); }
 
 TEST(WgmmaAFragment, LoadsThePtxFragmentAtEveryK8StepWithoutBankConflicts) {
   auto x = [](int r, int k) { return float(r * 1000 + k + 1); };
-  std::vector<unsigned char> tile(ROWS * BK * 4, 0);
+  std::vector<unsigned char> tile(kAfragRows * kAfragBK * 4, 0);
   auto swizzle = [](unsigned a) { return a ^ (((a >> 7) & 7u) << 4); };
-  for (int r = 0; r < ROWS; ++r)
-    for (int k = 0; k < BK; ++k) {
+  for (int r = 0; r < kAfragRows; ++r)
+    for (int k = 0; k < kAfragBK; ++k) {
       const float v = x(r, k);
-      std::memcpy(&tile[swizzle(unsigned(((r / 32) * BK + k) * 128 + 4 * (r % 32)))], &v, 4);
+      std::memcpy(&tile[swizzle(unsigned(((r / 32) * kAfragBK + k) * 128 + 4 * (r % 32)))], &v, 4);
     }
   for (int kk = 0; kk < 4; ++kk)
     for (int w = 0; w < 4; ++w) {
@@ -43,7 +43,7 @@ TEST(WgmmaAFragment, LoadsThePtxFragmentAtEveryK8StepWithoutBankConflicts) {
       for (int p = 0; p < 4; ++p) {
         std::set<unsigned> banks;
         for (int l = 0; l < 32; ++l) {
-          const unsigned off = tt_afrag::load_offset(w, l, p, BK) + 1024u * unsigned(kk);
+          const unsigned off = tt_afrag::load_offset(w, l, p, kAfragBK) + 1024u * unsigned(kk);
           ASSERT_EQ(off % 4, 0u);
           ASSERT_LT(off, tile.size());
           banks.insert(off / 4 % 32);
@@ -69,7 +69,7 @@ TEST(WgmmaAFragment, ThePlainMappingWouldConflict) {
   std::set<unsigned> banks;
   for (int l = 0; l < 32; ++l) {
     const int r = frag_row(0, l, 0);
-    banks.insert((tt_xpose::landing_offset(r & ~3, frag_k(l, 0), BK) + 4u * unsigned(r & 3)) / 4 % 32);
+    banks.insert((tt_xpose::landing_offset(r & ~3, frag_k(l, 0), kAfragBK) + 4u * unsigned(r & 3)) / 4 % 32);
   }
   EXPECT_EQ(banks.size(), 16u);
 }
