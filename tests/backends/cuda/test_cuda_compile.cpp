@@ -116,21 +116,21 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
         ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
         jobs.emplace_back(s, p);
       }
-  // Consumers splitting N (COOPN): a 64 x 128 tile, alone and in clusters of 2 and 4, each epilogue.
-  for (const auto& p : problems)
-    for (int cluster : {1, 2, 4}) {
+  // Consumers splitting N (COOPN): a 64 x 128 tile, alone and in clusters of 2 and 4, with the
+  // plain and the TMA-store epilogue (16-bit and fp32 C), and consumers splitting K instead (TMA
+  // store). The three variants rotate over (problem, cluster) as a Latin square: every pair of
+  // problem, cluster size and variant is compiled once (9 compiles, not the 27 of the cross product).
+  for (std::size_t pi = 0; pi < problems.size(); ++pi)
+    for (int ci = 0; ci < 3; ++ci) {
+      const GemmProblem& p = problems[pi];
+      const int variant = int(pi + ci) % 3;  // 0: COOPN, 1: COOPN + TMA store, 2: COOPK + TMA store
       Solution s = t.default_solution();
-      s.params["COOPN"] = 1, s.params["BM"] = 64, s.params["BN"] = 128, s.params["CONSUMERS"] = 2;
-      s.params["PINGPONG"] = 0, s.params["CLUSTER"] = cluster, s.params["STAGES"] = 8;
+      s.params["COOPN"] = variant < 2, s.params["COOPK"] = variant == 2, s.params["EPI"] = variant >= 1;
+      s.params["BM"] = 64, s.params["BN"] = 128, s.params["CONSUMERS"] = 2, s.params["PINGPONG"] = 0;
+      s.params["CLUSTER"] = 1 << ci, s.params["STAGES"] = variant == 2 ? 6 : 8;
       s.params["BK"] = 128 / size_of(p.a_type);
       const auto broken = t.violation(t.variables(s, p, dev));
       ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
-      jobs.emplace_back(s, p);
-      s.params["EPI"] = 1;  // and with the TMA-store epilogue (16-bit and fp32 C)
-      jobs.emplace_back(s, p);
-      s.params["COOPN"] = 0, s.params["COOPK"] = 1, s.params["STAGES"] = 6;  // consumers splitting K instead
-      const auto refused = t.violation(t.variables(s, p, dev));
-      ASSERT_FALSE(refused) << s.kernel_name() << ": " << *refused;
       jobs.emplace_back(s, p);
     }
   // 96-column tiles, where B is K-major: pairs and quads of CTAs, ping-pong, the TMA store.
@@ -162,18 +162,22 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
     }
   // 72- and 80-column tiles (K-major B; epilogue chunks of 24 and 16 columns), each epilogue,
   // alone, in clusters sharing B (in 8-row atoms where a CTA's share is not whole atoms), and in
-  // 1 x 2 and 4 x 2 clusters.
-  for (const auto& p : problems) {
-    if (p.trans_b) continue;
-    for (const auto& [bn, cl, cln, epi] : std::vector<std::array<int, 4>>{
-             {72, 1, 1, 0}, {72, 1, 2, 1}, {80, 2, 1, 1}, {80, 1, 1, 0}, {72, 2, 1, 1}, {72, 4, 2, 1}, {80, 4, 1, 0}}) {
-      Solution s = t.default_solution();
-      s.params["BN"] = bn, s.params["CLUSTER"] = cl, s.params["CLUSTERN"] = cln, s.params["EPI"] = epi;
-      s.params["PINGPONG"] = 0, s.params["STAGES"] = 6, s.params["BK"] = 128 / size_of(p.a_type);
-      const auto broken = t.violation(t.variables(s, p, dev));
-      ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
-      jobs.emplace_back(s, p);
-    }
+  // 1 x 2 and 4 x 2 clusters. The shapes alternate between the two K-major-B problems (bf16 and
+  // tf32), each of which so gets both widths and both epilogues.
+  std::vector<GemmProblem> k_major_b;
+  for (const auto& p : problems)
+    if (!p.trans_b) k_major_b.push_back(p);
+  ASSERT_EQ(k_major_b.size(), 2u);
+  std::size_t shape = 0;
+  for (const auto& [bn, cl, cln, epi] : std::vector<std::array<int, 4>>{
+           {72, 1, 1, 0}, {72, 1, 2, 1}, {80, 2, 1, 1}, {80, 1, 1, 0}, {72, 2, 1, 1}, {72, 4, 2, 1}, {80, 4, 1, 0}}) {
+    const GemmProblem& p = k_major_b[shape++ % 2];
+    Solution s = t.default_solution();
+    s.params["BN"] = bn, s.params["CLUSTER"] = cl, s.params["CLUSTERN"] = cln, s.params["EPI"] = epi;
+    s.params["PINGPONG"] = 0, s.params["STAGES"] = 6, s.params["BK"] = 128 / size_of(p.a_type);
+    const auto broken = t.violation(t.variables(s, p, dev));
+    ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
+    jobs.emplace_back(s, p);
   }
   for (const auto& [s, p] : jobs) {
     gpu::CompileResult r = compiler->compile(t.compile_request(s, p, dev));
