@@ -275,7 +275,8 @@ tiletune_status_t choice_into(tiletune_handle_t h, const std::function<tiletune:
   });
 }
 
-tiletune::Problem conv_of(const tiletune_conv_desc_t* desc, tiletune_conv_direction_t direction) {
+// C++ linkage: inside the extern "C" block, a function returning a C++ type would declare C linkage.
+extern "C++" tiletune::Problem conv_of(const tiletune_conv_desc_t* desc, tiletune_conv_direction_t direction) {
   const int d = raw(direction);
   if (d != TILETUNE_CONV_FORWARD && d != TILETUNE_CONV_BACKWARD_DATA && d != TILETUNE_CONV_BACKWARD_FILTER)
     throw tiletune::Error("unknown convolution direction " + std::to_string(d));
