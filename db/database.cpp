@@ -22,6 +22,9 @@ namespace {
 
 constexpr int kBusyTimeoutMs = 30'000;              // SQLite's own wait for a lock
 constexpr auto kWriteDeadline = std::chrono::seconds(120);  // our retries on top of it
+// How long a reader waits for the schema of a database that another process has just created.
+constexpr auto kSchemaWait = std::chrono::seconds(3);
+constexpr auto kJustCreated = std::chrono::seconds(60);  // "just": the file was written this recently
 
 // A lock held by another connection that outlasted the busy timeout (or that SQLite reports
 // without waiting, to avoid a deadlock). Write transactions catch it and start over.
@@ -186,17 +189,13 @@ void exec_retrying(sqlite3* db, const std::string& path, const char* sql) {
 }
 
 // Checks that the file is a tiletune database this build can use. Returns its schema version;
-// 0 means an empty SQLite file (to be created; refused in ReadOnly). Reads one snapshot: another
-// process may be creating the schema at this very moment.
+// 0 means an empty SQLite file (to be created, or being created: see identify). Reads one
+// snapshot: another process may be creating the schema at this very moment.
 int identify_in_snapshot(sqlite3* db, const std::string& path, Mode mode) {
   const int version = int(query_i64(db, path, "PRAGMA user_version"));  // first read of the file
   const auto app_id = query_i64(db, path, "PRAGMA application_id");
   const auto tables = query_i64(db, path, "SELECT count(*) FROM sqlite_master");
-  if (version == 0 && app_id == 0 && tables == 0) {
-    if (mode != Mode::ReadWrite)
-      throw Error(path + ": not a tiletune database (an empty SQLite file; open it read-write to create the schema)");
-    return 0;
-  }
+  if (version == 0 && app_id == 0 && tables == 0) return 0;
   if (app_id != schema::kApplicationId)
     throw Error(path + ": not a tiletune database (SQLite application_id is " + std::to_string(app_id) +
                 ", tiletune's is " + std::to_string(schema::kApplicationId) + ")");
@@ -225,7 +224,7 @@ int identify_in_snapshot(sqlite3* db, const std::string& path, Mode mode) {
   return version;
 }
 
-int identify(sqlite3* db, const std::string& path, Mode mode) {
+int identify_once(sqlite3* db, const std::string& path, Mode mode) {
   exec(db, path, "BEGIN");
   try {
     int version = identify_in_snapshot(db, path, mode);
@@ -234,6 +233,28 @@ int identify(sqlite3* db, const std::string& path, Mode mode) {
   } catch (...) {
     rollback(db);
     throw;
+  }
+}
+
+bool written_lately(const std::string& path) {
+  std::error_code ec;
+  const auto t = std::filesystem::last_write_time(path, ec);
+  return !ec && std::filesystem::file_time_type::clock::now() - t < kJustCreated;
+}
+
+// A read-only open refuses an empty SQLite file, except while it may be a database that another
+// process has just created: the file exists from the creator's open, its schema only from its
+// first commit, and a reader in between (a rank of a data-parallel job opening the user database
+// its tuner is creating) would be refused a database that is about to be valid. Such a file,
+// written in the last minute, is read again for a few seconds before it is refused.
+int identify(sqlite3* db, const std::string& path, Mode mode) {
+  const auto deadline = std::chrono::steady_clock::now() + kSchemaWait;
+  for (int attempt = 0;; ++attempt) {
+    const int version = identify_once(db, path, mode);
+    if (version != 0 || mode == Mode::ReadWrite) return version;
+    if (std::chrono::steady_clock::now() >= deadline || !written_lately(path))
+      throw Error(path + ": not a tiletune database (an empty SQLite file; open it read-write to create the schema)");
+    backoff(attempt);
   }
 }
 

@@ -4,12 +4,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -341,10 +343,35 @@ TEST_F(DatabaseTest, RefusesTextFile) {
 TEST_F(DatabaseTest, RefusesEmptyFileReadOnly) {
   const std::string path = file("empty.db");
   std::ofstream(path).close();
+  // An empty file written long ago is refused at once; one written just now after a short wait
+  // for a creator that never comes.
+  std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() - std::chrono::hours(1));
+  const auto t0 = std::chrono::steady_clock::now();
+  expect_open_error(path, Mode::ReadOnly, {path, "not a tiletune database", "empty"});
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now());
   expect_open_error(path, Mode::ReadOnly, {path, "not a tiletune database", "empty"});
   // Read-write makes an empty file a new database.
   auto db = Database::open(path, Mode::ReadWrite);
   EXPECT_EQ(db.schema_version(), schema::latest_version());
+}
+
+// A data-parallel job's ranks open the user database read-only while one of them creates it: a
+// reader that finds the file before its schema waits for the schema instead of refusing it.
+TEST_F(DatabaseTest, ReadOnlyOpenWaitsForTheSchemaOfAFileBeingCreated) {
+  const std::string path = file("being_created.db");
+  std::ofstream(path).close();  // the creator's open made the file; its schema is not committed yet
+  std::thread creator([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    Database::open(path, Mode::ReadWrite);
+  });
+  try {
+    auto db = Database::open(path, Mode::ReadOnly);
+    EXPECT_EQ(db.schema_version(), schema::latest_version());
+  } catch (const Error& e) {
+    ADD_FAILURE() << "the reader did not wait for the schema: " << e.what();
+  }
+  creator.join();
 }
 
 TEST_F(DatabaseTest, RefusesForeignDatabase) {
