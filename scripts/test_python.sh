@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Python package on the CPU, as a user gets it: a virtual environment (build-venv/) with
 # PyTorch from PyPI (installed once per host, see below), `pip install .` of this tree into it
-# (scikit-build-core builds the runtime and the program in build-python/), then the package's tests (python/tests: the C API from Python,
-# routing, gradients, record -> tune -> ship, torchrun with two ranks) with pytest.
+# (scikit-build-core builds the runtime and the program in build-python/), then the package's
+# tests (python/tests: the C API from Python, routing, gradients, record -> tune -> ship, torchrun
+# with two ranks) with pytest.
 # Usage: scripts/test_python.sh [pytest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
