@@ -255,9 +255,16 @@ TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, in
 // empty[s] at bars + 8 (STAGES + s). CLUSTER here counts the CTAs of a cluster (wgmma_gemm passes
 // CLUSTER x CLUSTERN); with more than one a stage is filled by the producers of several CTAs of the
 // cluster (TMA multicast) and released to all of them.
-template <int STAGES, u32 A_STAGE, u32 B_STAGE, int CLUSTER = 1>
+// EVERY_LANE: every lane of a consuming warp arrives on a stage's empty barrier (32 arrivals per
+// warp), for consumers that read a stage with ld.shared (A from registers, wgmma_gemm's AREG): an
+// arrive releases only its own thread's accesses, so one lane's arrive behind a __syncwarp orders the
+// others' reads only through the warp barrier, which compute-sanitizer racecheck does not follow (it
+// reported the cp.async producers' refills as racing them). Without a cluster only.
+template <int STAGES, u32 A_STAGE, u32 B_STAGE, int CLUSTER = 1, bool EVERY_LANE = false>
 struct Ring {
+  static_assert(!EVERY_LANE || CLUSTER == 1, "every lane arrives on this CTA's barriers only");
   static constexpr u32 A_BYTES = A_STAGE, B_BYTES = B_STAGE;
+  static constexpr int ARRIVALS_PER_WARP = EVERY_LANE ? 32 : 1;
   u32 sA, sB, bars;
   float* staging;
 
@@ -294,7 +301,7 @@ struct Ring {
   // instruction for the warp where a loop on lane 0 issued CLUSTER remote arrives one by one.
   TT_DEVICE void release(int stage, int lane) const {
     if (CLUSTER == 1) {
-      if (lane == 0) mbar_arrive(empty(stage));
+      if (EVERY_LANE || lane == 0) mbar_arrive(empty(stage));
     } else if (lane < CLUSTER) {
       mbar_arrive_in(empty(stage), (u32)lane);
     }

@@ -236,12 +236,12 @@ TT_DEVICE int mma_k_tiles_areg(const R& ring, float (&acc)[MI][NACC], u32 a_off,
   u32 a[4][MI][4];
   int prev = -1;
   for (int kt = kb; kt < ke; kt += kstep) {
-    // One lane arrives for the warp when a stage is released, and an arrive releases only its own
-    // thread's accesses: this warp barrier orders every lane's ld.shared of the stage before
-    // (released in this iteration) ahead of that arrive; without it the producer's refill races
-    // them (compute-sanitizer racecheck). Here, outside the k8 steps, it costs ptxas no
-    // serialisation of the wgmma.
-    __syncwarp();
+    // In a cluster one lane arrives for the warp when a stage is released, and an arrive releases
+    // only its own thread's accesses: this warp barrier orders every lane's ld.shared of the stage
+    // before (released in this iteration) ahead of that arrive. (Without a cluster every lane
+    // arrives: Ring's EVERY_LANE.) Here, outside the k8 steps, it costs ptxas no serialisation of
+    // the wgmma.
+    if (R::ARRIVALS_PER_WARP == 1) __syncwarp();
     mbar_wait(ring.full(s), ph);
     const u32 sa = (u32)s * R::A_BYTES;
     const u64 db = db0 + (u64)((u32)s * (R::B_BYTES >> 4));
@@ -356,7 +356,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   typedef Epi<TC> E;
 
   constexpr int CS = CLUSTER * CLUSTERN;  // CTAs per cluster
-  typedef Ring<STAGES, A_STAGE, B_STAGE, CS> RingT;
+  typedef Ring<STAGES, A_STAGE, B_STAGE, CS, AREG != 0 && CS == 1> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // Consumers splitting K: after the main loop each hands the other the half of its sums that
   // the other stores, through XCH_BYTES (per consumer: 128 threads x BN / 4 floats).
@@ -405,7 +405,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     prefetch_map(&p.map_b);
   }
   // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
-  if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CS);
+  if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CS * RingT::ARRIVALS_PER_WARP);
   // This CTA's tile (tile row mb, column nb, batch b), K split and K tiles of work unit u.
   auto unit_tile = [&](int u, int& mb, int& nb, int& b, int& split, int& kb, int& ke) {
     int t;
@@ -557,7 +557,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         prev = k_tiles((PP || CN) ? 0u : (u32)(cw * MI * 64 * 128), kb, ke, b_off, 1);
       }
       if (PP && u + step < total) pingpong_pass(cw);
-      if constexpr (AREG != 0) __syncwarp();  // the last stage's reads, as in mma_k_tiles_areg
+      if constexpr (AREG != 0 && CS > 1) __syncwarp();  // the last stage's reads, as in mma_k_tiles_areg
       finish_k_tiles<(SPLITK > 1 || CK)>(ring, acc, prev, lane);
       // No K tile here (a split of K < SPLITK tiles, which the constraints keep sweeps from, or the
       // second of the consumers splitting K a single K tile): a zero partial. Written only after the
