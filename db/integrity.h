@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "common/sha256.h"
+
 namespace tiletune::db {
 
 class Database;
 
-// Lower-case hex, 64 characters (OpenSSL's SHA-256).
-std::string sha256_hex(const void* data, std::size_t size);
-inline std::string sha256_hex(const std::vector<std::uint8_t>& bytes) { return sha256_hex(bytes.data(), bytes.size()); }
+using tiletune::sha256_hex;
 
 // `db check`: every code object's bytes against the SHA-256 recorded for them, and every
 // measurement's code object against the instantiation its solution and problem make (the

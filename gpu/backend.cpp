@@ -1,6 +1,7 @@
 #include "gpu/backend.h"
 
 #include "common/error.h"
+#include "gpu/compile_cache.h"
 #include "gpu/host/host_backend.h"
 #ifdef TILETUNE_WITH_CUDA
 #include "gpu/cuda/cuda_backend.h"
@@ -60,7 +61,9 @@ BackendKind resolve_backend(const std::string& name) {
   return BackendKind::Host;
 }
 
-std::unique_ptr<Compiler> make_compiler(BackendKind kind) { return require_built(kind).make_compiler(); }
+std::unique_ptr<Compiler> make_compiler(BackendKind kind) {
+  return with_compile_cache(require_built(kind).make_compiler());
+}
 
 std::vector<DeviceInfo> list_devices(BackendKind kind) {
   const Built* b = find_built(kind);

@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "db/integrity.h"
+#include "gpu/compile_cache.h"
 #include "runtime/file_lock.h"
 #include "ops/arguments.h"
 #include "kernel_templates/gemm_params.h"
@@ -292,11 +293,7 @@ JitCache& jit_cache() {
 }
 
 std::string jit_key(const gpu::CompileRequest& r, const std::string& compiler, gpu::BackendKind backend) {
-  std::string all = std::string(gpu::to_string(backend)) + "\n" + compiler + "\n" + r.arch + "\n" + r.name_expression +
-                    "\n" + db::sha256_hex(r.source.data(), r.source.size());
-  for (const auto& [name, text] : r.headers) all += "\n" + name + " " + db::sha256_hex(text.data(), text.size());
-  for (const auto& o : r.options) all += "\n" + o;
-  return db::sha256_hex(all.data(), all.size());
+  return std::string(gpu::to_string(backend)) + " " + gpu::compile_key(r, compiler);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "gpu/compile_cache.h"
 #include "vendors/shared_library.h"
 
 namespace tiletune::gpu::cuda {
@@ -312,7 +313,7 @@ class CudaDevice final : public Device {
   }
 
   const DeviceInfo& info() const override { return info_; }
-  const Compiler& compiler() const override { return compiler_; }
+  const Compiler& compiler() const override { return *compiler_; }
 
   std::shared_ptr<Kernel> load(const CodeObject& code) override {
     ContextScope scope(ctx_);
@@ -464,7 +465,7 @@ class CudaDevice final : public Device {
   DeviceInfo info_;
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
-  NvrtcCompiler compiler_;
+  std::unique_ptr<Compiler> compiler_ = with_compile_cache(std::make_unique<NvrtcCompiler>());
 };
 
 }  // namespace

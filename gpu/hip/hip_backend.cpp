@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "gpu/compile_cache.h"
 #include "common/env.h"
 #include "gpu/hip/arch_table.h"
 #include "gpu/hip/code_object_info.h"
@@ -278,10 +279,10 @@ class HipKernel final : public Kernel {
 
 class HipDevice final : public Device {
  public:
-  explicit HipDevice(DeviceInfo info) : info_(std::move(info)), compiler_() {}
+  explicit HipDevice(DeviceInfo info) : info_(std::move(info)) {}
 
   const DeviceInfo& info() const override { return info_; }
-  const Compiler& compiler() const override { return compiler_; }
+  const Compiler& compiler() const override { return *compiler_; }
 
   std::shared_ptr<Kernel> load(const CodeObject& code) override {
     if (code.bytes.empty()) throw Error("HIP load: empty code object");
@@ -381,7 +382,7 @@ class HipDevice final : public Device {
   void bind() { TT_HIP_CALL(hipSetDevice, info_.index); }
 
   DeviceInfo info_;
-  HipCompiler compiler_;
+  std::unique_ptr<Compiler> compiler_ = with_compile_cache(std::make_unique<HipCompiler>());
 };
 
 }  // namespace

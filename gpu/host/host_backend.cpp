@@ -22,6 +22,7 @@
 
 #include "common/env.h"
 #include "common/error.h"
+#include "gpu/compile_cache.h"
 #include "common/process.h"
 #include "common/temp_dir.h"
 
@@ -262,7 +263,7 @@ class HostDevice final : public Device {
  public:
   HostDevice() : info_(host_info()), pool_(thread_count()) {}
   const DeviceInfo& info() const override { return info_; }
-  const Compiler& compiler() const override { return compiler_; }
+  const Compiler& compiler() const override { return *compiler_; }
 
   std::shared_ptr<Kernel> load(const CodeObject& code) override {
     const TempDir temp("tiletune-host-");
@@ -322,7 +323,7 @@ class HostDevice final : public Device {
 
  private:
   DeviceInfo info_;
-  HostCompiler compiler_;
+  std::unique_ptr<Compiler> compiler_ = with_compile_cache(std::make_unique<HostCompiler>());
   ThreadPool pool_;
 };
 

@@ -36,6 +36,8 @@ class HostileEnvironment : public ::testing::Test {
     db_ = (dir_ / "tuned.db").string();
     problem_ = tiletune::testing::tune_tiny_host_database(db_, dir_.string());
     std::ofstream(dir_ / "junk") << "not a database, not a key, not JSON\n";
+    fs::create_directories(dir_ / "open");
+    fs::permissions(dir_ / "open", fs::perms::all);  // a compile cache others may write
     std::ofstream(dir_ / "sweep.json") << R"({"problems": [{"dtype": "f32", "transA": "T", "transB": "N", "m": 33, "n": 17, "k": 9}],
       "templates": {"host_gemm": {"parameters": {"MT0": [16], "MT1": [16], "KU": [16], "TT0": [8], "TT1": [2]}}},
       "benchmark": {"warmup": 1, "min_iterations": 2, "max_iterations": 3, "target_ms": 2}})";
@@ -64,6 +66,8 @@ class HostileEnvironment : public ::testing::Test {
       c.push_back({{{"TILETUNE_HOST_CXX", v}}, ""});
     for (const std::string& v : {missing, junk, d}) c.push_back({{{"TILETUNE_TEMPLATE_PATH", v}}, ""});
     for (const std::string& v : {missing, junk}) c.push_back({{{"TILETUNE_SHAPES_DIR", v}}, ""});
+    for (const std::string& v : {junk, junk + "/below", (dir_ / "open").string()})
+      c.push_back({{{"TILETUNE_COMPILE_CACHE", v}}, ""});
     c.push_back({{{"TILETUNE_VENDOR", "sometimes"}}, ""});
     c.push_back({{{"TILETUNE_CUDNN_API", "none"}}, ""});
     c.push_back({{{"PATH", ""}}, "compiler"});
