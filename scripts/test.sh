@@ -14,6 +14,9 @@ export PATH="$PATH:/usr/local/cuda/bin"
 # (scikit-build-core would otherwise take Python's g++ where CMake takes c++).
 export CXX=${CXX:-c++} CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_DIR="$PWD/build/ccache" CCACHE_BASEDIR="$PWD" \
        CCACHE_NOHASHDIR=1 CCACHE_DEPEND=1 CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime CCACHE_MAXSIZE=2G
+# Every kernel the tests build from source goes through one compile cache (gpu/compile_cache.h):
+# ctest's, pytest's and the sanitized runs' sweeps tune the same few kernels again and again.
+export TILETUNE_COMPILE_CACHE="$PWD/build/compile-cache"
 # configure DIR ARGS...: Ninja, unless DIR was configured with another generator before.
 configure() {
   local dir=$1; shift
