@@ -288,13 +288,19 @@ void migrate(sqlite3* db, int target_version, const std::string& path) {
       }
       if (version == 0 && query_int(db, "SELECT count(*) FROM sqlite_master", path) != 0)
         throw Error(path + ": not a tiletune database (it has tables but no tiletune schema version)");
-      const Migration& m = migrations().at(std::size_t(version));  // produces version + 1
-      exec(db, m.sql, path,
-           "migration to schema version " + std::to_string(m.version) + " (" + m.description + ")");
-      if (m.version == 1)
-        exec(db, "PRAGMA application_id = " + std::to_string(kApplicationId), path, "set application_id");
-      exec(db, "PRAGMA user_version = " + std::to_string(m.version), path, "set user_version");
-      exec(db, "COMMIT", path, "commit of schema version " + std::to_string(m.version));
+      // Every step in one transaction: a reader (a read-only open by another process) sees the
+      // version before or the target, never one in between (data-parallel ranks opening the user
+      // database that one of them is creating read a version-1 schema under ASan's slowdown).
+      for (; version < target_version; ++version) {
+        const Migration& m = migrations().at(std::size_t(version));  // produces version + 1
+        exec(db, m.sql, path,
+             "migration to schema version " + std::to_string(m.version) + " (" + m.description + ")");
+        if (m.version == 1)
+          exec(db, "PRAGMA application_id = " + std::to_string(kApplicationId), path, "set application_id");
+        exec(db, "PRAGMA user_version = " + std::to_string(m.version), path, "set user_version");
+      }
+      exec(db, "COMMIT", path, "commit of schema version " + std::to_string(target_version));
+      return;
     } catch (...) {
       rollback(db);
       throw;

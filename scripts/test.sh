@@ -14,9 +14,12 @@ export PATH="$PATH:/usr/local/cuda/bin"
 # (scikit-build-core would otherwise take Python's g++ where CMake takes c++).
 export CXX=${CXX:-c++} CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_DIR="$PWD/build/ccache" CCACHE_BASEDIR="$PWD" \
        CCACHE_NOHASHDIR=1 CCACHE_DEPEND=1 CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime CCACHE_MAXSIZE=2G
-# Every kernel the tests build from source goes through one compile cache (gpu/compile_cache.h):
-# ctest's, pytest's and the sanitized runs' sweeps tune the same few kernels again and again.
-export TILETUNE_COMPILE_CACHE="$PWD/build/compile-cache"
+# Every kernel the tests build from source goes through one compile cache (gpu/compile_cache.h),
+# one per host as the Python dependencies are (TILETUNE_TEST_COMPILE_CACHE): ctest's, pytest's and
+# the sanitized runs' sweeps tune the same few kernels again and again, and a later clone's compile
+# tests read what an earlier one compiled. Its keys name the compiler and every input, so a changed
+# template or compiler compiles anew; delete the folder to empty it.
+export TILETUNE_COMPILE_CACHE=${TILETUNE_TEST_COMPILE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tiletune/compile-cache}
 # configure DIR ARGS...: Ninja, unless DIR was configured with another generator before.
 configure() {
   local dir=$1; shift
@@ -26,7 +29,7 @@ configure() {
 }
 # Unity builds (a library's files compiled in batches, pyproject.toml's too): the headers each file
 # parses (nlohmann-json, CLI11, the standard library) and their templates' code once per batch.
-configure build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON
+configure build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DTILETUNE_TEST_COMPILE_CACHE="$TILETUNE_COMPILE_CACHE"
 # The fuzzers run twice (here and under the sanitizers below): 5 s per target each time.
 export TILETUNE_FUZZ_SECONDS=${TILETUNE_FUZZ_SECONDS:-5}
 cmake --build build -j"$(nproc)"

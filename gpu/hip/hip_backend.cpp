@@ -106,8 +106,10 @@ class HipCompiler final : public Compiler {
     if (choice_ != "auto" && choice_ != "clang" && choice_ != "hiprtc")
       throw Error("TILETUNE_HIP_COMPILER=" + choice_ + ": expected auto, clang or hiprtc");
     set_hiprtc_version();
-    // The cache key names both: an object made by either is never taken for the other's.
+    // The cache key names both, and the choice (which of them takes an arch): an object made by
+    // either is never taken for the other's.
     if (choice_ != "hiprtc" && clang_toolchain().missing.empty()) version_ += "; " + offline_->version();
+    if (choice_ != "auto") version_ += "; " + choice_ + " for every arch";
   }
 
   std::string version() const override { return version_; }

@@ -435,6 +435,28 @@ TEST_F(DatabaseTest, ReadOnlyRefusesOlderSchema) {
   expect_open_error(path, Mode::ReadOnly, {path, "schema version 1", "older"});
 }
 
+// Another process opening the file read-only sees no schema or the whole one: creation and each
+// migration are one commit (a version in between is refused as older than this build expects).
+TEST_F(DatabaseTest, ASchemaIsCreatedOrMigratedInOneCommit) {
+  const std::string path = file("atomic.db");
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr), SQLITE_OK);
+  int commits = 0;
+  sqlite3_commit_hook(raw, [](void* n) { ++*static_cast<int*>(n); return 0; }, &commits);
+  schema::migrate(raw, schema::latest_version(), path);
+  EXPECT_EQ(commits, 1);
+  sqlite3_close(raw);
+  const std::string old = file("atomic_v1.db");
+  ASSERT_EQ(sqlite3_open_v2(old.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr), SQLITE_OK);
+  schema::migrate(raw, 1, old);
+  commits = 0;
+  sqlite3_commit_hook(raw, [](void* n) { ++*static_cast<int*>(n); return 0; }, &commits);
+  schema::migrate(raw, schema::latest_version(), old);
+  EXPECT_EQ(commits, 1);
+  EXPECT_EQ(raw_int(raw, "PRAGMA user_version"), schema::latest_version());
+  sqlite3_close(raw);
+}
+
 TEST_F(DatabaseTest, MigratesFromVersion1) {
   ASSERT_GE(schema::latest_version(), 2);
   const std::string path = file("v1.db");

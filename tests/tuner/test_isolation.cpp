@@ -394,7 +394,7 @@ TEST_F(CompileServer, CompilesWhatThisProcessCompiles) {
     EXPECT_EQ(there.code.symbol, here.code.symbol);
     EXPECT_GT(there.code.bytes.size(), 1000u);
     EXPECT_GE(there.cpu_s, 0);  // the server's CPU seconds come back with the code object
-    EXPECT_LT(here.cpu_s, 0);   // in this process: the caller measures them
+    EXPECT_LE(here.cpu_s, 0);   // in this process: the caller measures them (0: from the compile cache)
   }
   // Again on the same (now warm) server: its header set is not sent twice, and it still compiles.
   EXPECT_TRUE(servers.compile(requests_[0]).ok);

@@ -37,7 +37,7 @@ using namespace tiletune::testing;
 namespace {
 
 TEST(CudaCompile, NvrtcCompilesSimtVariantsForSm90aWithoutAGpu) {
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   EXPECT_EQ(compiler->version().rfind("nvrtc-", 0), 0u);
   std::vector<GemmProblem> problems = {gemm(DataType::F32, DataType::F32, false, false, 4096, 4096, 4096),
                                        gemm(DataType::F32, DataType::F32, true, false, 1000, 1000, 1000),
@@ -65,7 +65,7 @@ TEST(CudaCompile, NvrtcCompilesSimtVariantsForSm90aWithoutAGpu) {
 // splitting N on both operand majors and on tf32; kernels built for sm_90a hold wgmma, which NVRTC checks without a GPU.
 // Run by the test below in a fresh process, with TILETUNE_NVRTC_LIB naming no file.
 TEST(CudaCompile, DISABLED_WithoutNvrtcChild) {
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   EXPECT_EQ(compiler->version(), "nvrtc-none");
   const auto problems = std::vector<GemmProblem>{gemm(DataType::F32, DataType::F32, false, false, 64, 64, 64)};
   auto cands = sample(problems, fake_device(gpu::BackendKind::Cuda), 1);
@@ -94,7 +94,7 @@ TEST(CudaCompile, WithoutNvrtcOnlyCompilingFailsAndSaysWhy) {
 }
 
 TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const KernelTemplate& t = find_template("wgmma_gemm");
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   GemmProblem tf32 = gemm(DataType::F32, DataType::F32, true, false, 1000, 1000, 1000);  // K-major both: TN
@@ -189,7 +189,7 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
 // NVRTC through compile servers (tuner/compile_process.h), two threads at once: the same code
 // objects, byte for byte, as this process's NVRTC makes.
 TEST(CudaCompile, CompileServersGiveTheCodeObjectsOfThisProcess) {
-  auto local = gpu::cuda::make_compiler();
+  auto local = gpu::make_compiler(gpu::BackendKind::Cuda);
   tuner::ProcessCompiler servers(TILETUNE_EXE, gpu::BackendKind::Cuda, *local);
   const KernelTemplate& t = find_template("simt_gemm");
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
@@ -213,7 +213,7 @@ TEST(CudaCompile, CompileServersGiveTheCodeObjectsOfThisProcess) {
 
 // The validator's device-side output check and C restore (check_output.cuh), for every output type.
 TEST(CudaCompile, NvrtcCompilesTheOutputCheckForEveryType) {
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   for (auto type : {DataType::F32, DataType::F16, DataType::BF16, DataType::S32}) {
     gpu::CompileResult r = compiler->compile(ops::check_output_request(dev, type));
@@ -238,7 +238,7 @@ TEST(CudaCompile, NvrtcCompilesTheOutputCheckForEveryType) {
 // to report no spills (and with `unserialized`, no wgmma serialised: ptxas's performance warning).
 void expect_compiles_without_spills(const KernelTemplate& t, const std::vector<std::pair<Solution, GemmProblem>>& jobs,
                                     bool unserialized = false) {
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   std::vector<gpu::CompileResult> results(jobs.size());
   std::atomic<std::size_t> next{0};
@@ -400,7 +400,7 @@ TEST(CudaCompile, NvrtcCompilesEightBitWgmmaWithoutSpills) {
   EXPECT_TRUE(t.violation(t.variables(t.default_solution(), fp8, dev)));  // BK 64 is not one 128-byte line of fp8
   expect_compiles_without_spills(t, jobs);
   // The validator's device reference reads the 8-bit inputs.
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   for (const char* ta : {"tt_e4m3", "signed char"}) {
     gpu::CompileResult r = compiler->compile(ops::reference_kernel_request(
         dev, "reference_gemm.cuh", std::string("reference_gemm<") + ta + ", true, false>"));
@@ -625,7 +625,7 @@ TEST(CudaCompile, OddSplitKProbeConfigEnumeratesASmallSpace) {
 }
 
 TEST(CudaCompile, ErrorsComeBackInTheLogAndBadArchesAreRefused) {
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   gpu::CompileRequest r;
   r.source = "template <int X> __global__ void k(int* p) { p[0] = X + undefined_name; }\n";
   r.name_expression = "k<1>";

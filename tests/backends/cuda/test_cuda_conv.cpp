@@ -44,7 +44,7 @@ std::vector<tuner::Candidate> spread(const std::vector<Problem>& problems, const
 }
 
 TEST(CudaConvCompile, NvrtcCompilesEveryDirectionAndLayoutWithoutAGpu) {
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> problems = conv_problems();
   auto cands = spread(problems, dev, 2);
@@ -67,7 +67,7 @@ TEST(CudaConvGpu, CandidatesMatchTheReference) {
 }
 
 TEST(CudaConvCompile, NvrtcCompilesTheDeviceReferenceForEveryDirectionTypeAndLayout) {
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   for (int dir = 0; dir < 3; ++dir)
     for (auto layout : {ConvLayout::NHWC, ConvLayout::NCHW})

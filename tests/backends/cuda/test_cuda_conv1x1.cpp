@@ -182,7 +182,7 @@ TEST(Conv1x1Compile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   const std::vector<Problem> ps = conv1x1_problems();
   const auto cands = conv_sample(sample_space(), ps, dev, 1);
   ASSERT_GE(cands.size(), ps.size());
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const std::regex spill("([0-9]+) bytes spill stores");
   std::set<std::string> layouts;
   bool split_k = false, tma_store = false;

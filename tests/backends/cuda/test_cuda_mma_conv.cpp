@@ -47,7 +47,7 @@ std::vector<Problem> mma_problems() {
 }
 
 TEST(MmaConvCompile, NvrtcCompilesEveryDirectionForSm90a) {
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = mma_problems();
   // One stride-picked candidate per problem besides the default, and the first split-K, flat and

@@ -37,7 +37,7 @@ const KernelTemplate& phase_template() {
 }
 
 TEST(MmaConvPhaseCompile, NvrtcCompilesPhaseVariantsForSm90aWithoutSpills) {
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   // A small grid, so that split-K candidates exist: the first candidate, the first split-K one and
   // the first staged-epilogue one.

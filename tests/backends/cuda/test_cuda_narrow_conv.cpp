@@ -91,7 +91,7 @@ TEST(NarrowConvSpace, TakesTheInputGradientOfFewChannelsOnly) {
 }
 
 void compile_sample(const char* name, const std::vector<Problem>& ps, const char* varied, std::size_t per) {
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const auto cands = conv_sample(name, ps, dev, per);
   ASSERT_FALSE(cands.empty());

@@ -93,7 +93,7 @@ TEST(TapWgradSpace, ModelPricesThePacking) {
 // reaches; none may spill (the JSON's registers_fit keeps 96 accumulators out of 384-thread blocks,
 // where ptxas caps a thread at 168 registers).
 TEST(TapWgradCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = tap_problems();
   const auto cands = conv_sample("tap_wgrad", ps, dev, 3);

@@ -92,7 +92,7 @@ std::string sass_of(const std::vector<std::uint8_t>& cubin, const std::string& t
 }
 
 TEST(WgmmaConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
-  auto compiler = gpu::cuda::make_compiler();
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = wgmma_problems();
   auto cands = conv_sample("wgmma_conv", ps, dev, 2);

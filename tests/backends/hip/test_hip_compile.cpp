@@ -112,7 +112,7 @@ TEST(HipArch, SupportedListIsTheThreeKnownTargets) {
 }
 
 TEST(HipCompile, VersionNamesHiprtc) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   const std::string v = compiler->version();
   std::printf("hip compiler version: %s\n", v.c_str());
   EXPECT_EQ(v.rfind("hiprtc-", 0), 0u) << v;
@@ -122,7 +122,7 @@ TEST(HipCompile, VersionNamesHiprtc) {
 TEST(HipCompile, SimtVariantsForEveryArch) {
   ASSERT_TRUE(kernel_headers().count("simt_gemm.cuh")) << "no simt_gemm.cuh in " << TILETUNE_KERNEL_DIR;
   ASSERT_TRUE(kernel_headers().count("prelude_hip.h")) << "no prelude_hip.h in " << TILETUNE_KERNEL_DIR;
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   for (const auto& arch : hipb::supported_arches()) {
     for (const auto& v : variants()) {
       const std::string expr = v.name_expression();
@@ -156,7 +156,7 @@ TEST(HipCompile, SimtVariantsForEveryArch) {
 
 // The validator's device-side output check and C restore (check_output.cuh), as the tuner asks for them.
 TEST(HipCompile, OutputCheckForEveryArchAndType) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   tiletune::gpu::DeviceInfo dev;
   dev.backend = tiletune::gpu::BackendKind::Hip;
   for (const auto& arch : hipb::supported_arches()) {
@@ -173,7 +173,7 @@ TEST(HipCompile, OutputCheckForEveryArchAndType) {
 }
 
 TEST(HipCompile, DisassemblyShowsTheKernel) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   CompileResult res = compiler->compile(simt_request(variants()[0], "gfx90a"));
   ASSERT_TRUE(res.ok) << res.log;
   const std::string dis = hipb::disassemble_amd(res.code.bytes, "gfx90a");
@@ -187,7 +187,7 @@ TEST(HipCompile, DisassemblyShowsTheKernel) {
 // to the offline compiler (test_hip_offline.cpp).
 TEST(HipCompile, RefusesArchesThatWouldAbortHiprtc) {
   ::setenv("TILETUNE_HIP_COMPILER", "hiprtc", 1);
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   ::unsetenv("TILETUNE_HIP_COMPILER");
   for (const std::string arch : {"gfx942", "gfx1100", "gfx950", "sm_90", ""}) {
     CompileResult res = compiler->compile(simt_request(variants()[0], arch));
@@ -199,7 +199,7 @@ TEST(HipCompile, RefusesArchesThatWouldAbortHiprtc) {
 }
 
 TEST(HipCompile, BrokenSourceReportsTheCompilerError) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   CompileRequest r;
   r.source =
       "#include \"prelude_hip.h\"\n#include \"gemm_params.h\"\n"
@@ -228,7 +228,7 @@ TEST(HipCompile, BrokenSourceReportsTheCompilerError) {
 }
 
 TEST(HipCompile, MissingHeaderIsAnError) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   CompileRequest r;
   r.source = "#include \"no_such_header_abc.h\"\n__global__ void k() {}\n";
   r.name_expression = "k";
@@ -239,7 +239,7 @@ TEST(HipCompile, MissingHeaderIsAnError) {
 }
 
 TEST(HipCompile, ConcurrentCompilesAreSafe) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   std::vector<CompileResult> results(4);
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i)
@@ -258,7 +258,7 @@ TEST(HipCompile, ConcurrentCompilesAreSafe) {
 }
 
 TEST(HipCodeObject, UnbundlesClangOffloadBundles) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   CompileResult res = compiler->compile(simt_request(variants()[2], "gfx908"));
   ASSERT_TRUE(res.ok) << res.log;
   const std::vector<std::uint8_t>& elf = res.code.bytes;
@@ -304,7 +304,7 @@ TEST(HipCodeObject, UnbundlesClangOffloadBundles) {
 // Run by the test below in a fresh process, with TILETUNE_HIP_LIB naming no file: libamdhip64
 // (and the hipRTC inside it) is then absent, and only HIP calls fail, naming what was tried.
 TEST(HipCompile, DISABLED_WithoutHipChild) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   EXPECT_EQ(compiler->version(), "hiprtc-none");
   CompileResult res = compiler->compile(simt_request(variants()[0], "gfx90a"));
   EXPECT_FALSE(res.ok);

@@ -61,7 +61,7 @@ std::vector<Problem> every_direction_layout_and_type() {
 }
 
 TEST(HipConvCompile, SimtConvEveryDirectionLayoutAndTypeForGfx90a) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Hip);
   const auto& t = find_template("simt_conv");
   ASSERT_TRUE(t.supports(gpu::BackendKind::Hip));
@@ -95,7 +95,7 @@ TEST(HipConvCompile, SimtConvEveryDirectionLayoutAndTypeForGfx90a) {
 }
 
 TEST(HipConvCompile, DeviceReferenceForEveryDirectionTypeAndLayout) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Hip);
   for (const Problem& problem : every_direction_layout_and_type()) {
     const ConvProblem& p = problem.conv();
@@ -108,7 +108,7 @@ TEST(HipConvCompile, DeviceReferenceForEveryDirectionTypeAndLayout) {
 
 // The output check validation runs over each output type, and the word copies that restore outputs.
 TEST(HipConvCompile, DeviceOutputCheckForEveryType) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Hip);
   for (auto type : {DataType::F32, DataType::F16, DataType::BF16}) {
     const gpu::CompileResult r = compiler->compile(ops::check_output_request(dev, type));

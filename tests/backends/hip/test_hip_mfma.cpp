@@ -431,7 +431,7 @@ Solution with(std::map<std::string, std::int64_t> params) { return Solution{"mfm
 // int8 on gfx90a through the compiler the backend picks there (hipRTC where it loads): the 4-value
 // 32x32x8 / 16x16x16 instructions, int32 accumulators and C.
 TEST(MfmaCompile, Int8ForGfx90a) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   const GemmProblem p = make_problem(DataType::S8, DataType::S32, true, false, 2048, 2048, 2048);
   for (const auto& [mi, instruction] : {std::pair{32, "v_mfma_i32_32x32x8i8"}, std::pair{16, "v_mfma_i32_16x16x16i8"}}) {
     const Solution s = with({{"MT0", 128}, {"MT1", 128}, {"DU", 64}, {"WM", 64}, {"WN", 64}, {"MI", mi}, {"VW", 16}, {"PAD", 16}, {"DB", 1}});
@@ -443,7 +443,7 @@ TEST(MfmaCompile, Int8ForGfx90a) {
 }
 
 TEST(MfmaCompile, SampleOfTheSpaceForGfx90a) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   const auto dev = fake_gfx90a();
   const auto& t = mfma_template();
   // Hand-picked main configurations (all must be in the enumerated space of their problem).
@@ -486,7 +486,7 @@ TEST(MfmaCompile, SampleOfTheSpaceForGfx90a) {
 }
 
 TEST(MfmaCompile, DefaultCompilesForGfx908) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   const auto& t = mfma_template();
   for (DataType a : {DataType::F16, DataType::BF16, DataType::F32}) {
     const GemmProblem p = make_problem(a, a, false, false, 100, 70, 37);
@@ -511,7 +511,7 @@ namespace {
 
 // gfx1030 (RDNA2) has no MFMA: hipRTC must refuse the template with an error, not crash.
 TEST(MfmaCompile, Gfx1030IsACleanCompileError) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   auto dev = fake_gfx90a();
   dev.arch = "gfx1030";
   const auto& t = mfma_template();
@@ -540,7 +540,7 @@ tiletune::ConvProblem mfma_conv_problem(tiletune::ConvDirection dir, DataType in
 // and the last among them: the smallest and the largest tiles; just the last for 1); returns how
 // many compiled, each printed with its v_mfma count.
 int compile_conv_sample(const std::vector<tiletune::Problem>& problems, std::size_t per_problem) {
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   const auto dev = fake_gfx90a();
   const auto& t = tiletune::find_template("mfma_conv");
   const auto e = tiletune::tuner::enumerate({t}, problems, dev);

@@ -29,6 +29,7 @@
 #include "db/explain.h"
 #include "db/ship.h"
 #include "gpu/backend.h"
+#include "gpu/compile_cache.h"
 #include "gpu/hip/arch_table.h"
 #include "gpu/hip/clang_compiler.h"
 #include "gpu/hip/code_object_info.h"
@@ -247,7 +248,7 @@ Outcome compile_one(const tiletune::gpu::Compiler& compiler, const tiletune::tun
 // others; from its further problems (mfma_conv's gradients), the last candidate.
 TEST(OfflineCompile, SampleOfEveryHipTemplateForTheCdnaArches) {
   REQUIRE_TOOLCHAIN();
-  auto compiler = hipb::make_clang_compiler();
+  auto compiler = tiletune::gpu::with_compile_cache(hipb::make_clang_compiler());
   std::vector<std::string> templates;
   for (const auto& t : tiletune::builtin_templates())
     if (t.supports(BackendKind::Hip)) templates.push_back(t.name());
@@ -327,7 +328,7 @@ TEST(OfflineCompile, SampleOfEveryHipTemplateForTheCdnaArches) {
 // gfx950's doubled-K bf16 MFMA as a bare builtin, and gfx942 refusing it.
 TEST(OfflineCompile, Gfx950DoubledKMfmaAndGfx942RefusesIt) {
   REQUIRE_TOOLCHAIN();
-  auto compiler = hipb::make_clang_compiler();
+  auto compiler = tiletune::gpu::with_compile_cache(hipb::make_clang_compiler());
   tiletune::gpu::CompileRequest r;
   r.source =
       "typedef __bf16 bf16x8 __attribute__((ext_vector_type(8)));\n"
@@ -384,7 +385,7 @@ struct ShapeCase {
 
 void expect_shapes(const std::string& templ, const std::vector<ShapeCase>& cases) {
   const auto& t = tiletune::find_template(templ);
-  auto compiler = hipb::make_clang_compiler();
+  auto compiler = tiletune::gpu::with_compile_cache(hipb::make_clang_compiler());
   std::vector<std::future<OfflineCompiled>> results;
   for (const auto& c : cases) {
     const Solution s{templ, c.params};
@@ -487,7 +488,7 @@ TEST(OfflineCompile, MfmaGemmShapesFollowTheArch) {
 // the offline compiler.
 TEST(OfflineCompile, HipBackendRoutesGfx942ToClang) {
   REQUIRE_TOOLCHAIN();
-  auto compiler = hipb::make_compiler();
+  auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
   EXPECT_NE(compiler->version().find("clang-offline"), std::string::npos) << compiler->version();
   const auto& t = tiletune::find_template("mfma_gemm");
   const auto p = tiletune::testing::gemm(DataType::BF16, DataType::BF16, false, false, 256, 256, 256, 1);
