@@ -305,7 +305,7 @@ TEST(HipCodeObject, UnbundlesClangOffloadBundles) {
 // (and the hipRTC inside it) is then absent, and only HIP calls fail, naming what was tried.
 TEST(HipCompile, DISABLED_WithoutHipChild) {
   auto compiler = tiletune::gpu::make_compiler(tiletune::gpu::BackendKind::Hip);  // through the compile cache
-  EXPECT_EQ(compiler->version(), "hiprtc-none");
+  EXPECT_EQ(compiler->version().rfind("hiprtc-none", 0), 0u) << compiler->version();  // then the choice
   CompileResult res = compiler->compile(simt_request(variants()[0], "gfx90a"));
   EXPECT_FALSE(res.ok);
   EXPECT_NE(res.log.find("/nonexistent/libamdhip64.so.5"), std::string::npos) << res.log;
