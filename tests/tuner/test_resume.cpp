@@ -152,7 +152,9 @@ TEST(Resume, ATuneStoppedBySigtermOrSigintLeavesNoTemporaryFiles) {
     fs::create_directories(tmp);
     const auto cmd = small_sweep(dir, R"({"MT0": [16, 32, 64], "MT1": [16, 32], "KU": [16, 32, 64], "TT0": [8, 16], "TT1": [2]})");
     const std::string log = (dir / "log.txt").string();
-    Child c = spawn(cmd, log, {"TMPDIR=" + tmp.string()});
+    // Without the compile cache on disk: with it, these kernels may come from earlier runs and
+    // no compiler ever runs.
+    Child c = spawn(cmd, log, {"TMPDIR=" + tmp.string(), "TILETUNE_COMPILE_CACHE="});
     // Stopped while a compiler is running: a directory of ours exists.
     bool compiling = false;
     for (int i = 0; i < 6000 && !compiling; ++i) {
@@ -181,7 +183,7 @@ TEST(Resume, ATuneStartedUnderNohupIgnoresSighup) {
   struct sigaction ignore {}, old {};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGHUP, &ignore, &old);
-  Child c = spawn(cmd, log, {"TMPDIR=" + tmp.string()});
+  Child c = spawn(cmd, log, {"TMPDIR=" + tmp.string(), "TILETUNE_COMPILE_CACHE="});  // a compiler must run
   ::sigaction(SIGHUP, &old, nullptr);
   bool compiling = false;
   for (int i = 0; i < 6000 && !compiling; ++i) {
