@@ -17,6 +17,9 @@
 // map_tiled: fwd: the filters as a K x (R*S*C) matrix (KRSC rows), dims {R*S*C, K, 1}, box {64, BN};
 //   dgrad: the filters as {C, R*S, K}, box {64, 1, 64}; wgrad: dy as {K, N*P*Q, 1}, box {64, 64};
 //   128-byte swizzle.
+// "conv_rows_tma" templates (wgmma_tap_wgrad.cuh) take the same struct with tiled maps over rows
+// of the activations (wgmma_tap_wgrad_index.h): map_im2col over x {C, W, H, N}, box {64, PITCH,
+// ROWS, 1}; map_tiled over dy {K, Q, P, N}, box {64, dy_box_w, ROWS, 1}; 128-byte swizzle, zero fill.
 struct TtConvTmaParams {
   TtTensorMap map_im2col;
   TtTensorMap map_tiled;

@@ -94,13 +94,16 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
       t.has_model_ = true;
     }
     if (arguments != "gemm" && arguments != "gemm_tma" && arguments != "conv" && arguments != "conv_tma" &&
-        arguments != "conv_as_gemm_tma")
+        arguments != "conv_as_gemm_tma" && arguments != "conv_rows_tma")
       throw Error(where + ": unknown \"arguments\" kind '" + arguments +
-                  "' (gemm, gemm_tma, conv, conv_tma or conv_as_gemm_tma)");
-    const bool conv_arguments = arguments == "conv" || arguments == "conv_tma" || arguments == "conv_as_gemm_tma";
+                  "' (gemm, gemm_tma, conv, conv_tma, conv_as_gemm_tma or conv_rows_tma)");
+    const bool conv_arguments = arguments == "conv" || arguments == "conv_tma" || arguments == "conv_as_gemm_tma" ||
+                                arguments == "conv_rows_tma";
     if (conv_arguments != (t.kind_ == ProblemKind::Conv))
-      throw Error(where + ": \"arguments\" conv, conv_tma and conv_as_gemm_tma go with \"problem\" conv, and only with it");
+      throw Error(where + ": \"arguments\" conv, conv_tma, conv_as_gemm_tma and conv_rows_tma go with \"problem\" conv, "
+                  "and only with it");
     t.arguments_ = arguments == "conv_as_gemm_tma"                          ? Arguments::ConvAsGemmWithTma
+                   : arguments == "conv_rows_tma"                       ? Arguments::ConvRowsWithTma
                    : arguments == "gemm_tma" || arguments == "conv_tma" ? Arguments::ParamsWithTma
                                                                         : Arguments::Params;
   } catch (const nlohmann::json::exception& e) {
@@ -321,6 +324,7 @@ const char* KernelTemplate::arguments_name() const {
   const bool conv = kind_ == ProblemKind::Conv;
   if (arguments_ == Arguments::Params) return conv ? "conv" : "gemm";
   if (arguments_ == Arguments::ConvAsGemmWithTma) return "conv_as_gemm_tma";
+  if (arguments_ == Arguments::ConvRowsWithTma) return "conv_rows_tma";
   return conv ? "conv_tma" : "gemm_tma";
 }
 

@@ -107,9 +107,10 @@ class KernelTemplate {
   // TtConvParams), or those plus TMA descriptors built by the CUDA backend for the call's pointers
   // (kernel_templates/gemm_tma_params.h, conv_tma_params.h), or for a convolution that is a GEMM
   // the GEMM's params and TMA descriptors (solutions/conv_gemm.h: a GEMM template's kernel run on
-  // the convolution's tensors). The JSON says "gemm", "conv", "gemm_tma", "conv_tma" or
-  // "conv_as_gemm_tma".
-  enum class Arguments { Params, ParamsWithTma, ConvAsGemmWithTma };
+  // the convolution's tensors), or a convolution's params with tiled TMA maps over rows of its
+  // activations (conv_rows_tma: wgmma_tap_wgrad). The JSON says "gemm", "conv", "gemm_tma",
+  // "conv_tma", "conv_as_gemm_tma" or "conv_rows_tma".
+  enum class Arguments { Params, ParamsWithTma, ConvAsGemmWithTma, ConvRowsWithTma };
   Arguments arguments() const { return arguments_; }
   const char* arguments_name() const;  // as the JSON says it
   // The GEMM the kernel computes for `p`, as the model prices it: a GEMM itself, a convolution its

@@ -24,6 +24,8 @@ class ConvOperation final : public Operation {
 #ifdef TILETUNE_WITH_TMA
     if (t.arguments() == KernelTemplate::Arguments::ConvAsGemmWithTma)
       return gpu::cuda::make_tma_conv_gemm_arguments(params.conv, kernel_problem, vars);
+    if (t.arguments() == KernelTemplate::Arguments::ConvRowsWithTma)
+      return gpu::cuda::make_tma_conv_rows_arguments(params.conv, kernel_problem.conv());
     return gpu::cuda::make_tma_conv_arguments(params.conv, kernel_problem.conv(), vars);
 #else
     no_tma_arguments(t);
@@ -51,7 +53,8 @@ class ConvOperation final : public Operation {
               const gpu::DeviceInfo&) const override {
     switch (t.arguments()) {
       case KernelTemplate::Arguments::Params: return true;
-      case KernelTemplate::Arguments::ParamsWithTma: return tma_bases_aligned(p, ptrs);
+      case KernelTemplate::Arguments::ParamsWithTma:
+      case KernelTemplate::Arguments::ConvRowsWithTma: return tma_bases_aligned(p, ptrs);
       case KernelTemplate::Arguments::ConvAsGemmWithTma: break;
     }
     return all_aligned16(ptrs);

@@ -10,6 +10,7 @@
 #include "kernel_templates/conv_tma_params.h"
 #include "kernel_templates/gemm_tma_params.h"
 #include "kernel_templates/wgmma_conv_index.h"
+#include "kernel_templates/wgmma_tap_wgrad_index.h"
 #include "solutions/conv_gemm.h"
 
 namespace tiletune::gpu::cuda {
@@ -213,6 +214,54 @@ std::vector<std::uint8_t> make_tma_conv_arguments(const TtConvParams& p, const C
   };
   return encode_tma_conv_arguments(im2col_map_encoder(), tensor_map_encoder(), p, problem.direction,
                                    problem.in_type, get("BM"), get("BN"));
+}
+
+std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode, const TtConvParams& p,
+                                                         const ConvProblem& problem) {
+  if (!encode) throw Error("wgmma_tap_wgrad: cuTensorMapEncodeTiled is not available (no CUDA driver)");
+  if (problem.layout != ConvLayout::NHWC || problem.direction != ConvDirection::BackwardFilter || p.groups != 1 ||
+      p.stride_h != 1 || p.stride_w != 1 || p.dil_h != 1 || p.dil_w != 1 || p.c % 64 != 0 || p.k % 64 != 0)
+    throw Error("wgmma_tap_wgrad: weight gradients of NHWC stride-1 undilated convolutions with C and K multiples of "
+                "64, groups 1 (C " + std::to_string(p.c) + ", K " + std::to_string(p.k) + ")");
+  CUtensorMapDataType dt;
+  switch (problem.in_type) {
+    case DataType::BF16: dt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+    case DataType::F16: dt = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+    default: throw Error("wgmma_tap_wgrad: bf16 or fp16 inputs only");
+  }
+  if (reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0 || reinterpret_cast<std::uintptr_t>(p.y) % 16 != 0)
+    throw Error("wgmma_tap_wgrad: TMA needs x and dy 16-byte aligned");
+  const tt_tapr::Packing k = tt_tapr::packing(p);
+  auto rows_map = [&](TtTensorMap* out, const char* what, const void* base, int ch, int w, int h, int box_w) {
+    const cuuint64_t eb = 2;
+    cuuint64_t dims[4] = {cuuint64_t(ch), cuuint64_t(w), cuuint64_t(h), cuuint64_t(p.n)};
+    cuuint64_t strides[3] = {ch * eb, cuuint64_t(w) * ch * eb, cuuint64_t(h) * w * ch * eb};
+    cuuint32_t box[4] = {64, cuuint32_t(box_w), cuuint32_t(k.rows), 1};
+    cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+    CUtensorMap m;
+    std::memset(&m, 0, sizeof m);
+    const CUresult r = encode(&m, dt, 4, const_cast<void*>(base), dims, strides, box, elem_strides,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+      throw Error(std::string("wgmma_tap_wgrad: cuTensorMapEncodeTiled failed for ") + what + " (CUresult " +
+                  std::to_string(int(r)) + ", NHWC " + std::to_string(p.n) + "x" + std::to_string(h) + "x" +
+                  std::to_string(w) + "x" + std::to_string(ch) + ", box 64x" + std::to_string(box_w) + "x" +
+                  std::to_string(k.rows) + ")");
+    std::memcpy(out, &m, sizeof m);
+  };
+  TtConvTmaParams args;
+  std::memset(&args, 0, sizeof args);
+  args.c = p;
+  rows_map(&args.map_im2col, "x", p.x, p.c, p.w, p.h, k.pitch);
+  rows_map(&args.map_tiled, "dy", p.y, p.k, p.q, p.p, k.dy_box_w);
+  std::vector<std::uint8_t> bytes(sizeof args);
+  std::memcpy(bytes.data(), &args, sizeof args);
+  return bytes;
+}
+
+std::vector<std::uint8_t> make_tma_conv_rows_arguments(const TtConvParams& p, const ConvProblem& problem) {
+  return encode_tma_conv_rows_arguments(tensor_map_encoder(), p, problem);
 }
 
 namespace {

@@ -52,6 +52,16 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
                                                     const TtConvParams& p, ConvDirection direction, DataType in_type,
                                                     int bm, int bn);
 
+// Launch arguments of the "conv_rows_tma" templates (kernel_templates/wgmma_tap_wgrad.cuh): `p`
+// plus tiled maps over rows of x and dy (conv_tma_params.h), boxes by wgmma_tap_wgrad_index.h's
+// packing. Weight gradients, NHWC, 16-bit inputs, stride 1. Throws tiletune::Error when no driver
+// is loaded, the problem is outside that set, x or dy is not 16-byte aligned, or the driver rejects a map.
+std::vector<std::uint8_t> make_tma_conv_rows_arguments(const TtConvParams& p, const ConvProblem& problem);
+
+// The same with an explicit encoder (tests pass a fake that records its arguments).
+std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode, const TtConvParams& p,
+                                                         const ConvProblem& problem);
+
 // Launch arguments of the "conv_as_gemm_tma" templates (a GEMM template's kernel on a convolution
 // that is a plain GEMM, solutions/conv_gemm.h): the TtGemmTmaParams of that GEMM on p's tensors,
 // as make_tma_gemm_arguments encodes them (vars as there). Throws tiletune::Error for a problem that

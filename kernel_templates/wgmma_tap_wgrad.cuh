@@ -1,0 +1,286 @@
+// Hopper (sm_90a) weight gradient of small stride-1 filters (3x3 above all) on wgmma, x's rows
+// staged once per K step for all the taps of a filter row. NHWC x and dy, KRSC dw, bf16 / fp16 in,
+// fp32 accumulation, dw in bf16, fp16 or fp32; C and K multiples of 64, groups 1.
+//
+// Why a template of its own: wgmma_conv's weight gradient gathers one im2col copy of x per tap, S
+// copies of nearly the same pixels for each filter row, and its 64-row dy tile (K = 64 in ResNet's
+// first stage) reads each stage's B once per 64 x 64 x 64 of work. Here a K step packs whole output
+// rows (wgmma_tap_wgrad_index.h): tap (r, s) pairs dy's lines with filter row r's copy of x shifted
+// by s lines, so a stage is one dy box and R x boxes, and the S taps of a row read the same x.
+//
+// A block owns 64 output channels x 64 input channels x all R*S taps: one producer warpgroup (one
+// thread issuing the copies into a STAGES-deep mbarrier ring) and R consumer warpgroups, consumer
+// r computing taps (r, 0..S-1), S accumulators of m64n64 (S * 32 registers). Both operands are
+// MN-major (channels contiguous): A is dy (64 channels of K per line), B is x (64 of C per line).
+// SHIFT picks how tap s's B is placed: 0: the producer copies x once per tap, s columns further on
+// (R*S boxes a stage, every B at a 1024-byte boundary); 1 and 2: one copy per filter row and a
+// descriptor s lines into it, its base-offset field 0 (1) or the start's 128-byte row within the
+// swizzle pattern (2), for the wgmma descriptor's rule on starts inside a 1024-byte pattern.
+//
+// Split-K (SPLITK > 1): the K steps are cut into SPLITK ranges, one block per (tile, range), all
+// resident at once (the constraints keep TILES * SPLITK within the multiprocessors, one block each).
+// Every block stores its fp32 partial in its workspace slot (dw's order), waits until all ranges
+// of its tile have, then sums a 1 / SPLITK slice of the tile over the ranges in range order and
+// writes it: the reduction is spread over the tile's blocks and its result does not depend on
+// timing. Workspace: int arrived[TILES], done[TILES] (padded to 256 bytes), then float
+// slots[TILES][SPLITK][64 * R*S*64]; zeroed when allocated, the counters left zeroed.
+#include "conv_tma_params.h"
+#include "splitk_reduce.h"
+#include "wgmma_common.h"
+#include "wgmma_tap_wgrad_index.h"
+
+namespace tt_tapr {
+
+TT_DEVICE void tma_load_4d(unsigned dst, const TtTensorMap* map, unsigned bar, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+template <class T> struct Pair;
+template <> struct Pair<float> {
+  static TT_DEVICE void store(float* p, float a, float b) { *reinterpret_cast<float2*>(p) = make_float2(a, b); }
+};
+template <class T16> struct Pair {
+  static TT_DEVICE void store(T16* p, float a, float b) {
+    *reinterpret_cast<unsigned*>(p) =
+        (unsigned)tt_from_float<T16>(a).bits | ((unsigned)tt_from_float<T16>(b).bits << 16);
+  }
+};
+
+// Work unit u (tile-major within a split): its tile of 64 output x 64 input channels and K steps.
+struct Unit {
+  int tile, split, k0, c0, kb, ke;
+};
+template <int SPLITK>
+TT_DEVICE Unit unit(int u, int tiles, int tiles_c, int ksteps) {
+  Unit w;
+  w.tile = u % tiles, w.split = u / tiles;
+  w.k0 = (w.tile / tiles_c) * 64, w.c0 = (w.tile % tiles_c) * 64;
+  tt_splitk::k_range<SPLITK>(ksteps, w.split, w.kb, w.ke);
+  return w;
+}
+
+TT_DEVICE int load_volatile(const int* p) {
+  int v;
+  asm volatile("ld.volatile.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+}  // namespace tt_tapr
+
+template <typename TA, typename TC, int R, int S, int STAGES, int SPLITK, int SHIFT>  // R, S: FR, FS
+__global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid_constant__ TtConvTmaParams p) {
+  using namespace tt_wg;
+  static_assert(sizeof(TA) == 2, "wgmma_tap_wgrad: bf16 or fp16 inputs");
+  static_assert(R >= 1 && R <= 3 && S >= 1 && S <= 3, "filters up to 3x3");
+  static_assert(SHIFT >= 0 && SHIFT <= 2, "SHIFT: 0 a copy per tap, 1 / 2 a shifted descriptor");
+  constexpr int TAPS = R * S;
+  constexpr u32 DY_BYTES = 64 * 128;                         // 64 lines of 64 channels of K
+  constexpr u32 XR_BYTES = SHIFT == 0 ? 64 * 128 : 72 * 128;  // a row's copy: 64 lines (+ S - 1 read past)
+  constexpr int XCOPIES = SHIFT == 0 ? TAPS : R;
+  constexpr u32 STAGE = DY_BYTES + XCOPIES * XR_BYTES;
+  constexpr int TILE = 64 * TAPS * 64;  // fp32 elements of a block's share of dw
+  typedef TtWgmma<64, IsBf16<TA>::value, 1, 1> Mma;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const u32 raw = smem_addr(smem_raw);
+  const u32 pad = ((raw + 1023u) & ~1023u) - raw;
+  unsigned char* ring_mem = smem_raw + pad;
+  const u32 ring = raw + pad;
+  const u32 bars = ring + STAGES * STAGE;
+
+  const TtConvParams& cv = p.c;
+  const tt_tapr::Packing pk = tt_tapr::packing(cv);
+  const int tiles_c = cv.c / 64, tiles = (cv.k / 64) * tiles_c;
+  const int total = tiles * SPLITK;
+
+  // Lines no copy writes (a row's halo, past the last packed row, the lines read past a copy) hold
+  // zeros for good: dy's zeros meet whatever x holds there and x's must be finite (0 * NaN).
+  for (u32 i = threadIdx.x; i < STAGES * STAGE / 16; i += blockDim.x)
+    reinterpret_cast<uint4*>(ring_mem)[i] = make_uint4(0u, 0u, 0u, 0u);
+  fence_async_smem();
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(bars + 8 * s, 1);
+      mbar_init(bars + 8 * (STAGES + s), R * 4);  // one arrival per consuming warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    // ------------------------------------------------------------------ producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x == 0) {
+      prefetch_map(&p.map_im2col);
+      prefetch_map(&p.map_tiled);
+      const u32 bytes = (u32)(pk.dy_box_w * pk.rows + XCOPIES * pk.pitch * pk.rows) * 128u;
+      int s = 0;
+      u32 ph = 0;
+      for (int u = blockIdx.x; u < total; u += gridDim.x) {
+        const tt_tapr::Unit w = tt_tapr::unit<SPLITK>(u, tiles, tiles_c, pk.ksteps);
+        const int c0 = w.c0;
+        for (int kt = w.kb; kt < w.ke; ++kt) {
+          const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
+          mbar_wait(empty, ph ^ 1);
+          mbar_arrive_expect_tx(full, bytes);
+          const tt_tapr::Step st = tt_tapr::step(cv, pk, kt);
+          const u32 base = ring + s * STAGE;
+          tt_tapr::tma_load_4d(base, &p.map_tiled, full, w.k0, st.q0, st.p0, st.n);
+          TT_UNROLL
+          for (int r = 0; r < R; ++r) {
+            if (SHIFT == 0) {
+              TT_UNROLL
+              for (int t = 0; t < S; ++t)
+                tt_tapr::tma_load_4d(base + DY_BYTES + (r * S + t) * XR_BYTES, &p.map_im2col, full, c0,
+                                     st.q0 - cv.pad_w + t, st.p0 + r - cv.pad_h, st.n);
+            } else {
+              tt_tapr::tma_load_4d(base + DY_BYTES + r * XR_BYTES, &p.map_im2col, full, c0, st.q0 - cv.pad_w,
+                                   st.p0 + r - cv.pad_h, st.n);
+            }
+          }
+          if (++s == STAGES) { s = 0; ph ^= 1; }
+        }
+      }
+    }
+  } else {
+    // ------------------------------------------------------------------ consumers
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R == 3 ? 152 : 232));
+    const int r = wg - 1;
+    const int tid = threadIdx.x - 128 * wg;
+    const int warp = tid / 32, lane = tid % 32;
+    TC* dw = reinterpret_cast<TC*>(cv.wt);
+    const long long ldw = (long long)TAPS * cv.c;  // dw's row: all taps of one output channel
+    const bool pair_ok = (unsigned long long)dw % (2 * sizeof(TC)) == 0;
+    // MN-major operands, one 128-byte line per pixel in 8-line swizzle atoms (SBO 1024): a k16 step
+    // is 16 lines, 2048 bytes.
+    const u32 xr0 = __shfl_sync(0xffffffffu, ring + DY_BYTES + (u32)r * (SHIFT == 0 ? S : 1) * XR_BYTES, 0);
+    const u64 da0 = desc(ring, 64 * 128, 1024);
+    u64 db0[S];
+    TT_UNROLL
+    for (int t = 0; t < S; ++t) {
+      const u32 a = SHIFT == 0 ? xr0 + t * XR_BYTES : xr0 + t * 128;
+      db0[t] = desc(a, 64 * 128, 1024);
+      if (SHIFT == 2) db0[t] |= (u64)((a >> 7) & 7) << 49;
+    }
+
+    float acc[S][32];
+    int s = 0;
+    u32 ph = 0;
+    for (int u = blockIdx.x; u < total; u += gridDim.x) {
+      const tt_tapr::Unit w = tt_tapr::unit<SPLITK>(u, tiles, tiles_c, pk.ksteps);
+      const int tile = w.tile, split = w.split, k0 = w.k0, c0 = w.c0, kb = w.kb, ke = w.ke;
+      int prev = -1;
+      for (int kt = kb; kt < ke; ++kt) {
+        mbar_wait(bars + 8 * s, ph);
+        const u64 da = da0 + (u64)((u32)s * (STAGE >> 4));
+        wg_fence();
+        TT_UNROLL
+        for (int kk = 0; kk < 4; ++kk) {
+          TT_UNROLL
+          for (int t = 0; t < S; ++t)
+            Mma::mma(acc[t], da + kk * (2048 / 16), db0[t] + (u64)((u32)s * (STAGE >> 4)) + kk * (2048 / 16),
+                     (kt > kb || kk > 0) ? 1 : 0);
+        }
+        wg_commit();
+        if (prev >= 0) {
+          wg_wait<1>();
+          if (lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
+        }
+        prev = s;
+        if (++s == STAGES) { s = 0; ph ^= 1; }
+      }
+      wg_wait<0>();
+      TT_UNROLL
+      for (int t = 0; t < S; ++t) fence_regs<32>(acc[t]);
+      if (prev >= 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
+
+      // Fragment (t, j): rows warp * 16 + lane / 4 (+ 8), columns 8 (j / 4) + 2 (lane % 4) (+ 1).
+      const int row0 = warp * 16 + (lane >> 2), col0 = 2 * (lane & 3);
+      if (SPLITK == 1) {
+        TC* const d0 = dw + (long long)(k0 + row0) * ldw + (long long)(r * S) * cv.c + c0 + col0;
+        TT_UNROLL
+        for (int t = 0; t < S; ++t) {
+          TT_UNROLL
+          for (int j = 0; j < 8; ++j) {
+            TT_UNROLL
+            for (int h = 0; h < 2; ++h) {
+              const float a = acc[t][4 * j + 2 * h], b = acc[t][4 * j + 2 * h + 1];
+              TC* d = d0 + h * 8 * ldw + t * cv.c + 8 * j;
+              if (pair_ok) {
+                tt_tapr::Pair<TC>::store(d, a, b);
+              } else {
+                d[0] = tt_from_float<TC>(a);
+                d[1] = tt_from_float<TC>(b);
+              }
+            }
+          }
+        }
+        continue;
+      }
+      // Split-K: this range's partial into its slot, in dw's order within the tile: element
+      // (row, tap, column) at (row * TAPS + tap) * 64 + column.
+      const long long cnt_bytes = ((long long)tiles * 8 + 255) / 256 * 256;
+      int* arrived = static_cast<int*>(cv.workspace) + tile;
+      int* done = static_cast<int*>(cv.workspace) + tiles + tile;
+      float* slots = reinterpret_cast<float*>(static_cast<char*>(cv.workspace) + cnt_bytes) +
+                     (long long)tile * SPLITK * TILE;
+      float* mine = slots + (long long)split * TILE;
+      TT_UNROLL
+      for (int t = 0; t < S; ++t) {
+        TT_UNROLL
+        for (int j = 0; j < 8; ++j) {
+          TT_UNROLL
+          for (int h = 0; h < 2; ++h)
+            __stcg(reinterpret_cast<float2*>(mine + ((row0 + 8 * h) * TAPS + r * S + t) * 64 + 8 * j + col0),
+                   make_float2(acc[t][4 * j + 2 * h], acc[t][4 * j + 2 * h + 1]));
+        }
+      }
+      __threadfence();
+      named_sync(1, 128 * R);
+      if (threadIdx.x == 128) {
+        atomicAdd(arrived, 1);
+        // All ranges are resident (launch and constraints), so they arrive within the main loop's
+        // time; a wait that outlasts seconds means they are not (a device shared beyond what the
+        // launch assumed): fail the launch rather than hang the stream.
+        for (long long spins = 0; tt_tapr::load_volatile(arrived) < SPLITK; ++spins) {
+          if (spins > (1ll << 26)) __trap();
+          __nanosleep(64);
+        }
+        __threadfence();
+      }
+      named_sync(1, 128 * R);
+      // This range's slice of the tile, summed over the ranges in order, 4 elements at a time.
+      const int per = TILE / 4 / SPLITK + 1;
+      const int b4 = split * per, e4 = min(TILE / 4, b4 + per);
+      for (int i = b4 + (threadIdx.x - 128); i < e4; i += 128 * R) {
+        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int sp = 0; sp < SPLITK; ++sp) {
+          const float4 v = __ldcg(reinterpret_cast<const float4*>(slots + (long long)sp * TILE) + i);
+          sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+        }
+        const int e = 4 * i, row = e / (TAPS * 64), tap = (e / 64) % TAPS, col = e % 64;
+        TC* d = dw + (long long)(k0 + row) * ldw + (long long)tap * cv.c + c0 + col;
+        if (pair_ok) {
+          tt_tapr::Pair<TC>::store(d, sum.x, sum.y);
+          tt_tapr::Pair<TC>::store(d + 2, sum.z, sum.w);
+        } else {
+          d[0] = tt_from_float<TC>(sum.x); d[1] = tt_from_float<TC>(sum.y);
+          d[2] = tt_from_float<TC>(sum.z); d[3] = tt_from_float<TC>(sum.w);
+        }
+      }
+      // Every range of the tile has passed its wait once all have counted themselves done: the
+      // last one zeroes both counters for the next launch.
+      named_sync(1, 128 * R);
+      if (threadIdx.x == 128 && atomicAdd(done, 1) == SPLITK - 1) {
+        *arrived = 0;
+        *done = 0;
+        __threadfence();
+      }
+    }
+  }
+}

@@ -1,0 +1,65 @@
+// The packing of wgmma_tap_wgrad (wgmma_tap_wgrad.cuh) as plain functions, shared by the kernel,
+// the host side that encodes its tensor maps (ops/cuda/tma_arguments.cpp) and a host test
+// (tests/solutions/test_wgmma_tap_wgrad_index.cpp) that replays every copy and every tap's read
+// against the convolution's definition.
+//
+// A K step is 64 "lines" of 128 bytes (64 channels of one pixel each). It holds ROWS output rows of
+// one image, or one segment of QS output columns of one row when a row is too long (Q > 64 - S + 1),
+// at a pitch of PITCH = QS + S - 1 lines: line i * PITCH + j of dy is pixel (p0 + i, q0 + j) for
+// j < QS, and the S - 1 lines after a row's QS are zeros (outside the tensor, or never written).
+// x of filter row r is packed at the same pitch from column q0 - pad_w on: line i * PITCH + j is
+// pixel (p0 + i + r - pad_h, q0 + j - pad_w). Tap (r, s) then pairs dy line t with x line t + s: a
+// constant shift of s lines, so one staged copy of x's rows serves all S taps of a filter row (the
+// descriptor of B starts s lines into it), where an im2col copy per tap would read x S times over.
+// At a row's last pixel the shift reads at most S - 1 lines past it: still this row's packed
+// columns (PITCH), so a row never reads the next one's pixels. Only stride 1 and dilation 1.
+#ifndef TILETUNE_WGMMA_TAP_WGRAD_INDEX_H
+#define TILETUNE_WGMMA_TAP_WGRAD_INDEX_H
+
+#include "conv_params.h"
+
+namespace tt_tapr {
+
+struct Packing {
+  int qseg;   // column segments per output row
+  int qs;     // output columns per segment
+  int pitch;  // lines per packed row: qs + S - 1
+  int rows;   // output rows per K step (1 when a row is cut into segments)
+  int groups; // K steps per image row band: ceil(P / rows) bands per image
+  int ksteps; // K steps in all: N * groups * qseg
+  int dy_box_w;  // dy's box: whole rows (pitch wide, the tail outside the tensor) or one segment
+};
+
+TT_CONV_FN Packing packing(const TtConvParams& p) {
+  Packing k;
+  const int span = 64 - (p.s - 1);  // output columns one K step holds with a row's S - 1 halo lines
+  k.qseg = (p.q + span - 1) / span;
+  k.qs = (p.q + k.qseg - 1) / k.qseg;
+  k.pitch = k.qs + p.s - 1;
+  k.rows = 1;
+  if (k.qseg == 1) {
+    k.rows = 64 / k.pitch;
+    if (k.rows > p.p) k.rows = p.p;
+  }
+  k.groups = (p.p + k.rows - 1) / k.rows;
+  k.ksteps = p.n * k.groups * k.qseg;
+  // One segment per row: a box pitch wide from column 0 leaves zeros (outside the tensor) after
+  // the row's Q pixels. Several: a box of the segment's columns alone (the next segment's pixels
+  // must not be read twice); the lines after it stay as zeroed at the start.
+  k.dy_box_w = k.qseg == 1 ? k.pitch : k.qs;
+  return k;
+}
+
+// Where K step kt starts: image n, first output row p0, first output column q0.
+struct Step {
+  int n, p0, q0;
+};
+TT_CONV_FN Step step(const TtConvParams& p, const Packing& k, int kt) {
+  const int seg = kt % k.qseg, band = kt / k.qseg;
+  Step s = {band / k.groups, (band % k.groups) * k.rows, seg * k.qs};
+  return s;
+}
+
+}  // namespace tt_tapr
+
+#endif

@@ -1,0 +1,168 @@
+// wgmma_tap_wgrad (the Hopper weight gradient of small stride-1 filters, x's rows staged once per K
+// step for every tap of a filter row): which problems its constraints admit (host), an NVRTC
+// compile of a sample for sm_90a without spills (no GPU needed), and on a GPU a sample validated
+// against the fp64 reference twice per candidate (the split-K counters must be left zeroed).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "gpu/backend.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "kernel_templates/conv_tma_params.h"
+#include "ops/arguments.h"
+#include "ops/cuda/tma_arguments.h"
+#include "tests/conv_test_util.h"
+#include "tests/test_util.h"
+#include "tuner/enumerator.h"
+
+using namespace tiletune;
+using namespace tiletune::testing;
+
+namespace {
+
+ConvProblem tap_rows_wgrad(DataType in, DataType out, int n, int c, int h, int w, int k, int r = 3, int s = 3, int pad = 1) {
+  ConvProblem p;
+  p.direction = ConvDirection::BackwardFilter, p.in_type = in, p.out_type = out;
+  p.n = n, p.c = c, p.h = h, p.w = w, p.k = k, p.r = r, p.s = s;
+  p.stride_h = p.stride_w = 1, p.pad_h = p.pad_w = pad, p.dil_h = p.dil_w = 1, p.groups = 1;
+  return p;
+}
+
+// Rows of 14 (four a K step) and 7 (seven), a long row cut into segments (130 pixels: three), an
+// unpadded 3x3, a 1x3 filter, several channel tiles, both input types and every output type.
+std::vector<Problem> wgmma_tap_problems() {
+  return {Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 4, 64, 14, 14, 64)),
+          Problem(tap_rows_wgrad(DataType::F16, DataType::F32, 6, 128, 7, 7, 64)),
+          Problem(tap_rows_wgrad(DataType::BF16, DataType::F32, 2, 64, 5, 130, 128)),
+          Problem(tap_rows_wgrad(DataType::F16, DataType::F16, 3, 64, 12, 20, 64, 3, 3, 0)),
+          Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 4, 64, 9, 30, 64, 1, 3, 0))};
+}
+
+std::size_t wgmma_tap_candidates(const ConvProblem& p) {
+  return tuner::enumerate({find_template("wgmma_tap_wgrad")}, std::vector<Problem>{Problem(p)},
+                          fake_device(gpu::BackendKind::Cuda))
+      .candidates.size();
+}
+
+TEST(WgmmaTapWgradSpace, TakesStride1WeightGradientsOfSmallFiltersOnly) {
+  for (int i = 0; i < 4; ++i) {  // ResNet-50's four 3x3 layers at batch 128
+    const int c = 64 << i, hw = 56 >> i;
+    EXPECT_GT(wgmma_tap_candidates(tap_rows_wgrad(DataType::BF16, DataType::BF16, 128, c, hw, hw, c)), 0u) << c;
+  }
+  for (const Problem& p : wgmma_tap_problems()) EXPECT_GT(wgmma_tap_candidates(p.conv()), 0u) << p.key();
+  const ConvProblem base = tap_rows_wgrad(DataType::BF16, DataType::BF16, 128, 64, 56, 56, 64);
+  ConvProblem other = base;
+  other.direction = ConvDirection::Forward;
+  EXPECT_EQ(wgmma_tap_candidates(other), 0u);
+  other.direction = ConvDirection::BackwardData;
+  EXPECT_EQ(wgmma_tap_candidates(other), 0u);
+  other = base, other.stride_h = other.stride_w = 2;
+  EXPECT_EQ(wgmma_tap_candidates(other), 0u);  // a tap's shift is a whole line only at stride 1
+  other = base, other.r = other.s = 5, other.pad_h = other.pad_w = 2;
+  EXPECT_EQ(wgmma_tap_candidates(other), 0u);
+  other = base, other.r = other.s = 1, other.pad_h = other.pad_w = 0;
+  EXPECT_EQ(wgmma_tap_candidates(other), 0u);  // a 1x1 is a GEMM (wgmma_conv1x1)
+  other = base, other.dil_h = other.dil_w = 2, other.pad_h = other.pad_w = 2;
+  EXPECT_EQ(wgmma_tap_candidates(other), 0u);
+  other = base, other.groups = 2;
+  EXPECT_EQ(wgmma_tap_candidates(other), 0u);
+  other = base, other.c = 96;
+  EXPECT_EQ(wgmma_tap_candidates(other), 0u);  // channels in blocks of 64
+  other = base, other.layout = ConvLayout::NCHW;
+  EXPECT_EQ(wgmma_tap_candidates(other), 0u);
+  other = base, other.in_type = other.out_type = DataType::F32;
+  EXPECT_EQ(wgmma_tap_candidates(other), 0u);
+}
+
+// What the host encodes for the kernel: tiled 4-D maps over rows of x and dy, boxes by the packing.
+struct RowsMapSeen {
+  void* base = nullptr;
+  cuuint64_t dims[4] = {};
+  cuuint64_t strides[3] = {};
+  cuuint32_t box[4] = {};
+  CUtensorMapSwizzle swizzle{};
+};
+std::vector<RowsMapSeen> rows_maps_seen;
+
+CUresult CUDAAPI fake_rows_encoder(CUtensorMap* map, CUtensorMapDataType, cuuint32_t rank, void* base,
+                                   const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle swizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  if (rank != 4) return CUDA_ERROR_INVALID_VALUE;
+  RowsMapSeen r;
+  r.base = base, r.swizzle = swizzle;
+  for (int i = 0; i < 4; ++i) r.dims[i] = dims[i], r.box[i] = box[i];
+  for (int i = 0; i < 3; ++i) r.strides[i] = strides[i];
+  rows_maps_seen.push_back(r);
+  std::memset(map, 0xC3, sizeof *map);
+  return CUDA_SUCCESS;
+}
+
+TEST(WgmmaTapWgradArguments, EncodesRowMapsOfXAndDyByThePacking) {
+  alignas(16) static std::uint8_t x[16], w[16], y[16];
+  // 14-pixel rows: a pitch of 16 lines, four rows a K step; dy's box is the pitch (zeros past Q).
+  ConvProblem cp = tap_rows_wgrad(DataType::BF16, DataType::F32, 2, 128, 14, 14, 64);
+  TtConvParams p = ops::conv_arguments(cp.canonical(), x, w, y);
+  rows_maps_seen.clear();
+  const auto bytes = gpu::cuda::encode_tma_conv_rows_arguments(fake_rows_encoder, p, cp);
+  ASSERT_EQ(bytes.size(), sizeof(TtConvTmaParams));
+  ASSERT_EQ(rows_maps_seen.size(), 2u);
+  const RowsMapSeen &xm = rows_maps_seen[0], &dym = rows_maps_seen[1];
+  EXPECT_EQ(xm.base, x);
+  EXPECT_EQ(dym.base, y);
+  EXPECT_EQ(xm.dims[0], 128u);
+  EXPECT_EQ(xm.dims[1], 14u);
+  EXPECT_EQ(xm.dims[3], 2u);
+  EXPECT_EQ(xm.strides[0], 256u);
+  EXPECT_EQ(dym.dims[0], 64u);
+  EXPECT_EQ(dym.strides[1], 14u * 64 * 2);
+  EXPECT_EQ(xm.box[0], 64u);
+  EXPECT_EQ(xm.box[1], 16u);
+  EXPECT_EQ(xm.box[2], 4u);
+  EXPECT_EQ(dym.box[1], 16u);
+  EXPECT_EQ(dym.box[2], 4u);
+  EXPECT_EQ(xm.swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+  // 130-pixel rows: three segments of 44; dy's box is one segment, x's its pitch.
+  cp = tap_rows_wgrad(DataType::BF16, DataType::F32, 2, 64, 5, 130, 64);
+  p = ops::conv_arguments(cp.canonical(), x, w, y);
+  rows_maps_seen.clear();
+  gpu::cuda::encode_tma_conv_rows_arguments(fake_rows_encoder, p, cp);
+  ASSERT_EQ(rows_maps_seen.size(), 2u);
+  EXPECT_EQ(rows_maps_seen[0].box[1], 46u);
+  EXPECT_EQ(rows_maps_seen[1].box[1], 44u);
+  EXPECT_EQ(rows_maps_seen[1].box[2], 1u);
+  // Refused: unaligned dy, stride 2, fp32 inputs, no driver.
+  TtConvParams off = p;
+  off.y = y + 2;
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_rows_arguments(fake_rows_encoder, off, cp), Error);
+  off = p, off.stride_h = off.stride_w = 2;
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_rows_arguments(fake_rows_encoder, off, cp), Error);
+  ConvProblem f32 = cp;
+  f32.in_type = DataType::F32;
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_rows_arguments(fake_rows_encoder, p, f32), Error);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_rows_arguments(nullptr, p, cp), Error);
+}
+
+TEST(WgmmaTapWgradCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const std::vector<Problem> ps = wgmma_tap_problems();
+  const auto cands = conv_sample("wgmma_tap_wgrad", ps, dev, 3);
+  ASSERT_FALSE(cands.empty());
+  const auto values = expect_no_spills(*compiler, cands, ps, dev);
+  EXPECT_GT(values.at("SPLITK").size(), 1u);
+  EXPECT_GT(values.at("SHIFT").size(), 1u);
+  std::printf("wgmma_tap_wgrad: %zu candidates compiled\n", cands.size());
+}
+
+TEST(WgmmaTapWgradGpu, SampleMatchesTheReference) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  const std::vector<Problem> ps = wgmma_tap_problems();
+  const std::size_t checked =
+      validate_conv_candidates(*dev, conv_sample("wgmma_tap_wgrad", ps, dev->info(), 12), ps);
+  std::printf("%zu candidates validated\n", checked);
+}
+
+}  // namespace

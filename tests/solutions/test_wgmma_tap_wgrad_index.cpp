@@ -1,0 +1,120 @@
+// wgmma_tap_wgrad's packing (kernel_templates/wgmma_tap_wgrad_index.h) compiled for the host: each
+// K step's tiled TMA copies replayed line by line (a box's lines in order, zeros outside the tensor,
+// lines no copy writes left zero), every tap's reads of dy's lines and x's shifted lines multiplied
+// on integer data, and the weight gradient they add up to compared with the convolution's
+// definition; no GPU needed. One channel per pixel: the packing moves whole 64-channel lines.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "kernel_templates/wgmma_tap_wgrad_index.h"
+
+namespace {
+
+TtConvParams tap_rows_params(int n, int h, int w, int r, int s, int pad_h, int pad_w) {
+  TtConvParams p{};
+  p.n = n, p.c = 64, p.k = 64, p.h = h, p.w = w, p.r = r, p.s = s;
+  p.stride_h = p.stride_w = p.dil_h = p.dil_w = p.groups = 1;
+  p.pad_h = pad_h, p.pad_w = pad_w;
+  p.p = h + 2 * pad_h - r + 1, p.q = w + 2 * pad_w - s + 1;
+  return p;
+}
+
+// One pixel per (n, h, w): a tensor of N x H x W integers.
+int pixel_at(const std::vector<int>& t, int n, int h, int w, int H, int W) {
+  if (h < 0 || h >= H || w < 0 || w >= W) return 0;
+  return t[(std::size_t(n) * H + h) * W + w];
+}
+
+// A tiled TMA copy of box {box_w, rows} from (w0, h0) of image n into `lines` (the box's lines in
+// order, W fastest), zeros outside the tensor. Returns the lines written.
+int tap_rows_copy_box(std::vector<int>& lines, const std::vector<int>& t, int n, int h0, int w0, int box_w, int rows, int H,
+             int W) {
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < box_w; ++j) lines.at(std::size_t(i * box_w + j)) = pixel_at(t, n, h0 + i, w0 + j, H, W);
+  return rows * box_w;
+}
+
+// SHIFT 0 copies x once per tap, s columns on; otherwise once per filter row, read s lines on.
+std::vector<long long> tap_rows_replay(const TtConvParams& p, bool copy_per_tap, const std::vector<int>& dy,
+                              const std::vector<int>& x) {
+  const tt_tapr::Packing k = tt_tapr::packing(p);
+  EXPECT_LE(k.pitch, 64);
+  EXPECT_LE(k.rows * k.pitch, 64);
+  EXPECT_LE(k.rows * k.dy_box_w, 64);
+  EXPECT_GE(k.qseg * k.qs, p.q);
+  std::vector<long long> dw(std::size_t(p.r) * p.s, 0);
+  for (int kt = 0; kt < k.ksteps; ++kt) {
+    const tt_tapr::Step st = tt_tapr::step(p, k, kt);
+    std::vector<int> dy_lines(64, 0);  // a stage's dy: 64 lines, zeroed once
+    tap_rows_copy_box(dy_lines, dy, st.n, st.p0, st.q0, k.dy_box_w, k.rows, p.p, p.q);
+    for (int r = 0; r < p.r; ++r)
+      for (int s = 0; s < p.s; ++s) {
+        std::vector<int> x_lines(72, 0);  // a filter row's copy: 64 lines and those read past them
+        const int w0 = st.q0 - p.pad_w + (copy_per_tap ? s : 0);
+        tap_rows_copy_box(x_lines, x, st.n, st.p0 + r - p.pad_h, w0, k.pitch, k.rows, p.h, p.w);
+        const int shift = copy_per_tap ? 0 : s;
+        for (int t = 0; t < 64; ++t) dw[std::size_t(r) * p.s + s] += (long long)dy_lines[t] * x_lines.at(t + shift);
+      }
+  }
+  return dw;
+}
+
+std::vector<long long> tap_rows_reference(const TtConvParams& p, const std::vector<int>& dy, const std::vector<int>& x) {
+  std::vector<long long> dw(std::size_t(p.r) * p.s, 0);
+  for (int n = 0; n < p.n; ++n)
+    for (int op = 0; op < p.p; ++op)
+      for (int oq = 0; oq < p.q; ++oq)
+        for (int r = 0; r < p.r; ++r)
+          for (int s = 0; s < p.s; ++s)
+            dw[std::size_t(r) * p.s + s] += (long long)pixel_at(dy, n, op, oq, p.p, p.q) *
+                                            pixel_at(x, n, op + r - p.pad_h, oq + s - p.pad_w, p.h, p.w);
+  return dw;
+}
+
+TEST(WgmmaTapWgradIndex, EveryStepsCopiesAndShiftedReadsAddUpToTheWeightGradient) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> v(-9, 9);
+  struct Case {
+    int n, h, w, r, s, pad_h, pad_w;
+  };
+  // ResNet's 3x3 rows (56, 28, 14, 7: one to seven rows a step), rows that just fit (62) or not
+  // (63, 128: segments), no padding, 1x3 / 3x1 / 2x2 filters, a single row.
+  const Case cases[] = {{2, 56, 56, 3, 3, 1, 1}, {2, 28, 28, 3, 3, 1, 1}, {3, 14, 14, 3, 3, 1, 1},
+                        {3, 7, 7, 3, 3, 1, 1},   {2, 9, 62, 3, 3, 1, 1},  {2, 5, 63, 3, 3, 1, 1},
+                        {2, 4, 128, 3, 3, 1, 1}, {2, 12, 12, 3, 3, 0, 0}, {2, 8, 130, 3, 3, 0, 2},
+                        {2, 10, 10, 1, 3, 0, 1}, {2, 10, 10, 3, 1, 1, 0}, {2, 9, 11, 2, 2, 1, 0},
+                        {1, 1, 40, 1, 3, 0, 1},  {2, 3, 3, 3, 3, 1, 1}};
+  for (const Case& c : cases) {
+    const TtConvParams p = tap_rows_params(c.n, c.h, c.w, c.r, c.s, c.pad_h, c.pad_w);
+    std::vector<int> dy(std::size_t(p.n) * p.p * p.q), x(std::size_t(p.n) * p.h * p.w);
+    for (int& e : dy) e = v(rng);
+    for (int& e : x) e = v(rng);
+    const std::vector<long long> want = tap_rows_reference(p, dy, x);
+    for (bool per_tap : {true, false})
+      EXPECT_EQ(tap_rows_replay(p, per_tap, dy, x), want)
+          << c.h << "x" << c.w << " " << c.r << "x" << c.s << " pad " << c.pad_h << "," << c.pad_w
+          << (per_tap ? " (a copy per tap)" : " (shifted reads)");
+  }
+}
+
+// Every output pixel is on exactly one line of one K step.
+TEST(WgmmaTapWgradIndex, EveryOutputPixelIsPackedOnce) {
+  for (int q : {1, 7, 14, 28, 56, 61, 62, 63, 64, 100, 128, 200})
+    for (int s : {1, 2, 3}) {
+      const TtConvParams p = tap_rows_params(2, 6, q + s - 1 - 2 * (s / 2), 3, s, 1, s / 2);
+      ASSERT_EQ(p.q, q);
+      const tt_tapr::Packing k = tt_tapr::packing(p);
+      std::vector<int> seen(std::size_t(p.n) * p.p * p.q, 0);
+      for (int kt = 0; kt < k.ksteps; ++kt) {
+        const tt_tapr::Step st = tt_tapr::step(p, k, kt);
+        for (int i = 0; i < k.rows; ++i)
+          for (int j = 0; j < k.qs; ++j)
+            if (st.p0 + i < p.p && st.q0 + j < p.q) ++seen[(std::size_t(st.n) * p.p + st.p0 + i) * p.q + st.q0 + j];
+      }
+      for (int e : seen) ASSERT_EQ(e, 1) << "Q " << q << " S " << s;
+    }
+}
+
+}  // namespace
