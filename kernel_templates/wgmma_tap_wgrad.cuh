@@ -23,7 +23,8 @@
 // of its tile have, then sums a 1 / SPLITK slice of the tile over the ranges in range order and
 // writes it: the reduction is spread over the tile's blocks and its result does not depend on
 // timing. Workspace: int arrived[TILES], done[TILES] (padded to 256 bytes), then float
-// slots[TILES][SPLITK][64 * R*S*64]; zeroed when allocated, the counters left zeroed.
+// slots[TILES][SPLITK][64 * R*S*64]; zeroed when allocated and left zeroed, as splitk_reduce.h's
+// (the slices' readers zero them, the last block the counters).
 #include "conv_tma_params.h"
 #include "splitk_reduce.h"
 #include "wgmma_common.h"
@@ -259,8 +260,10 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
       const int b4 = split * per, e4 = min(TILE / 4, b4 + per);
       for (int i = b4 + (threadIdx.x - 128); i < e4; i += 128 * R) {
         float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int sp = 0; sp < SPLITK; ++sp) {
-          const float4 v = __ldcg(reinterpret_cast<const float4*>(slots + (long long)sp * TILE) + i);
+        for (int sp = 0; sp < SPLITK; ++sp) {  // this block alone reads the slice: it zeroes it too
+          float4* slot = reinterpret_cast<float4*>(slots + (long long)sp * TILE) + i;
+          const float4 v = __ldcg(slot);
+          __stcg(slot, make_float4(0.f, 0.f, 0.f, 0.f));
           sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
         }
         const int e = 4 * i, row = e / (TAPS * 64), tap = (e / 64) % TAPS, col = e % 64;
