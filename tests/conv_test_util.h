@@ -118,6 +118,14 @@ inline void validate_conv_candidate(gpu::Device& dev, const tuner::Candidate& c,
     });
     EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << " (run " << run << "): " << v.reason;
   }
+  // Every template's contract: the workspace is left as zeroed as it came (the runtime shares it).
+  if (workspace.get()) {
+    std::vector<std::uint8_t> back(std::size_t(launch.workspace_bytes()));
+    dev.copy_to_host(back.data(), workspace.get(), back.size());
+    const auto dirty = std::find_if(back.begin(), back.end(), [](std::uint8_t b) { return b != 0; });
+    EXPECT_TRUE(dirty == back.end()) << c.solution.kernel_name() << " on " << p.key()
+                                     << " left its workspace non-zero at byte " << (dirty - back.begin());
+  }
 }
 
 // Every candidate of `cands`, compiled in parallel first, validated one after another.
