@@ -8,10 +8,13 @@
 //   dgrad (DIR 1, stride 1): A = im2col of dy (K-major), B = flipped filters read C-contiguous
 //     (MN-major, wgmma transposes it), K step = (tap, 64 of K's channels). A strided 1x1 dgrad
 //     without padding walks dy's pixels and scatters each row into its s x s block of dx, the
-//     block's other pixels written as zeros.
+//     block's other pixels written as zeros. PHASE 1 (a strided dgrad, dilation 1, R >= stride):
+//     the M tiles walk dx's stride phases in turn, each a stride-1 gather over dy on the phase's
+//     pixel grid with only the taps that reach the phase, its rows stored to dx by the stride
+//     (wgmma_conv_index.h); so no K step multiplies the zeros a strided dy would be padded with.
 //   wgrad (DIR 2): A = dy as an N*P*Q x K matrix read K-contiguous (MN-major), B = im2col of x for
 //     64 output pixels at each 64-column box's tap (MN-major), K step = 64 output pixels.
-// Other strided input gradients and the convolutions the constraints leave out go to mma_conv.
+// The convolutions the constraints leave out go to mma_conv.
 // The pipeline follows wgmma_gemm.cuh (device helpers shared with it in wgmma_common.h): one
 // producer warpgroup (one thread issuing the copies into a STAGES-deep mbarrier ring) and
 // CONSUMERS consumer warpgroups (setmaxnreg moves registers from the producer to them), a persistent
@@ -45,7 +48,7 @@ TT_DEVICE void tma_im2col_4d(unsigned dst, const TtTensorMap* map, unsigned bar,
 }  // namespace tt_wgconv
 
 template <typename TA, typename TC, int DIR, int BM, int BN, int STAGES, int CONSUMERS, int RASTER, int GROUP,
-          int PINGPONG, int SPLITK>
+          int PINGPONG, int SPLITK, int PHASE = 0>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     wgmma_conv(const __grid_constant__ TtConvTmaParams p) {
   using namespace tt_wg;
@@ -54,6 +57,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "1 or 2 consumer warpgroups");
   static_assert(PINGPONG == 0 || CONSUMERS == 2, "ping-pong needs two consumers");
   static_assert(SPLITK >= 1, "SPLITK: K splits per tile");
+  static_assert(PHASE == 0 || DIR == 1, "PHASE: strided input gradients");
+  constexpr bool PH = PHASE != 0;
   constexpr bool PP = PINGPONG != 0;
   constexpr int WM = PP ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
   constexpr int MI = WM / 64;                   // m64 sub-tiles per consumer
@@ -74,21 +79,30 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
 
   const TtConvParams& cv = p.c;
-  const tt_wgconv::Im2col view = tt_wgconv::im2col_of(cv, DIR);
-  const bool scatter = DIR == 1 && tt_wgconv::dgrad_scatters(cv);
-  const int M = scatter ? cv.n * cv.p * cv.q : cv.gemm_m, N = cv.gemm_n;
-  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  // PHASE: the M tiles walk the stride phases in turn, tpp tiles of one phase's grid each, and M
+  // is a phase's pixels (wgmma_conv_index.h).
+  const tt_wgconv::PhaseGrid pg = PH ? tt_wgconv::phase_grid(cv) : tt_wgconv::PhaseGrid{0, 0, 0, 0};
+  const tt_wgconv::Im2col view = PH ? tt_wgconv::im2col_phase(cv, pg) : tt_wgconv::im2col_of(cv, DIR);
+  const bool scatter = !PH && DIR == 1 && tt_wgconv::dgrad_scatters(cv);
+  const int M = PH ? cv.n * pg.rows * pg.cols : scatter ? cv.n * cv.p * cv.q : cv.gemm_m, N = cv.gemm_n;
+  const int tpp = (M + BM - 1) / BM;
+  const int tiles_m = PH ? cv.stride_h * cv.stride_w * tpp : tpp, tiles_n = (N + BN - 1) / BN;
   const int tiles = tiles_m * tiles_n;
   const int total = tiles * SPLITK;
   const int chunks = (DIR == 1 ? cv.k : cv.c) / 64;  // fwd, dgrad: K steps per filter tap
-  const int KT = DIR == 2 ? (cv.gemm_k + 63) / 64 : cv.r * cv.s * chunks;
+  const int KT = DIR == 2 ? (cv.gemm_k + 63) / 64 : cv.r * cv.s * chunks;  // PHASE: per phase, below
   // Work unit u -> tile (mb, nb) and its K steps [kb, ke). Split-major, so that the units running
   // at once read the same K range of neighbouring tiles' operands.
   auto unit_tile = [&](int u, int& mb, int& nb, int& kb, int& ke) {
     int split = 0, b;
     if (SPLITK > 1) split = u / tiles, u -= split * tiles;
-    tt_splitk::k_range<SPLITK>(KT, split, kb, ke);
     tile_coords<RASTER, GROUP>(u, tiles_m, tiles_n, mb, nb, b);
+    int kt_all = KT;
+    if (PH) {
+      const tt_conv::Phase x = tt_wgconv::phase_of(cv, pg, mb / tpp);
+      kt_all = x.nr * x.ns * chunks;
+    }
+    tt_splitk::k_range<SPLITK>(kt_all, split, kb, ke);
   };
 
   if (threadIdx.x == 0) ring.init(1, PP ? 4 : CONSUMERS * 4);  // empty: one arrival per consuming warp
@@ -126,14 +140,17 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         } else {
           tt_wgconv::BoxStart box[BOXES];
           TT_UNROLL
-          for (int i = 0; i < BOXES; ++i) box[i] = tt_wgconv::box_start(view, m0 + i * BOXP);
-          tt_wgconv::KStep k = tt_conv::taps_of_tile(kb, chunks, cv.s);
+          const tt_conv::Phase x = tt_wgconv::phase_of(cv, pg, PH ? mb / tpp : 0);
+          const int mp = PH ? (mb % tpp) * BM : m0;  // the tile's first pixel of its grid
+          for (int i = 0; i < BOXES; ++i) box[i] = tt_wgconv::box_start(view, mp + i * BOXP);
+          tt_wgconv::KStep k = PH ? tt_conv::phase_taps_of_tile(kb, chunks, x) : tt_conv::taps_of_tile(kb, chunks, cv.s);
           for (int kt = kb; kt < ke; ++kt) {
             const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
             mbar_wait(empty, ph ^ 1);
             mbar_arrive_expect_tx(full, STAGE_BYTES);
             const u32 a = sA + s * A_STAGE;
-            const unsigned short off_w = (unsigned short)(k.s * cv.dil_w), off_h = (unsigned short)(k.r * cv.dil_h);
+            const unsigned short off_w = (unsigned short)(PH ? tt_wgconv::phase_off_w(cv, pg, x, k.s) : k.s * cv.dil_w);
+            const unsigned short off_h = (unsigned short)(PH ? tt_wgconv::phase_off_h(cv, pg, x, k.r) : k.r * cv.dil_h);
             TT_UNROLL
             for (int i = 0; i < BOXES; ++i)
               tt_wgconv::tma_im2col_4d(a + i * BOXP * 128, &p.map_im2col, full, k.chunk * 64, box[i].w, box[i].h,
@@ -141,12 +158,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             if (DIR == 0) {
               tma_load_3d(sB + s * B_STAGE, &p.map_tiled, full, kt * 64, n0, 0);
             } else {
-              const int tap = tt_wgconv::flipped_tap(cv, k.r, k.s);
+              const int tap = PH ? k.r * cv.s + k.s : tt_wgconv::flipped_tap(cv, k.r, k.s);
               TT_UNROLL
               for (int i = 0; i < BN / 64; ++i)
                 tma_load_3d(sB + s * B_STAGE + i * 64 * 128, &p.map_tiled, full, n0 + 64 * i, tap, k.chunk * 64);
             }
-            tt_conv::next_tile(k, chunks, cv.s);
+            if (PH) tt_conv::next_phase_tile(k, chunks, x);
+            else tt_conv::next_tile(k, chunks, cv.s);
             if (++s == STAGES) { s = 0; ph ^= 1; }
           }
         }
@@ -199,7 +217,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       }
 
       // ---------------------------------------------------------------- epilogue
-      const int m_base = mb * BM + (PP ? 0 : cw * WM);
+      const int m_base = (PH ? mb % tpp : mb) * BM + (PP ? 0 : cw * WM);
+      const tt_conv::Phase xo = tt_wgconv::phase_of(cv, pg, PH ? mb / tpp : 0);
       const int n_tile = nb * BN;
       TT_UNROLL
       for (int ch = 0; ch < BN / EN; ++ch) {
@@ -241,7 +260,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                     CVec<TC, V>::store(Y + (((long long)b.n * cv.h + b.h + dh) * cv.w + b.w + dw) * ldy + gn, v);
                   }
               } else {
-                CVec<TC, V>::store(Y + (long long)gm * ldy + gn, v);
+                const long long row = PH ? tt_wgconv::phase_dx_row(cv, pg, xo, gm) : gm;
+                if (row >= 0) CVec<TC, V>::store(Y + row * ldy + gn, v);
               }
             }
           }
@@ -259,7 +279,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                     Y[(((long long)b.n * cv.h + b.h + dh) * cv.w + b.w + dw) * ldy + g] =
                         (dh > 0 || dw > 0) ? tt_from_float<TC>(0.0f) : v;
               } else {
-                Y[(long long)gm * ldy + g] = v;
+                const long long row = PH ? tt_wgconv::phase_dx_row(cv, pg, xo, gm) : gm;
+                if (row >= 0) Y[row * ldy + g] = v;
               }
             }
           }

@@ -12,9 +12,9 @@
 // offsets and fills zeros outside the tensor (padding, and pixels past the last image).
 //   fwd:   rows = output pixels (P x Q grid), reads x; reduction (r, s, 64 channels of C);
 //          the filters are a tiled K x (R*S*C) matrix (K-major B).
-//   dgrad: stride 1 only; dx is the stride-1 convolution of dy with the filters flipped in R and S
-//          and transposed (C outputs, K inputs), padding dil (R - 1) - pad: rows = x's pixels
-//          (H x W grid), reads dy; reduction (r', s', 64 channels of K). Filter tap (r', s') of the
+//   dgrad: stride 1 (a strided one by its phases: the end of this file); dx is the stride-1
+//          convolution of dy with the filters flipped in R and S and transposed (C outputs, K
+//          inputs), padding dil (R - 1) - pad: rows = x's pixels (H x W grid), reads dy; reduction (r', s', 64 channels of K). Filter tap (r', s') of the
 //          flipped filters is tap (R-1-r', S-1-s') of wt, whose [K][C] slice is C-contiguous, so B
 //          comes as MN-major boxes of 64 channels of C x 64 of K.
 //   dgrad, 1x1 with stride s and no padding: dx is zero but at pixels (s p, s q), where it is the
@@ -107,6 +107,69 @@ TT_CONV_FN TapColumn tap_column(const TtConvParams& p, int n0) {
   const int tap = n0 / p.c;
   TapColumn t = {tap / p.s, tap - (tap / p.s) * p.s, n0 - tap * p.c};
   return t;
+}
+
+// dgrad with a stride (PHASE 1): dx splits into u * v phases (a, b) of pixels (a + i u, b + j v),
+// and phase (a, b) receives only the taps with (a + pad_h - r) % u == 0 and (b + pad_w - s) % v == 0
+// (tt_conv::Phase's masks), from dy pixel (i + (a + pad_h - r) / u, j + (b + pad_w - s) / v): a
+// stride-1 gather over dy, whose copies walk the phase's grid of i x j pixels and read at per-tap
+// offsets. Every phase gets the grid of phase (0, 0), ceil(H / u) x ceil(W / v), so that one
+// im2col map serves all of them (bounding box {lower, grid - P + lower} in each dimension, lower the
+// smallest offset of any tap of any phase, at most 0); a pixel of a smaller phase's grid that lies
+// past dx is computed and not stored. Dilation 1, and R >= u, S >= v, so that every phase has taps.
+struct PhaseGrid {
+  int rows, cols;          // pixels of a phase's grid per image
+  int lower_h, lower_w;    // the map's lower corner: the smallest dy offset of any tap of any phase
+};
+TT_CONV_FN int phase_dy_offset(int residue, int pad, int tap, int stride) { return (residue + pad - tap) / stride; }
+TT_CONV_FN bool phase_has_tap(int residue, int pad, int tap, int stride) {
+  return ((residue + pad - tap) % stride + stride) % stride == 0;
+}
+TT_CONV_FN PhaseGrid phase_grid(const TtConvParams& p) {
+  PhaseGrid g = {(p.h + p.stride_h - 1) / p.stride_h, (p.w + p.stride_w - 1) / p.stride_w, 0, 0};
+  for (int a = 0; a < p.stride_h; ++a)
+    for (int r = 0; r < p.r; ++r)
+      if (phase_has_tap(a, p.pad_h, r, p.stride_h) && phase_dy_offset(a, p.pad_h, r, p.stride_h) < g.lower_h)
+        g.lower_h = phase_dy_offset(a, p.pad_h, r, p.stride_h);
+  for (int b = 0; b < p.stride_w; ++b)
+    for (int s = 0; s < p.s; ++s)
+      if (phase_has_tap(b, p.pad_w, s, p.stride_w) && phase_dy_offset(b, p.pad_w, s, p.stride_w) < g.lower_w)
+        g.lower_w = phase_dy_offset(b, p.pad_w, s, p.stride_w);
+  return g;
+}
+// The copies' view of a phase's grid (the same for every phase): dy read at stride 1 from
+// (i + lower_h, j + lower_w) on.
+TT_CONV_FN Im2col im2col_phase(const TtConvParams& p, const PhaseGrid& g) {
+  Im2col v = {g.rows, g.cols, p.p, p.q, p.k, 1, 1, -g.lower_h, -g.lower_w, 1, 1};
+  return v;
+}
+// The im2col map's corners, {W, H}: a walk of grid pixels per row and rows per image.
+TT_CONV_FN void phase_corners(const TtConvParams& p, const PhaseGrid& g, int* lower, int* upper) {
+  lower[0] = g.lower_w;
+  lower[1] = g.lower_h;
+  upper[0] = g.cols - p.q + g.lower_w;
+  upper[1] = g.rows - p.p + g.lower_h;
+}
+// Phase ph (a = ph / v, b = ph % v) with its taps (tt_conv::Phase's masks; rows, cols: its grid).
+TT_CONV_FN tt_conv::Phase phase_of(const TtConvParams& p, const PhaseGrid& g, int ph) {
+  tt_conv::Phase x = {ph / p.stride_w, ph % p.stride_w, g.rows, g.cols, 0, 0u, 0u, 0, 0};
+  x.rmask = tt_conv::phase_taps(p.r, 1, p.stride_h, (x.a + p.pad_h) % p.stride_h, x.nr);
+  x.smask = tt_conv::phase_taps(p.s, 1, p.stride_w, (x.b + p.pad_w) % p.stride_w, x.ns);
+  return x;
+}
+// The im2col offsets {w, h} of tap (r, s) in phase x: its dy offset less the map's lower corner.
+TT_CONV_FN int phase_off_h(const TtConvParams& p, const PhaseGrid& g, const tt_conv::Phase& x, int r) {
+  return phase_dy_offset(x.a, p.pad_h, r, p.stride_h) - g.lower_h;
+}
+TT_CONV_FN int phase_off_w(const TtConvParams& p, const PhaseGrid& g, const tt_conv::Phase& x, int s) {
+  return phase_dy_offset(x.b, p.pad_w, s, p.stride_w) - g.lower_w;
+}
+// The dx pixel (row of dx, [N*H*W]) of pixel m of phase x's grid, or -1 where it lies past dx.
+TT_CONV_FN long long phase_dx_row(const TtConvParams& p, const PhaseGrid& g, const tt_conv::Phase& x, int m) {
+  const int per = g.rows * g.cols, img = m / per, rem = m - img * per, i = rem / g.cols, j = rem - i * g.cols;
+  const int h = x.a + i * p.stride_h, w = x.b + j * p.stride_w;
+  if (img >= p.n || h >= p.h || w >= p.w) return -1;
+  return ((long long)img * p.h + h) * p.w + w;
 }
 
 }  // namespace tt_wgconv

@@ -133,7 +133,7 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
 
 std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2col, TensorMapEncoder encode_tiled,
                                                     const TtConvParams& p, ConvDirection direction, DataType in_type,
-                                                    int bm, int bn) {
+                                                    int bm, int bn, int phase) {
   if (!encode_im2col || !encode_tiled)
     throw Error("wgmma_conv: cuTensorMapEncodeIm2col is not available (no CUDA driver)");
   CUtensorMapDataType dt;
@@ -144,13 +144,18 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
   }
   const int dir = static_cast<int>(direction);
   const int red_c = direction == ConvDirection::BackwardData ? p.k : p.c;
+  const bool phases = phase == 1;
+  if (phases && (direction != ConvDirection::BackwardData || p.stride_h * p.stride_w == 1 || p.r < p.stride_h ||
+                 p.s < p.stride_w || p.dil_h != 1 || p.dil_w != 1))
+    throw Error("wgmma_conv: PHASE 1 is for strided input gradients with dilation 1 and R, S at least the stride");
   if (p.groups != 1 || red_c % 64 != 0 || p.c % 8 != 0 || p.k % 8 != 0 || bm % 64 != 0 || bm > 256 || bn % 64 != 0 ||
       bn > 256 || (direction == ConvDirection::BackwardFilter && p.c % 64 != 0) ||
-      (direction == ConvDirection::BackwardData && (p.stride_h != 1 || p.stride_w != 1) && !tt_wgconv::dgrad_scatters(p)))
+      (direction == ConvDirection::BackwardData && (p.stride_h != 1 || p.stride_w != 1) && !tt_wgconv::dgrad_scatters(p) &&
+       !phases))
     throw Error("wgmma_conv: needs groups 1, 64-channel reduction chunks, C and K multiples of 8, 64..256-row "
                 "tiles, and dgrad of stride 1 or a 1x1 without padding (C " + std::to_string(p.c) + ", K " +
                 std::to_string(p.k) + ", groups " + std::to_string(p.groups) + ", tile " + std::to_string(bm) + "x" +
-                std::to_string(bn) + ", direction " + std::to_string(dir) + ")");
+                std::to_string(bn) + ", direction " + std::to_string(dir) + "; a strided dgrad takes PHASE 1)");
   // The tensors the copies read: fwd x and wt, dgrad dy and wt, wgrad x and dy.
   const void* act = direction == ConvDirection::BackwardData ? p.y : p.x;
   const void* tiled = direction == ConvDirection::BackwardFilter ? p.y : p.wt;
@@ -162,12 +167,14 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
   args.c = p;
   // The im2col side: x (fwd, wgrad) or dy (dgrad), NHWC, dimensions innermost first {C, W, H, N}.
   {
-    const tt_wgconv::Im2col v = tt_wgconv::im2col_of(p, dir);
+    const tt_wgconv::PhaseGrid g = tt_wgconv::phase_grid(p);
+    const tt_wgconv::Im2col v = phases ? tt_wgconv::im2col_phase(p, g) : tt_wgconv::im2col_of(p, dir);
     cuuint64_t dims[4] = {cuuint64_t(v.src_c), cuuint64_t(v.src_w), cuuint64_t(v.src_h), cuuint64_t(p.n)};
     cuuint64_t strides[3] = {cuuint64_t(v.src_c * eb), cuuint64_t(std::int64_t(v.src_w) * v.src_c * eb),
                              cuuint64_t(std::int64_t(v.src_h) * v.src_w * v.src_c * eb)};
     int lower[2], upper[2];
-    tt_wgconv::im2col_corners(v, p.r, p.s, lower, upper);
+    if (phases) tt_wgconv::phase_corners(p, g, lower, upper);
+    else tt_wgconv::im2col_corners(v, p.r, p.s, lower, upper);
     cuuint32_t elem_strides[4] = {1, cuuint32_t(v.stride_w), cuuint32_t(v.stride_h), 1};
     // Pixels per copy: a box of GEMM rows (fwd, dgrad) or one K step of 64 pixels (wgrad).
     const int pixels = direction == ConvDirection::BackwardFilter ? 64 : (bm < 128 ? bm : 128);
@@ -212,8 +219,9 @@ std::vector<std::uint8_t> make_tma_conv_arguments(const TtConvParams& p, const C
     if (it == vars.end()) throw Error(std::string("wgmma_conv: variable ") + name + " missing");
     return static_cast<int>(it->second);
   };
+  auto it = vars.find("PHASE");  // absent in an older database's solutions: 0
   return encode_tma_conv_arguments(im2col_map_encoder(), tensor_map_encoder(), p, problem.direction,
-                                   problem.in_type, get("BM"), get("BN"));
+                                   problem.in_type, get("BM"), get("BN"), it == vars.end() ? 0 : int(it->second));
 }
 
 std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode, const TtConvParams& p,

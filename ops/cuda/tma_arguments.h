@@ -41,16 +41,17 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
 // Launch arguments of the "conv_tma" templates (kernel_templates/wgmma_conv.cuh): the bytes of a
 // TtConvTmaParams (kernel_templates/conv_tma_params.h), i.e. `p` plus an im2col tensor map over x
 // (dy for dgrad) and a tiled one over the filters (dy for wgrad), per direction (layouts in conv_tma_params.h). NHWC / KRSC,
-// 16-bit inputs, groups 1, the constraints of wgmma_conv.json; vars must hold BM and BN. Valid for
-// p's buffers only. Throws tiletune::Error when no driver is loaded, the problem is outside that
+// 16-bit inputs, groups 1, the constraints of wgmma_conv.json; vars must hold BM and BN (PHASE: 0
+// when absent). Valid for p's buffers only. Throws tiletune::Error when no driver is loaded, the problem is outside that
 // set, a tensor the copies read is not 16-byte aligned, or the driver rejects a map.
 std::vector<std::uint8_t> make_tma_conv_arguments(const TtConvParams& p, const ConvProblem& problem,
                                                   const Variables& vars);
 
-// The same with explicit encoders and tile shape (tests pass fakes that record their arguments).
+// The same with explicit encoders, tile shape and PHASE (1: a strided dgrad's phases share one
+// im2col map over dy on a phase's grid, wgmma_conv_index.h; tests pass fakes that record their arguments).
 std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2col, TensorMapEncoder encode_tiled,
                                                     const TtConvParams& p, ConvDirection direction, DataType in_type,
-                                                    int bm, int bn);
+                                                    int bm, int bn, int phase = 0);
 
 // Launch arguments of the "conv_rows_tma" templates (kernel_templates/wgmma_tap_wgrad.cuh): `p`
 // plus tiled maps over rows of x and dy (conv_tma_params.h), boxes by wgmma_tap_wgrad_index.h's

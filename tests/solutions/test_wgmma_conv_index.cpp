@@ -5,6 +5,7 @@
 // convolutions wgmma_conv's constraints admit. No GPU needed.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,12 @@ struct Walker {
     n = b.n, h = b.h, w = b.w;
     tt_wgconv::im2col_corners(v, p.r, p.s, lower, upper);
   }
+  // A strided dgrad's phases: the view and corners of wgmma_conv_index.h's phase grid.
+  Walker(const TtConvParams& p, const tt_wgconv::PhaseGrid& g, int m) : v(tt_wgconv::im2col_phase(p, g)) {
+    const tt_wgconv::BoxStart b = tt_wgconv::box_start(v, m);
+    n = b.n, h = b.h, w = b.w;
+    tt_wgconv::phase_corners(p, g, lower, upper);
+  }
   void next() {
     w += v.stride_w;
     if (w > v.src_w - 1 + upper[0]) {
@@ -72,12 +79,15 @@ long long x_element(const TtConvParams& p, int m, int c, int r, int s) {
   return tt_act_offset(false, img, c, h, w, p.c, p.h, p.w);
 }
 
-// The definition, dgrad (stride 1): dx[n, h, w, c] sums dy[n, h + pad - r dil, w + pad - s dil, k]
-// wt[k, r, s, c]; the dy element of input pixel m at tap (r, s), channel k, or -1.
+// The definition, dgrad: dx[n, h, w, c] sums dy[n, (h + pad - r dil) / u, (w + pad - s dil) / v, k]
+// wt[k, r, s, c] where the divisions are exact; the dy element of input pixel m at tap (r, s),
+// channel k, or -1.
 long long dy_element(const TtConvParams& p, int m, int k, int r, int s) {
   if (m >= p.n * p.h * p.w) return -1;
   const int img = m / (p.h * p.w), rem = m % (p.h * p.w), h = rem / p.w, w = rem % p.w;
-  const int y = h + p.pad_h - r * p.dil_h, x = w + p.pad_w - s * p.dil_w;
+  const int ny = h + p.pad_h - r * p.dil_h, nx = w + p.pad_w - s * p.dil_w;
+  if (ny % p.stride_h != 0 || nx % p.stride_w != 0) return -1;
+  const int y = ny / p.stride_h, x = nx / p.stride_w;
   if (y < 0 || y >= p.p || x < 0 || x >= p.q) return -1;
   return tt_act_offset(false, img, k, y, x, p.k, p.p, p.q);
 }
@@ -226,6 +236,59 @@ TEST(WgmmaConvIndex, FilterColumnsFollowTheReductionOrder) {
   }
 }
 
+// dgrad by its stride phases (PHASE 1): for every phase and box of its grid, the copies at each of
+// the phase's K steps read dy where the definition's tap does (one map for all phases, each tap at
+// its offsets), the filter tap is the definition's own, the phase holds exactly the taps that reach
+// its pixels, and every dx pixel is one phase's grid pixel exactly once.
+TEST(WgmmaConvIndex, PhaseDgradCopiesReadDyAtEachPhasesTaps) {
+  const std::vector<WgmmaShape> shapes = {
+      {2, 64, 9, 11, 64, 3, 3, 2, 2, 1, 1, 1, 1},   // odd H and W: phases of unequal grids
+      {2, 128, 8, 8, 64, 3, 3, 2, 2, 0, 0, 1, 1},   // no padding (Inception's valid stride 2)
+      {1, 64, 10, 9, 64, 3, 5, 2, 3, 1, 2, 1, 1},   // anisotropic stride, filter and padding
+      {2, 64, 12, 12, 64, 2, 2, 2, 2, 0, 0, 1, 1},  // 2x2 stride 2: one tap a phase
+      {2, 64, 7, 7, 64, 4, 4, 2, 2, 1, 1, 1, 1},    // 4x4: two taps a phase in each dimension
+      {2, 64, 9, 9, 64, 3, 3, 3, 3, 2, 2, 1, 1}};   // stride 3
+  for (const WgmmaShape& sh : shapes) {
+    const TtConvParams p = wgmma_params(sh);
+    const tt_wgconv::PhaseGrid g = tt_wgconv::phase_grid(p);
+    const int chunks = p.k / 64, M = p.n * g.rows * g.cols, boxp = 64;
+    const std::string at_shape = "shape " + std::to_string(&sh - shapes.data());
+    std::vector<int> covered(std::size_t(p.n) * p.h * p.w, 0);
+    for (int ph = 0; ph < p.stride_h * p.stride_w; ++ph) {
+      const tt_conv::Phase x = tt_wgconv::phase_of(p, g, ph);
+      ASSERT_TRUE(x.nr > 0 && x.ns > 0) << at_shape;
+      for (int r = 0; r < p.r; ++r)
+        ASSERT_EQ((x.rmask >> r) & 1u, (x.a + p.pad_h - r) % p.stride_h == 0 ? 1u : 0u) << at_shape << " r " << r;
+      for (int s = 0; s < p.s; ++s)
+        ASSERT_EQ((x.smask >> s) & 1u, (x.b + p.pad_w - s) % p.stride_w == 0 ? 1u : 0u) << at_shape << " s " << s;
+      for (int m = 0; m < M; ++m)
+        if (const long long row = tt_wgconv::phase_dx_row(p, g, x, m); row >= 0) ++covered[std::size_t(row)];
+      const int steps = x.nr * x.ns * chunks;
+      for (int m0 = 0; m0 < M; m0 += boxp) {
+        tt_wgconv::KStep k = tt_conv::phase_taps_of_tile(0, chunks, x);
+        for (int kt = 0; kt < steps; ++kt) {
+          const tt_wgconv::KStep resumed = tt_conv::phase_taps_of_tile(kt, chunks, x);
+          ASSERT_TRUE(resumed.r == k.r && resumed.s == k.s && resumed.chunk == k.chunk) << at_shape << " step " << kt;
+          const int off_h = tt_wgconv::phase_off_h(p, g, x, k.r), off_w = tt_wgconv::phase_off_w(p, g, x, k.s);
+          ASSERT_TRUE(off_h >= 0 && off_w >= 0 && off_h < 256 && off_w < 256) << at_shape;
+          Walker at(p, g, m0);
+          for (int j = 0; j < boxp; ++j, at.next()) {
+            const long long row = tt_wgconv::phase_dx_row(p, g, x, m0 + j);
+            if (row < 0) continue;  // past dx: computed, never stored
+            for (int ci : {0, 37, 63}) {
+              const long long got = at.read(p.n, k.chunk * 64 + ci, off_w, off_h);
+              ASSERT_EQ(got, dy_element(p, int(row), k.chunk * 64 + ci, k.r, k.s))
+                  << at_shape << " phase " << ph << " box at " << m0 << " step " << kt << " pixel " << j;
+            }
+          }
+          tt_conv::next_phase_tile(k, chunks, x);
+        }
+      }
+    }
+    for (int c : covered) ASSERT_EQ(c, 1) << at_shape;
+  }
+}
+
 ConvProblem wgmma_conv(int c, int k, int r, int stride, int pad, int groups = 1, ConvDirection dir = ConvDirection::Forward,
                  ConvLayout layout = ConvLayout::NHWC) {
   ConvProblem p;
@@ -240,6 +303,16 @@ std::size_t wgmma_candidates(const ConvProblem& p) {
       .candidates.size();
 }
 
+// The PHASE values of wgmma_conv's candidates for p.
+std::set<std::int64_t> wgmma_phases(const ConvProblem& p) {
+  std::set<std::int64_t> out;
+  for (const auto& c : tuner::enumerate({find_template("wgmma_conv")}, std::vector<Problem>{Problem(p)},
+                                        tiletune::testing::fake_device(gpu::BackendKind::Cuda))
+                           .candidates)
+    out.insert(c.solution.params.at("PHASE"));
+  return out;
+}
+
 TEST(WgmmaConvSpace, AdmitsNhwcWithReductionChannelsInSwizzleAtoms) {
   EXPECT_GT(wgmma_candidates(wgmma_conv(64, 64, 3, 1, 1)), 0u);
   EXPECT_GT(wgmma_candidates(wgmma_conv(256, 512, 1, 2, 0)), 0u);
@@ -248,7 +321,13 @@ TEST(WgmmaConvSpace, AdmitsNhwcWithReductionChannelsInSwizzleAtoms) {
   EXPECT_EQ(wgmma_candidates(wgmma_conv(128, 128, 3, 1, 1, 2)), 0u);  // groups
   EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 60, 3, 1, 1)), 0u);    // K % 8 != 0: no 16-byte output vectors
   EXPECT_GT(wgmma_candidates(wgmma_conv(64, 64, 3, 1, 1, 1, ConvDirection::BackwardData)), 0u);
-  EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 64, 3, 2, 1, 1, ConvDirection::BackwardData)), 0u);  // stride-2 3x3 dgrad: mma_conv's
+  // A stride-2 3x3 dgrad by its phases (PHASE 1) only, a strided 1x1 scattered (PHASE 0: three of
+  // its phases have no tap); not a dilated filter.
+  EXPECT_EQ(wgmma_phases(wgmma_conv(64, 64, 3, 2, 1, 1, ConvDirection::BackwardData)), std::set<std::int64_t>{1});
+  EXPECT_EQ(wgmma_phases(wgmma_conv(64, 64, 1, 2, 0, 1, ConvDirection::BackwardData)), std::set<std::int64_t>{0});
+  ConvProblem dilated = wgmma_conv(64, 64, 2, 2, 1, 1, ConvDirection::BackwardData);
+  dilated.dil_h = dilated.dil_w = 2;
+  EXPECT_EQ(wgmma_candidates(dilated), 0u);
   EXPECT_GT(wgmma_candidates(wgmma_conv(64, 64, 1, 2, 0, 1, ConvDirection::BackwardData)), 0u);  // 1x1 stride 2: scattered
   EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 64, 1, 2, 1, 1, ConvDirection::BackwardData)), 0u);  // ... but not with padding
   EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 96, 3, 1, 1, 1, ConvDirection::BackwardData)), 0u);  // K % 64 != 0

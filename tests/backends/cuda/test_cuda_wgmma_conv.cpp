@@ -47,7 +47,8 @@ ConvProblem wgmma_conv(DataType in, DataType out, int n, int c, int h, int w, in
 // with anisotropic padding, odd P*Q (partial tiles, boxes running past the last image), several
 // channel chunks per tap, GEMM sizes not multiples of the tile, every output type. The gradients:
 // dgrad's flipped, transposed filters and its padding dil (R - 1) - pad, C off the 64-column boxes;
-// wgrad's reduction over N*P*Q ending inside a 64-pixel step, stride 2, K not a multiple of BM.
+// wgrad's reduction over N*P*Q ending inside a 64-pixel step, stride 2, K not a multiple of BM;
+// strided dgrads by their stride phases (PHASE 1).
 std::vector<Problem> wgmma_problems() {
   using D = DataType;
   constexpr ConvDirection DG = ConvDirection::BackwardData, WG = ConvDirection::BackwardFilter;
@@ -67,6 +68,8 @@ std::vector<Problem> wgmma_problems() {
       wgmma_conv(D::BF16, D::F16, 2, 64, 12, 13, 64, 3, 3, 1, 1, 2, 2, 2, 2, WG),      // wgrad dilation 2
       wgmma_conv(D::BF16, D::BF16, 2, 64, 9, 11, 64, 1, 1, 2, 2, 0, 0, 1, 1, DG),      // dgrad 1x1 stride 2, scattered, odd H, W
       wgmma_conv(D::F16, D::F32, 2, 128, 10, 9, 64, 1, 1, 3, 2, 0, 0, 1, 1, DG),       // scattered, anisotropic stride
+      wgmma_conv(D::BF16, D::BF16, 2, 64, 11, 9, 128, 3, 3, 2, 2, 1, 1, 1, 1, DG),     // dgrad 3x3 stride 2 by phases, odd H, W
+      wgmma_conv(D::F16, D::F32, 3, 72, 12, 10, 64, 3, 3, 2, 2, 0, 0, 1, 1, DG),       // phases without padding, C = 72
   };
 }
 
@@ -329,6 +332,50 @@ TEST(WgmmaConvArguments, EncodesTheGradientsMaps) {
   EXPECT_EQ(im2col_seen.lower[0], 0);
   EXPECT_EQ(im2col_seen.upper[0], 0);
   EXPECT_EQ(im2col_seen.elem_strides[1], 1u);
+}
+
+// A strided dgrad by its phases (PHASE 1): one im2col map over dy walking a phase's grid at stride 1
+// (3x3, stride 2, pad 1, 11 x 9 -> dy 6 x 5: grids of 6 x 5, lower corner 0, upper 0 and 0).
+TEST(WgmmaConvArguments, EncodesThePhasesMapOfAStridedDgrad) {
+  const ConvProblem cp = wgmma_conv(DataType::BF16, DataType::BF16, 2, 64, 11, 9, 128, 3, 3, 2, 2, 1, 1, 1, 1,
+                                    ConvDirection::BackwardData);
+  alignas(16) static std::uint8_t x[16], w[16], y[16];
+  const TtConvParams p = ops::conv_arguments(cp.canonical(), x, w, y);
+  ASSERT_EQ(p.p, 6);
+  ASSERT_EQ(p.q, 5);
+  im2col_seen = tiled_seen = Recorded();
+  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardData, DataType::BF16,
+                                       128, 64, 1);
+  EXPECT_EQ(im2col_seen.base, y);
+  EXPECT_EQ(im2col_seen.dims[1], 5u);  // dy: {K, Q, P, N}
+  EXPECT_EQ(im2col_seen.dims[2], 6u);
+  EXPECT_EQ(im2col_seen.lower[0], 0);
+  EXPECT_EQ(im2col_seen.lower[1], 0);
+  EXPECT_EQ(im2col_seen.upper[0], 0);  // ceil(9 / 2) - Q + lower
+  EXPECT_EQ(im2col_seen.upper[1], 0);  // ceil(11 / 2) - P + lower
+  EXPECT_EQ(im2col_seen.elem_strides[1], 1u);
+  EXPECT_EQ(im2col_seen.elem_strides[2], 1u);
+  EXPECT_EQ(tiled_seen.dims[1], 9u);  // the filters {C, R*S, K}
+  // Without padding the phases read one row and column before their grid: lower corner -1.
+  TtConvParams valid = p;
+  valid.pad_h = valid.pad_w = 0, valid.p = 5, valid.q = 4;
+  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, valid, ConvDirection::BackwardData,
+                                       DataType::BF16, 128, 64, 1);
+  EXPECT_EQ(im2col_seen.lower[0], -1);
+  EXPECT_EQ(im2col_seen.upper[0], 5 - 4 - 1);
+  EXPECT_EQ(im2col_seen.lower[1], -1);
+  EXPECT_EQ(im2col_seen.upper[1], 6 - 5 - 1);
+  // Refused: PHASE on a forward pass, a dilated filter, a filter narrower than the stride.
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::Forward,
+                                                    DataType::BF16, 128, 64, 1), Error);
+  TtConvParams dilated = p;
+  dilated.dil_h = 2;
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, dilated, ConvDirection::BackwardData,
+                                                    DataType::BF16, 128, 64, 1), Error);
+  TtConvParams narrow = p;
+  narrow.r = narrow.s = 1, narrow.pad_h = narrow.pad_w = 0;
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, narrow, ConvDirection::BackwardData,
+                                                    DataType::BF16, 128, 64, 1), Error);
 }
 
 TEST(WgmmaConvGpu, SampleMatchesTheReference) {
