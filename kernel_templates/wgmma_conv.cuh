@@ -138,10 +138,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             if (++s == STAGES) { s = 0; ph ^= 1; }
           }
         } else {
-          tt_wgconv::BoxStart box[BOXES];
-          TT_UNROLL
           const tt_conv::Phase x = tt_wgconv::phase_of(cv, pg, PH ? mb / tpp : 0);
           const int mp = PH ? (mb % tpp) * BM : m0;  // the tile's first pixel of its grid
+          tt_wgconv::BoxStart box[BOXES];
+          TT_UNROLL
           for (int i = 0; i < BOXES; ++i) box[i] = tt_wgconv::box_start(view, mp + i * BOXP);
           tt_wgconv::KStep k = PH ? tt_conv::phase_taps_of_tile(kb, chunks, x) : tt_conv::taps_of_tile(kb, chunks, cv.s);
           for (int kt = kb; kt < ke; ++kt) {
