@@ -1,6 +1,7 @@
-// Hopper (sm_90a) weight gradient of small stride-1 filters (3x3 above all) on wgmma, x's rows
-// staged once per K step for all the taps of a filter row. NHWC x and dy, KRSC dw, bf16 / fp16 in,
-// fp32 accumulation, dw in bf16, fp16 or fp32; C and K multiples of 64, groups 1.
+// Hopper (sm_90a) weight gradient of stride-1 filters up to 5 wide (3x3 above all) on wgmma, x's
+// rows staged once per K step for all the taps of a filter row. NHWC x and dy, KRSC dw, bf16 / fp16
+// in, fp32 accumulation, dw in bf16, fp16 or fp32; C and K multiples of 8 (a tile's channels past
+// them are the copies' zero fill, never stored), groups 1.
 //
 // Why a template of its own: wgmma_conv's weight gradient gathers one im2col copy of x per tap, S
 // copies of nearly the same pixels for each filter row, and its 64-row dy tile (K = 64 in ResNet's
@@ -8,14 +9,15 @@
 // rows (wgmma_tap_wgrad_index.h): tap (r, s) pairs dy's lines with filter row r's copy of x shifted
 // by s lines, so a stage is one dy box and R x boxes, and the S taps of a row read the same x.
 //
-// A block owns 64 output channels x 64 input channels x all R*S taps: one producer warpgroup (one
-// thread issuing the copies into a STAGES-deep mbarrier ring) and R consumer warpgroups, consumer
-// r computing taps (r, 0..S-1), S accumulators of m64n64 (S * 32 registers). Both operands are
-// MN-major (channels contiguous): A is dy (64 channels of K per line), B is x (64 of C per line).
-// SHIFT picks how tap s's B is placed: 0: the producer copies x once per tap, s columns further on
-// (R*S boxes a stage, every B at a 1024-byte boundary); 1 and 2: one copy per filter row and a
-// descriptor s lines into it, its base-offset field 0 (1) or the start's 128-byte row within the
-// swizzle pattern (2), for the wgmma descriptor's rule on starts inside a 1024-byte pattern.
+// A block owns 64 output channels x 64 input channels x the taps of FR filter rows (a row group;
+// R / FR of them): one producer warpgroup (one thread issuing the copies into a STAGES-deep mbarrier
+// ring) and FR consumer warpgroups, consumer r computing taps (r, 0..S-1), S accumulators of
+// m64n64 (S * 32 registers). Both operands are MN-major (channels contiguous): A is dy (64 channels
+// of K per line), B is x (64 of C per line). SHIFT picks how tap s's B is placed: 0: the producer
+// copies x once per tap, s columns further on (FR*S boxes a stage, every B at a 1024-byte
+// boundary); 1 and 2: one copy per filter row and a descriptor s lines into it, its base-offset
+// field 0 (1) or the start's 128-byte row within the swizzle pattern (2), for the wgmma
+// descriptor's rule on starts inside a 1024-byte pattern.
 //
 // Split-K (SPLITK > 1): the K steps are cut into SPLITK ranges, one block per (tile, range), all
 // resident at once (the constraints keep TILES * SPLITK within the multiprocessors, one block each).
@@ -23,7 +25,7 @@
 // of its tile have, then sums a 1 / SPLITK slice of the tile over the ranges in range order and
 // writes it: the reduction is spread over the tile's blocks and its result does not depend on
 // timing. Workspace: int arrived[TILES], done[TILES] (padded to 256 bytes), then float
-// slots[TILES][SPLITK][64 * R*S*64]; zeroed when allocated and left zeroed, as splitk_reduce.h's
+// slots[TILES][SPLITK][64 * FR*S*64]; zeroed when allocated and left zeroed, as splitk_reduce.h's
 // (the slices' readers zero them, the last block the counters).
 #include "conv_tma_params.h"
 #include "splitk_reduce.h"
@@ -51,15 +53,18 @@ template <class T16> struct Pair {
   }
 };
 
-// Work unit u (tile-major within a split): its tile of 64 output x 64 input channels and K steps.
+// Work unit u (tile-major within a split): its tile of 64 output x 64 input channels x a row
+// group's filter rows, and its K steps.
 struct Unit {
-  int tile, split, k0, c0, kb, ke;
+  int tile, split, k0, c0, r0, kb, ke;
 };
-template <int SPLITK>
-TT_DEVICE Unit unit(int u, int tiles, int tiles_c, int ksteps) {
+template <int SPLITK, int FR>
+TT_DEVICE Unit unit(int u, int tiles, int tiles_c, int groups, int ksteps) {
   Unit w;
   w.tile = u % tiles, w.split = u / tiles;
-  w.k0 = (w.tile / tiles_c) * 64, w.c0 = (w.tile % tiles_c) * 64;
+  const int ck = w.tile / groups;
+  w.r0 = (w.tile - ck * groups) * FR;
+  w.k0 = (ck / tiles_c) * 64, w.c0 = (ck % tiles_c) * 64;
   tt_splitk::k_range<SPLITK>(ksteps, w.split, w.kb, w.ke);
   return w;
 }
@@ -74,16 +79,17 @@ TT_DEVICE int load_volatile(const int* p) {
 
 template <typename TA, typename TC, int R, int S, int STAGES, int SPLITK, int SHIFT>  // R, S: FR, FS
 __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid_constant__ TtConvTmaParams p) {
+  // R: the filter rows of a block (a row group of the filter's cv.r), S: the filter's width.
   using namespace tt_wg;
   static_assert(sizeof(TA) == 2, "wgmma_tap_wgrad: bf16 or fp16 inputs");
-  static_assert(R >= 1 && R <= 3 && S >= 1 && S <= 3, "filters up to 3x3");
+  static_assert(R >= 1 && R <= 3 && S >= 1 && S <= 5 && R * S <= 10, "up to 3 rows of 3 taps, or 2 of 5");
   static_assert(SHIFT >= 0 && SHIFT <= 2, "SHIFT: 0 a copy per tap, 1 / 2 a shifted descriptor");
   constexpr int TAPS = R * S;
   constexpr u32 DY_BYTES = 64 * 128;                         // 64 lines of 64 channels of K
   constexpr u32 XR_BYTES = SHIFT == 0 ? 64 * 128 : 72 * 128;  // a row's copy: 64 lines (+ S - 1 read past)
   constexpr int XCOPIES = SHIFT == 0 ? TAPS : R;
   constexpr u32 STAGE = DY_BYTES + XCOPIES * XR_BYTES;
-  constexpr int TILE = 64 * TAPS * 64;  // fp32 elements of a block's share of dw
+  constexpr int TILE = 64 * TAPS * 64;  // fp32 elements of a block's share of dw (its row group's taps)
   typedef TtWgmma<64, IsBf16<TA>::value, 1, 1> Mma;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -95,7 +101,7 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
 
   const TtConvParams& cv = p.c;
   const tt_tapr::Packing pk = tt_tapr::packing(cv);
-  const int tiles_c = cv.c / 64, tiles = (cv.k / 64) * tiles_c;
+  const int tiles_c = (cv.c + 63) / 64, groups = cv.r / R, tiles = ((cv.k + 63) / 64) * tiles_c * groups;
   const int total = tiles * SPLITK;
 
   // Lines no copy writes (a row's halo, past the last packed row, the lines read past a copy) hold
@@ -123,7 +129,7 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
       int s = 0;
       u32 ph = 0;
       for (int u = blockIdx.x; u < total; u += gridDim.x) {
-        const tt_tapr::Unit w = tt_tapr::unit<SPLITK>(u, tiles, tiles_c, pk.ksteps);
+        const tt_tapr::Unit w = tt_tapr::unit<SPLITK, R>(u, tiles, tiles_c, groups, pk.ksteps);
         const int c0 = w.c0;
         for (int kt = w.kb; kt < w.ke; ++kt) {
           const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
@@ -138,10 +144,10 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
               TT_UNROLL
               for (int t = 0; t < S; ++t)
                 tt_tapr::tma_load_4d(base + DY_BYTES + (r * S + t) * XR_BYTES, &p.map_im2col, full, c0,
-                                     st.q0 - cv.pad_w + t, st.p0 + r - cv.pad_h, st.n);
+                                     st.q0 - cv.pad_w + t, st.p0 + w.r0 + r - cv.pad_h, st.n);
             } else {
               tt_tapr::tma_load_4d(base + DY_BYTES + r * XR_BYTES, &p.map_im2col, full, c0, st.q0 - cv.pad_w,
-                                   st.p0 + r - cv.pad_h, st.n);
+                                   st.p0 + w.r0 + r - cv.pad_h, st.n);
             }
           }
           if (++s == STAGES) { s = 0; ph ^= 1; }
@@ -150,12 +156,12 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
     }
   } else {
     // ------------------------------------------------------------------ consumers
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R == 3 ? 152 : 232));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R == 3 ? 152 : 232));  // 64K registers in all
     const int r = wg - 1;
     const int tid = threadIdx.x - 128 * wg;
     const int warp = tid / 32, lane = tid % 32;
     TC* dw = reinterpret_cast<TC*>(cv.wt);
-    const long long ldw = (long long)TAPS * cv.c;  // dw's row: all taps of one output channel
+    const long long ldw = (long long)cv.r * S * cv.c;  // dw's row: all taps of one output channel
     const bool pair_ok = (unsigned long long)dw % (2 * sizeof(TC)) == 0;
     // MN-major operands, one 128-byte line per pixel in 8-line swizzle atoms (SBO 1024): a k16 step
     // is 16 lines, 2048 bytes.
@@ -173,8 +179,9 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
     int s = 0;
     u32 ph = 0;
     for (int u = blockIdx.x; u < total; u += gridDim.x) {
-      const tt_tapr::Unit w = tt_tapr::unit<SPLITK>(u, tiles, tiles_c, pk.ksteps);
+      const tt_tapr::Unit w = tt_tapr::unit<SPLITK, R>(u, tiles, tiles_c, groups, pk.ksteps);
       const int tile = w.tile, split = w.split, k0 = w.k0, c0 = w.c0, kb = w.kb, ke = w.ke;
+      const int rows_in = min(64, cv.k - k0), cols_in = min(64, cv.c - c0);  // the rest: zero fill
       int prev = -1;
       for (int kt = kb; kt < ke; ++kt) {
         mbar_wait(bars + 8 * s, ph);
@@ -203,13 +210,15 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
       // Fragment (t, j): rows warp * 16 + lane / 4 (+ 8), columns 8 (j / 4) + 2 (lane % 4) (+ 1).
       const int row0 = warp * 16 + (lane >> 2), col0 = 2 * (lane & 3);
       if (SPLITK == 1) {
-        TC* const d0 = dw + (long long)(k0 + row0) * ldw + (long long)(r * S) * cv.c + c0 + col0;
+        TC* const d0 = dw + (long long)(k0 + row0) * ldw + (long long)((w.r0 + r) * S) * cv.c + c0 + col0;
         TT_UNROLL
         for (int t = 0; t < S; ++t) {
           TT_UNROLL
           for (int j = 0; j < 8; ++j) {
             TT_UNROLL
             for (int h = 0; h < 2; ++h) {
+              // C % 8 == 0: a pair is all in or all out.
+              if (row0 + 8 * h >= rows_in || 8 * j + col0 >= cols_in) continue;
               const float a = acc[t][4 * j + 2 * h], b = acc[t][4 * j + 2 * h + 1];
               TC* d = d0 + h * 8 * ldw + t * cv.c + 8 * j;
               if (pair_ok) {
@@ -267,7 +276,8 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
           sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
         }
         const int e = 4 * i, row = e / (TAPS * 64), tap = (e / 64) % TAPS, col = e % 64;
-        TC* d = dw + (long long)(k0 + row) * ldw + (long long)tap * cv.c + c0 + col;
+        if (row >= rows_in || col >= cols_in) continue;  // C % 8 == 0: four columns all in or all out
+        TC* d = dw + (long long)(k0 + row) * ldw + (long long)(w.r0 * S + tap) * cv.c + c0 + col;
         if (pair_ok) {
           tt_tapr::Pair<TC>::store(d, sum.x, sum.y);
           tt_tapr::Pair<TC>::store(d + 2, sum.z, sum.w);

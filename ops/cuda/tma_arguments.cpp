@@ -228,9 +228,9 @@ std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode
                                                          const ConvProblem& problem) {
   if (!encode) throw Error("wgmma_tap_wgrad: cuTensorMapEncodeTiled is not available (no CUDA driver)");
   if (problem.layout != ConvLayout::NHWC || problem.direction != ConvDirection::BackwardFilter || p.groups != 1 ||
-      p.stride_h != 1 || p.stride_w != 1 || p.dil_h != 1 || p.dil_w != 1 || p.c % 64 != 0 || p.k % 64 != 0)
+      p.stride_h != 1 || p.stride_w != 1 || p.dil_h != 1 || p.dil_w != 1 || p.c % 8 != 0 || p.k % 8 != 0)
     throw Error("wgmma_tap_wgrad: weight gradients of NHWC stride-1 undilated convolutions with C and K multiples of "
-                "64, groups 1 (C " + std::to_string(p.c) + ", K " + std::to_string(p.k) + ")");
+                "8, groups 1 (C " + std::to_string(p.c) + ", K " + std::to_string(p.k) + ")");
   CUtensorMapDataType dt;
   switch (problem.in_type) {
     case DataType::BF16: dt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;

@@ -80,12 +80,13 @@ TEST(WgmmaTapWgradIndex, EveryStepsCopiesAndShiftedReadsAddUpToTheWeightGradient
     int n, h, w, r, s, pad_h, pad_w;
   };
   // ResNet's 3x3 rows (56, 28, 14, 7: one to seven rows a step), rows that just fit (62) or not
-  // (63, 128: segments), no padding, 1x3 / 3x1 / 2x2 filters, a single row.
+  // (63, 128: segments), no padding, 1x3 / 3x1 / 2x2 filters, a single row, 5x5 (a 60-line span).
   const Case cases[] = {{2, 56, 56, 3, 3, 1, 1}, {2, 28, 28, 3, 3, 1, 1}, {3, 14, 14, 3, 3, 1, 1},
                         {3, 7, 7, 3, 3, 1, 1},   {2, 9, 62, 3, 3, 1, 1},  {2, 5, 63, 3, 3, 1, 1},
                         {2, 4, 128, 3, 3, 1, 1}, {2, 12, 12, 3, 3, 0, 0}, {2, 8, 130, 3, 3, 0, 2},
                         {2, 10, 10, 1, 3, 0, 1}, {2, 10, 10, 3, 1, 1, 0}, {2, 9, 11, 2, 2, 1, 0},
-                        {1, 1, 40, 1, 3, 0, 1},  {2, 3, 3, 3, 3, 1, 1}};
+                        {1, 1, 40, 1, 3, 0, 1},  {2, 3, 3, 3, 3, 1, 1},  {2, 11, 35, 5, 5, 2, 2},
+                        {1, 4, 70, 5, 5, 0, 2}};
   for (const Case& c : cases) {
     const TtConvParams p = tap_rows_params(c.n, c.h, c.w, c.r, c.s, c.pad_h, c.pad_w);
     std::vector<int> dy(std::size_t(p.n) * p.p * p.q), x(std::size_t(p.n) * p.h * p.w);
@@ -102,7 +103,7 @@ TEST(WgmmaTapWgradIndex, EveryStepsCopiesAndShiftedReadsAddUpToTheWeightGradient
 // Every output pixel is on exactly one line of one K step.
 TEST(WgmmaTapWgradIndex, EveryOutputPixelIsPackedOnce) {
   for (int q : {1, 7, 14, 28, 56, 61, 62, 63, 64, 100, 128, 200})
-    for (int s : {1, 2, 3}) {
+    for (int s : {1, 2, 3, 5}) {
       const TtConvParams p = tap_rows_params(2, 6, q + s - 1 - 2 * (s / 2), 3, s, 1, s / 2);
       ASSERT_EQ(p.q, q);
       const tt_tapr::Packing k = tt_tapr::packing(p);

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
@@ -30,13 +31,16 @@ ConvProblem tap_rows_wgrad(DataType in, DataType out, int n, int c, int h, int w
 }
 
 // Rows of 14 (four a K step) and 7 (seven), a long row cut into segments (130 pixels: three), an
-// unpadded 3x3, a 1x3 filter, several channel tiles, both input types and every output type.
+// unpadded 3x3, a 1x3 filter, Inception's 5x5 with 48 channels (row groups, a channel tile past C),
+// K off the 64-channel tiles, several channel tiles, both input types and every output type.
 std::vector<Problem> wgmma_tap_problems() {
   return {Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 4, 64, 14, 14, 64)),
           Problem(tap_rows_wgrad(DataType::F16, DataType::F32, 6, 128, 7, 7, 64)),
           Problem(tap_rows_wgrad(DataType::BF16, DataType::F32, 2, 64, 5, 130, 128)),
           Problem(tap_rows_wgrad(DataType::F16, DataType::F16, 3, 64, 12, 20, 64, 3, 3, 0)),
-          Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 4, 64, 9, 30, 64, 1, 3, 0))};
+          Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 4, 64, 9, 30, 64, 1, 3, 0)),
+          Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 3, 48, 11, 11, 64, 5, 5, 2)),
+          Problem(tap_rows_wgrad(DataType::F16, DataType::F32, 2, 72, 9, 10, 40, 3, 3, 1))};
 }
 
 std::size_t wgmma_tap_candidates(const ConvProblem& p) {
@@ -46,6 +50,15 @@ std::size_t wgmma_tap_candidates(const ConvProblem& p) {
 }
 
 TEST(WgmmaTapWgradSpace, TakesStride1WeightGradientsOfSmallFiltersOnly) {
+  // 5x5: one filter row a block (FR divides R and is at most 3): five row groups.
+  std::set<std::int64_t> rows_per_block;
+  for (const auto& c : tuner::enumerate({find_template("wgmma_tap_wgrad")},
+                                        std::vector<Problem>{Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 32, 48,
+                                                                                    35, 35, 64, 5, 5, 2))},
+                                        fake_device(gpu::BackendKind::Cuda))
+                           .candidates)
+    rows_per_block.insert(c.solution.params.at("FR"));
+  EXPECT_EQ(rows_per_block, std::set<std::int64_t>{1});
   for (int i = 0; i < 4; ++i) {  // ResNet-50's four 3x3 layers at batch 128
     const int c = 64 << i, hw = 56 >> i;
     EXPECT_GT(wgmma_tap_candidates(tap_rows_wgrad(DataType::BF16, DataType::BF16, 128, c, hw, hw, c)), 0u) << c;
@@ -59,16 +72,16 @@ TEST(WgmmaTapWgradSpace, TakesStride1WeightGradientsOfSmallFiltersOnly) {
   EXPECT_EQ(wgmma_tap_candidates(other), 0u);
   other = base, other.stride_h = other.stride_w = 2;
   EXPECT_EQ(wgmma_tap_candidates(other), 0u);  // a tap's shift is a whole line only at stride 1
-  other = base, other.r = other.s = 5, other.pad_h = other.pad_w = 2;
-  EXPECT_EQ(wgmma_tap_candidates(other), 0u);
+  other = base, other.r = other.s = 7, other.pad_h = other.pad_w = 3;
+  EXPECT_EQ(wgmma_tap_candidates(other), 0u);  // 7 taps a row: more accumulators than registers
   other = base, other.r = other.s = 1, other.pad_h = other.pad_w = 0;
   EXPECT_EQ(wgmma_tap_candidates(other), 0u);  // a 1x1 is a GEMM (wgmma_conv1x1)
   other = base, other.dil_h = other.dil_w = 2, other.pad_h = other.pad_w = 2;
   EXPECT_EQ(wgmma_tap_candidates(other), 0u);
   other = base, other.groups = 2;
   EXPECT_EQ(wgmma_tap_candidates(other), 0u);
-  other = base, other.c = 96;
-  EXPECT_EQ(wgmma_tap_candidates(other), 0u);  // channels in blocks of 64
+  other = base, other.c = 20;
+  EXPECT_EQ(wgmma_tap_candidates(other), 0u);  // TMA rows of 16 bytes: C % 8 == 0
   other = base, other.layout = ConvLayout::NCHW;
   EXPECT_EQ(wgmma_tap_candidates(other), 0u);
   other = base, other.in_type = other.out_type = DataType::F32;
@@ -153,6 +166,8 @@ TEST(WgmmaTapWgradCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   const auto values = expect_no_spills(*compiler, cands, ps, dev);
   EXPECT_GT(values.at("SPLITK").size(), 1u);
   EXPECT_GT(values.at("SHIFT").size(), 1u);
+  EXPECT_EQ(values.at("FS"), (std::set<std::int64_t>{3, 5}));  // 160 accumulators a thread for the 5x5
+  EXPECT_GT(values.at("FR").size(), 1u);
   std::printf("wgmma_tap_wgrad: %zu candidates compiled\n", cands.size());
 }
 
