@@ -19,7 +19,8 @@
 //   128-byte swizzle.
 // "conv_rows_tma" templates (wgmma_tap_wgrad.cuh) take the same struct with tiled maps over rows
 // of the activations (wgmma_tap_wgrad_index.h): map_im2col over x {C, W, H, N}, box {64, PITCH,
-// ROWS, 1}; map_tiled over dy {K, Q, P, N}, box {64, dy_box_w, ROWS, 1}; 128-byte swizzle, zero fill.
+// ROWS, 1} walked with traversal strides {1, stride_w, stride_h, 1} (box dimensions scaled by them);
+// map_tiled over dy {K, Q, P, N}, box {64, dy_box_w, ROWS, 1}; 128-byte swizzle, zero fill.
 struct TtConvTmaParams {
   TtTensorMap map_im2col;
   TtTensorMap map_tiled;

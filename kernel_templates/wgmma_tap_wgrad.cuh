@@ -1,5 +1,5 @@
-// Hopper (sm_90a) weight gradient of stride-1 filters up to 5 wide (3x3 above all) on wgmma, x's
-// rows staged once per K step for all the taps of a filter row. NHWC x and dy, KRSC dw, bf16 / fp16
+// Hopper (sm_90a) weight gradient of filters up to 5 wide (3x3 above all), stride 1 or 2, on
+// wgmma, x's rows staged once per K step for all the taps of a filter row (of a column residue). NHWC x and dy, KRSC dw, bf16 / fp16
 // in, fp32 accumulation, dw in bf16, fp16 or fp32; C and K multiples of 8 (a tile's channels past
 // them are the copies' zero fill, never stored), groups 1.
 //
@@ -7,7 +7,8 @@
 // copies of nearly the same pixels for each filter row, and its 64-row dy tile (K = 64 in ResNet's
 // first stage) reads each stage's B once per 64 x 64 x 64 of work. Here a K step packs whole output
 // rows (wgmma_tap_wgrad_index.h): tap (r, s) pairs dy's lines with filter row r's copy of x shifted
-// by s lines, so a stage is one dy box and R x boxes, and the S taps of a row read the same x.
+// by s lines (at stride 2: the copy of s's column residue, s / 2 lines on), so a stage is one dy box
+// and R (2R) x boxes, and the taps of a row (residue) read the same x.
 //
 // A block owns 64 output channels x 64 input channels x the taps of FR filter rows (a row group;
 // R / FR of them): one producer warpgroup (one thread issuing the copies into a STAGES-deep mbarrier
@@ -77,17 +78,20 @@ TT_DEVICE int load_volatile(const int* p) {
 
 }  // namespace tt_tapr
 
-template <typename TA, typename TC, int R, int S, int STAGES, int SPLITK, int SHIFT>  // R, S: FR, FS
+template <typename TA, typename TC, int R, int S, int STAGES, int SPLITK, int SHIFT, int SW>  // R, S: FR, FS
 __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid_constant__ TtConvTmaParams p) {
-  // R: the filter rows of a block (a row group of the filter's cv.r), S: the filter's width.
+  // R: the filter rows of a block (a row group of the filter's cv.r), S: the filter's width, SW: the
+  // stride along W (the copies of x per filter row, one per column residue).
   using namespace tt_wg;
   static_assert(sizeof(TA) == 2, "wgmma_tap_wgrad: bf16 or fp16 inputs");
   static_assert(R >= 1 && R <= 3 && S >= 1 && S <= 5 && R * S <= 10, "up to 3 rows of 3 taps, or 2 of 5");
   static_assert(SHIFT >= 0 && SHIFT <= 2, "SHIFT: 0 a copy per tap, 1 / 2 a shifted descriptor");
+  static_assert(SW == 1 || SW == 2, "stride 1 or 2 along W");
   constexpr int TAPS = R * S;
   constexpr u32 DY_BYTES = 64 * 128;                         // 64 lines of 64 channels of K
-  constexpr u32 XR_BYTES = SHIFT == 0 ? 64 * 128 : 72 * 128;  // a row's copy: 64 lines (+ S - 1 read past)
-  constexpr int XCOPIES = SHIFT == 0 ? TAPS : R;
+  constexpr int COPIES = S < SW ? S : SW;                      // copies of x per filter row
+  constexpr u32 XR_BYTES = SHIFT == 0 ? 64 * 128 : 72 * 128;  // a copy: 64 lines (+ the halo read past)
+  constexpr int XCOPIES = SHIFT == 0 ? TAPS : R * COPIES;
   constexpr u32 STAGE = DY_BYTES + XCOPIES * XR_BYTES;
   constexpr int TILE = 64 * TAPS * 64;  // fp32 elements of a block's share of dw (its row group's taps)
   typedef TtWgmma<64, IsBf16<TA>::value, 1, 1> Mma;
@@ -140,15 +144,10 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
           tt_tapr::tma_load_4d(base, &p.map_tiled, full, w.k0, st.q0, st.p0, st.n);
           TT_UNROLL
           for (int r = 0; r < R; ++r) {
-            if (SHIFT == 0) {
-              TT_UNROLL
-              for (int t = 0; t < S; ++t)
-                tt_tapr::tma_load_4d(base + DY_BYTES + (r * S + t) * XR_BYTES, &p.map_im2col, full, c0,
-                                     st.q0 - cv.pad_w + t, st.p0 + w.r0 + r - cv.pad_h, st.n);
-            } else {
-              tt_tapr::tma_load_4d(base + DY_BYTES + r * XR_BYTES, &p.map_im2col, full, c0, st.q0 - cv.pad_w,
-                                   st.p0 + w.r0 + r - cv.pad_h, st.n);
-            }
+            TT_UNROLL
+            for (int t = 0; t < (SHIFT == 0 ? S : COPIES); ++t)  // a tap's own copy, or a residue's
+              tt_tapr::tma_load_4d(base + DY_BYTES + (r * (SHIFT == 0 ? S : COPIES) + t) * XR_BYTES, &p.map_im2col,
+                                   full, c0, tt_tapr::x_copy_w(cv, st, t), tt_tapr::x_copy_h(cv, st, w.r0 + r), st.n);
           }
           if (++s == STAGES) { s = 0; ph ^= 1; }
         }
@@ -165,12 +164,14 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
     const bool pair_ok = (unsigned long long)dw % (2 * sizeof(TC)) == 0;
     // MN-major operands, one 128-byte line per pixel in 8-line swizzle atoms (SBO 1024): a k16 step
     // is 16 lines, 2048 bytes.
-    const u32 xr0 = __shfl_sync(0xffffffffu, ring + DY_BYTES + (u32)r * (SHIFT == 0 ? S : 1) * XR_BYTES, 0);
+    const u32 xr0 = __shfl_sync(0xffffffffu, ring + DY_BYTES + (u32)r * (SHIFT == 0 ? S : COPIES) * XR_BYTES, 0);
     const u64 da0 = desc(ring, 64 * 128, 1024);
     u64 db0[S];
     TT_UNROLL
     for (int t = 0; t < S; ++t) {
-      const u32 a = SHIFT == 0 ? xr0 + t * XR_BYTES : xr0 + t * 128;
+      // Tap t: its own copy, or its residue's copy t / SW lines on.
+      const u32 a = SHIFT == 0 ? xr0 + t * XR_BYTES
+                               : xr0 + tt_tapr::tap_copy(t, SW) * XR_BYTES + tt_tapr::tap_shift(t, SW) * 128;
       db0[t] = desc(a, 64 * 128, 1024);
       if (SHIFT == 2) db0[t] |= (u64)((a >> 7) & 7) << 49;
     }

@@ -4,15 +4,16 @@
 // against the convolution's definition.
 //
 // A K step is 64 "lines" of 128 bytes (64 channels of one pixel each). It holds ROWS output rows of
-// one image, or one segment of QS output columns of one row when a row is too long (Q > 64 - S + 1),
-// at a pitch of PITCH = QS + S - 1 lines: line i * PITCH + j of dy is pixel (p0 + i, q0 + j) for
-// j < QS, and the S - 1 lines after a row's QS are zeros (outside the tensor, or never written).
-// x of filter row r is packed at the same pitch from column q0 - pad_w on: line i * PITCH + j is
-// pixel (p0 + i + r - pad_h, q0 + j - pad_w). Tap (r, s) then pairs dy line t with x line t + s: a
-// constant shift of s lines, so one staged copy of x's rows serves all S taps of a filter row (the
-// descriptor of B starts s lines into it), where an im2col copy per tap would read x S times over.
-// At a row's last pixel the shift reads at most S - 1 lines past it: still this row's packed
-// columns (PITCH), so a row never reads the next one's pixels. Only stride 1 and dilation 1.
+// one image, or one segment of QS output columns of one row when a row is too long, at a pitch of
+// PITCH = QS + HALO lines, HALO = (S - 1) / v for stride (u, v): line i * PITCH + j of dy is pixel
+// (p0 + i, q0 + j) for j < QS, and the HALO lines after a row's QS are zeros (outside the tensor,
+// or never written). Filter row r has min(v, S) copies of x at the same pitch, copy c holding the
+// columns of residue c: line i * PITCH + j is pixel (u (p0 + i) + r - pad_h, v (q0 + j) + c - pad_w)
+// (the copy walks x with traversal strides u and v). Tap (r, s) then pairs dy line t with line
+// t + s / v of copy s % v: a constant shift, so one staged copy serves the taps of its residue (the
+// descriptor of B starts s / v lines into it), where an im2col copy per tap would read x S times
+// over. At a row's last pixel the shift reads at most HALO lines past it: still this row's packed
+// columns (PITCH), so a row never reads the next one's pixels. Dilation 1.
 #ifndef TILETUNE_WGMMA_TAP_WGRAD_INDEX_H
 #define TILETUNE_WGMMA_TAP_WGRAD_INDEX_H
 
@@ -23,7 +24,9 @@ namespace tt_tapr {
 struct Packing {
   int qseg;   // column segments per output row
   int qs;     // output columns per segment
-  int pitch;  // lines per packed row: qs + S - 1
+  int halo;   // lines read past a row's last pixel: (S - 1) / stride_w
+  int copies; // copies of x per filter row: min(stride_w, S), one per column residue
+  int pitch;  // lines per packed row: qs + halo
   int rows;   // output rows per K step (1 when a row is cut into segments)
   int groups; // K steps per image row band: ceil(P / rows) bands per image
   int ksteps; // K steps in all: N * groups * qseg
@@ -32,10 +35,12 @@ struct Packing {
 
 TT_CONV_FN Packing packing(const TtConvParams& p) {
   Packing k;
-  const int span = 64 - (p.s - 1);  // output columns one K step holds with a row's S - 1 halo lines
+  k.halo = (p.s - 1) / p.stride_w;
+  k.copies = p.s < p.stride_w ? p.s : p.stride_w;
+  const int span = 64 - k.halo;  // output columns one K step holds with a row's halo lines
   k.qseg = (p.q + span - 1) / span;
   k.qs = (p.q + k.qseg - 1) / k.qseg;
-  k.pitch = k.qs + p.s - 1;
+  k.pitch = k.qs + k.halo;
   k.rows = 1;
   if (k.qseg == 1) {
     k.rows = 64 / k.pitch;
@@ -59,6 +64,14 @@ TT_CONV_FN Step step(const TtConvParams& p, const Packing& k, int kt) {
   Step s = {band / k.groups, (band % k.groups) * k.rows, seg * k.qs};
   return s;
 }
+
+// Where the copy of x for filter row r and column residue c (the tap itself for SHIFT 0) starts,
+// {w, h}: the copy then walks x with traversal strides (stride_w, stride_h).
+TT_CONV_FN int x_copy_h(const TtConvParams& p, const Step& st, int r) { return p.stride_h * st.p0 + r - p.pad_h; }
+TT_CONV_FN int x_copy_w(const TtConvParams& p, const Step& st, int c) { return p.stride_w * st.q0 + c - p.pad_w; }
+// Tap s reads the copy of its column residue s % stride_w, s / stride_w lines on.
+TT_CONV_FN int tap_copy(int s, int stride_w) { return s % stride_w; }
+TT_CONV_FN int tap_shift(int s, int stride_w) { return s / stride_w; }
 
 }  // namespace tt_tapr
 

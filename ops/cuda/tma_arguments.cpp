@@ -228,9 +228,11 @@ std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode
                                                          const ConvProblem& problem) {
   if (!encode) throw Error("wgmma_tap_wgrad: cuTensorMapEncodeTiled is not available (no CUDA driver)");
   if (problem.layout != ConvLayout::NHWC || problem.direction != ConvDirection::BackwardFilter || p.groups != 1 ||
-      p.stride_h != 1 || p.stride_w != 1 || p.dil_h != 1 || p.dil_w != 1 || p.c % 8 != 0 || p.k % 8 != 0)
-    throw Error("wgmma_tap_wgrad: weight gradients of NHWC stride-1 undilated convolutions with C and K multiples of "
-                "8, groups 1 (C " + std::to_string(p.c) + ", K " + std::to_string(p.k) + ")");
+      p.stride_h < 1 || p.stride_h > 2 || p.stride_w < 1 || p.stride_w > 2 || p.dil_h != 1 || p.dil_w != 1 ||
+      p.c % 8 != 0 || p.k % 8 != 0)
+    throw Error("wgmma_tap_wgrad: weight gradients of NHWC undilated convolutions of stride 1 or 2 with C and K "
+                "multiples of 8, groups 1 (C " + std::to_string(p.c) + ", K " + std::to_string(p.k) + ", stride " +
+                std::to_string(p.stride_h) + "x" + std::to_string(p.stride_w) + ")");
   CUtensorMapDataType dt;
   switch (problem.in_type) {
     case DataType::BF16: dt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
@@ -240,12 +242,15 @@ std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode
   if (reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0 || reinterpret_cast<std::uintptr_t>(p.y) % 16 != 0)
     throw Error("wgmma_tap_wgrad: TMA needs x and dy 16-byte aligned");
   const tt_tapr::Packing k = tt_tapr::packing(p);
-  auto rows_map = [&](TtTensorMap* out, const char* what, const void* base, int ch, int w, int h, int box_w) {
+  // A box of box_w x rows elements walked with traversal strides (step_w, step_h): box dimensions
+  // of step_w box_w and step_h rows.
+  auto rows_map = [&](TtTensorMap* out, const char* what, const void* base, int ch, int w, int h, int box_w,
+                      int step_w, int step_h) {
     const cuuint64_t eb = 2;
     cuuint64_t dims[4] = {cuuint64_t(ch), cuuint64_t(w), cuuint64_t(h), cuuint64_t(p.n)};
     cuuint64_t strides[3] = {ch * eb, cuuint64_t(w) * ch * eb, cuuint64_t(h) * w * ch * eb};
-    cuuint32_t box[4] = {64, cuuint32_t(box_w), cuuint32_t(k.rows), 1};
-    cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+    cuuint32_t box[4] = {64, cuuint32_t(box_w * step_w), cuuint32_t(k.rows * step_h), 1};
+    cuuint32_t elem_strides[4] = {1, cuuint32_t(step_w), cuuint32_t(step_h), 1};
     CUtensorMap m;
     std::memset(&m, 0, sizeof m);
     const CUresult r = encode(&m, dt, 4, const_cast<void*>(base), dims, strides, box, elem_strides,
@@ -261,8 +266,8 @@ std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode
   TtConvTmaParams args;
   std::memset(&args, 0, sizeof args);
   args.c = p;
-  rows_map(&args.map_im2col, "x", p.x, p.c, p.w, p.h, k.pitch);
-  rows_map(&args.map_tiled, "dy", p.y, p.k, p.q, p.p, k.dy_box_w);
+  rows_map(&args.map_im2col, "x", p.x, p.c, p.w, p.h, k.pitch, p.stride_w, p.stride_h);
+  rows_map(&args.map_tiled, "dy", p.y, p.k, p.q, p.p, k.dy_box_w, 1, 1);
   std::vector<std::uint8_t> bytes(sizeof args);
   std::memcpy(bytes.data(), &args, sizeof args);
   return bytes;

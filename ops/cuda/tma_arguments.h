@@ -55,7 +55,8 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
 
 // Launch arguments of the "conv_rows_tma" templates (kernel_templates/wgmma_tap_wgrad.cuh): `p`
 // plus tiled maps over rows of x and dy (conv_tma_params.h), boxes by wgmma_tap_wgrad_index.h's
-// packing (a 64-channel box past C or K reads zeros). Weight gradients, NHWC, 16-bit inputs, stride 1. Throws tiletune::Error when no driver
+// packing (a 64-channel box past C or K reads zeros; x's walked with the convolution's strides).
+// Weight gradients, NHWC, 16-bit inputs, stride 1 or 2. Throws tiletune::Error when no driver
 // is loaded, the problem is outside that set, x or dy is not 16-byte aligned, or the driver rejects a map.
 std::vector<std::uint8_t> make_tma_conv_rows_arguments(const TtConvParams& p, const ConvProblem& problem);
 

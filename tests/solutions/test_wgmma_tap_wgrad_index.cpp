@@ -12,12 +12,12 @@
 
 namespace {
 
-TtConvParams tap_rows_params(int n, int h, int w, int r, int s, int pad_h, int pad_w) {
+TtConvParams tap_rows_params(int n, int h, int w, int r, int s, int pad_h, int pad_w, int u = 1, int v = 1) {
   TtConvParams p{};
   p.n = n, p.c = 64, p.k = 64, p.h = h, p.w = w, p.r = r, p.s = s;
-  p.stride_h = p.stride_w = p.dil_h = p.dil_w = p.groups = 1;
+  p.stride_h = u, p.stride_w = v, p.dil_h = p.dil_w = p.groups = 1;
   p.pad_h = pad_h, p.pad_w = pad_w;
-  p.p = h + 2 * pad_h - r + 1, p.q = w + 2 * pad_w - s + 1;
+  p.p = (h + 2 * pad_h - r) / u + 1, p.q = (w + 2 * pad_w - s) / v + 1;
   return p;
 }
 
@@ -27,16 +27,18 @@ int pixel_at(const std::vector<int>& t, int n, int h, int w, int H, int W) {
   return t[(std::size_t(n) * H + h) * W + w];
 }
 
-// A tiled TMA copy of box {box_w, rows} from (w0, h0) of image n into `lines` (the box's lines in
-// order, W fastest), zeros outside the tensor. Returns the lines written.
-int tap_rows_copy_box(std::vector<int>& lines, const std::vector<int>& t, int n, int h0, int w0, int box_w, int rows, int H,
-             int W) {
+// A tiled TMA copy of box {box_w, rows} elements from (w0, h0) of image n, walked with traversal
+// strides (step_w, step_h), into `lines` (the box's lines in order, W fastest), zeros outside the
+// tensor.
+void tap_rows_copy_box(std::vector<int>& lines, const std::vector<int>& t, int n, int h0, int w0, int box_w, int rows,
+                       int H, int W, int step_w = 1, int step_h = 1) {
   for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < box_w; ++j) lines.at(std::size_t(i * box_w + j)) = pixel_at(t, n, h0 + i, w0 + j, H, W);
-  return rows * box_w;
+    for (int j = 0; j < box_w; ++j)
+      lines.at(std::size_t(i * box_w + j)) = pixel_at(t, n, h0 + i * step_h, w0 + j * step_w, H, W);
 }
 
-// SHIFT 0 copies x once per tap, s columns on; otherwise once per filter row, read s lines on.
+// SHIFT 0 copies x once per tap, s columns on; otherwise once per filter row and column residue
+// s % v, read s / v lines on. The copies walk x with the convolution's strides.
 std::vector<long long> tap_rows_replay(const TtConvParams& p, bool copy_per_tap, const std::vector<int>& dy,
                               const std::vector<int>& x) {
   const tt_tapr::Packing k = tt_tapr::packing(p);
@@ -52,9 +54,12 @@ std::vector<long long> tap_rows_replay(const TtConvParams& p, bool copy_per_tap,
     for (int r = 0; r < p.r; ++r)
       for (int s = 0; s < p.s; ++s) {
         std::vector<int> x_lines(72, 0);  // a filter row's copy: 64 lines and those read past them
-        const int w0 = st.q0 - p.pad_w + (copy_per_tap ? s : 0);
-        tap_rows_copy_box(x_lines, x, st.n, st.p0 + r - p.pad_h, w0, k.pitch, k.rows, p.h, p.w);
-        const int shift = copy_per_tap ? 0 : s;
+        const int w0 = tt_tapr::x_copy_w(p, st, copy_per_tap ? s : tt_tapr::tap_copy(s, p.stride_w));
+        tap_rows_copy_box(x_lines, x, st.n, tt_tapr::x_copy_h(p, st, r), w0, k.pitch, k.rows, p.h, p.w, p.stride_w,
+                          p.stride_h);
+        const int shift = copy_per_tap ? 0 : tt_tapr::tap_shift(s, p.stride_w);
+        EXPECT_LT(tt_tapr::tap_copy(s, p.stride_w), k.copies);
+        EXPECT_LE(shift, k.halo);
         for (int t = 0; t < 64; ++t) dw[std::size_t(r) * p.s + s] += (long long)dy_lines[t] * x_lines.at(t + shift);
       }
   }
@@ -68,8 +73,9 @@ std::vector<long long> tap_rows_reference(const TtConvParams& p, const std::vect
       for (int oq = 0; oq < p.q; ++oq)
         for (int r = 0; r < p.r; ++r)
           for (int s = 0; s < p.s; ++s)
-            dw[std::size_t(r) * p.s + s] += (long long)pixel_at(dy, n, op, oq, p.p, p.q) *
-                                            pixel_at(x, n, op + r - p.pad_h, oq + s - p.pad_w, p.h, p.w);
+            dw[std::size_t(r) * p.s + s] +=
+                (long long)pixel_at(dy, n, op, oq, p.p, p.q) *
+                pixel_at(x, n, p.stride_h * op + r - p.pad_h, p.stride_w * oq + s - p.pad_w, p.h, p.w);
   return dw;
 }
 
@@ -77,7 +83,7 @@ TEST(WgmmaTapWgradIndex, EveryStepsCopiesAndShiftedReadsAddUpToTheWeightGradient
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> v(-9, 9);
   struct Case {
-    int n, h, w, r, s, pad_h, pad_w;
+    int n, h, w, r, s, pad_h, pad_w, u = 1, v = 1;
   };
   // ResNet's 3x3 rows (56, 28, 14, 7: one to seven rows a step), rows that just fit (62) or not
   // (63, 128: segments), no padding, 1x3 / 3x1 / 2x2 filters, a single row, 5x5 (a 60-line span).
@@ -86,16 +92,22 @@ TEST(WgmmaTapWgradIndex, EveryStepsCopiesAndShiftedReadsAddUpToTheWeightGradient
                         {2, 4, 128, 3, 3, 1, 1}, {2, 12, 12, 3, 3, 0, 0}, {2, 8, 130, 3, 3, 0, 2},
                         {2, 10, 10, 1, 3, 0, 1}, {2, 10, 10, 3, 1, 1, 0}, {2, 9, 11, 2, 2, 1, 0},
                         {1, 1, 40, 1, 3, 0, 1},  {2, 3, 3, 3, 3, 1, 1},  {2, 11, 35, 5, 5, 2, 2},
-                        {1, 4, 70, 5, 5, 0, 2}};
+                        {1, 4, 70, 5, 5, 0, 2},
+                        // stride 2: the other nets' 3x3, odd sizes, no padding, a row cut into
+                        // segments, 5x5, 1x3, and stride 2 along one dimension only
+                        {2, 56, 56, 3, 3, 1, 1, 2, 2}, {2, 11, 9, 3, 3, 1, 1, 2, 2}, {2, 12, 13, 3, 3, 0, 0, 2, 2},
+                        {1, 4, 260, 3, 3, 1, 1, 2, 2}, {2, 13, 13, 5, 5, 2, 2, 2, 2}, {2, 8, 9, 1, 3, 0, 1, 2, 2},
+                        {2, 9, 10, 3, 3, 1, 1, 1, 2},  {2, 9, 10, 3, 3, 1, 1, 2, 1}};
   for (const Case& c : cases) {
-    const TtConvParams p = tap_rows_params(c.n, c.h, c.w, c.r, c.s, c.pad_h, c.pad_w);
+    const TtConvParams p = tap_rows_params(c.n, c.h, c.w, c.r, c.s, c.pad_h, c.pad_w, c.u, c.v);
     std::vector<int> dy(std::size_t(p.n) * p.p * p.q), x(std::size_t(p.n) * p.h * p.w);
     for (int& e : dy) e = v(rng);
     for (int& e : x) e = v(rng);
     const std::vector<long long> want = tap_rows_reference(p, dy, x);
     for (bool per_tap : {true, false})
       EXPECT_EQ(tap_rows_replay(p, per_tap, dy, x), want)
-          << c.h << "x" << c.w << " " << c.r << "x" << c.s << " pad " << c.pad_h << "," << c.pad_w
+          << c.h << "x" << c.w << " " << c.r << "x" << c.s << " pad " << c.pad_h << "," << c.pad_w << " stride "
+          << c.u << "," << c.v
           << (per_tap ? " (a copy per tap)" : " (shifted reads)");
   }
 }

@@ -22,17 +22,19 @@ using namespace tiletune::testing;
 
 namespace {
 
-ConvProblem tap_rows_wgrad(DataType in, DataType out, int n, int c, int h, int w, int k, int r = 3, int s = 3, int pad = 1) {
+ConvProblem tap_rows_wgrad(DataType in, DataType out, int n, int c, int h, int w, int k, int r = 3, int s = 3, int pad = 1,
+                           int stride = 1) {
   ConvProblem p;
   p.direction = ConvDirection::BackwardFilter, p.in_type = in, p.out_type = out;
   p.n = n, p.c = c, p.h = h, p.w = w, p.k = k, p.r = r, p.s = s;
-  p.stride_h = p.stride_w = 1, p.pad_h = p.pad_w = pad, p.dil_h = p.dil_w = 1, p.groups = 1;
+  p.stride_h = p.stride_w = stride, p.pad_h = p.pad_w = pad, p.dil_h = p.dil_w = 1, p.groups = 1;
   return p;
 }
 
 // Rows of 14 (four a K step) and 7 (seven), a long row cut into segments (130 pixels: three), an
 // unpadded 3x3, a 1x3 filter, Inception's 5x5 with 48 channels (row groups, a channel tile past C),
-// K off the 64-channel tiles, several channel tiles, both input types and every output type.
+// K off the 64-channel tiles, stride 2 (two copies of x per filter row) with odd sizes, several
+// channel tiles, both input types and every output type.
 std::vector<Problem> wgmma_tap_problems() {
   return {Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 4, 64, 14, 14, 64)),
           Problem(tap_rows_wgrad(DataType::F16, DataType::F32, 6, 128, 7, 7, 64)),
@@ -40,7 +42,8 @@ std::vector<Problem> wgmma_tap_problems() {
           Problem(tap_rows_wgrad(DataType::F16, DataType::F16, 3, 64, 12, 20, 64, 3, 3, 0)),
           Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 4, 64, 9, 30, 64, 1, 3, 0)),
           Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 3, 48, 11, 11, 64, 5, 5, 2)),
-          Problem(tap_rows_wgrad(DataType::F16, DataType::F32, 2, 72, 9, 10, 40, 3, 3, 1))};
+          Problem(tap_rows_wgrad(DataType::F16, DataType::F32, 2, 72, 9, 10, 40, 3, 3, 1)),
+          Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 3, 64, 15, 13, 128, 3, 3, 1, 2))};
 }
 
 std::size_t wgmma_tap_candidates(const ConvProblem& p) {
@@ -49,7 +52,7 @@ std::size_t wgmma_tap_candidates(const ConvProblem& p) {
       .candidates.size();
 }
 
-TEST(WgmmaTapWgradSpace, TakesStride1WeightGradientsOfSmallFiltersOnly) {
+TEST(WgmmaTapWgradSpace, TakesWeightGradientsOfSmallFiltersAndStridesOnly) {
   // 5x5: one filter row a block (FR divides R and is at most 3): five row groups.
   std::set<std::int64_t> rows_per_block;
   for (const auto& c : tuner::enumerate({find_template("wgmma_tap_wgrad")},
@@ -71,7 +74,9 @@ TEST(WgmmaTapWgradSpace, TakesStride1WeightGradientsOfSmallFiltersOnly) {
   other.direction = ConvDirection::BackwardData;
   EXPECT_EQ(wgmma_tap_candidates(other), 0u);
   other = base, other.stride_h = other.stride_w = 2;
-  EXPECT_EQ(wgmma_tap_candidates(other), 0u);  // a tap's shift is a whole line only at stride 1
+  EXPECT_GT(wgmma_tap_candidates(other), 0u);  // a copy per column residue
+  other = base, other.stride_h = other.stride_w = 3;
+  EXPECT_EQ(wgmma_tap_candidates(other), 0u);
   other = base, other.r = other.s = 7, other.pad_h = other.pad_w = 3;
   EXPECT_EQ(wgmma_tap_candidates(other), 0u);  // 7 taps a row: more accumulators than registers
   other = base, other.r = other.s = 1, other.pad_h = other.pad_w = 0;
@@ -94,18 +99,19 @@ struct RowsMapSeen {
   cuuint64_t dims[4] = {};
   cuuint64_t strides[3] = {};
   cuuint32_t box[4] = {};
+  cuuint32_t elem_strides[4] = {};
   CUtensorMapSwizzle swizzle{};
 };
 std::vector<RowsMapSeen> rows_maps_seen;
 
 CUresult CUDAAPI fake_rows_encoder(CUtensorMap* map, CUtensorMapDataType, cuuint32_t rank, void* base,
                                    const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
-                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle swizzle,
+                                   const cuuint32_t* elem_strides, CUtensorMapInterleave, CUtensorMapSwizzle swizzle,
                                    CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
   if (rank != 4) return CUDA_ERROR_INVALID_VALUE;
   RowsMapSeen r;
   r.base = base, r.swizzle = swizzle;
-  for (int i = 0; i < 4; ++i) r.dims[i] = dims[i], r.box[i] = box[i];
+  for (int i = 0; i < 4; ++i) r.dims[i] = dims[i], r.box[i] = box[i], r.elem_strides[i] = elem_strides[i];
   for (int i = 0; i < 3; ++i) r.strides[i] = strides[i];
   rows_maps_seen.push_back(r);
   std::memset(map, 0xC3, sizeof *map);
@@ -145,11 +151,23 @@ TEST(WgmmaTapWgradArguments, EncodesRowMapsOfXAndDyByThePacking) {
   EXPECT_EQ(rows_maps_seen[0].box[1], 46u);
   EXPECT_EQ(rows_maps_seen[1].box[1], 44u);
   EXPECT_EQ(rows_maps_seen[1].box[2], 1u);
-  // Refused: unaligned dy, stride 2, fp32 inputs, no driver.
+  // Stride 2 (P 8, Q 7): x walked every other pixel, its box dimensions doubled; a pitch of 8 lines
+  // (Q and one of halo), eight rows a K step.
+  cp = tap_rows_wgrad(DataType::BF16, DataType::BF16, 2, 64, 15, 13, 64, 3, 3, 1, 2);
+  p = ops::conv_arguments(cp.canonical(), x, w, y);
+  rows_maps_seen.clear();
+  gpu::cuda::encode_tma_conv_rows_arguments(fake_rows_encoder, p, cp);
+  ASSERT_EQ(rows_maps_seen.size(), 2u);
+  EXPECT_EQ(rows_maps_seen[0].box[1], 2u * (7 + 1));  // Q 7 plus a line of halo, every other column
+  EXPECT_EQ(rows_maps_seen[0].box[2], 2u * 8);
+  EXPECT_EQ(rows_maps_seen[0].elem_strides[1], 2u);
+  EXPECT_EQ(rows_maps_seen[0].elem_strides[2], 2u);
+  EXPECT_EQ(rows_maps_seen[1].elem_strides[1], 1u);  // dy: every pixel
+  // Refused: unaligned dy, stride 3, fp32 inputs, no driver.
   TtConvParams off = p;
   off.y = y + 2;
   EXPECT_THROW(gpu::cuda::encode_tma_conv_rows_arguments(fake_rows_encoder, off, cp), Error);
-  off = p, off.stride_h = off.stride_w = 2;
+  off = p, off.stride_h = off.stride_w = 3;
   EXPECT_THROW(gpu::cuda::encode_tma_conv_rows_arguments(fake_rows_encoder, off, cp), Error);
   ConvProblem f32 = cp;
   f32.in_type = DataType::F32;
