@@ -14,7 +14,8 @@
 //   copies walk (tt_wgconv::im2col_of, im2col_corners), traversal strides {1, stride_w, stride_h, 1},
 //   64 channels per pixel (one 128-byte swizzle atom), min(BM, 128) pixels per copy (wgrad: 64),
 //   zero fill outside the tensor.
-// map_tiled: fwd: the filters as a K x (R*S*C) matrix (KRSC rows), dims {R*S*C, K, 1}, box {64, BN};
+// map_tiled: fwd: the filters as a K x (R*S*C) matrix (KRSC rows), dims {R*S*C, K, 1}, box {64, BN}
+//   (C not a multiple of 64: dims {C, R*S, K}, box {64, 1, BN}, so that a tap's last chunk reads zeros);
 //   dgrad: the filters as {C, R*S, K}, box {64, 1, 64}; wgrad: dy as {K, N*P*Q, 1}, box {64, 64};
 //   128-byte swizzle.
 // "conv_rows_tma" templates (wgmma_tap_wgrad.cuh) take the same struct with tiled maps over rows

@@ -89,7 +89,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   const int tiles_m = PH ? cv.stride_h * cv.stride_w * tpp : tpp, tiles_n = (N + BN - 1) / BN;
   const int tiles = tiles_m * tiles_n;
   const int total = tiles * SPLITK;
-  const int chunks = (DIR == 1 ? cv.k : cv.c) / 64;  // fwd, dgrad: K steps per filter tap
+  // fwd, dgrad: K steps per filter tap, the last one's channels past C (K) read as the copies' zero fill.
+  const int chunks = ((DIR == 1 ? cv.k : cv.c) + 63) / 64;
+  const bool whole_chunks = (DIR == 1 ? cv.k : cv.c) % 64 == 0;
   const int KT = DIR == 2 ? (cv.gemm_k + 63) / 64 : cv.r * cv.s * chunks;  // PHASE: per phase, below
   // Work unit u -> tile (mb, nb) and its K steps [kb, ke). Split-major, so that the units running
   // at once read the same K range of neighbouring tiles' operands.
@@ -156,7 +158,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
               tt_wgconv::tma_im2col_4d(a + i * BOXP * 128, &p.map_im2col, full, k.chunk * 64, box[i].w, box[i].h,
                                        box[i].n, off_w, off_h);
             if (DIR == 0) {
-              tma_load_3d(sB + s * B_STAGE, &p.map_tiled, full, kt * 64, n0, 0);
+              // The filters as K x (R*S*C) rows, or, where C is not whole chunks, as {C, R*S, K} so that
+              // a chunk past C reads zeros, not the next tap's channels (conv_tma_params.h).
+              if (whole_chunks) tma_load_3d(sB + s * B_STAGE, &p.map_tiled, full, kt * 64, n0, 0);
+              else tma_load_3d(sB + s * B_STAGE, &p.map_tiled, full, k.chunk * 64, k.r * cv.s + k.s, n0);
             } else {
               const int tap = PH ? k.r * cv.s + k.s : tt_wgconv::flipped_tap(cv, k.r, k.s);
               TT_UNROLL

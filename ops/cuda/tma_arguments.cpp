@@ -148,11 +148,11 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
   if (phases && (direction != ConvDirection::BackwardData || p.stride_h * p.stride_w == 1 || p.r < p.stride_h ||
                  p.s < p.stride_w || p.dil_h != 1 || p.dil_w != 1))
     throw Error("wgmma_conv: PHASE 1 is for strided input gradients with dilation 1 and R, S at least the stride");
-  if (p.groups != 1 || red_c % 64 != 0 || p.c % 8 != 0 || p.k % 8 != 0 || bm % 64 != 0 || bm > 256 || bn % 64 != 0 ||
+  if (p.groups != 1 || red_c % 8 != 0 || p.c % 8 != 0 || p.k % 8 != 0 || bm % 64 != 0 || bm > 256 || bn % 64 != 0 ||
       bn > 256 || (direction == ConvDirection::BackwardFilter && p.c % 64 != 0) ||
       (direction == ConvDirection::BackwardData && (p.stride_h != 1 || p.stride_w != 1) && !tt_wgconv::dgrad_scatters(p) &&
        !phases))
-    throw Error("wgmma_conv: needs groups 1, 64-channel reduction chunks, C and K multiples of 8, 64..256-row "
+    throw Error("wgmma_conv: needs groups 1, C and K multiples of 8 (C of 64 for wgrad), 64..256-row "
                 "tiles, and dgrad of stride 1 or a 1x1 without padding (C " + std::to_string(p.c) + ", K " +
                 std::to_string(p.k) + ", groups " + std::to_string(p.groups) + ", tile " + std::to_string(bm) + "x" +
                 std::to_string(bn) + ", direction " + std::to_string(dir) + "; a strided dgrad takes PHASE 1)");
@@ -193,9 +193,13 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
   }
   const std::int64_t rs = std::int64_t(p.r) * p.s;
   switch (direction) {
-    case ConvDirection::Forward:  // K rows of R*S*C contiguous elements (KRSC), box {64, BN}
-      encode_operand(encode_tiled, &args.map_tiled, "wgmma_conv filters", dt, int(eb), p.wt, rs * p.c, p.k,
-                     rs * p.c, 0, 1, 64, bn, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+    case ConvDirection::Forward:
+      if (p.c % 64 == 0)  // K rows of R*S*C contiguous elements (KRSC), box {64, BN}
+        encode_operand(encode_tiled, &args.map_tiled, "wgmma_conv filters", dt, int(eb), p.wt, rs * p.c, p.k,
+                       rs * p.c, 0, 1, 64, bn, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+      else  // {C, R*S, K}, box {64 of C, one tap, BN of K}: a tap's last chunk reads zeros past C
+        encode_operand(encode_tiled, &args.map_tiled, "wgmma_conv filters", dt, int(eb), p.wt, p.c, rs, p.c,
+                       rs * p.c, p.k, 64, 1, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, bn);
       break;
     case ConvDirection::BackwardData:  // {C, R*S, K}, box {64 of C, one tap, 64 of K}
       encode_operand(encode_tiled, &args.map_tiled, "wgmma_conv filters", dt, int(eb), p.wt, p.c, rs, p.c,

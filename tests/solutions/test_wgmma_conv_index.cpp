@@ -139,6 +139,29 @@ TEST(WgmmaConvIndex, Im2colCopiesReadTheConvolutionsElements) {
   }
 }
 
+// C not a multiple of 64 (Inception's 5x5 with 48 channels, 96): a tap's last chunk copies 64
+// channels from 64 (chunks - 1) on, and the ones past C are the copy's zero fill.
+TEST(WgmmaConvIndex, APartialChunkReadsZerosPastC) {
+  for (const WgmmaShape& sh : {WgmmaShape{2, 48, 9, 8, 64, 5, 5, 1, 1, 2, 2, 1, 1}, WgmmaShape{1, 96, 7, 9, 64, 3, 3, 2, 2, 1, 1, 1, 1}}) {
+    const TtConvParams p = wgmma_params(sh);
+    const int chunks = (p.c + 63) / 64;
+    for (int m0 = 0; m0 < p.gemm_m; m0 += 64) {
+      tt_wgconv::KStep k = {0, 0, 0};
+      for (int kt = 0; kt < p.r * p.s * chunks; ++kt) {
+        Walker at(p, 0, m0);
+        for (int j = 0; j < 64; ++j, at.next())
+          for (int ci : {0, 40, 47, 48, 63}) {
+            const int c = k.chunk * 64 + ci;
+            ASSERT_EQ(at.read(p.n, c, k.s * p.dil_w, k.r * p.dil_h), c < p.c ? x_element(p, m0 + j, c, k.r, k.s) : -1)
+                << "C " << p.c << " step " << kt << " pixel " << j << " channel " << c;
+          }
+        tt_conv::next_tile(k, chunks, p.s);
+      }
+      EXPECT_EQ(k.r, p.r);
+    }
+  }
+}
+
 // dgrad as a stride-1 convolution of dy: the copies on x's pixel grid, at flipped tap (r', s'),
 // read dy where the definition's tap (R-1-r', S-1-s') does, and the filter box of that step holds
 // wt[k][R-1-r'][S-1-s'][c] at (c, k).
@@ -316,7 +339,8 @@ std::set<std::int64_t> wgmma_phases(const ConvProblem& p) {
 TEST(WgmmaConvSpace, AdmitsNhwcWithReductionChannelsInSwizzleAtoms) {
   EXPECT_GT(wgmma_candidates(wgmma_conv(64, 64, 3, 1, 1)), 0u);
   EXPECT_GT(wgmma_candidates(wgmma_conv(256, 512, 1, 2, 0)), 0u);
-  EXPECT_EQ(wgmma_candidates(wgmma_conv(96, 64, 3, 1, 1)), 0u);    // C % 64 != 0: mma_conv's
+  EXPECT_GT(wgmma_candidates(wgmma_conv(96, 64, 3, 1, 1)), 0u);    // C % 64 != 0: the last chunk reads zeros
+  EXPECT_EQ(wgmma_candidates(wgmma_conv(20, 64, 3, 1, 1)), 0u);    // C % 8 != 0: mma_conv's
   EXPECT_EQ(wgmma_candidates(wgmma_conv(3, 64, 7, 2, 3)), 0u);     // the stem
   EXPECT_EQ(wgmma_candidates(wgmma_conv(128, 128, 3, 1, 1, 2)), 0u);  // groups
   EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 60, 3, 1, 1)), 0u);    // K % 8 != 0: no 16-byte output vectors
@@ -330,7 +354,8 @@ TEST(WgmmaConvSpace, AdmitsNhwcWithReductionChannelsInSwizzleAtoms) {
   EXPECT_EQ(wgmma_candidates(dilated), 0u);
   EXPECT_GT(wgmma_candidates(wgmma_conv(64, 64, 1, 2, 0, 1, ConvDirection::BackwardData)), 0u);  // 1x1 stride 2: scattered
   EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 64, 1, 2, 1, 1, ConvDirection::BackwardData)), 0u);  // ... but not with padding
-  EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 96, 3, 1, 1, 1, ConvDirection::BackwardData)), 0u);  // K % 64 != 0
+  EXPECT_GT(wgmma_candidates(wgmma_conv(64, 96, 3, 1, 1, 1, ConvDirection::BackwardData)), 0u);  // K % 64 != 0
+  EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 20, 3, 1, 1, 1, ConvDirection::BackwardData)), 0u);  // K % 8 != 0
   EXPECT_GT(wgmma_candidates(wgmma_conv(64, 64, 3, 2, 1, 1, ConvDirection::BackwardFilter)), 0u);
   EXPECT_EQ(wgmma_candidates(wgmma_conv(96, 64, 3, 1, 1, 1, ConvDirection::BackwardFilter)), 0u);  // C % 64 != 0
   EXPECT_EQ(wgmma_candidates(wgmma_conv(64, 64, 3, 1, 1, 1, ConvDirection::Forward, ConvLayout::NCHW)), 0u);

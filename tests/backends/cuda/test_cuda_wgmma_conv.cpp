@@ -48,7 +48,7 @@ ConvProblem wgmma_conv(DataType in, DataType out, int n, int c, int h, int w, in
 // channel chunks per tap, GEMM sizes not multiples of the tile, every output type. The gradients:
 // dgrad's flipped, transposed filters and its padding dil (R - 1) - pad, C off the 64-column boxes;
 // wgrad's reduction over N*P*Q ending inside a 64-pixel step, stride 2, K not a multiple of BM;
-// strided dgrads by their stride phases (PHASE 1).
+// strided dgrads by their stride phases (PHASE 1); reductions over C (K) not multiples of 64.
 std::vector<Problem> wgmma_problems() {
   using D = DataType;
   constexpr ConvDirection DG = ConvDirection::BackwardData, WG = ConvDirection::BackwardFilter;
@@ -70,6 +70,8 @@ std::vector<Problem> wgmma_problems() {
       wgmma_conv(D::F16, D::F32, 2, 128, 10, 9, 64, 1, 1, 3, 2, 0, 0, 1, 1, DG),       // scattered, anisotropic stride
       wgmma_conv(D::BF16, D::BF16, 2, 64, 11, 9, 128, 3, 3, 2, 2, 1, 1, 1, 1, DG),     // dgrad 3x3 stride 2 by phases, odd H, W
       wgmma_conv(D::F16, D::F32, 3, 72, 12, 10, 64, 3, 3, 2, 2, 0, 0, 1, 1, DG),       // phases without padding, C = 72
+      wgmma_conv(D::BF16, D::BF16, 2, 48, 9, 8, 64, 5, 5, 1, 1, 2, 2),                 // 5x5, C = 48: a partial chunk
+      wgmma_conv(D::F16, D::F32, 2, 64, 9, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, DG),         // dgrad, K = 40
   };
 }
 
@@ -261,15 +263,26 @@ TEST(WgmmaConvArguments, EncodesTheIm2colAndFilterMapsFromTheProblem) {
   EXPECT_EQ(b.box[1], 128u);
   EXPECT_EQ(b.swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
 
+  // C = 96: the filters as {C, R*S, K} boxes of one tap, so that a tap's second chunk reads zeros
+  // past C instead of the next tap's channels.
+  TtConvParams c96 = p;
+  c96.c = 96;
+  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, c96, ConvDirection::Forward, DataType::F16, 256, 128);
+  EXPECT_EQ(tiled_seen.dims[0], 96u);
+  EXPECT_EQ(tiled_seen.dims[1], 3u * 5);
+  EXPECT_EQ(tiled_seen.dims[2], 72u);
+  EXPECT_EQ(tiled_seen.box[0], 64u);
+  EXPECT_EQ(tiled_seen.box[1], 1u);
+  EXPECT_EQ(tiled_seen.box[2], 128u);
   // A 64-row tile copies 64 pixels at a time.
   gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::Forward, DataType::F16, 64, 64);
   EXPECT_EQ(im2col_seen.pixels, 64u);
-  // Refused: unaligned x, channels off 128-byte atoms, fp32 inputs.
+  // Refused: unaligned x, channels off 16-byte rows, fp32 inputs.
   TtConvParams off = p;
   off.x = x + 2;
   EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, off, ConvDirection::Forward, DataType::F16, 128, 128), Error);
   off = p;
-  off.c = 96;
+  off.c = 20;
   EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, off, ConvDirection::Forward, DataType::F16, 128, 128), Error);
   EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::Forward, DataType::F32, 128, 128), Error);
   EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(nullptr, fake_tiled_wgmma, p, ConvDirection::Forward, DataType::F16, 128, 128), Error);
