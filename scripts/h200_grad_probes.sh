@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # On the H200: the first measurement of the gradient kernels built without a GPU (2026-12-05):
-# wgmma_tap_wgrad (stride-1 weight gradients, x's rows shared by a filter row's taps) and wgmma_conv
-# PHASE 1 (strided input gradients by stride phases). Two calls, each under ten minutes:
+# wgmma_tap_wgrad (weight gradients, x's rows shared by a filter row's taps), wgmma_conv PHASE 1
+# (strided input gradients by stride phases) and wgmma_conv on C not a multiple of 64. Two calls,
+# each under ten minutes:
 #   tests:  their GPU tests (samples validated twice against the fp64 reference, workspaces left
 #           zeroed), then the same samples under compute-sanitizer memcheck and racecheck;
 #   probes: configs/probes/h200_tap_wgrad_wgmma_probe.json (exhaustive: which SHIFT validates,
-#           which wins) and h200_phase_dgrad_probe.json tuned without the vendor, then their winners
-#           timed against cuDNN through PyTorch (vs_torch.py: the probed layers of ResNet-50 and of
-#           the other nets).
+#           which wins) and h200_wgmma_conv_phases_chunks_probe.json tuned without the vendor, then
+#           their winners timed against cuDNN through PyTorch (vs_torch.py: the probed layers of
+#           ResNet-50 and of the other nets).
 # Usage: scripts/h200_grad_probes.sh tests|probes BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 #   TESTS_BINARY: a tests_backends_cuda built with CUDA on.
 set -uo pipefail
@@ -26,9 +27,9 @@ if [ "$MODE" = tests ]; then
   done
   exit 0
 fi
-for probe in tap_wgrad_wgmma phase_dgrad; do
+for probe in tap_wgrad_wgmma wgmma_conv_phases_chunks; do
   limit=220
-  [ "$probe" = phase_dgrad ] && limit=130
+  [ "$probe" = wgmma_conv_phases_chunks ] && limit=130
   start=$(date +%s)
   timeout "$limit" "$B/tiletune" tune "configs/probes/h200_${probe}_probe.json" --backend cuda --no-vendor \
     --db "$OUT/$probe.db" > "$OUT/$probe.log" 2>&1
@@ -36,13 +37,13 @@ for probe in tap_wgrad_wgmma phase_dgrad; do
   grep -E '^summary|failed by reason' "$OUT/$probe.log"
 done
 # The probed layers only (all three directions of each; the ones not tuned here run on the vendor
-# rung), the phase probe's database as the user database for the strided layer.
+# rung), the wgmma_conv probe's database as the user database.
 for set in shipped untuned; do
   names=l1_3x3_64,l2_3x3_128,l3_3x3_256,l4_3x3_512
   [ "$set" = untuned ] && names=vgg_3x3_256,unet_3x3_64,5x5_48,stride2_3x3_128
   PYTHONUNBUFFERED=1 timeout 100 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" \
-    --db "$OUT/tap_wgrad_wgmma.db" --user-db "$OUT/phase_dgrad.db" --set "$set" --only conv --names "$names" \
+    --db "$OUT/tap_wgrad_wgmma.db" --user-db "$OUT/wgmma_conv_phases_chunks.db" --set "$set" --only conv --names "$names" \
     --conv-dtype bf16 --rounds 2 --out "$OUT/vs_torch_$set.md" --label "$LABEL" > "$OUT/vs_torch_$set.log" 2>&1
-  echo "vs_torch $set exit $?"; grep -E '^\| conv (wgrad|dgrad) \|' "$OUT/vs_torch_$set.md"
+  echo "vs_torch $set exit $?"; grep -E '^\| conv ' "$OUT/vs_torch_$set.md"
 done
 rm -f "$OUT"/*.db-wal "$OUT"/*.db-shm
