@@ -28,8 +28,8 @@ if [ "$MODE" = tests ]; then
   exit 0
 fi
 for probe in tap_wgrad_wgmma wgmma_conv_phases_chunks; do
-  limit=220
-  [ "$probe" = wgmma_conv_phases_chunks ] && limit=130
+  limit=200
+  [ "$probe" = wgmma_conv_phases_chunks ] && limit=170
   start=$(date +%s)
   timeout "$limit" "$B/tiletune" tune "configs/probes/h200_${probe}_probe.json" --backend cuda --no-vendor \
     --db "$OUT/$probe.db" > "$OUT/$probe.log" 2>&1
@@ -41,7 +41,7 @@ done
 for set in shipped untuned; do
   names=l1_3x3_64,l2_3x3_128,l3_3x3_256,l4_3x3_512
   [ "$set" = untuned ] && names=vgg_3x3_256,unet_3x3_64,5x5_48,stride2_3x3_128
-  PYTHONUNBUFFERED=1 timeout 100 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" \
+  PYTHONUNBUFFERED=1 timeout 90 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" \
     --db "$OUT/tap_wgrad_wgmma.db" --user-db "$OUT/wgmma_conv_phases_chunks.db" --set "$set" --only conv --names "$names" \
     --conv-dtype bf16 --rounds 2 --out "$OUT/vs_torch_$set.md" --label "$LABEL" > "$OUT/vs_torch_$set.log" 2>&1
   echo "vs_torch $set exit $?"; grep -E '^\| conv ' "$OUT/vs_torch_$set.md"
