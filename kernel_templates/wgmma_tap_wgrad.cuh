@@ -20,14 +20,16 @@
 // field 0 (1) or the start's 128-byte row within the swizzle pattern (2), for the wgmma
 // descriptor's rule on starts inside a 1024-byte pattern.
 //
-// Split-K (SPLITK > 1): the K steps are cut into SPLITK ranges, one block per (tile, range), all
-// resident at once (the constraints keep TILES * SPLITK within the multiprocessors, one block each).
-// Every block stores its fp32 partial in its workspace slot (dw's order), waits until all ranges
+// Split-K (SPLITK > 1): the K steps are cut into SPLITK ranges, one block per (tile, range), which
+// normally run at once (the constraints keep TILES * SPLITK within the multiprocessors). Every
+// block stores its fp32 partial in its workspace slot (dw's order), waits briefly until all ranges
 // of its tile have, then sums a 1 / SPLITK slice of the tile over the ranges in range order and
 // writes it: the reduction is spread over the tile's blocks and its result does not depend on
-// timing. Workspace: int arrived[TILES], done[TILES] (padded to 256 bytes), then float
-// slots[TILES][SPLITK][64 * FR*S*64]; zeroed when allocated and left zeroed, as splitk_reduce.h's
-// (the slices' readers zero them, the last block the counters).
+// timing. A block that cannot see the others arrive (multiprocessors held by another kernel)
+// leaves its slice to the last range to arrive, so nothing waits on a block that cannot start.
+// Workspace: per tile int {arrived, exited, claims[SPLITK]} (all tiles', padded to 256 bytes), then
+// float slots[TILES][SPLITK][64 * FR*S*64]; zeroed when allocated and left zeroed, as
+// splitk_reduce.h's (a slice's claimer zeroes it, the last block to leave the counters).
 #include "conv_tma_params.h"
 #include "splitk_reduce.h"
 #include "wgmma_common.h"
@@ -125,7 +127,8 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     // ------------------------------------------------------------------ producer
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    // One consumer (256 threads) starts with all the registers it can use; more move them over.
+    if (R > 1) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x == 0) {
       prefetch_map(&p.map_im2col);
       prefetch_map(&p.map_tiled);
@@ -155,7 +158,7 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
     }
   } else {
     // ------------------------------------------------------------------ consumers
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R == 3 ? 152 : 232));  // 64K registers in all
+    if (R > 1) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R == 3 ? 152 : 232));  // 64K in all
     const int r = wg - 1;
     const int tid = threadIdx.x - 128 * wg;
     const int warp = tid / 32, lane = tid % 32;
@@ -235,9 +238,10 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
       }
       // Split-K: this range's partial into its slot, in dw's order within the tile: element
       // (row, tap, column) at (row * TAPS + tap) * 64 + column.
-      const long long cnt_bytes = ((long long)tiles * 8 + 255) / 256 * 256;
-      int* arrived = static_cast<int*>(cv.workspace) + tile;
-      int* done = static_cast<int*>(cv.workspace) + tiles + tile;
+      const long long cnt_bytes = ((long long)tiles * (2 + SPLITK) * 4 + 255) / 256 * 256;
+      int* const arrived = static_cast<int*>(cv.workspace) + (long long)tile * (2 + SPLITK);
+      int* const exited = arrived + 1;
+      int* const claims = arrived + 2;  // one per slice: who reduces it
       float* slots = reinterpret_cast<float*>(static_cast<char*>(cv.workspace) + cnt_bytes) +
                      (long long)tile * SPLITK * TILE;
       float* mine = slots + (long long)split * TILE;
@@ -253,47 +257,70 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
       }
       __threadfence();
       named_sync(1, 128 * R);
+      // Wait (a millisecond or so) until every range has stored its partial. The ranges normally run
+      // at once (grid = tiles x SPLITK <= the multiprocessors) and finish together; where another
+      // kernel holds multiprocessors, a block that waits in vain leaves its slice to the last range
+      // to arrive, which sweeps every slice nobody claimed: no block waits on one that cannot start.
+      // won[j]: this block claimed slice j (its own if it saw every range arrive; and, the last to
+      // arrive, once its own is done, every slice no other block has claimed by then).
+      __shared__ int won[SPLITK > 1 ? SPLITK : 1];
+      __shared__ int last_block;
+      for (int j = threadIdx.x - 128; j < SPLITK; j += 128 * R) won[j] = 0;
+      named_sync(1, 128 * R);
       if (threadIdx.x == 128) {
-        atomicAdd(arrived, 1);
-        // All ranges are resident (launch and constraints), so they arrive within the main loop's
-        // time; a wait that outlasts seconds means they are not (a device shared beyond what the
-        // launch assumed): fail the launch rather than hang the stream.
-        for (long long spins = 0; tt_tapr::load_volatile(arrived) < SPLITK; ++spins) {
-          if (spins > (1ll << 26)) __trap();
+        const bool last = atomicAdd(arrived, 1) == SPLITK - 1;
+        bool all = last;
+        for (int spins = 0; !all && spins < 16384; ++spins) {
           __nanosleep(64);
+          all = tt_tapr::load_volatile(arrived) == SPLITK;
         }
-        __threadfence();
+        if (all) won[split] = atomicCAS(claims + split, 0, 1) == 0;
+        last_block = last;
       }
       named_sync(1, 128 * R);
-      // This range's slice of the tile, summed over the ranges in order, 4 elements at a time.
+      __threadfence();  // the partials stored before the arrivals seen are read after this
       const int per = TILE / 4 / SPLITK + 1;
-      const int b4 = split * per, e4 = min(TILE / 4, b4 + per);
-      for (int i = b4 + (threadIdx.x - 128); i < e4; i += 128 * R) {
-        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int sp = 0; sp < SPLITK; ++sp) {  // this block alone reads the slice: it zeroes it too
-          float4* slot = reinterpret_cast<float4*>(slots + (long long)sp * TILE) + i;
-          const float4 v = __ldcg(slot);
-          __stcg(slot, make_float4(0.f, 0.f, 0.f, 0.f));
-          sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+      // Slices in order: this block's own (pass 0), then those the last block swept (pass 1), each
+      // summed over the ranges in range order (deterministic) by the one block that claimed it.
+      for (int pass = 0; pass < 1 + last_block; ++pass) {
+        if (pass == 1) {
+          for (int j = threadIdx.x - 128; j < SPLITK; j += 128 * R)
+            if (j != split) won[j] = atomicCAS(claims + j, 0, 1) == 0;
+          named_sync(1, 128 * R);
         }
-        const int e = 4 * i, row = e / (TAPS * 64), tap = (e / 64) % TAPS, col = e % 64;
-        if (row >= rows_in || col >= cols_in) continue;  // C % 8 == 0: four columns all in or all out
-        TC* d = dw + (long long)(k0 + row) * ldw + (long long)(w.r0 * S + tap) * cv.c + c0 + col;
-        if (pair_ok) {
-          tt_tapr::Pair<TC>::store(d, sum.x, sum.y);
-          tt_tapr::Pair<TC>::store(d + 2, sum.z, sum.w);
-        } else {
-          d[0] = tt_from_float<TC>(sum.x); d[1] = tt_from_float<TC>(sum.y);
-          d[2] = tt_from_float<TC>(sum.z); d[3] = tt_from_float<TC>(sum.w);
+        for (int slice = 0; slice < SPLITK; ++slice) {
+          if ((pass == 0) != (slice == split) || !won[slice]) continue;
+          const int b4 = slice * per, e4 = min(TILE / 4, b4 + per);
+          for (int i = b4 + (threadIdx.x - 128); i < e4; i += 128 * R) {
+            float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+            for (int sp = 0; sp < SPLITK; ++sp) {  // the claimer alone reads the slice: it zeroes it too
+              float4* slot = reinterpret_cast<float4*>(slots + (long long)sp * TILE) + i;
+              const float4 v = __ldcg(slot);
+              __stcg(slot, make_float4(0.f, 0.f, 0.f, 0.f));
+              sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+            }
+            const int e = 4 * i, row = e / (TAPS * 64), tap = (e / 64) % TAPS, col = e % 64;
+            if (row >= rows_in || col >= cols_in) continue;  // C % 8 == 0: four columns all in or all out
+            TC* d = dw + (long long)(k0 + row) * ldw + (long long)(w.r0 * S + tap) * cv.c + c0 + col;
+            if (pair_ok) {
+              tt_tapr::Pair<TC>::store(d, sum.x, sum.y);
+              tt_tapr::Pair<TC>::store(d + 2, sum.z, sum.w);
+            } else {
+              d[0] = tt_from_float<TC>(sum.x); d[1] = tt_from_float<TC>(sum.y);
+              d[2] = tt_from_float<TC>(sum.z); d[3] = tt_from_float<TC>(sum.w);
+            }
+          }
         }
       }
-      // Every range of the tile has passed its wait once all have counted themselves done: the
-      // last one zeroes both counters for the next launch.
+      // The last range to leave zeroes the tile's counters for the next launch: no block of this
+      // one reads them after it has left.
       named_sync(1, 128 * R);
-      if (threadIdx.x == 128 && atomicAdd(done, 1) == SPLITK - 1) {
-        *arrived = 0;
-        *done = 0;
+      if (threadIdx.x == 128) {
         __threadfence();
+        if (atomicAdd(exited, 1) == SPLITK - 1) {
+          for (int i = 0; i < 2 + SPLITK; ++i) arrived[i] = 0;
+          __threadfence();
+        }
       }
     }
   }
