@@ -145,7 +145,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           tt_wgconv::BoxStart box[BOXES];
           TT_UNROLL
           for (int i = 0; i < BOXES; ++i) box[i] = tt_wgconv::box_start(view, mp + i * BOXP);
-          tt_wgconv::KStep k = PH ? tt_conv::phase_taps_of_tile(kb, chunks, x) : tt_conv::taps_of_tile(kb, chunks, cv.s);
+          tt_wgconv::KStep k =
+              PH ? tt_conv::phase_taps_of_tile(kb, chunks, x) : tt_conv::taps_of_tile(kb, chunks, cv.s);
           for (int kt = kb; kt < ke; ++kt) {
             const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
             mbar_wait(empty, ph ^ 1);

@@ -14,9 +14,10 @@
 //          the filters are a tiled K x (R*S*C) matrix (K-major B).
 //   dgrad: stride 1 (a strided one by its phases: the end of this file); dx is the stride-1
 //          convolution of dy with the filters flipped in R and S and transposed (C outputs, K
-//          inputs), padding dil (R - 1) - pad: rows = x's pixels (H x W grid), reads dy; reduction (r', s', 64 channels of K). Filter tap (r', s') of the
-//          flipped filters is tap (R-1-r', S-1-s') of wt, whose [K][C] slice is C-contiguous, so B
-//          comes as MN-major boxes of 64 channels of C x 64 of K.
+//          inputs), padding dil (R - 1) - pad: rows = x's pixels (H x W grid), reads dy;
+//          reduction (r', s', 64 channels of K). Filter tap (r', s') of the flipped filters is
+//          tap (R-1-r', S-1-s') of wt, whose [K][C] slice is C-contiguous, so B comes as MN-major
+//          boxes of 64 channels of C x 64 of K.
 //   dgrad, 1x1 with stride s and no padding: dx is zero but at pixels (s p, s q), where it is the
 //          1x1 stride-1 dgrad of dy: rows = dy's pixels (P x Q grid), and the epilogue scatters
 //          row (n, p, q) to dx pixel (n, s p, s q) and writes zeros over the rest of its s x s

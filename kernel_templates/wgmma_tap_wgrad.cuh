@@ -1,7 +1,7 @@
 // Hopper (sm_90a) weight gradient of filters up to 5 wide (3x3 above all), stride 1 or 2, on
-// wgmma, x's rows staged once per K step for all the taps of a filter row (of a column residue). NHWC x and dy, KRSC dw, bf16 / fp16
-// in, fp32 accumulation, dw in bf16, fp16 or fp32; C and K multiples of 8 (a tile's channels past
-// them are the copies' zero fill, never stored), groups 1.
+// wgmma, x's rows staged once per K step for all the taps of a filter row (of a column residue).
+// NHWC x and dy, KRSC dw, bf16 / fp16 in, fp32 accumulation, dw in bf16, fp16 or fp32; C and K
+// multiples of 8 (a tile's channels past them are the copies' zero fill, never stored), groups 1.
 //
 // Why a template of its own: wgmma_conv's weight gradient gathers one im2col copy of x per tap, S
 // copies of nearly the same pixels for each filter row, and its 64-row dy tile (K = 64 in ResNet's

@@ -142,7 +142,8 @@ TEST(WgmmaConvIndex, Im2colCopiesReadTheConvolutionsElements) {
 // C not a multiple of 64 (Inception's 5x5 with 48 channels, 96): a tap's last chunk copies 64
 // channels from 64 (chunks - 1) on, and the ones past C are the copy's zero fill.
 TEST(WgmmaConvIndex, APartialChunkReadsZerosPastC) {
-  for (const WgmmaShape& sh : {WgmmaShape{2, 48, 9, 8, 64, 5, 5, 1, 1, 2, 2, 1, 1}, WgmmaShape{1, 96, 7, 9, 64, 3, 3, 2, 2, 1, 1, 1, 1}}) {
+  for (const WgmmaShape& sh :
+       {WgmmaShape{2, 48, 9, 8, 64, 5, 5, 1, 1, 2, 2, 1, 1}, WgmmaShape{1, 96, 7, 9, 64, 3, 3, 2, 2, 1, 1, 1, 1}}) {
     const TtConvParams p = wgmma_params(sh);
     const int chunks = (p.c + 63) / 64;
     for (int m0 = 0; m0 < p.gemm_m; m0 += 64) {
