@@ -96,7 +96,7 @@ TEST(TapWgradCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = tap_problems();
-  const auto cands = conv_sample("tap_wgrad", ps, dev, 3);
+  const auto cands = conv_sample("tap_wgrad", ps, dev, 2);
   ASSERT_FALSE(cands.empty());
   const auto values = expect_no_spills(*compiler, cands, ps, dev);
   EXPECT_GT(values.at("SPLIT").size(), 1u);
