@@ -30,14 +30,16 @@ configure() {
 # Unity builds (a library's files compiled in batches, pyproject.toml's too): the headers each file
 # parses (nlohmann-json, CLI11, the standard library) and their templates' code once per batch.
 configure build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DTILETUNE_TEST_COMPILE_CACHE="$TILETUNE_COMPILE_CACHE"
-# The fuzzers run twice (here and under the sanitizers below): 5 s per target each time.
-export TILETUNE_FUZZ_SECONDS=${TILETUNE_FUZZ_SECONDS:-5}
+# The fuzzers run twice: 2 s per target here, 5 s under the sanitizers below, where what they
+# find shows (TILETUNE_FUZZ_SECONDS sets both).
+fuzz_seconds=${TILETUNE_FUZZ_SECONDS:-}
+export TILETUNE_FUZZ_SECONDS=${fuzz_seconds:-2}
 cmake --build build -j"$(nproc)"
 (cd build && ctest --output-on-failure -j"$(nproc)" "$@")
 scripts/test_install.sh build  # the installed package from C, C++, pkg-config and add_subdirectory
-# The Python package with PyTorch on the CPU (TILETUNE_SKIP_PYTHON=1 skips it).
-[ "${TILETUNE_SKIP_PYTHON:-0}" = 1 ] || scripts/test_python.sh
-[ "${TILETUNE_SKIP_SANITIZE:-0}" = 1 ] && exit 0
+sanitize=1
+[ "${TILETUNE_SKIP_SANITIZE:-0}" = 1 ] && sanitize=0
+if [ "$sanitize" = 1 ]; then
 # The tests marked SANITIZE in tests/CMakeLists.txt (input-facing ones and the fuzzers), again.
 # Line tables (-g1) are what the sanitizers' reports need. Clang 22 (install-deps.sh's optional
 # clang-22, the offline AMD compiler) at -O0 builds this folder in a quarter of the CPU time of g++
@@ -53,10 +55,23 @@ fi
 asan_build=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG")
 [[ "$asan_cxx" == *clang++-22 ]] && asan_build=(-DCMAKE_CXX_COMPILER="$asan_cxx" -DCMAKE_BUILD_TYPE=Debug
   -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1 -DNDEBUG -Wno-deprecated-declarations")
-configure build-asan -DCMAKE_UNITY_BUILD=ON "${asan_build[@]}" \
-  -DTILETUNE_SANITIZE=ON -DTILETUNE_CUDA=OFF -DTILETUNE_HIP=OFF -DTILETUNE_BENCHMARKS=OFF -DTILETUNE_EXAMPLES=OFF \
-  -DTILETUNE_MPI=OFF -DTILETUNE_TESTS_SANITIZED_ONLY=ON
-cmake --build build-asan -j"$(nproc)" --target tiletune tiletune_tests
+# It compiles while the Python package is built and tested below (pytest keeps about one core busy),
+# its output in build/asan-build.log, shown if it fails.
+(
+  configure build-asan -DCMAKE_UNITY_BUILD=ON "${asan_build[@]}" \
+    -DTILETUNE_SANITIZE=ON -DTILETUNE_CUDA=OFF -DTILETUNE_HIP=OFF -DTILETUNE_BENCHMARKS=OFF -DTILETUNE_EXAMPLES=OFF \
+    -DTILETUNE_MPI=OFF -DTILETUNE_TESTS_SANITIZED_ONLY=ON
+  cmake --build build-asan -j"$(nproc)" --target tiletune tiletune_tests
+) > build/asan-build.log 2>&1 &
+asan_pid=$!
+trap 'kill "$asan_pid" 2>/dev/null || true' EXIT
+fi
+# The Python package with PyTorch on the CPU (TILETUNE_SKIP_PYTHON=1 skips it).
+[ "${TILETUNE_SKIP_PYTHON:-0}" = 1 ] || scripts/test_python.sh
+[ "$sanitize" = 1 ] || exit 0
+wait "$asan_pid" || { tail -50 build/asan-build.log; echo "build-asan/ failed to build (build/asan-build.log)"; exit 1; }
+trap - EXIT
+export TILETUNE_FUZZ_SECONDS=${fuzz_seconds:-5}
 # Leaks are not failures here; the crash tests expect their workers' signals (handle_segv=0).
 export ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0:handle_sigill=0:handle_abort=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
