@@ -93,17 +93,15 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
   constexpr u32 DY_BYTES = 64 * 128;                         // 64 lines of 64 channels of K
   constexpr int COPIES = S < SW ? S : SW;                      // copies of x per filter row
   constexpr u32 XR_BYTES = SHIFT == 0 ? 64 * 128 : 72 * 128;  // a copy: 64 lines (+ the halo read past)
-  constexpr int XCOPIES = SHIFT == 0 ? TAPS : R * COPIES;
-  constexpr u32 STAGE = DY_BYTES + XCOPIES * XR_BYTES;
+  constexpr int ROW_COPIES = SHIFT == 0 ? S : COPIES;         // x copies per filter row in a stage
+  constexpr int XCOPIES = R * ROW_COPIES;
   constexpr int TILE = 64 * TAPS * 64;  // fp32 elements of a block's share of dw (its row group's taps)
   typedef TtWgmma<64, IsBf16<TA>::value, 1, 1> Mma;
 
+  // The ring of wgmma_common.h: A stages hold dy, B stages the x copies; no epilogue staging.
+  typedef Ring<STAGES, DY_BYTES, XCOPIES * XR_BYTES> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const u32 raw = smem_addr(smem_raw);
-  const u32 pad = ((raw + 1023u) & ~1023u) - raw;
-  unsigned char* ring_mem = smem_raw + pad;
-  const u32 ring = raw + pad;
-  const u32 bars = ring + STAGES * STAGE;
+  const RingT ring(smem_raw, 0);
 
   const TtConvParams& cv = p.c;
   const tt_tapr::Packing pk = tt_tapr::packing(cv);
@@ -112,16 +110,12 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
 
   // Lines no copy writes (a row's halo, past the last packed row, the lines read past a copy) hold
   // zeros for good: dy's zeros meet whatever x holds there and x's must be finite (0 * NaN).
-  for (u32 i = threadIdx.x; i < STAGES * STAGE / 16; i += blockDim.x)
-    reinterpret_cast<uint4*>(ring_mem)[i] = make_uint4(0u, 0u, 0u, 0u);
+  // (the stages end where the ring's empty staging area starts)
+  uint4* const stages = reinterpret_cast<uint4*>(ring.staging) - STAGES * (RingT::A_BYTES + RingT::B_BYTES) / 16;
+  for (u32 i = threadIdx.x; i < STAGES * (RingT::A_BYTES + RingT::B_BYTES) / 16; i += blockDim.x)
+    stages[i] = make_uint4(0u, 0u, 0u, 0u);
   fence_async_smem();
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bars + 8 * s, 1);
-      mbar_init(bars + 8 * (STAGES + s), R * 4);  // one arrival per consuming warp
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
+  if (threadIdx.x == 0) ring.init(1, R * 4);  // empty: one arrival per consuming warp
   __syncthreads();
 
   const int wg = threadIdx.x / 128;
@@ -139,20 +133,19 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
         const tt_tapr::Unit w = tt_tapr::unit<SPLITK, R>(u, tiles, tiles_c, groups, pk.ksteps);
         const int c0 = w.c0;
         for (int kt = w.kb; kt < w.ke; ++kt) {
-          const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
-          mbar_wait(empty, ph ^ 1);
+          const u32 full = ring.full(s);
+          mbar_wait(ring.empty(s), ph ^ 1);
           mbar_arrive_expect_tx(full, bytes);
           const tt_tapr::Step st = tt_tapr::step(cv, pk, kt);
-          const u32 base = ring + s * STAGE;
-          tt_tapr::tma_load_4d(base, &p.map_tiled, full, w.k0, st.q0, st.p0, st.n);
+          tt_tapr::tma_load_4d(ring.a(s), &p.map_tiled, full, w.k0, st.q0, st.p0, st.n);
           TT_UNROLL
           for (int r = 0; r < R; ++r) {
             TT_UNROLL
-            for (int t = 0; t < (SHIFT == 0 ? S : COPIES); ++t)  // a tap's own copy, or a residue's
-              tt_tapr::tma_load_4d(base + DY_BYTES + (r * (SHIFT == 0 ? S : COPIES) + t) * XR_BYTES, &p.map_im2col,
-                                   full, c0, tt_tapr::x_copy_w(cv, st, t), tt_tapr::x_copy_h(cv, st, w.r0 + r), st.n);
+            for (int t = 0; t < ROW_COPIES; ++t)  // a tap's own copy, or a residue's
+              tt_tapr::tma_load_4d(ring.b(s) + (r * ROW_COPIES + t) * XR_BYTES, &p.map_im2col, full, c0,
+                                   tt_tapr::x_copy_w(cv, st, t), tt_tapr::x_copy_h(cv, st, w.r0 + r), st.n);
           }
-          if (++s == STAGES) { s = 0; ph ^= 1; }
+          RingT::advance(s, ph);
         }
       }
     }
@@ -167,8 +160,8 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
     const bool pair_ok = (unsigned long long)dw % (2 * sizeof(TC)) == 0;
     // MN-major operands, one 128-byte line per pixel in 8-line swizzle atoms (SBO 1024): a k16 step
     // is 16 lines, 2048 bytes.
-    const u32 xr0 = __shfl_sync(0xffffffffu, ring + DY_BYTES + (u32)r * (SHIFT == 0 ? S : COPIES) * XR_BYTES, 0);
-    const u64 da0 = desc(ring, 64 * 128, 1024);
+    const u32 xr0 = __shfl_sync(0xffffffffu, ring.b(0) + (u32)r * ROW_COPIES * XR_BYTES, 0);
+    const u64 da0 = desc(ring.a(0), 64 * 128, 1024);
     u64 db0[S];
     TT_UNROLL
     for (int t = 0; t < S; ++t) {
@@ -188,28 +181,25 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
       const int rows_in = min(64, cv.k - k0), cols_in = min(64, cv.c - c0);  // the rest: zero fill
       int prev = -1;
       for (int kt = kb; kt < ke; ++kt) {
-        mbar_wait(bars + 8 * s, ph);
-        const u64 da = da0 + (u64)((u32)s * (STAGE >> 4));
+        mbar_wait(ring.full(s), ph);
+        const u64 da = da0 + (u64)((u32)s * (RingT::A_BYTES >> 4));
         wg_fence();
         TT_UNROLL
         for (int kk = 0; kk < 4; ++kk) {
           TT_UNROLL
           for (int t = 0; t < S; ++t)
-            Mma::mma(acc[t], da + kk * (2048 / 16), db0[t] + (u64)((u32)s * (STAGE >> 4)) + kk * (2048 / 16),
+            Mma::mma(acc[t], da + kk * (2048 / 16), db0[t] + (u64)((u32)s * (RingT::B_BYTES >> 4)) + kk * (2048 / 16),
                      (kt > kb || kk > 0) ? 1 : 0);
         }
         wg_commit();
         if (prev >= 0) {
           wg_wait<1>();
-          if (lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
+          ring.release(prev, lane);
         }
         prev = s;
-        if (++s == STAGES) { s = 0; ph ^= 1; }
+        RingT::advance(s, ph);
       }
-      wg_wait<0>();
-      TT_UNROLL
-      for (int t = 0; t < S; ++t) fence_regs<32>(acc[t]);
-      if (prev >= 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + prev));
+      finish_k_tiles<true>(ring, acc, prev, lane);  // acc[t]: tap t's m64n64 accumulators
 
       // Fragment (t, j): rows warp * 16 + lane / 4 (+ 8), columns 8 (j / 4) + 2 (lane % 4) (+ 1).
       const int row0 = warp * 16 + (lane >> 2), col0 = 2 * (lane & 3);

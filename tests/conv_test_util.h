@@ -16,6 +16,7 @@
 #include "gpu/backend.h"
 #include "solutions/kernel_template.h"
 #include "ops/conv/inputs.h"
+#include "tests/test_util.h"
 #include "tuner/enumerator.h"
 
 namespace tiletune::testing {
@@ -119,13 +120,9 @@ inline void validate_conv_candidate(gpu::Device& dev, const tuner::Candidate& c,
     EXPECT_TRUE(v.ok) << c.solution.kernel_name() << " on " << p.key() << " (run " << run << "): " << v.reason;
   }
   // Every template's contract: the workspace is left as zeroed as it came (the runtime shares it).
-  if (workspace.get()) {
-    std::vector<std::uint8_t> back(std::size_t(launch.workspace_bytes()));
-    dev.copy_to_host(back.data(), workspace.get(), back.size());
-    const auto dirty = std::find_if(back.begin(), back.end(), [](std::uint8_t b) { return b != 0; });
-    EXPECT_TRUE(dirty == back.end()) << c.solution.kernel_name() << " on " << p.key()
-                                     << " left its workspace non-zero at byte " << (dirty - back.begin());
-  }
+  if (workspace.get())
+    expect_left_zeroed(dev, workspace.get(), std::size_t(launch.workspace_bytes()),
+                       c.solution.kernel_name() + " on " + p.key());
 }
 
 // Every candidate of `cands`, compiled in parallel first, validated one after another.

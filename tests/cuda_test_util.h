@@ -12,6 +12,7 @@
 #include "ops/gemm/inputs.h"
 #include "ops/launch.h"
 #include "solutions/kernel_template.h"
+#include "tests/test_util.h"
 #include "tuner/enumerator.h"
 
 namespace tiletune::testing {
@@ -59,14 +60,10 @@ inline void validate_as_launched(gpu::Device& dev, const KernelTemplate& t, cons
   EXPECT_TRUE(v.ok) << s.kernel_name() << " on " << p.key() << ": " << v.reason;
   // The template's own workspace (split-K) is left zeroed, as the runtime's shared scratch needs;
   // the operand copies after it (REPACK) are not.
-  if (ws.get()) {
-    const auto vars = t.variables(s, p, dev.info());
-    std::vector<std::uint8_t> back(std::size_t(std::min(launch.workspace_bytes(), t.repack_offset(vars))));
-    dev.copy_to_host(back.data(), ws.get(), back.size());
-    const auto dirty = std::find_if(back.begin(), back.end(), [](std::uint8_t b) { return b != 0; });
-    EXPECT_TRUE(dirty == back.end()) << s.kernel_name() << " on " << p.key() << " left its workspace non-zero at byte "
-                                     << (dirty - back.begin());
-  }
+  if (ws.get())
+    expect_left_zeroed(dev, ws.get(),
+                       std::size_t(std::min(launch.workspace_bytes(), t.repack_offset(t.variables(s, p, dev.info())))),
+                       s.kernel_name() + " on " + p.key());
 }
 
 }  // namespace tiletune::testing

@@ -48,6 +48,15 @@ std::string error_of(F&& f) {
 }
 
 // Freshly seeded for every run: tests must pass on any valid input.
+// The first `bytes` of device buffer `buf` are all zero: a kernel's split-K workspace as the
+// runtime's shared scratch needs it left (a failure names `what`).
+inline void expect_left_zeroed(gpu::Device& dev, const void* buf, std::size_t bytes, const std::string& what) {
+  std::vector<std::uint8_t> back(bytes);
+  dev.copy_to_host(back.data(), buf, bytes);
+  const auto dirty = std::find_if(back.begin(), back.end(), [](std::uint8_t b) { return b != 0; });
+  EXPECT_TRUE(dirty == back.end()) << what << " left its workspace non-zero at byte " << (dirty - back.begin());
+}
+
 inline std::mt19937_64& rng() {
   static std::mt19937_64 r(std::random_device{}());
   return r;
