@@ -16,9 +16,9 @@
 // m64n64 (S * 32 registers). Both operands are MN-major (channels contiguous): A is dy (64 channels
 // of K per line), B is x (64 of C per line). SHIFT picks how tap s's B is placed: 0: the producer
 // copies x once per tap, s columns further on (FR*S boxes a stage, every B at a 1024-byte
-// boundary); 1 and 2: one copy per filter row and a descriptor s lines into it, its base-offset
-// field 0 (1) or the start's 128-byte row within the swizzle pattern (2), for the wgmma
-// descriptor's rule on starts inside a 1024-byte pattern.
+// boundary); 1: one copy per filter row and a descriptor s lines into it, its base-offset field 0
+// (on the H100, 2026-12-05, the base offset set to the start's 128-byte row within the swizzle
+// pattern, as the PTX text on starts inside a 1024-byte pattern reads, gave wrong sums; 0 is right).
 //
 // Split-K (SPLITK > 1): the K steps are cut into SPLITK ranges, one block per (tile, range), which
 // normally run at once (the constraints keep TILES * SPLITK within the multiprocessors). Every
@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
   using namespace tt_wg;
   static_assert(sizeof(TA) == 2, "wgmma_tap_wgrad: bf16 or fp16 inputs");
   static_assert(R >= 1 && R <= 3 && S >= 1 && S <= 5 && R * S <= 10, "up to 3 rows of 3 taps, or 2 of 5");
-  static_assert(SHIFT >= 0 && SHIFT <= 2, "SHIFT: 0 a copy per tap, 1 / 2 a shifted descriptor");
+  static_assert(SHIFT == 0 || SHIFT == 1, "SHIFT: 0 a copy per tap, 1 a shifted descriptor");
   static_assert(SW == 1 || SW == 2, "stride 1 or 2 along W");
   constexpr int TAPS = R * S;
   constexpr u32 DY_BYTES = 64 * 128;                         // 64 lines of 64 channels of K
@@ -169,7 +169,6 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
       const u32 a = SHIFT == 0 ? xr0 + t * XR_BYTES
                                : xr0 + tt_tapr::tap_copy(t, SW) * XR_BYTES + tt_tapr::tap_shift(t, SW) * 128;
       db0[t] = desc(a, 64 * 128, 1024);
-      if (SHIFT == 2) db0[t] |= (u64)((a >> 7) & 7) << 49;
     }
 
     float acc[S][32];

@@ -4,7 +4,7 @@
 # (strided input gradients by stride phases) and wgmma_conv on C not a multiple of 64. Two calls,
 # each under ten minutes:
 #   tests:  their GPU tests (samples validated twice against the fp64 reference, workspaces left
-#           zeroed), then the same samples under compute-sanitizer memcheck and racecheck;
+#           zeroed), then their small sanitizer samples under compute-sanitizer memcheck and racecheck;
 #   probes: configs/probes/h200_tap_wgrad_wgmma_probe.json (exhaustive: which SHIFT validates,
 #           which wins) and h200_wgmma_conv_phases_chunks_probe.json tuned without the vendor, then
 #           their winners timed against cuDNN through PyTorch (vs_torch.py: the probed layers of
@@ -15,14 +15,14 @@ set -uo pipefail
 MODE=$1 B=$2 T=$3 OUT=$4 LABEL=$5
 mkdir -p "$OUT"
 source "$(dirname "$0")/h200_env.sh"
-filter='WgmmaTapWgrad*:WgmmaConvGpu.SampleMatchesTheReference'
+filter='WgmmaTapWgrad*:WgmmaConvGpu.SampleMatchesTheReference:WgmmaConvGpu.SanitizerSample'
 if [ "$MODE" = tests ]; then
   timeout 200 "$T" --gtest_filter="$filter" > "$OUT/gtest.log" 2>&1
   echo "gtest exit $?"; grep -E '^\[  FAILED  \]|validated' "$OUT/gtest.log" | sort -u | head
   # The failing variants by SHIFT and PHASE (what the first run decides).
-  grep -oE 'wgmma_(tap_wgrad|conv)_[A-Z0-9_-]+ on' "$OUT/gtest.log" | grep -oE '(SHIFT|PHASE)-[0-9]' | sort | uniq -c
+  grep -oE 'wgmma_(tap_wgrad|conv)_[A-Z0-9_-]+ on' "$OUT/gtest.log" | grep -oE '(SHIFT|PHASE)-[0-9]' | sort | uniq -c  # failing variants
   for tool in memcheck racecheck; do
-    timeout 170 compute-sanitizer --tool "$tool" --print-limit 5 "$T" --gtest_filter="$filter" > "$OUT/$tool.log" 2>&1
+    timeout 170 compute-sanitizer --tool "$tool" --print-limit 5 "$T" --gtest_filter='WgmmaTapWgradGpu.SanitizerSample:WgmmaConvGpu.SanitizerSample' > "$OUT/$tool.log" 2>&1
     echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1)"
   done
   exit 0

@@ -401,6 +401,16 @@ TEST(WgmmaConvGpu, SampleMatchesTheReference) {
   std::printf("%zu candidates validated\n", validate_conv_candidates(*dev, cands, ps));
 }
 
+// The sample compute-sanitizer's racecheck and memcheck run (scripts/h200_grad_probes.sh): one
+// candidate a problem.
+TEST(WgmmaConvGpu, SanitizerSample) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
+  const std::vector<Problem> ps = wgmma_problems();
+  EXPECT_GE(validate_conv_candidates(*dev, conv_sample("wgmma_conv", ps, dev->info(), 1), ps), ps.size());
+}
+
 // A tuned wgmma_conv winner runs the same way in the runtime (tensor maps encoded per call for the
 // caller's pointers) as in the sweep that chose it.
 TEST(WgmmaConvGpu, SweepThenRuntimeDispatch) {
