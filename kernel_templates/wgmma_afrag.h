@@ -1,6 +1,6 @@
-// wgmma_gemm's tf32 A from registers (AREG 1): each consumer thread reads its A fragment of
-// wgmma m64nNk8 straight out of the MN-major stage that TMA (or cp.async) filled, so that an
-// MN-major fp32 A needs no transpose pass: the load does it, one 32-bit element at a time.
+// wgmma's register-A form fed from an MN-major stage that TMA (or cp.async) filled: wgmma_gemm's
+// tf32 A (AREG 1), where the load transposes one 32-bit element at a time, and below it the 16-bit
+// fragment wgmma_tap_wgrad's AREG reads with ldmatrix.trans.
 //
 // The fragment (PTX ISA, wgmma register fragments, A of .tf32 m64nNk8): warp w of the warpgroup
 // holds rows 16 w .. 16 w + 15; lane l = 4 g + t holds a0 = (16 w + g, t), a1 = (16 w + g + 8, t),
@@ -36,6 +36,21 @@ TT_XPOSE_FN unsigned load_offset(int warp, int lane, int p, int bk) {
   const int r = 16 * warp + (lane >> 2) + 8 * (reg & 1);
   const int k = (lane & 3) + 4 * (reg >> 1);
   return tt_xpose::landing_offset(r & ~3, k, bk) + 4u * (unsigned)(r & 3);
+}
+
+// 16-bit inputs (bf16, f16), m64nNk16: per warp the A fragment of mma.sync m16n8k16 for its rows
+// 16 w .. 16 w + 15 (PTX ISA: lane l = 4 g + t holds register 0 = (g, 2t .. 2t + 1), 1 = (g + 8,
+// 2t ..), 2 = (g, 2t + 8 ..), 3 = (g + 8, 2t + 8 ..) as (row, k)). The stage: MN-major, one 128-byte
+// line per k (64 rows, 8 chunks of 16 bytes), TMA's 128-byte swizzle on a 1024-byte-aligned stage
+// (chunk c of line L at ((c ^ L % 8) * 16)). One ldmatrix.x4.trans a k16 step: lane l gives row
+// l % 8 of matrix l / 8, matrix i = lines (i / 2) * 8 .. + 7 of the step, rows (i % 2) * 8 .. + 7 of
+// the warp's, delivered transposed as register i. The byte offset of lane l's row at k16 step kk;
+// step kk + 1 is 2048 bytes on (16 lines: the swizzle key stays). The 8 lanes of a matrix read 8
+// lines of one chunk, which the swizzle spreads over the 8 bank groups: no conflict.
+TT_XPOSE_FN unsigned ldsm16_offset(int warp, int lane, int kk) {
+  const int line = 16 * kk + (lane & 7) + 8 * (lane >> 4);
+  const int chunk = 2 * warp + ((lane >> 3) & 1);
+  return (unsigned)(line * 128 + ((chunk ^ (line & 7)) << 4));
 }
 
 }  // namespace tt_afrag

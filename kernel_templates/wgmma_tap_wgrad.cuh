@@ -19,6 +19,11 @@
 // boundary); 1: one copy per filter row and a descriptor s lines into it, its base-offset field 0
 // (on the H100, 2026-12-05, the base offset set to the start's 128-byte row within the swizzle
 // pattern, as the PTX text on starts inside a 1024-byte pattern reads, gave wrong sums; 0 is right).
+// AREG 1: each consumer reads dy's k16 slice into registers once (ldmatrix.trans: the MN-major
+// stage gives the K-major fragment, wgmma_afrag.h) and feeds it to its S taps' wgmma in their
+// register-A form, so the tensor cores read only x from shared memory. The shared-memory pipe is
+// this kernel's busiest (Nsight Compute on an H100: 55-60% of its cycles on ResNet-50's 3x3
+// weight gradients); A from registers cuts its operand reads a K step by (S - 1) / (2 S).
 //
 // Split-K (SPLITK > 1): the K steps are cut into SPLITK ranges, one block per (tile, range), which
 // normally run at once (the constraints keep TILES * SPLITK within the multiprocessors). Every
@@ -31,7 +36,9 @@
 // float slots[TILES][SPLITK][64 * FR*S*64]; zeroed when allocated and left zeroed, as
 // splitk_reduce.h's (a slice's claimer zeroes it, the last block to leave the counters).
 #include "conv_tma_params.h"
+#include "mma_common.h"
 #include "splitk_reduce.h"
+#include "wgmma_afrag.h"
 #include "wgmma_common.h"
 #include "wgmma_tap_wgrad_index.h"
 
@@ -80,7 +87,7 @@ TT_DEVICE int load_volatile(const int* p) {
 
 }  // namespace tt_tapr
 
-template <typename TA, typename TC, int R, int S, int STAGES, int SPLITK, int SHIFT, int SW>  // R, S: FR, FS
+template <typename TA, typename TC, int R, int S, int STAGES, int SPLITK, int SHIFT, int SW, int AREG = 0>  // R, S: FR, FS
 __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid_constant__ TtConvTmaParams p) {
   // R: the filter rows of a block (a row group of the filter's cv.r), S: the filter's width, SW: the
   // stride along W (the copies of x per filter row, one per column residue).
@@ -89,6 +96,7 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
   static_assert(R >= 1 && R <= 3 && S >= 1 && S <= 5 && R * S <= 10, "up to 3 rows of 3 taps, or 2 of 5");
   static_assert(SHIFT == 0 || SHIFT == 1, "SHIFT: 0 a copy per tap, 1 a shifted descriptor");
   static_assert(SW == 1 || SW == 2, "stride 1 or 2 along W");
+  static_assert(AREG == 0 || AREG == 1, "AREG: dy from shared memory (0) or registers (1)");
   constexpr int TAPS = R * S;
   constexpr u32 DY_BYTES = 64 * 128;                         // 64 lines of 64 channels of K
   constexpr int COPIES = S < SW ? S : SW;                      // copies of x per filter row
@@ -97,9 +105,12 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
   constexpr int XCOPIES = R * ROW_COPIES;
   constexpr int TILE = 64 * TAPS * 64;  // fp32 elements of a block's share of dw (its row group's taps)
   typedef TtWgmma<64, IsBf16<TA>::value, 1, 1> Mma;
+  typedef TtWgmmaRs<64, IsBf16<TA>::value, 1> MmaRs;  // AREG 1
 
-  // The ring of wgmma_common.h: A stages hold dy, B stages the x copies; no epilogue staging.
-  typedef Ring<STAGES, DY_BYTES, XCOPIES * XR_BYTES> RingT;
+  // The ring of wgmma_common.h: A stages hold dy, B stages the x copies; no epilogue staging. With
+  // AREG every lane of a consuming warp arrives when a stage is released (an arrive releases only
+  // its own thread's ldmatrix reads).
+  typedef Ring<STAGES, DY_BYTES, XCOPIES * XR_BYTES, 1, AREG != 0> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const RingT ring(smem_raw, 0);
 
@@ -115,7 +126,7 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
   for (u32 i = threadIdx.x; i < STAGES * (RingT::A_BYTES + RingT::B_BYTES) / 16; i += blockDim.x)
     stages[i] = make_uint4(0u, 0u, 0u, 0u);
   fence_async_smem();
-  if (threadIdx.x == 0) ring.init(1, R * 4);  // empty: one arrival per consuming warp
+  if (threadIdx.x == 0) ring.init(1, R * 4 * RingT::ARRIVALS_PER_WARP);  // empty: per consuming warp
   __syncthreads();
 
   const int wg = threadIdx.x / 128;
@@ -179,7 +190,32 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
       const int tile = w.tile, split = w.split, k0 = w.k0, c0 = w.c0, kb = w.kb, ke = w.ke;
       const int rows_in = min(64, cv.k - k0), cols_in = min(64, cv.c - c0);  // the rest: zero fill
       int prev = -1;
-      for (int kt = kb; kt < ke; ++kt) {
+      if constexpr (AREG != 0) {
+        // One commit group per k16 step (the S taps' wgmma on that step's fragment a[kk]): before
+        // a[kk] is refilled, at most 3 groups may be in flight, so the last stage's step kk has
+        // retired; at step 3 the last stage's last group has, and it is released.
+        u32 a[4][4];
+        const u32 ld = tt_afrag::ldsm16_offset(warp, lane, 0);
+        for (int kt = kb; kt < ke; ++kt) {
+          mbar_wait(ring.full(s), ph);
+          const u32 sa = ring.a(s);
+          const u64 bs = (u64)((u32)s * (RingT::B_BYTES >> 4));
+          TT_UNROLL
+          for (int kk = 0; kk < 4; ++kk) {
+            wg_wait<3>();
+            if (kk == 3 && prev >= 0) ring.release(prev, lane);
+            tt_mma::ldsm_x4<true>(a[kk], sa + ld + 2048 * kk);  // lines 16 kk.., channels 16 warp..
+            wg_fence();
+            TT_UNROLL
+            for (int t = 0; t < S; ++t)
+              MmaRs::mma(acc[t], a[kk], db0[t] + bs + kk * (2048 / 16), (kt > kb || kk > 0) ? 1 : 0);
+            wg_commit();
+          }
+          prev = s;
+          RingT::advance(s, ph);
+        }
+      }
+      for (int kt = kb; AREG == 0 && kt < ke; ++kt) {
         mbar_wait(ring.full(s), ph);
         const u64 da = da0 + (u64)((u32)s * (RingT::A_BYTES >> 4));
         wg_fence();

@@ -61,7 +61,7 @@ inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const 
 }
 
 // Compiles each of `cands` with `compiler` (NVRTC) and ptxas -v: every compile must succeed with no
-// spill stores. Returns the values each parameter took across the sample, so that a caller can
+// spill stores and no wgmma serialised. Returns the values each parameter took across the sample, so that a caller can
 // check the sample reached the variants it is about.
 inline std::map<std::string, std::set<std::int64_t>> expect_no_spills(gpu::Compiler& compiler,
                                                                       const std::vector<tuner::Candidate>& cands,
@@ -77,6 +77,9 @@ inline std::map<std::string, std::set<std::int64_t>> expect_no_spills(gpu::Compi
     std::smatch ms;
     EXPECT_TRUE(!r.ok || (std::regex_search(r.log, ms, spill) && ms[1].str() == "0"))
         << c.solution.kernel_name() << " spills:\n" << r.log;
+    // ptxas's performance warning when it cannot keep wgmma in flight (a register it cannot prove
+    // untouched while an asynchronous wgmma reads it, e.g. an A fragment refilled too early).
+    EXPECT_EQ(r.log.find("serialized"), std::string::npos) << c.solution.kernel_name() << "\n" << r.log;
     for (const auto& [name, v] : c.solution.params) values[name].insert(v);
   }
   return values;

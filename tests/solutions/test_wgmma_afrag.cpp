@@ -3,9 +3,12 @@
 // 1024-aligned tile of 128-byte lines, 32 rows of one k each, at a ^ ((a >> 7 & 7) << 4)), every
 // warp's loads are replayed at each k8 step, and each lane's registers must hold the elements of
 // the PTX ISA's A fragment of wgmma m64nNk8 .tf32; every 32-bit load of a warp must hit 32
-// different banks. Also which variants the template's constraints admit with AREG 1. No GPU.
+// different banks. Also which variants the template's constraints admit with AREG 1; and the 16-bit
+// fragment (wgmma_tap_wgrad's AREG) replayed through ldmatrix.x4.trans the same way. No GPU.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstdint>
 #include <cstring>
 #include <set>
 #include <vector>
@@ -72,6 +75,59 @@ TEST(WgmmaAFragment, ThePlainMappingWouldConflict) {
     banks.insert((tt_xpose::landing_offset(r & ~3, frag_k(l, 0), kAfragBK) + 4u * unsigned(r & 3)) / 4 % 32);
   }
   EXPECT_EQ(banks.size(), 16u);
+}
+
+// A 16-bit MN-major stage as TMA's 128-byte swizzle lays it out: element (k, row) is the 16-bit
+// value k * 64 + row (64 rows, 64 k lines), at line k, chunk row / 8 XOR k % 8, slot row % 8.
+std::vector<std::uint16_t> swizzled_16bit_stage() {
+  std::vector<std::uint16_t> smem(64 * 64);
+  for (int k = 0; k < 64; ++k)
+    for (int row = 0; row < 64; ++row) smem[k * 64 + (((row / 8) ^ (k % 8)) * 8) + row % 8] = (std::uint16_t)(k * 64 + row);
+  return smem;
+}
+
+// ldmatrix.x4.trans on the host: lane l gives the byte offset of row l % 8 of matrix l / 8 (eight
+// 16-bit elements); lane l = 4 g + t receives in register i the elements (2t, g) and (2t + 1, g) of
+// matrix i, i.e. column g of the rows 2t and 2t + 1 it was given.
+std::vector<std::array<std::array<std::uint16_t, 2>, 4>> ldmatrix_x4_trans(const std::vector<std::uint16_t>& smem,
+                                                                         const unsigned (&offset)[32]) {
+  std::vector<std::array<std::array<std::uint16_t, 2>, 4>> regs(32);
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i)
+      for (int h = 0; h < 2; ++h) {
+        const unsigned row_at = offset[8 * i + 2 * (lane % 4) + h];
+        regs[lane][i][h] = smem[row_at / 2 + lane / 4];
+      }
+  return regs;
+}
+
+TEST(WgmmaAFragment, SixteenBitFragmentThroughLdmatrixTransAtEveryK16StepWithoutBankConflicts) {
+  const std::vector<std::uint16_t> smem = swizzled_16bit_stage();
+  for (int warp = 0; warp < 4; ++warp)
+    for (int kk = 0; kk < 4; ++kk) {
+      unsigned offset[32];
+      for (int lane = 0; lane < 32; ++lane) {
+        offset[lane] = tt_afrag::ldsm16_offset(warp, lane, kk);
+        ASSERT_EQ(offset[lane] % 16, 0u);
+        ASSERT_EQ(offset[lane], tt_afrag::ldsm16_offset(warp, lane, 0) + 2048u * kk);  // the kernel adds 2048 a step
+      }
+      const auto regs = ldmatrix_x4_trans(smem, offset);
+      for (int lane = 0; lane < 32; ++lane)
+        for (int i = 0; i < 4; ++i)
+          for (int h = 0; h < 2; ++h) {
+            // The PTX ISA's fragment of m64nNk16 (16-bit): row 16 w + l / 4 (+ 8 for registers 1, 3),
+            // k 2 (l % 4) + h (+ 8 for registers 2, 3), in k16 step kk.
+            const int row = 16 * warp + lane / 4 + 8 * (i % 2);
+            const int k = 16 * kk + 2 * (lane % 4) + h + 8 * (i / 2);
+            EXPECT_EQ(regs[lane][i][h], k * 64 + row) << "warp " << warp << " kk " << kk << " lane " << lane << " reg " << i;
+          }
+      // Each matrix's 8 rows are read in one phase: 8 different 16-byte bank groups.
+      for (int m = 0; m < 4; ++m) {
+        std::set<unsigned> groups;
+        for (int j = 0; j < 8; ++j) groups.insert((offset[8 * m + j] / 16) % 8);
+        EXPECT_EQ(groups.size(), 8u) << "warp " << warp << " kk " << kk << " matrix " << m;
+      }
+    }
 }
 
 TEST(WgmmaAFragment, ConstraintsAdmitAFromRegistersForTf32WithAnMnMajorAOnly) {

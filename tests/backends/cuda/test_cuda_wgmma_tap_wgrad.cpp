@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 #include <set>
+#include <string>
+#include <tuple>
 
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
@@ -46,15 +48,20 @@ std::vector<Problem> wgmma_tap_problems() {
           Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 3, 64, 15, 13, 128, 3, 3, 1, 2))};
 }
 
-// conv_sample's candidates plus, per problem, the first of each SHIFT: a copy per tap and the shifted
-// descriptor, at stride 2 and on the 5x5 too.
+// conv_sample's candidates plus, per problem, the first of each SHIFT (a copy per tap, the shifted
+// descriptor) and of each AREG (dy from shared memory, from registers), at stride 2 and on the 5x5 too.
 std::vector<tuner::Candidate> wgmma_tap_sample(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev,
                                                std::size_t per) {
   std::vector<tuner::Candidate> out = conv_sample("wgmma_tap_wgrad", ps, dev, per);
-  std::set<std::pair<std::size_t, std::int64_t>> have;
-  for (const auto& c : out) have.insert({c.problem_index, c.solution.params.at("SHIFT")});
-  for (const auto& c : tuner::enumerate({find_template("wgmma_tap_wgrad")}, ps, dev).candidates)
-    if (have.insert({c.problem_index, c.solution.params.at("SHIFT")}).second) out.push_back(c);
+  std::set<std::tuple<std::size_t, std::string, std::int64_t>> have;
+  for (const auto& c : out)
+    for (const char* name : {"SHIFT", "AREG"}) have.insert({c.problem_index, name, c.solution.params.at(name)});
+  for (const auto& c : tuner::enumerate({find_template("wgmma_tap_wgrad")}, ps, dev).candidates) {
+    bool added = false;
+    for (const char* name : {"SHIFT", "AREG"})
+      added = have.insert({c.problem_index, name, c.solution.params.at(name)}).second || added;
+    if (added) out.push_back(c);
+  }
   return out;
 }
 
@@ -196,6 +203,7 @@ TEST(WgmmaTapWgradCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   const auto values = expect_no_spills(*compiler, cands, ps, dev);
   EXPECT_GT(values.at("SPLITK").size(), 1u);
   EXPECT_EQ(values.at("SHIFT").size(), 2u);
+  EXPECT_EQ(values.at("AREG").size(), 2u);
   EXPECT_EQ(values.at("FS"), (std::set<std::int64_t>{3, 5}));  // 160 accumulators a thread for the 5x5
   EXPECT_GT(values.at("FR").size(), 1u);
   std::printf("wgmma_tap_wgrad: %zu candidates compiled\n", cands.size());
@@ -211,7 +219,7 @@ TEST(WgmmaTapWgradGpu, SampleMatchesTheReference) {
 }
 
 // The sample compute-sanitizer's racecheck and memcheck run (scripts/h200_grad_probes.sh): one
-// candidate a problem and each SHIFT, small enough for racecheck's minutes.
+// candidate a problem and each SHIFT and AREG, small enough for racecheck's minutes.
 TEST(WgmmaTapWgradGpu, SanitizerSample) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
