@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# On the H200: the first measurement of the gradient kernels built without a GPU (2026-12-05):
-# wgmma_tap_wgrad (weight gradients, x's rows shared by a filter row's taps), wgmma_conv PHASE 1
-# (strided input gradients by stride phases) and wgmma_conv on C not a multiple of 64. Two calls,
-# each under ten minutes:
+# On the H200: the GPU checks and probes of the Hopper gradient kernels, wgmma_tap_wgrad (weight
+# gradients, x's rows shared by a filter row's taps; SHIFT, AREG) and wgmma_conv's PHASE 1 (strided
+# input gradients by stride phases) and partial chunks (C, K multiples of 8). Two calls, each under
+# ten minutes:
 #   tests:  their GPU tests (samples validated twice against the fp64 reference, workspaces left
 #           zeroed), then their small sanitizer samples under compute-sanitizer memcheck and racecheck;
-#   probes: configs/probes/h200_tap_wgrad_wgmma_probe.json (exhaustive: which SHIFT validates,
-#           which wins) and h200_wgmma_conv_phases_chunks_probe.json tuned without the vendor, then
+#   probes: configs/probes/h200_tap_wgrad_wgmma_probe.json (exhaustive: which variants validate,
+#           which win) and h200_wgmma_conv_phases_chunks_probe.json tuned without the vendor, then
 #           their winners timed against cuDNN through PyTorch (vs_torch.py: the probed layers of
 #           ResNet-50 and of the other nets).
 # Usage: scripts/h200_grad_probes.sh tests|probes BUILD_DIR TESTS_BINARY OUT_DIR LABEL
@@ -19,8 +19,8 @@ filter='WgmmaTapWgrad*:WgmmaConvGpu.SampleMatchesTheReference:WgmmaConvGpu.Sanit
 if [ "$MODE" = tests ]; then
   timeout 200 "$T" --gtest_filter="$filter" > "$OUT/gtest.log" 2>&1
   echo "gtest exit $?"; grep -E '^\[  FAILED  \]|validated' "$OUT/gtest.log" | sort -u | head
-  # The failing variants by SHIFT and PHASE (what the first run decides).
-  grep -oE 'wgmma_(tap_wgrad|conv)_[A-Z0-9_-]+ on' "$OUT/gtest.log" | grep -oE '(SHIFT|PHASE)-[0-9]' | sort | uniq -c  # failing variants
+  # The failing variants by SHIFT, AREG and PHASE.
+  grep -oE 'wgmma_(tap_wgrad|conv)_[A-Z0-9_-]+ on' "$OUT/gtest.log" | grep -oE '(SHIFT|AREG|PHASE)-[0-9]' | sort | uniq -c
   for tool in memcheck racecheck; do
     timeout 170 compute-sanitizer --tool "$tool" --print-limit 5 "$T" --gtest_filter='WgmmaTapWgradGpu.SanitizerSample:WgmmaConvGpu.SanitizerSample' > "$OUT/$tool.log" 2>&1
     echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1)"

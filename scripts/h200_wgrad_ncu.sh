@@ -29,8 +29,10 @@ PY
   echo "$name: exit $?, $(grep -E 'Duration|Compute \(SM\) Throughput|Memory Throughput' "$OUT/ncu_$name.txt" | tr -s ' ' | paste -sd';')"
   rm -f "$OUT/$name".db* "$OUT/$name.json"
 done <<'LIST'
-l3_tap 128,256,14,14,256,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=8,STAGES=4,SW=1
-l4_tap 128,512,7,7,512,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=2,STAGES=4,SW=1
+l3_tap 128,256,14,14,256,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=8,STAGES=4,SW=1,AREG=0
+l3_tap_areg 128,256,14,14,256,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=8,STAGES=4,SW=1,AREG=1
+l4_tap 128,512,7,7,512,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=2,STAGES=4,SW=1,AREG=0
+l4_tap_areg 128,512,7,7,512,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=2,STAGES=4,SW=1,AREG=1
 l4_conv 128,512,7,7,512,3,3,1,1 wgmma_conv BM=128,BN=128,CONSUMERS=2,GROUP=8,PHASE=0,PINGPONG=1,RASTER=0,SPLITK=2,STAGES=4
 LIST
 for layer in "l3 128 256 14 14 256 3 3 1 1" "l4 128 512 7 7 512 3 3 1 1"; do
