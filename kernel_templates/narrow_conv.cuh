@@ -25,6 +25,7 @@
 // rows in the vertical padding are zero-filled by their copies (src-size 0).
 #include "conv_params.h"
 #include "mma_common.h"
+#include "narrow_conv_index.h"
 
 namespace tt_narrow {
 
@@ -299,6 +300,146 @@ __global__ void __launch_bounds__(WARPS * 32) narrow_dgrad(const TtConvParams p)
       }
     }
     __syncthreads();  // every warp is done with this stage before the next iteration refills it
+  }
+  cp_async_wait<0>();
+}
+
+// Forward pass of the same convolutions (few input channels, the 3-channel stem; unit horizontal
+// dilation). As in narrow_wgrad, the columns (s, c) of filter row r are contiguous in the flattened
+// input row, so output pixel q of filter row r reads j = s * C + c at x_row[q * stride_w * C + j -
+// pad_w * C]: per output row (n, p) the forward pass is, for each filter row, a GEMM whose A operand
+// (pixel x j) is the staged input row read at a linear offset per pixel (no gather, no channel
+// padding: 7 x 3 = 21 columns of a 7x7 stem filter row take two k16 steps) and whose B operand is
+// the filter row [k][j], staged once per block (columns past S * C are zero, so whatever A holds
+// there adds nothing). A block owns RB consecutive output rows; its warps take MT m16 tiles of the
+// row's pixels at a time, all K output channels each (K = 16 * KC, compile-time). Input rows are
+// staged per output row (R of them, 16-byte copies, STAGES deep; rows in the vertical padding are
+// zero-filled). Shared memory: R * K * JST bytes of filters (JST = (JP + 8) * 2, JP = S * C rounded
+// up to 16: an odd multiple of 16, conflict-free B loads), then STAGES * R * XL * 2 bytes of input
+// rows (narrow_conv_index.h: their layout and the element each pixel reads).
+template <typename TA, typename TC, int DIR, bool NCHW, int WARPS, int MT, int RB, int KC, int STAGES>
+__global__ void __launch_bounds__(WARPS * 32) narrow_fwd(const TtConvParams p) {
+  using namespace tt_mma;
+  constexpr int THREADS = WARPS * 32, K = KC * 16, NK = K / 8;
+  static_assert(DIR == 0 && !NCHW, "narrow_fwd: forward, NHWC");
+  static_assert(sizeof(TA) == 2, "bf16 or fp16 inputs");
+  static_assert(MT >= 1 && RB >= 1 && KC >= 1 && STAGES >= 2, "parameters");
+
+  extern __shared__ __align__(128) unsigned char tt_narrow_smem[];
+  const u32 sbase = smem_addr(tt_narrow_smem);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int C = p.c, R = p.r, S = p.s, sw = p.stride_w;
+  const tt_narrow::FwdRow geo(p.w, C, p.q, S, p.pad_w, sw);
+  const int J = S * C, jp = geo.jp, jst = (jp + 8) * 2, xoff = geo.xoff, xl = geo.elems;
+  const int filt_bytes = R * K * jst, stage_bytes = R * xl * 2;
+
+  for (int i = tid * 16; i < filt_bytes + STAGES * stage_bytes; i += THREADS * 16)
+    *reinterpret_cast<uint4*>(tt_narrow_smem + i) = make_uint4(0, 0, 0, 0);
+  __syncthreads();
+  // Filters KRSC -> [r][k][j] (j = s * C + c contiguous; columns J..jp stay zero), read in the
+  // global order.
+  const unsigned short* wt = static_cast<const unsigned short*>(p.wt);
+  for (int e = tid; e < K * R * J; e += THREADS) {
+    const int k = e / (R * J), rj = e % (R * J), r = rj / J, j = rj % J;
+    *reinterpret_cast<unsigned short*>(tt_narrow_smem + (r * K + k) * jst + 2 * j) = wt[e];
+  }
+
+  const TA* x = static_cast<const TA*>(p.x);
+  const bool vec = (((unsigned long long)p.x) & 15) == 0;
+  const int row_vecs = p.w * C / 8;  // the JSON admits W * C % 8 == 0 only
+  const int rows = p.n * p.p;
+  const int row0 = blockIdx.x * RB, row1 = min(rows, row0 + RB);
+  // Stages the R input rows output row `row` reads (zeros in the vertical padding).
+  auto load = [&](int stage, int row) {
+    const int n = row / p.p, pr = row % p.p;
+    const u32 xs = sbase + filt_bytes + stage * stage_bytes;
+    for (int i = tid; i < R * row_vecs; i += THREADS) {
+      const int r = i / row_vecs, v = i % row_vecs;
+      const int h = pr * p.stride_h - p.pad_h + r;
+      const bool ok = h >= 0 && h < p.h;
+      const TA* src = x + (((long long)n * p.h + (ok ? h : 0)) * p.w) * C + v * 8;
+      const u32 dst = xs + (r * xl + xoff) * 2 + v * 16;
+      if (vec) {
+        cp_async<16>(dst, src, ok ? 16 : 0);
+      } else {
+        unsigned short* d = reinterpret_cast<unsigned short*>(tt_narrow_smem + (dst - sbase));
+#pragma unroll 1
+        for (int e = 0; e < 8; ++e) d[e] = ok ? reinterpret_cast<const unsigned short*>(src)[e] : (unsigned short)0;
+      }
+    }
+  };
+  TT_UNROLL
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (row0 + s < row1) load(s, row0 + s);
+    cp_async_commit();
+  }
+
+  const int g4 = lane >> 2, t4 = lane & 3;
+  const int swc = sw * C;
+  const int tiles = (p.q + 15) / 16;
+  TC* y = static_cast<TC*>(p.y);
+  const bool pair_ok = (unsigned long long)y % (2 * sizeof(TC)) == 0;  // channel pairs (K even)
+  for (int row = row0; row < row1; ++row) {
+    const int it = row - row0;
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();  // this row's stage is in; every warp is done with the stage refilled next
+    if (row + STAGES - 1 < row1) load((it + STAGES - 1) % STAGES, row + STAGES - 1);
+    cp_async_commit();
+    const unsigned short* xs =
+        reinterpret_cast<const unsigned short*>(tt_narrow_smem + filt_bytes + (it % STAGES) * stage_bytes);
+    for (int t0 = warp * MT; t0 < tiles; t0 += WARPS * MT) {
+      float acc[MT][NK][4];
+      zero(acc);
+      // Pixel q, column j of filter row r: element(q, j) of its staged row. A tile past the row's
+      // last (MT > 1) reads the last one again and stores nothing.
+      int at[MT];
+      TT_UNROLL
+      for (int m = 0; m < MT; ++m) at[m] = geo.element(min(t0 + m, tiles - 1) * 16 + g4, 2 * t4, C, p.pad_w, sw);
+      for (int r = 0; r < R; ++r) {
+        const unsigned short* xr = xs + r * xl;
+        const u32 brow = sbase + (r * K + g4) * jst + t4 * 4;
+        for (int ks = 0; ks < jp / 16; ++ks) {
+          // A: (pixel g4 (+8), columns 2 t4 (+1) (+8)) of each m16 tile, two halves per register.
+          u32 af[MT][4];
+          TT_UNROLL
+          for (int m = 0; m < MT; ++m) {
+            const unsigned short* e = xr + at[m] + ks * 16;
+            af[m][0] = u32(e[0]) | (u32(e[1]) << 16);
+            af[m][1] = u32(e[8 * swc]) | (u32(e[8 * swc + 1]) << 16);
+            af[m][2] = u32(e[8]) | (u32(e[9]) << 16);
+            af[m][3] = u32(e[8 * swc + 8]) | (u32(e[8 * swc + 9]) << 16);
+          }
+          TT_UNROLL
+          for (int nt = 0; nt < NK; ++nt) {
+            // B: (columns 2 t4 (+1) (+8), output channel nt * 8 + g4) of filter row r.
+            u32 bf[2];
+            const u32 b = brow + nt * 8 * jst + ks * 32;
+            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bf[0]) : "r"(b));
+            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bf[1]) : "r"(b + 16));
+            TT_UNROLL
+            for (int m = 0; m < MT; ++m) mma<TA>(acc[m][nt], af[m], bf);
+          }
+        }
+      }
+      // Fragment element e of n8 tile nt: pixel q0 + g4 + 8 * (e / 2), channel nt * 8 + 2 * t4 + e % 2.
+      TT_UNROLL
+      for (int m = 0; m < MT; ++m)
+        TT_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const int q = (t0 + m) * 16 + g4 + 8 * h;
+          if (q >= p.q) continue;
+          TC* out = y + ((long long)row * p.q + q) * K + 2 * t4;  // row = n * P + p
+          TT_UNROLL
+          for (int nt = 0; nt < NK; ++nt) {
+            if (pair_ok) {
+              tt_store_pair(out + nt * 8, acc[m][nt][2 * h], acc[m][nt][2 * h + 1]);
+            } else {
+              out[nt * 8] = tt_from_float<TC>(acc[m][nt][2 * h]);
+              out[nt * 8 + 1] = tt_from_float<TC>(acc[m][nt][2 * h + 1]);
+            }
+          }
+        }
+    }
   }
   cp_async_wait<0>();
 }

@@ -52,17 +52,6 @@ TT_DEVICE void tma_load_4d(unsigned dst, const TtTensorMap* map, unsigned bar, i
       : "memory");
 }
 
-template <class T> struct Pair;
-template <> struct Pair<float> {
-  static TT_DEVICE void store(float* p, float a, float b) { *reinterpret_cast<float2*>(p) = make_float2(a, b); }
-};
-template <class T16> struct Pair {
-  static TT_DEVICE void store(T16* p, float a, float b) {
-    *reinterpret_cast<unsigned*>(p) =
-        (unsigned)tt_from_float<T16>(a).bits | ((unsigned)tt_from_float<T16>(b).bits << 16);
-  }
-};
-
 // Work unit u (tile-major within a split): its tile of 64 output x 64 input channels x a row
 // group's filter rows, and its K steps.
 struct Unit {
@@ -251,7 +240,7 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
               const float a = acc[t][4 * j + 2 * h], b = acc[t][4 * j + 2 * h + 1];
               TC* d = d0 + h * 8 * ldw + t * cv.c + 8 * j;
               if (pair_ok) {
-                tt_tapr::Pair<TC>::store(d, a, b);
+                tt_store_pair(d, a, b);
               } else {
                 d[0] = tt_from_float<TC>(a);
                 d[1] = tt_from_float<TC>(b);
@@ -328,8 +317,8 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
             if (row >= rows_in || col >= cols_in) continue;  // C % 8 == 0: four columns all in or all out
             TC* d = dw + (long long)(k0 + row) * ldw + (long long)(w.r0 * S + tap) * cv.c + c0 + col;
             if (pair_ok) {
-              tt_tapr::Pair<TC>::store(d, sum.x, sum.y);
-              tt_tapr::Pair<TC>::store(d + 2, sum.z, sum.w);
+              tt_store_pair(d, sum.x, sum.y);
+              tt_store_pair(d + 2, sum.z, sum.w);
             } else {
               d[0] = tt_from_float<TC>(sum.x); d[1] = tt_from_float<TC>(sum.y);
               d[2] = tt_from_float<TC>(sum.z); d[3] = tt_from_float<TC>(sum.w);

@@ -1,5 +1,5 @@
-// narrow_wgrad and narrow_dgrad (the gradients of few-channel convolutions, e.g. the 3-channel
-// stem): which problems their constraints admit (host), an NVRTC compile of a sample for sm_90a
+// narrow_wgrad, narrow_dgrad and narrow_fwd (the three directions of few-channel convolutions, e.g.
+// the 3-channel stem): which problems their constraints admit (host), an NVRTC compile of a sample for sm_90a
 // without spills (no GPU needed), and on a GPU a sample validated against the fp64 reference twice
 // per candidate (the split-K reduction must leave its workspace zeroed).
 #include <gtest/gtest.h>
@@ -50,6 +50,22 @@ std::vector<Problem> dgrad_problems() {
           Problem(dgrad(DataType::F16, DataType::F16, 2, 8, 14, 14, 48, 1, 2, 0))};
 }
 
+ConvProblem fwd(DataType in, DataType out, int n, int c, int h, int w, int k, int rs, int stride, int pad) {
+  return wgrad(in, out, n, c, h, w, k, rs, stride, pad, 1, ConvDirection::Forward);
+}
+
+// The stem's shape at a small size; a row width whose pixels end inside an m16 tile (Q = 19), odd
+// padding parity (pad_w * C odd: the row's elements start at odd offsets of the staged row), one
+// channel and stride 1, S * C = 40 (three k16 steps), K = 48 / 16 / 128, both input types, every
+// output type.
+std::vector<Problem> fwd_problems() {
+  return {Problem(fwd(DataType::BF16, DataType::BF16, 2, 3, 40, 40, 64, 7, 2, 3)),
+          Problem(fwd(DataType::F16, DataType::F32, 3, 4, 17, 38, 48, 5, 2, 2)),
+          Problem(fwd(DataType::BF16, DataType::F32, 2, 8, 21, 19, 16, 3, 1, 1)),
+          Problem(fwd(DataType::F16, DataType::F16, 2, 8, 12, 14, 128, 5, 1, 2)),
+          Problem(fwd(DataType::BF16, DataType::BF16, 3, 3, 24, 24, 32, 3, 1, 1))};
+}
+
 std::size_t candidates(const ConvProblem& p, const char* name = "narrow_wgrad") {
   return tuner::enumerate({find_template(name)}, std::vector<Problem>{Problem(p)},
                           fake_device(gpu::BackendKind::Cuda))
@@ -90,6 +106,23 @@ TEST(NarrowConvSpace, TakesTheInputGradientOfFewChannelsOnly) {
   EXPECT_EQ(candidates(other, "narrow_dgrad"), 0u);
 }
 
+TEST(NarrowConvSpace, TakesTheForwardPassOfFewChannelsOnly) {
+  ConvProblem stem = fwd(DataType::BF16, DataType::BF16, 128, 3, 224, 224, 64, 7, 2, 3);
+  EXPECT_GT(candidates(stem, "narrow_fwd"), 0u);
+  for (const Problem& p : fwd_problems()) EXPECT_GT(candidates(p.conv(), "narrow_fwd"), 0u) << p.key();
+  ConvProblem other = stem;
+  other.direction = ConvDirection::BackwardData;
+  EXPECT_EQ(candidates(other, "narrow_fwd"), 0u);
+  other = stem, other.c = 16;
+  EXPECT_EQ(candidates(other, "narrow_fwd"), 0u);  // wgmma_conv / mma_conv territory
+  other = stem, other.k = 72;
+  EXPECT_EQ(candidates(other, "narrow_fwd"), 0u);  // K in k16 steps
+  other = stem, other.dil_w = 2;
+  EXPECT_EQ(candidates(other, "narrow_fwd"), 0u);  // a filter row's columns no longer one linear run
+  other = stem, other.w = 223;
+  EXPECT_EQ(candidates(other, "narrow_fwd"), 0u);  // rows of 669 elements: no 16-byte copies
+}
+
 void compile_sample(const char* name, const std::vector<Problem>& ps, const char* varied, std::size_t per) {
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
@@ -99,10 +132,11 @@ void compile_sample(const char* name, const std::vector<Problem>& ps, const char
   std::printf("%s: %zu candidates compiled\n", name, cands.size());
 }
 
-// wgrad with and without the split-K reduction; dgrad with several tile counts per warp.
+// wgrad with and without the split-K reduction; dgrad and fwd with several tile counts per warp.
 TEST(NarrowConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   compile_sample("narrow_wgrad", narrow_problems(), "SPLIT", 2);
   compile_sample("narrow_dgrad", dgrad_problems(), "MT", 6);
+  compile_sample("narrow_fwd", fwd_problems(), "MT", 4);
 }
 
 TEST(NarrowConvGpu, SampleMatchesTheReference) {
@@ -112,6 +146,8 @@ TEST(NarrowConvGpu, SampleMatchesTheReference) {
   std::size_t checked = validate_conv_candidates(*dev, conv_sample("narrow_wgrad", ps, dev->info(), 8), ps);
   const std::vector<Problem> ds = dgrad_problems();
   checked += validate_conv_candidates(*dev, conv_sample("narrow_dgrad", ds, dev->info(), 6), ds);
+  const std::vector<Problem> fs = fwd_problems();
+  checked += validate_conv_candidates(*dev, conv_sample("narrow_fwd", fs, dev->info(), 8), fs);
   std::printf("%zu candidates validated\n", checked);
 }
 
