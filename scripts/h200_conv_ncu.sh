@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# On the H200 (or H100): Nsight Compute's view of convolutions that stay below cuDNN, one kernel
+# launch each: the generated kernel (a one-candidate sweep in-process, its first launch) and cuDNN's
+# kernels for the same layer and direction through PyTorch (benchmarks/probes/torch_conv_once.py).
+# Usage: scripts/h200_conv_ncu.sh BUILD_DIR OUT_DIR [NAME_FILTER]   (NAME_FILTER: a grep -E pattern)
+set -uo pipefail
+B=$1 OUT=$2 ONLY=${3:-.}
+mkdir -p "$OUT"
+source "$(dirname "$0")/h200_env.sh"
+sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section ComputeWorkloadAnalysis
+          --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section SchedulerStats
+          --section WarpStateStats"
+# name direction layer(n,c,h,w,k,r,s,stride,pad) template parameters ("cudnn": PyTorch's cuDNN)
+grep -E "^($ONLY)" <<'LIST' | while read -r name dir layer tpl params; do
+l3_tap wgrad 128,256,14,14,256,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=8,STAGES=4,SW=1,AREG=0
+l3_tap_areg wgrad 128,256,14,14,256,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=8,STAGES=4,SW=1,AREG=1
+l3_wgrad_cudnn wgrad 128,256,14,14,256,3,3,1,1 cudnn -
+l4_tap wgrad 128,512,7,7,512,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=2,STAGES=4,SW=1,AREG=0
+l4_tap_areg wgrad 128,512,7,7,512,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=2,STAGES=4,SW=1,AREG=1
+l4_conv wgrad 128,512,7,7,512,3,3,1,1 wgmma_conv BM=128,BN=128,CONSUMERS=2,GROUP=8,PHASE=0,PINGPONG=1,RASTER=0,SPLITK=2,STAGES=4
+l4_wgrad_cudnn wgrad 128,512,7,7,512,3,3,1,1 cudnn -
+l3_fwd fwd 128,256,14,14,256,3,3,1,1 wgmma_conv BM=64,BN=256,CONSUMERS=2,GROUP=8,PHASE=0,PINGPONG=1,RASTER=0,SPLITK=1,STAGES=4
+l3_fwd_cudnn fwd 128,256,14,14,256,3,3,1,1 cudnn -
+stem_fwd fwd 128,3,224,224,64,7,7,2,3 narrow_fwd WARPS=8,MT=2,RB=32,KC=4,STAGES=2
+stem_fwd_cudnn fwd 128,3,224,224,64,7,7,2,3 cudnn -
+s2_dgrad dgrad 32,128,56,56,128,3,3,2,1 wgmma_conv BM=128,BN=128,CONSUMERS=2,GROUP=8,PHASE=1,PINGPONG=0,RASTER=0,SPLITK=1,STAGES=4
+s2_dgrad_cudnn dgrad 32,128,56,56,128,3,3,2,1 cudnn -
+mbnet_dgrad dgrad 64,144,56,56,24,1,1,1,0 wgmma_conv1x1 AREG=0,BK=64,BM=128,BN=256,CLUSTER=1,CLUSTERN=1,CONSUMERS=2,COOPK=0,COOPN=0,EPI=1,GROUP=8,L2PROMO=3,LOADER=0,OCC=1,PINGPONG=0,RASTER=0,SPLITK=1,STAGES=4
+mbnet_dgrad_cudnn dgrad 64,144,56,56,24,1,1,1,0 cudnn -
+LIST
+  read -r n c h w k r s st pad <<< "${layer//,/ }"
+  if [ "$tpl" = cudnn ]; then
+    timeout 90 ncu $sections --profile-from-start off python3 benchmarks/probes/torch_conv_once.py "$dir" \
+      $n $c $h $w $k $r $s $st $pad > "$OUT/ncu_$name.txt" 2>&1
+    echo "$name: exit $?, $(grep -E '^  [a-zA-Z_0-9]+.*\(|Duration' "$OUT/ncu_$name.txt" | tr -s ' ' | paste -sd';' | cut -c1-400)"
+    continue
+  fi
+  python3 - "$OUT/$name.json" "$dir" "$tpl" "$params" $n $c $h $w $k $r $s $st $pad <<'PY'
+import json, sys
+out, direction, tpl, params = sys.argv[1:5]
+n, c, h, w, k, r, s, st, pad = (int(v) for v in sys.argv[5:14])
+values = {kv.split("=")[0]: [int(kv.split("=")[1])] for kv in params.split(",")}
+json.dump({"name": "ncu", "problems": [{"kind": "conv", "name": "p", "direction": direction, "dtype": "bf16",
+           "layout": "NHWC", "n": n, "c": c, "h": h, "w": w, "k": k, "r": r, "s": s, "stride": st, "pad": pad}],
+           "templates": {tpl: {"parameters": values}},
+           "benchmark": {"warmup": 1, "min_iterations": 2, "max_iterations": 2, "target_ms": 1, "timeout_s": 20}},
+          open(out, "w"))
+PY
+  kernel=$tpl
+  [ "$tpl" = wgmma_conv1x1 ] && kernel=wgmma_gemm  # wgmma_gemm's kernel, instantiated for the 1x1 layer
+  timeout 90 ncu $sections -k regex:"$kernel" -c 1 "$B/tiletune" tune "$OUT/$name.json" --backend cuda --no-vendor \
+    --isolation none --db "$OUT/$name.db" > "$OUT/ncu_$name.txt" 2>&1
+  echo "$name: exit $?, $(grep -E 'Duration|Compute \(SM\) Throughput|Memory Throughput|benchmarked' "$OUT/ncu_$name.txt" | tr -s ' ' | paste -sd';')"
+  rm -f "$OUT/$name".db* "$OUT/$name.json"
+done
