@@ -151,4 +151,13 @@ TEST(NarrowConvGpu, SampleMatchesTheReference) {
   std::printf("%zu candidates validated\n", checked);
 }
 
+// The sample compute-sanitizer's memcheck and racecheck run (scripts/h200_grad_probes.sh): one
+// narrow_fwd candidate a problem, its first GPU run (2026-12-05: compile-verified only).
+TEST(NarrowConvGpu, SanitizerSampleOfTheForwardPass) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  const std::vector<Problem> fs = fwd_problems();
+  EXPECT_GE(validate_conv_candidates(*dev, conv_sample("narrow_fwd", fs, dev->info(), 1), fs), fs.size());
+}
+
 }  // namespace
