@@ -4,6 +4,7 @@
 // against the fp64 reference twice per candidate (the split-K counters must be left zeroed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -49,17 +50,23 @@ std::vector<Problem> wgmma_tap_problems() {
 }
 
 // conv_sample's candidates plus, per problem, the first of each SHIFT (a copy per tap, the shifted
-// descriptor) and of each AREG (dy from shared memory, from registers), at stride 2 and on the 5x5 too.
+// descriptor), of each AREG (dy from shared memory, from registers) and the first split count that
+// is not a power of two (splits that fill 132 multiprocessors), at stride 2 and on the 5x5 too.
 std::vector<tuner::Candidate> wgmma_tap_sample(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev,
                                                std::size_t per) {
+  auto features = [](const tuner::Candidate& c) {
+    const std::int64_t splitk = c.solution.params.at("SPLITK");
+    return std::vector<std::pair<std::string, std::int64_t>>{
+        {"SHIFT", c.solution.params.at("SHIFT")}, {"AREG", c.solution.params.at("AREG")},
+        {"SPLITK not a power of two", (splitk & (splitk - 1)) != 0}};
+  };
   std::vector<tuner::Candidate> out = conv_sample("wgmma_tap_wgrad", ps, dev, per);
   std::set<std::tuple<std::size_t, std::string, std::int64_t>> have;
   for (const auto& c : out)
-    for (const char* name : {"SHIFT", "AREG"}) have.insert({c.problem_index, name, c.solution.params.at(name)});
+    for (const auto& [name, v] : features(c)) have.insert({c.problem_index, name, v});
   for (const auto& c : tuner::enumerate({find_template("wgmma_tap_wgrad")}, ps, dev).candidates) {
     bool added = false;
-    for (const char* name : {"SHIFT", "AREG"})
-      added = have.insert({c.problem_index, name, c.solution.params.at(name)}).second || added;
+    for (const auto& [name, v] : features(c)) added = have.insert({c.problem_index, name, v}).second || added;
     if (added) out.push_back(c);
   }
   return out;
@@ -204,6 +211,8 @@ TEST(WgmmaTapWgradCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   EXPECT_GT(values.at("SPLITK").size(), 1u);
   EXPECT_EQ(values.at("SHIFT").size(), 2u);
   EXPECT_EQ(values.at("AREG").size(), 2u);
+  EXPECT_TRUE(std::any_of(values.at("SPLITK").begin(), values.at("SPLITK").end(),
+                          [](std::int64_t k) { return (k & (k - 1)) != 0; }));
   EXPECT_EQ(values.at("FS"), (std::set<std::int64_t>{3, 5}));  // 160 accumulators a thread for the 5x5
   EXPECT_GT(values.at("FR").size(), 1u);
   std::printf("wgmma_tap_wgrad: %zu candidates compiled\n", cands.size());
