@@ -5,7 +5,7 @@
 # of 8), narrow_fwd (the 3-channel stem's forward pass). Two calls, each under ten minutes:
 #   tests:  their GPU tests (samples validated twice against the fp64 reference, workspaces left
 #           zeroed), then their small sanitizer samples under compute-sanitizer memcheck and racecheck;
-#   probes: configs/probes/h200_tap_wgrad_wgmma_probe.json (exhaustive: which variants validate,
+#   probes: configs/probes/h200_tap_wgrad_wgmma_probe.json (the model's best 48: which variants validate,
 #           which win), h200_wgmma_conv_phases_chunks_probe.json and h200_narrow_fwd_probe.json tuned
 #           without the vendor, then
 #           their winners timed against cuDNN through PyTorch (vs_torch.py: the probed layers of
