@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# On the H200 (or H100): one device call of the convolution work, its logs packed into OUT/STEP.tgz
+# (a call brings back at most 8 files). The machine goes back 30 s after a call: have the next
+# one ready. Each step stays under the ten minutes of a call.
+#   check:  the GPU tests and sanitizer samples of the new kernel paths (h200_grad_probes.sh tests),
+#           then Nsight Compute beside cuDNN (h200_conv_ncu.sh);
+#   probes: their probes and vs_torch on the probed layers (h200_grad_probes.sh probes);
+#   tables: ResNet-50 in all three directions from configs/h200/h200_conv_resnet50.json, bf16 and
+#           fp16, and the other nets' layers in bf16 (h200_conv_grad.sh, h200_conv_other_nets.sh).
+# Usage: scripts/h200_conv_session.sh check|probes|tables BUILD_DIR TESTS_BINARY OUT_DIR LABEL
+set -uo pipefail
+STEP=$1 B=$2 T=$3 OUT=$4 LABEL=$5
+here=$(dirname "$0")
+mkdir -p "$OUT/$STEP"
+case "$STEP" in
+  check)  # the tests' logs packed first: what a call cut at its limit leaves still comes back
+    "$here/h200_grad_probes.sh" tests "$B" "$T" "$OUT/$STEP/tests" "$LABEL"
+    tar czf "$OUT/$STEP-tests.tgz" -C "$OUT/$STEP" tests && rm -rf "$OUT/$STEP/tests"
+    "$here/h200_conv_ncu.sh" "$B" "$OUT/$STEP/ncu" ;;
+  probes)
+    "$here/h200_grad_probes.sh" probes "$B" "$T" "$OUT/$STEP" "$LABEL" ;;
+  tables)
+    for dtype in bf16 fp16; do
+      "$here/h200_conv_grad.sh" "$B" "$OUT/$STEP/resnet50_$dtype" "$LABEL, $dtype" 170 configs/h200/h200_conv_resnet50.json "$dtype"
+      rm -f "$OUT/$STEP/resnet50_$dtype"/*.db*
+    done
+    "$here/h200_conv_other_nets.sh" "$B" "$OUT/$STEP/other_bf16" "$LABEL, bf16" 120 bf16 ;;
+  *) echo "usage: $0 check|probes|tables BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2; exit 2 ;;
+esac
+rm -f "$OUT/$STEP"/*.db "$OUT/$STEP"/*/*.db
+tar czf "$OUT/$STEP.tgz" -C "$OUT" "$STEP" && rm -rf "${OUT:?}/$STEP"
