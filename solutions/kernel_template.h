@@ -47,6 +47,9 @@ struct ModelShape {
   // The matrix instruction's M (= N) and K where the model prices instructions by shape (AMD's
   // MFMA); 0: the device's peak for the input type.
   std::int64_t instruction_m = 0, instruction_k = 0;
+  // Bytes a block loads from L2 per K step where they are not the A and B panels, (tile_m +
+  // tile_n) * tile_k elements (0: those).
+  std::int64_t load_bytes = 0;
   std::vector<std::int64_t> prefer;
 };
 

@@ -90,9 +90,10 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const P
   const double l2_mp = mm.l2_bytes_per_s / sms;
   e.math_seconds = resident * 2.0 * tm * tn * tk / (peak_mp * issue);
   e.operand_seconds = resident * double(sh.operand_bytes) / mm.shared_bytes_per_s;
-  e.load_seconds = resident * (tm + tn) * tk * a_bytes / l2_mp;
+  const double loaded = sh.load_bytes > 0 ? double(sh.load_bytes) : (tm + tn) * tk * a_bytes;
+  e.load_seconds = resident * loaded / l2_mp;
   if (amd.miss_bytes_per_s > 0)
-    e.load_seconds = std::max(e.load_seconds, amd.l2_miss * resident * (tm + tn) * tk * a_bytes / amd.miss_bytes_per_s);
+    e.load_seconds = std::max(e.load_seconds, amd.l2_miss * resident * loaded / amd.miss_bytes_per_s);
   e.latency_seconds = mm.load_latency_s / double(std::max<std::int64_t>(1, sh.stages - 1));
   e.step_seconds = std::max({e.math_seconds, e.operand_seconds, e.load_seconds, e.latency_seconds});
 

@@ -16,6 +16,7 @@
 #include "kernel_templates/conv_tma_params.h"
 #include "ops/arguments.h"
 #include "ops/cuda/tma_arguments.h"
+#include "solutions/model.h"
 #include "tests/conv_test_util.h"
 #include "tests/test_util.h"
 #include "tuner/enumerator.h"
@@ -142,6 +143,21 @@ CUresult CUDAAPI fake_rows_encoder(CUtensorMap* map, CUtensorMapDataType, cuuint
   rows_maps_seen.push_back(r);
   std::memset(map, 0xC3, sizeof *map);
   return CUDA_SUCCESS;
+}
+
+// The model prices a K step's loads as the stage the producer copies (load_bytes): one x copy per
+// filter row (SHIFT 1) loads less than one per tap (SHIFT 0), and the estimate says so.
+TEST(WgmmaTapWgradSpace, TheModelPricesTheStagedCopies) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const Problem l3(tap_rows_wgrad(DataType::BF16, DataType::BF16, 128, 256, 14, 14, 256));
+  double best[2] = {1e30, 1e30};
+  for (const auto& c : tuner::enumerate({find_template("wgmma_tap_wgrad")}, std::vector<Problem>{l3}, dev).candidates) {
+    const ModelEstimate e = model_estimate(*c.tmpl, c.solution, l3, dev);
+    ASSERT_TRUE(e.has_model);
+    double& b = best[c.solution.params.at("SHIFT")];
+    b = std::min(b, e.seconds);
+  }
+  EXPECT_LT(best[1], best[0]);
 }
 
 TEST(WgmmaTapWgradArguments, EncodesRowMapsOfXAndDyByThePacking) {
