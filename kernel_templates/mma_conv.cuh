@@ -190,16 +190,10 @@ TT_DEVICE bool aligned(const void* a, const void* b, int bytes) {
 
 template <class TC>
 TT_DEVICE void store_pair(TC* q, float a, float b, bool second, bool pair) {
-  struct alignas(2 * sizeof(TC)) Two { TC v[2]; };
-  if (pair && second) {
-    Two t;
-    t.v[0] = tt_from_float<TC>(a);
-    t.v[1] = tt_from_float<TC>(b);
-    *reinterpret_cast<Two*>(q) = t;
-  } else {
+  if (second)
+    tt_store_pair(q, a, b, pair);
+  else
     q[0] = tt_from_float<TC>(a);
-    if (second) q[1] = tt_from_float<TC>(b);
-  }
 }
 
 // EPI 1: writes the block's BM x BN tile (warp (wm, wn) holds WM x WN of it as mma.sync

@@ -44,6 +44,19 @@ struct Geometry {
   }
 };
 
+// Eight 16-bit elements from src (zeros where !ok) to the shared byte address dst: one 16-byte
+// cp.async where the caller's tensors allow it (vec), else element by element. smem / sbase: the
+// block's dynamic shared memory as a pointer and as a shared address.
+TT_DEVICE void copy8(u32 dst, const void* src, bool ok, bool vec, unsigned char* smem, u32 sbase) {
+  if (vec) {
+    tt_mma::cp_async<16>(dst, src, ok ? 16 : 0);
+  } else {
+    unsigned short* d = reinterpret_cast<unsigned short*>(smem + (dst - sbase));
+#pragma unroll 1  // unrolled, ptxas spills around the eight loads
+    for (int e = 0; e < 8; ++e) d[e] = ok ? static_cast<const unsigned short*>(src)[e] : (unsigned short)0;
+  }
+}
+
 }  // namespace tt_narrow
 
 template <typename TA, typename TC, int DIR, bool NCHW, int KM, int RT, int NT, int WK, int STAGES, int SPLIT>
@@ -77,15 +90,7 @@ __global__ void __launch_bounds__(RT * WK * 32) narrow_wgrad(const TtConvParams 
   // for each filter row the input row it reads (zeros in the vertical padding).
   // Callers' pointers reach the kernel as given: 16-byte copies only where both tensors allow them.
   const bool vec = (((unsigned long long)p.x | (unsigned long long)p.y) & 15) == 0;
-  auto copy = [&](u32 dst, const TA* src, bool ok) {
-    if (vec) {
-      cp_async<16>(dst, src, ok ? 16 : 0);
-    } else {
-      unsigned short* d = reinterpret_cast<unsigned short*>(tt_narrow_smem + (dst - sbase));
-#pragma unroll 1  // unrolled, ptxas spills around the eight loads
-      for (int j = 0; j < 8; ++j) d[j] = ok ? reinterpret_cast<const unsigned short*>(src)[j] : (unsigned short)0;
-    }
-  };
+  auto copy = [&](u32 dst, const TA* src, bool ok) { tt_narrow::copy8(dst, src, ok, vec, tt_narrow_smem, sbase); };
   auto load = [&](int stage, int row) {
     const u32 s = sbase + stage * geo.stage_bytes;
     const int n = row / p.p, pr = row % p.p;
@@ -230,14 +235,7 @@ __global__ void __launch_bounds__(WARPS * 32) narrow_dgrad(const TtConvParams p)
       const int r = rfirst + j * sh, pr = (h + p.pad_h - r) / sh;
       if (r >= R || pr < 0 || pr >= p.p) continue;
       const TA* src = dy + (((long long)n * p.p + pr) * p.q + q) * K + v * 8;
-      const u32 dst = s0 + (j * qr + pf + q) * kst + v * 16;
-      if (vec) {
-        cp_async<16>(dst, src, 16);
-      } else {
-        unsigned short* d = reinterpret_cast<unsigned short*>(tt_narrow_smem + (dst - sbase));
-#pragma unroll 1  // unrolled, ptxas spills around the eight loads
-        for (int e = 0; e < 8; ++e) d[e] = reinterpret_cast<const unsigned short*>(src)[e];
-      }
+      tt_narrow::copy8(s0 + (j * qr + pf + q) * kst + v * 16, src, true, vec, tt_narrow_smem, sbase);
     }
   };
   if (row0 < row1) load(0, row0);
@@ -358,14 +356,7 @@ __global__ void __launch_bounds__(WARPS * 32) narrow_fwd(const TtConvParams p) {
       const int h = pr * p.stride_h - p.pad_h + r;
       const bool ok = h >= 0 && h < p.h;
       const TA* src = x + (((long long)n * p.h + (ok ? h : 0)) * p.w) * C + v * 8;
-      const u32 dst = xs + (r * xl + xoff) * 2 + v * 16;
-      if (vec) {
-        cp_async<16>(dst, src, ok ? 16 : 0);
-      } else {
-        unsigned short* d = reinterpret_cast<unsigned short*>(tt_narrow_smem + (dst - sbase));
-#pragma unroll 1
-        for (int e = 0; e < 8; ++e) d[e] = ok ? reinterpret_cast<const unsigned short*>(src)[e] : (unsigned short)0;
-      }
+      tt_narrow::copy8(xs + (r * xl + xoff) * 2 + v * 16, src, ok, vec, tt_narrow_smem, sbase);
     }
   };
   TT_UNROLL
@@ -431,12 +422,7 @@ __global__ void __launch_bounds__(WARPS * 32) narrow_fwd(const TtConvParams p) {
           TC* out = y + ((long long)row * p.q + q) * K + 2 * t4;  // row = n * P + p
           TT_UNROLL
           for (int nt = 0; nt < NK; ++nt) {
-            if (pair_ok) {
-              tt_store_pair(out + nt * 8, acc[m][nt][2 * h], acc[m][nt][2 * h + 1]);
-            } else {
-              out[nt * 8] = tt_from_float<TC>(acc[m][nt][2 * h]);
-              out[nt * 8 + 1] = tt_from_float<TC>(acc[m][nt][2 * h + 1]);
-            }
+            tt_store_pair(out + nt * 8, acc[m][nt][2 * h], acc[m][nt][2 * h + 1], pair_ok);
           }
         }
     }

@@ -117,16 +117,20 @@ template <> __device__ inline tt_bf16 tt_from_float<tt_bf16>(float f) {
 // Zero of each storage type, for predicated-off loads.
 template <class T> __device__ inline T tt_zero() { T z; z.bits = 0; return z; }
 
-// Two adjacent outputs a, b stored at p (4-byte aligned for 16-bit T, 8-byte for float) in one store.
-template <class T> struct TtPair {
-  static __device__ inline void store(T* p, float a, float b) {
-    *reinterpret_cast<unsigned*>(p) = (unsigned)tt_from_float<T>(a).bits | ((unsigned)tt_from_float<T>(b).bits << 16);
+// Two adjacent outputs a, b at p: one store where `pair` says p is aligned to two elements,
+// else one store each.
+template <class T> __device__ inline void tt_store_pair(T* p, float a, float b, bool pair) {
+  struct alignas(2 * sizeof(T)) Two { T v[2]; };
+  if (pair) {
+    Two t;
+    t.v[0] = tt_from_float<T>(a);
+    t.v[1] = tt_from_float<T>(b);
+    *reinterpret_cast<Two*>(p) = t;
+  } else {
+    p[0] = tt_from_float<T>(a);
+    p[1] = tt_from_float<T>(b);
   }
-};
-template <> struct TtPair<float> {
-  static __device__ inline void store(float* p, float a, float b) { *reinterpret_cast<float2*>(p) = make_float2(a, b); }
-};
-template <class T> __device__ inline void tt_store_pair(T* p, float a, float b) { TtPair<T>::store(p, a, b); }
+}
 template <> __device__ inline float tt_zero<float>() { return 0.0f; }
 template <> __device__ inline signed char tt_zero<signed char>() { return 0; }
 template <> __device__ inline int tt_zero<int>() { return 0; }

@@ -238,13 +238,7 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
               // C % 8 == 0: a pair is all in or all out.
               if (row0 + 8 * h >= rows_in || 8 * j + col0 >= cols_in) continue;
               const float a = acc[t][4 * j + 2 * h], b = acc[t][4 * j + 2 * h + 1];
-              TC* d = d0 + h * 8 * ldw + t * cv.c + 8 * j;
-              if (pair_ok) {
-                tt_store_pair(d, a, b);
-              } else {
-                d[0] = tt_from_float<TC>(a);
-                d[1] = tt_from_float<TC>(b);
-              }
+              tt_store_pair(d0 + h * 8 * ldw + t * cv.c + 8 * j, a, b, pair_ok);
             }
           }
         }
@@ -316,13 +310,8 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
             const int e = 4 * i, row = e / (TAPS * 64), tap = (e / 64) % TAPS, col = e % 64;
             if (row >= rows_in || col >= cols_in) continue;  // C % 8 == 0: four columns all in or all out
             TC* d = dw + (long long)(k0 + row) * ldw + (long long)(w.r0 * S + tap) * cv.c + c0 + col;
-            if (pair_ok) {
-              tt_store_pair(d, sum.x, sum.y);
-              tt_store_pair(d + 2, sum.z, sum.w);
-            } else {
-              d[0] = tt_from_float<TC>(sum.x); d[1] = tt_from_float<TC>(sum.y);
-              d[2] = tt_from_float<TC>(sum.z); d[3] = tt_from_float<TC>(sum.w);
-            }
+            tt_store_pair(d, sum.x, sum.y, pair_ok);
+            tt_store_pair(d + 2, sum.z, sum.w, pair_ok);
           }
         }
       }
