@@ -32,11 +32,13 @@ def step():
 
 
 step()
+first = ttt.stats()  # a rank's first step may already meet a winner another rank's sweep wrote
 if mode == "online":
     assert ttt.runtime("cpu").online_wait(300), "online tuning did not finish in 300 s"
     dist.barrier()
     step()
 stats = ttt.disable()
+stats["after_first_step"] = first
 with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
     json.dump(stats, f)
 dist.destroy_process_group()

@@ -39,5 +39,6 @@ def test_ranks_tune_each_problem_once_and_all_serve_the_winners(workdir):
                                          "TILETUNE_ONLINE_BUDGET": "1", "TILETUNE_ONLINE_SECONDS": "2"})
     assert len(runs.read_text().splitlines()) == 5  # not once per rank
     for s in stats:
-        rt = s["runtime"]["cpu:0"]
-        assert rt["calls"] == 10 and rt["user_tuned"] == 5, s  # the second step ran on the winners
+        rt, first = s["runtime"]["cpu:0"], s["after_first_step"]["runtime"]["cpu:0"]
+        # The second step ran on the winners (the first may have met some another rank's sweep wrote).
+        assert rt["calls"] == 10 and rt["user_tuned"] - first["user_tuned"] == 5, s
