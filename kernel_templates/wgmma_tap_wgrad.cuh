@@ -25,6 +25,10 @@
 // this kernel's busiest (Nsight Compute on an H100: 55-60% of its cycles on ResNet-50's 3x3
 // weight gradients); A from registers cuts its operand reads a K step by (S - 1) / (2 S).
 //
+// PACK 1 (small images, stride 1, "same" padding): a K step holds whole images, up to 128 lines
+// in 5 to 8 k16 slices, and rows share their halo (wgmma_tap_wgrad_index.h): on 7x7 images 98
+// pixels in 7 slices where PACK 0 puts 49 in 4. Its stages are twice as large.
+//
 // Split-K (SPLITK > 1): the K steps are cut into SPLITK ranges, one block per (tile, range), which
 // normally run at once (the constraints keep TILES * SPLITK within the multiprocessors). Every
 // block stores its fp32 partial in its workspace slot (dw's order), waits briefly until all ranges
@@ -76,7 +80,8 @@ TT_DEVICE int load_volatile(const int* p) {
 
 }  // namespace tt_tapr
 
-template <typename TA, typename TC, int R, int S, int STAGES, int SPLITK, int SHIFT, int SW, int AREG = 0>  // R, S: FR, FS
+template <typename TA, typename TC, int R, int S, int STAGES, int SPLITK, int SHIFT, int SW, int AREG = 0,
+          int PACK = 0>  // R, S: FR, FS
 __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid_constant__ TtConvTmaParams p) {
   // R: the filter rows of a block (a row group of the filter's cv.r), S: the filter's width, SW: the
   // stride along W (the copies of x per filter row, one per column residue).
@@ -86,10 +91,13 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
   static_assert(SHIFT == 0 || SHIFT == 1, "SHIFT: 0 a copy per tap, 1 a shifted descriptor");
   static_assert(SW == 1 || SW == 2, "stride 1 or 2 along W");
   static_assert(AREG == 0 || AREG == 1, "AREG: dy from shared memory (0) or registers (1)");
+  static_assert(PACK == 0 || (PACK == 1 && SHIFT == 1 && SW == 1), "PACK 1: whole images, shifted reads, stride 1");
   constexpr int TAPS = R * S;
-  constexpr u32 DY_BYTES = 64 * 128;                         // 64 lines of 64 channels of K
+  constexpr int LINES = PACK ? 128 : 64;                       // a stage's lines (packing 1: whole images)
+  constexpr int KK_MAX = LINES / 16;                           // k16 slices a stage holds
+  constexpr u32 DY_BYTES = LINES * 128;                        // lines of 64 channels of K
   constexpr int COPIES = S < SW ? S : SW;                      // copies of x per filter row
-  constexpr u32 XR_BYTES = SHIFT == 0 ? 64 * 128 : 72 * 128;  // a copy: 64 lines (+ the halo read past)
+  constexpr u32 XR_BYTES = SHIFT == 0 ? 64 * 128 : (LINES + 8) * 128;  // a copy (+ the lines read past it)
   constexpr int ROW_COPIES = SHIFT == 0 ? S : COPIES;         // x copies per filter row in a stage
   constexpr int XCOPIES = R * ROW_COPIES;
   constexpr int TILE = 64 * TAPS * 64;  // fp32 elements of a block's share of dw (its row group's taps)
@@ -104,7 +112,8 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
   const RingT ring(smem_raw, 0);
 
   const TtConvParams& cv = p.c;
-  const tt_tapr::Packing pk = tt_tapr::packing(cv);
+  const tt_tapr::Packing pk = tt_tapr::packing(cv, PACK);
+  const int kk16 = PACK ? pk.kk16 : 4;  // the k16 slices of a K step
   const int tiles_c = (cv.c + 63) / 64, groups = cv.r / R, tiles = ((cv.k + 63) / 64) * tiles_c * groups;
   const int total = tiles * SPLITK;
 
@@ -126,7 +135,7 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
     if (threadIdx.x == 0) {
       prefetch_map(&p.map_im2col);
       prefetch_map(&p.map_tiled);
-      const u32 bytes = (u32)(pk.dy_box_w * pk.rows + XCOPIES * pk.pitch * pk.rows) * 128u;
+      const u32 bytes = (u32)((pk.dy_box_w + XCOPIES * pk.pitch) * pk.rows * pk.imgs) * 128u;
       int s = 0;
       u32 ph = 0;
       for (int u = blockIdx.x; u < total; u += gridDim.x) {
@@ -190,14 +199,15 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
           const u32 sa = ring.a(s);
           const u64 bs = (u64)((u32)s * (RingT::B_BYTES >> 4));
           TT_UNROLL
-          for (int kk = 0; kk < 4; ++kk) {
+          for (int kk = 0; kk < KK_MAX; ++kk) {
+            if (kk >= kk16) break;  // (packing 1: 5 to 8 slices, so step 3 still releases)
             wg_wait<3>();
             if (kk == 3 && prev >= 0) ring.release(prev, lane);
-            tt_mma::ldsm_x4<true>(a[kk], sa + ld + 2048 * kk);  // lines 16 kk.., channels 16 warp..
+            tt_mma::ldsm_x4<true>(a[kk & 3], sa + ld + 2048 * kk);  // lines 16 kk.., channels 16 warp..
             wg_fence();
             TT_UNROLL
             for (int t = 0; t < S; ++t)
-              MmaRs::mma(acc[t], a[kk], db0[t] + bs + kk * (2048 / 16), (kt > kb || kk > 0) ? 1 : 0);
+              MmaRs::mma(acc[t], a[kk & 3], db0[t] + bs + kk * (2048 / 16), (kt > kb || kk > 0) ? 1 : 0);
             wg_commit();
           }
           prev = s;
@@ -209,7 +219,8 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
         const u64 da = da0 + (u64)((u32)s * (RingT::A_BYTES >> 4));
         wg_fence();
         TT_UNROLL
-        for (int kk = 0; kk < 4; ++kk) {
+        for (int kk = 0; kk < KK_MAX; ++kk) {
+          if (kk >= kk16) break;
           TT_UNROLL
           for (int t = 0; t < S; ++t)
             Mma::mma(acc[t], da + kk * (2048 / 16), db0[t] + (u64)((u32)s * (RingT::B_BYTES >> 4)) + kk * (2048 / 16),

@@ -25,7 +25,7 @@ class ConvOperation final : public Operation {
     if (t.arguments() == KernelTemplate::Arguments::ConvAsGemmWithTma)
       return gpu::cuda::make_tma_conv_gemm_arguments(params.conv, kernel_problem, vars);
     if (t.arguments() == KernelTemplate::Arguments::ConvRowsWithTma)
-      return gpu::cuda::make_tma_conv_rows_arguments(params.conv, kernel_problem.conv());
+      return gpu::cuda::make_tma_conv_rows_arguments(params.conv, kernel_problem.conv(), vars);
     return gpu::cuda::make_tma_conv_arguments(params.conv, kernel_problem.conv(), vars);
 #else
     no_tma_arguments(t);

@@ -229,7 +229,7 @@ std::vector<std::uint8_t> make_tma_conv_arguments(const TtConvParams& p, const C
 }
 
 std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode, const TtConvParams& p,
-                                                         const ConvProblem& problem) {
+                                                         const ConvProblem& problem, int pack) {
   if (!encode) throw Error("wgmma_tap_wgrad: cuTensorMapEncodeTiled is not available (no CUDA driver)");
   if (problem.layout != ConvLayout::NHWC || problem.direction != ConvDirection::BackwardFilter || p.groups != 1 ||
       p.stride_h < 1 || p.stride_h > 2 || p.stride_w < 1 || p.stride_w > 2 || p.dil_h != 1 || p.dil_w != 1 ||
@@ -245,7 +245,7 @@ std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode
   }
   if (reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0 || reinterpret_cast<std::uintptr_t>(p.y) % 16 != 0)
     throw Error("wgmma_tap_wgrad: TMA needs x and dy 16-byte aligned");
-  const tt_tapr::Packing k = tt_tapr::packing(p);
+  const tt_tapr::Packing k = tt_tapr::packing(p, pack);
   // A box of box_w x rows elements walked with traversal strides (step_w, step_h): box dimensions
   // of step_w box_w and step_h rows.
   auto rows_map = [&](TtTensorMap* out, const char* what, const void* base, int ch, int w, int h, int box_w,
@@ -253,7 +253,7 @@ std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode
     const cuuint64_t eb = 2;
     cuuint64_t dims[4] = {cuuint64_t(ch), cuuint64_t(w), cuuint64_t(h), cuuint64_t(p.n)};
     cuuint64_t strides[3] = {ch * eb, cuuint64_t(w) * ch * eb, cuuint64_t(h) * w * ch * eb};
-    cuuint32_t box[4] = {64, cuuint32_t(box_w * step_w), cuuint32_t(k.rows * step_h), 1};
+    cuuint32_t box[4] = {64, cuuint32_t(box_w * step_w), cuuint32_t(k.rows * step_h), cuuint32_t(k.imgs)};
     cuuint32_t elem_strides[4] = {1, cuuint32_t(step_w), cuuint32_t(step_h), 1};
     CUtensorMap m;
     std::memset(&m, 0, sizeof m);
@@ -277,8 +277,10 @@ std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode
   return bytes;
 }
 
-std::vector<std::uint8_t> make_tma_conv_rows_arguments(const TtConvParams& p, const ConvProblem& problem) {
-  return encode_tma_conv_rows_arguments(tensor_map_encoder(), p, problem);
+std::vector<std::uint8_t> make_tma_conv_rows_arguments(const TtConvParams& p, const ConvProblem& problem,
+                                                       const Variables& vars) {
+  auto it = vars.find("PACK");  // absent in an older database's solutions: 0
+  return encode_tma_conv_rows_arguments(tensor_map_encoder(), p, problem, it == vars.end() ? 0 : int(it->second));
 }
 
 namespace {

@@ -56,13 +56,15 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
 // Launch arguments of the "conv_rows_tma" templates (kernel_templates/wgmma_tap_wgrad.cuh): `p`
 // plus tiled maps over rows of x and dy (conv_tma_params.h), boxes by wgmma_tap_wgrad_index.h's
 // packing (a 64-channel box past C or K reads zeros; x's walked with the convolution's strides).
-// Weight gradients, NHWC, 16-bit inputs, stride 1 or 2. Throws tiletune::Error when no driver
-// is loaded, the problem is outside that set, x or dy is not 16-byte aligned, or the driver rejects a map.
-std::vector<std::uint8_t> make_tma_conv_rows_arguments(const TtConvParams& p, const ConvProblem& problem);
+// Weight gradients, NHWC, 16-bit inputs, stride 1 or 2; the packing is the solution's PACK (0
+// where vars lack it). Throws tiletune::Error when no driver is loaded, the problem is outside
+// that set, x or dy is not 16-byte aligned, or the driver rejects a map.
+std::vector<std::uint8_t> make_tma_conv_rows_arguments(const TtConvParams& p, const ConvProblem& problem,
+                                                       const Variables& vars);
 
-// The same with an explicit encoder (tests pass a fake that records its arguments).
+// The same with an explicit encoder and packing (tests pass a fake that records its arguments).
 std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode, const TtConvParams& p,
-                                                         const ConvProblem& problem);
+                                                         const ConvProblem& problem, int pack = 0);
 
 // Launch arguments of the "conv_as_gemm_tma" templates (a GEMM template's kernel on a convolution
 // that is a plain GEMM, solutions/conv_gemm.h): the TtGemmTmaParams of that GEMM on p's tensors,

@@ -27,40 +27,48 @@ int pixel_at(const std::vector<int>& t, int n, int h, int w, int H, int W) {
   return t[(std::size_t(n) * H + h) * W + w];
 }
 
-// A tiled TMA copy of box {box_w, rows} elements from (w0, h0) of image n, walked with traversal
-// strides (step_w, step_h), into `lines` (the box's lines in order, W fastest), zeros outside the
-// tensor.
+// A tiled TMA copy of box {box_w, rows, imgs} elements from (w0, h0) of images n.., walked with
+// traversal strides (step_w, step_h), into `lines` (the box's lines in order, W fastest), zeros
+// outside the tensor (images past N included).
 void tap_rows_copy_box(std::vector<int>& lines, const std::vector<int>& t, int n, int h0, int w0, int box_w, int rows,
-                       int H, int W, int step_w = 1, int step_h = 1) {
-  for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < box_w; ++j)
-      lines.at(std::size_t(i * box_w + j)) = pixel_at(t, n, h0 + i * step_h, w0 + j * step_w, H, W);
+                       int imgs, int N, int H, int W, int step_w = 1, int step_h = 1) {
+  for (int m = 0; m < imgs; ++m)
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < box_w; ++j)
+        lines.at(std::size_t((m * rows + i) * box_w + j)) =
+            n + m < N ? pixel_at(t, n + m, h0 + i * step_h, w0 + j * step_w, H, W) : 0;
 }
 
 // SHIFT 0 copies x once per tap, s columns on; otherwise once per filter row and column residue
 // s % v, read s / v lines on. The copies walk x with the convolution's strides.
+// Packing 1 (whole images a step, shared halo): the kernel's 128-line stages, copies of x shifted
+// only (PACK 1 goes with SHIFT 1).
 std::vector<long long> tap_rows_replay(const TtConvParams& p, bool copy_per_tap, const std::vector<int>& dy,
-                              const std::vector<int>& x) {
-  const tt_tapr::Packing k = tt_tapr::packing(p);
+                              const std::vector<int>& x, int pack = 0) {
+  const tt_tapr::Packing k = tt_tapr::packing(p, pack);
+  const int lines = pack == 1 ? 128 : 64;  // a stage's dy lines; a copy of x holds 8 more
   EXPECT_LE(k.pitch, 64);
-  EXPECT_LE(k.rows * k.pitch, 64);
-  EXPECT_LE(k.rows * k.dy_box_w, 64);
+  EXPECT_LE(k.imgs * k.rows * k.pitch, lines);
+  EXPECT_LE(k.imgs * k.rows * k.dy_box_w, lines);
+  EXPECT_LE(16 * k.kk16, lines);
+  EXPECT_GE(16 * k.kk16, k.imgs * k.rows * k.pitch);
   EXPECT_GE(k.qseg * k.qs, p.q);
   std::vector<long long> dw(std::size_t(p.r) * p.s, 0);
   for (int kt = 0; kt < k.ksteps; ++kt) {
     const tt_tapr::Step st = tt_tapr::step(p, k, kt);
-    std::vector<int> dy_lines(64, 0);  // a stage's dy: 64 lines, zeroed once
-    tap_rows_copy_box(dy_lines, dy, st.n, st.p0, st.q0, k.dy_box_w, k.rows, p.p, p.q);
+    std::vector<int> dy_lines(lines, 0);  // a stage's dy, zeroed once
+    tap_rows_copy_box(dy_lines, dy, st.n, st.p0, st.q0, k.dy_box_w, k.rows, k.imgs, p.n, p.p, p.q);
     for (int r = 0; r < p.r; ++r)
       for (int s = 0; s < p.s; ++s) {
-        std::vector<int> x_lines(72, 0);  // a filter row's copy: 64 lines and those read past them
+        std::vector<int> x_lines(lines + 8, 0);  // a filter row's copy and the lines read past it
         const int w0 = tt_tapr::x_copy_w(p, st, copy_per_tap ? s : tt_tapr::tap_copy(s, p.stride_w));
-        tap_rows_copy_box(x_lines, x, st.n, tt_tapr::x_copy_h(p, st, r), w0, k.pitch, k.rows, p.h, p.w, p.stride_w,
-                          p.stride_h);
+        tap_rows_copy_box(x_lines, x, st.n, tt_tapr::x_copy_h(p, st, r), w0, k.pitch, k.rows, k.imgs, p.n, p.h, p.w,
+                          p.stride_w, p.stride_h);
         const int shift = copy_per_tap ? 0 : tt_tapr::tap_shift(s, p.stride_w);
         EXPECT_LT(tt_tapr::tap_copy(s, p.stride_w), k.copies);
         EXPECT_LE(shift, k.halo);
-        for (int t = 0; t < 64; ++t) dw[std::size_t(r) * p.s + s] += (long long)dy_lines[t] * x_lines.at(t + shift);
+        for (int t = 0; t < 16 * k.kk16; ++t)  // the k16 slices the consumers multiply
+          dw[std::size_t(r) * p.s + s] += (long long)dy_lines[t] * x_lines.at(t + shift);
       }
   }
   return dw;
@@ -110,6 +118,42 @@ TEST(WgmmaTapWgradIndex, EveryStepsCopiesAndShiftedReadsAddUpToTheWeightGradient
           << c.u << "," << c.v
           << (per_tap ? " (a copy per tap)" : " (shifted reads)");
   }
+}
+
+TEST(WgmmaTapWgradIndex, WholeImagesWithASharedHaloAddUpToTheWeightGradient) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> v(-9, 9);
+  struct Case {
+    int n, h, w, r, s, pad_h, pad_w, imgs;
+  };
+  // ResNet's 7x7 (two images, an odd count: the last step's second image is outside the tensor),
+  // 8x8 (one image of 72 lines), 4x4 (six), a 1x3 filter, 5x5 with padding 2, 3x1, 1x1 rows.
+  const Case cases[] = {{5, 7, 7, 3, 3, 1, 1, 2}, {2, 8, 8, 3, 3, 1, 1, 1}, {7, 4, 4, 3, 3, 1, 1, 6},
+                        {3, 5, 9, 1, 3, 0, 1, 2}, {3, 6, 6, 5, 5, 2, 2, 2}, {4, 7, 7, 3, 1, 1, 0, 2},
+                        {3, 2, 11, 3, 3, 1, 1, 5}};
+  for (const Case& c : cases) {
+    const TtConvParams p = tap_rows_params(c.n, c.h, c.w, c.r, c.s, c.pad_h, c.pad_w);
+    ASSERT_TRUE(tt_tapr::images_pack(p)) << c.h << "x" << c.w;
+    EXPECT_EQ(tt_tapr::packing(p, 1).imgs, c.imgs) << c.h << "x" << c.w;
+    std::vector<int> dy(std::size_t(p.n) * p.p * p.q), x(std::size_t(p.n) * p.h * p.w);
+    for (int& e : dy) e = v(rng);
+    for (int& e : x) e = v(rng);
+    EXPECT_EQ(tap_rows_replay(p, false, dy, x, 1), tap_rows_reference(p, dy, x))
+        << c.h << "x" << c.w << " " << c.r << "x" << c.s << " pad " << c.pad_h << "," << c.pad_w;
+  }
+  // Where it does not apply (stride 2, padding other than "same", images past 128 lines) packing
+  // 1 is packing 0.
+  for (const TtConvParams& p : {tap_rows_params(2, 14, 14, 3, 3, 1, 1, 2, 2), tap_rows_params(2, 9, 9, 3, 3, 0, 0),
+                                tap_rows_params(2, 14, 14, 3, 3, 1, 1)}) {
+    EXPECT_FALSE(tt_tapr::images_pack(p));
+    EXPECT_EQ(tt_tapr::packing(p, 1).pitch, tt_tapr::packing(p, 0).pitch);
+    EXPECT_EQ(tt_tapr::packing(p, 1).kk16, 4);
+  }
+  // ResNet-50's 7x7 layer: 98 pixels in 7 k16 slices a step, 64 steps for 128 images.
+  const tt_tapr::Packing l4 = tt_tapr::packing(tap_rows_params(128, 7, 7, 3, 3, 1, 1), 1);
+  EXPECT_EQ(l4.pitch, 8);
+  EXPECT_EQ(l4.kk16, 7);
+  EXPECT_EQ(l4.ksteps, 64);
 }
 
 // Every output pixel is on exactly one line of one K step.

@@ -35,13 +35,14 @@ ConvProblem tap_rows_wgrad(DataType in, DataType out, int n, int c, int h, int w
   return p;
 }
 
-// Rows of 14 (four a K step) and 7 (seven), a long row cut into segments (130 pixels: three), an
+// Rows of 14 (four a K step) and 7 (seven; PACK 1: two images, the last step's second outside the
+// tensor), a long row cut into segments (130 pixels: three), an
 // unpadded 3x3, a 1x3 filter, Inception's 5x5 with 48 channels (row groups, a channel tile past C),
 // K off the 64-channel tiles, stride 2 (two copies of x per filter row) with odd sizes, several
 // channel tiles, both input types and every output type.
 std::vector<Problem> wgmma_tap_problems() {
   return {Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 4, 64, 14, 14, 64)),
-          Problem(tap_rows_wgrad(DataType::F16, DataType::F32, 6, 128, 7, 7, 64)),
+          Problem(tap_rows_wgrad(DataType::F16, DataType::F32, 5, 128, 7, 7, 64)),
           Problem(tap_rows_wgrad(DataType::BF16, DataType::F32, 2, 64, 5, 130, 128)),
           Problem(tap_rows_wgrad(DataType::F16, DataType::F16, 3, 64, 12, 20, 64, 3, 3, 0)),
           Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 4, 64, 9, 30, 64, 1, 3, 0)),
@@ -51,7 +52,8 @@ std::vector<Problem> wgmma_tap_problems() {
 }
 
 // conv_sample's candidates plus, per problem, the first of each SHIFT (a copy per tap, the shifted
-// descriptor), of each AREG (dy from shared memory, from registers) and the first split count that
+// descriptor), of each AREG (dy from shared memory, from registers), of each PACK (rows of an
+// image, whole images with a shared halo) and the first split count that
 // is not a power of two (splits that fill 132 multiprocessors), at stride 2 and on the 5x5 too.
 std::vector<tuner::Candidate> wgmma_tap_sample(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev,
                                                std::size_t per) {
@@ -59,6 +61,7 @@ std::vector<tuner::Candidate> wgmma_tap_sample(const std::vector<Problem>& ps, c
     const std::int64_t splitk = c.solution.params.at("SPLITK");
     return std::vector<std::pair<std::string, std::int64_t>>{
         {"SHIFT", c.solution.params.at("SHIFT")}, {"AREG", c.solution.params.at("AREG")},
+        {"PACK", c.solution.params.at("PACK")},
         {"SPLITK not a power of two", (splitk & (splitk - 1)) != 0}};
   };
   std::vector<tuner::Candidate> out = conv_sample("wgmma_tap_wgrad", ps, dev, per);
@@ -160,6 +163,24 @@ TEST(WgmmaTapWgradSpace, TheModelPricesTheStagedCopies) {
   EXPECT_LT(best[1], best[0]);
 }
 
+// On 7x7 images whole images a step (PACK 1: 98 pixels in 112 lines) price below rows of one image
+// (49 in 64); on 14x14 PACK 1 does not apply.
+TEST(WgmmaTapWgradSpace, TheModelPricesWholeImagesBelowRowsOnSmallImages) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const Problem l4(tap_rows_wgrad(DataType::BF16, DataType::BF16, 128, 512, 7, 7, 512));
+  double best[2] = {1e30, 1e30};
+  for (const auto& c : tuner::enumerate({find_template("wgmma_tap_wgrad")}, std::vector<Problem>{l4}, dev).candidates) {
+    const ModelEstimate e = model_estimate(*c.tmpl, c.solution, l4, dev);
+    ASSERT_TRUE(e.has_model);
+    double& b = best[c.solution.params.at("PACK")];
+    b = std::min(b, e.seconds);
+  }
+  EXPECT_LT(best[1], best[0]);
+  const Problem l3(tap_rows_wgrad(DataType::BF16, DataType::BF16, 128, 256, 14, 14, 256));
+  for (const auto& c : tuner::enumerate({find_template("wgmma_tap_wgrad")}, std::vector<Problem>{l3}, dev).candidates)
+    EXPECT_EQ(c.solution.params.at("PACK"), 0);
+}
+
 TEST(WgmmaTapWgradArguments, EncodesRowMapsOfXAndDyByThePacking) {
   alignas(16) static std::uint8_t x[16], w[16], y[16];
   // 14-pixel rows: a pitch of 16 lines, four rows a K step; dy's box is the pitch (zeros past Q).
@@ -205,6 +226,19 @@ TEST(WgmmaTapWgradArguments, EncodesRowMapsOfXAndDyByThePacking) {
   EXPECT_EQ(rows_maps_seen[0].elem_strides[1], 2u);
   EXPECT_EQ(rows_maps_seen[0].elem_strides[2], 2u);
   EXPECT_EQ(rows_maps_seen[1].elem_strides[1], 1u);  // dy: every pixel
+  // PACK 1 on 7x7 images: whole images, two a box, at a pitch of 8 (the halo shared).
+  cp = tap_rows_wgrad(DataType::BF16, DataType::BF16, 5, 64, 7, 7, 64);
+  p = ops::conv_arguments(cp.canonical(), x, w, y);
+  for (int pack : {0, 1}) {
+    rows_maps_seen.clear();
+    gpu::cuda::encode_tma_conv_rows_arguments(fake_rows_encoder, p, cp, pack);
+    ASSERT_EQ(rows_maps_seen.size(), 2u);
+    for (const RowsMapSeen& m : rows_maps_seen) {
+      EXPECT_EQ(m.box[1], pack ? 8u : 9u);
+      EXPECT_EQ(m.box[2], 7u);
+      EXPECT_EQ(m.box[3], pack ? 2u : 1u);
+    }
+  }
   // Refused: unaligned dy, stride 3, fp32 inputs, no driver.
   TtConvParams off = p;
   off.y = y + 2;
@@ -227,6 +261,7 @@ TEST(WgmmaTapWgradCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   EXPECT_GT(values.at("SPLITK").size(), 1u);
   EXPECT_EQ(values.at("SHIFT").size(), 2u);
   EXPECT_EQ(values.at("AREG").size(), 2u);
+  EXPECT_EQ(values.at("PACK").size(), 2u);
   EXPECT_TRUE(std::any_of(values.at("SPLITK").begin(), values.at("SPLITK").end(),
                           [](std::int64_t k) { return (k & (k - 1)) != 0; }));
   EXPECT_EQ(values.at("FS"), (std::set<std::int64_t>{3, 5}));  // 160 accumulators a thread for the 5x5

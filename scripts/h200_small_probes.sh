@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# On the H200: one device call of two probes and the GPU checks they need, logs packed into
+# OUT/small_probes.tgz.
+#   1. wgmma_tap_wgrad (PACK 1 above all): its GPU samples validated against the fp64 reference,
+#      then compute-sanitizer memcheck and racecheck on its sanitizer sample;
+#   2. configs/probes/h200_tap_wgrad_pack_probe.json (ResNet-50's 7x7 weight gradient, PACK 0 / 1),
+#      then vs_torch on that layer, bf16 and fp16;
+#   3. configs/probes/h200_conv_small_1x1_probe.json (the other nets' 1x1 layers on wgmma_conv1x1
+#      with OCC 2, other rings and tiles), then vs_torch on those layers.
+# Usage: scripts/h200_small_probes.sh BUILD_DIR TESTS_BINARY OUT_DIR LABEL
+set -uo pipefail
+B=$1 T=$2 OUT=$3 LABEL=$4
+D=$OUT/small_probes
+mkdir -p "$D"
+source "$(dirname "$0")/h200_env.sh"
+timeout 150 "$T" --gtest_filter='WgmmaTapWgrad*' > "$D/gtest.log" 2>&1
+echo "gtest exit $?"; grep -E '^\[  FAILED  \]|validated|PASSED' "$D/gtest.log" | sort -u | head
+grep -oE 'wgmma_tap_wgrad_[A-Z0-9_-]+ on' "$D/gtest.log" | grep -oE 'PACK-[0-9]' | sort | uniq -c
+for tool in memcheck racecheck; do
+  timeout 150 compute-sanitizer --tool "$tool" --print-limit 5 "$T" --gtest_filter='WgmmaTapWgradGpu.SanitizerSample' \
+    > "$D/$tool.log" 2>&1
+  echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$D/$tool.log" | tail -1)"
+done
+tar czf "$OUT/small_probes_tests.tgz" -C "$D" gtest.log memcheck.log racecheck.log
+probe() {  # config, tune limit, vs_torch set, names, dtypes
+  local name=$1 limit=$2 set=$3 names=$4 start
+  start=$(date +%s)
+  timeout "$limit" "$B/tiletune" tune "configs/probes/h200_${name}_probe.json" --backend cuda --no-vendor \
+    --db "$D/$name.db" > "$D/$name.log" 2>&1
+  echo "$name tune exit $? after $(( $(date +%s) - start )) s"; grep -A12 '^winners' "$D/$name.log"
+  grep -E '^summary|failed by reason' "$D/$name.log"
+  "$B/tiletune" db show "$D/$name.db" > "$D/${name}_db.txt" 2>&1
+  for dtype in $5; do
+    PYTHONUNBUFFERED=1 timeout 90 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/$name.db" \
+      --set "$set" --only conv --names "$names" --conv-dtype "$dtype" --rounds 2 --out "$D/vs_torch_${name}_$dtype.md" \
+      --label "$LABEL, $dtype" > "$D/vs_torch_${name}_$dtype.log" 2>&1
+    echo "vs_torch $name $dtype exit $?"; grep -E '^\| conv (wgrad|dgrad|fwd)' "$D/vs_torch_${name}_$dtype.md" | grep -v '| vendor |'
+  done
+}
+probe tap_wgrad_pack 150 shipped l4_3x3_512 "bf16 fp16"
+probe conv_small_1x1 240 untuned incep_1x1_96_160,mbnet_1x1_144_24,effnet_1x1_240_40 bf16
+rm -f "$D"/*.db*
+tar czf "$OUT/small_probes.tgz" -C "$OUT" small_probes && rm -rf "$D"
