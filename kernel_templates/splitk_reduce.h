@@ -45,24 +45,19 @@ TT_DEVICE void k_range(int KT, int split, int& begin, int& end) {
   end = (split + 1) * KT / SPLITK;
 }
 
-// acc: the R fp32 accumulators of thread `tid` (0 <= tid < THREADS) of the group that computed
-// split `split` of tile `tile_id`. Group: sync() is a barrier of the group's threads, any(p) a
-// barrier returning whether p held on any of them.
-template <int R, int THREADS, int SPLITK, int TILE, class Group>
-TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long all_tiles, int split, int tid,
-                      const Group& group) {
+// The meeting of one tile's `parts` partials (a run-time count): this group's is part `part`,
+// stored in slots[part]; `counter` counts the arrivals. The contract above, with SPLITK = parts.
+// U: slots whose loads are in flight at once in the last group's sum.
+template <int R, int THREADS, int TILE, int U, class Group>
+TT_DEVICE bool reduce_slots(float* acc, int* counter, float4* slots, int part, int parts, int tid, const Group& group) {
   static_assert(R % 4 == 0 && R * THREADS == TILE, "the group's accumulators cover the tile");
-  int* counter = static_cast<int*>(workspace) + tile_id;
-  const long long cnt_bytes = (all_tiles * 4 + 255) / 256 * 256;
-  float4* slots = reinterpret_cast<float4*>(static_cast<char*>(workspace) + cnt_bytes) +
-                  tile_id * (long long)SPLITK * (TILE / 4);
-  float4* mine = slots + (long long)split * (TILE / 4);
+  float4* mine = slots + (long long)part * (TILE / 4);
   TT_UNROLL
   for (int q = 0; q < R / 4; ++q)
     store_cg(mine + q * THREADS + tid, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
   __threadfence();
   group.sync();
-  const bool last = group.any(tid == 0 && atomicAdd(counter, 1) == SPLITK - 1);
+  const bool last = group.any(tid == 0 && atomicAdd(counter, 1) == parts - 1);
   if (!last) return false;
   __threadfence();
 #if defined(TT_HIP)
@@ -74,7 +69,7 @@ TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long 
   TT_UNROLL
   for (int i = 0; i < R; ++i) acc[i] = 0.0f;
 #pragma unroll 1
-  for (int sp = 0; sp < SPLITK; ++sp) {
+  for (int sp = 0; sp < parts; ++sp) {
     TT_UNROLL
     for (int q = 0; q < R / 4; ++q) {
       float4* x = slots + (long long)sp * (TILE / 4) + q * THREADS + tid;
@@ -91,15 +86,14 @@ TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long 
     // reads are in flight at once (the last group reads SPLITK partial tiles alone, and one read at a
     // time made this tail as long as the main loop). Shallow splits read one at a time: their tail
     // is short, and the U registers would spill kernels held to 128 registers. Summed in split order.
-    constexpr int U = SPLITK >= 8 ? 8 : 1;
-    for (int sp0 = 0; sp0 < SPLITK; sp0 += U) {
+    for (int sp0 = 0; sp0 < parts; sp0 += U) {
       float4 v[U];
       TT_UNROLL
       for (int u = 0; u < U; ++u)  // this split's own slot too: its registers need not stay live
-        if (sp0 + u < SPLITK) v[u] = load_cg(slots + (long long)(sp0 + u) * (TILE / 4) + q * THREADS + tid);
+        if (sp0 + u < parts) v[u] = load_cg(slots + (long long)(sp0 + u) * (TILE / 4) + q * THREADS + tid);
       TT_UNROLL
       for (int u = 0; u < U; ++u)
-        if (sp0 + u < SPLITK) {
+        if (sp0 + u < parts) {
           s.x += v[u].x; s.y += v[u].y; s.z += v[u].z; s.w += v[u].w;
           store_cg(slots + (long long)(sp0 + u) * (TILE / 4) + q * THREADS + tid, make_float4(0.f, 0.f, 0.f, 0.f));
         }
@@ -109,6 +103,19 @@ TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long 
 #endif
   if (tid == 0) *counter = 0;
   return true;
+}
+
+// acc: the R fp32 accumulators of thread `tid` (0 <= tid < THREADS) of the group that computed
+// split `split` of tile `tile_id`. Group: sync() is a barrier of the group's threads, any(p) a
+// barrier returning whether p held on any of them.
+template <int R, int THREADS, int SPLITK, int TILE, class Group>
+TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long all_tiles, int split, int tid,
+                      const Group& group) {
+  const long long cnt_bytes = (all_tiles * 4 + 255) / 256 * 256;
+  float4* slots = reinterpret_cast<float4*>(static_cast<char*>(workspace) + cnt_bytes) +
+                  tile_id * (long long)SPLITK * (TILE / 4);
+  return reduce_slots<R, THREADS, TILE, (SPLITK >= 8 ? 8 : 1)>(acc, static_cast<int*>(workspace) + tile_id, slots,
+                                                               split, SPLITK, tid, group);
 }
 
 }  // namespace tt_splitk

@@ -82,6 +82,12 @@
 // can overlap the other's main loop; it only changes the grid where the work units outnumber the
 // multiprocessors. Measured on the H200 (occ_probe, 116f3f4): it wins no shape; out of the
 // default space.
+// SCHED 1 (stream-K over the last partial wave; wgmma_sched.h): the grid is every multiprocessor;
+// full waves of tiles go whole, the tiles left over are cut along K into one even run of K tiles
+// per block, and a tile cut between blocks meets in the workspace as split-K units do (counters
+// per streamed tile, then a slot per part; the last part to arrive sums them in K order). For
+// grids of 100 or 196 tiles on 132 multiprocessors, where a last wave leaves a quarter of them
+// idle. One CTA a unit, no split-K, not int8.
 // TMA L2 promotion (L2PROMO in the JSON) is a property of the host-built tensor maps only.
 // Epilogue, TMA store (EPI = 1, when beta == 0): per chunk of EN columns (32; 24 / 16 for 72- / 80-
 // column tiles), each consumer writes alpha *
@@ -117,6 +123,7 @@
 #include "splitk_reduce.h"
 #include "wgmma_afrag.h"
 #include "wgmma_common.h"
+#include "wgmma_sched.h"
 #include "wgmma_transpose.h"
 
 namespace tt_wg {
@@ -277,7 +284,7 @@ TT_DEVICE int mma_k_tiles_areg(const R& ring, float (&acc)[MI][NACC], u32 a_off,
 
 template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
           int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER, int CLUSTER, int SPLITK = 1, int OCC = 1,
-          int COOPN = 0, int EPI = 0, int COOPK = 0, int CLUSTERN = 1, int AREG = 0>
+          int COOPN = 0, int EPI = 0, int COOPK = 0, int CLUSTERN = 1, int AREG = 0, int SCHED = 0>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
@@ -388,6 +395,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   TT_UNROLL
   for (int j = 0; j < CLUSTERN; ++j) a_mask |= (unsigned short)(1u << (rm + j * CLUSTER));
   const int KT = (K + BK - 1) / BK;
+  static_assert(SCHED == 0 || (SCHED == 1 && SPLITK == 1 && !CK && CS == 1 && !INT8),
+                "SCHED 1: one CTA a work unit, no split-K nor consumers splitting K, not int8 (its reduction adds fp32)");
+  // SCHED 1 (wgmma_sched.h): the tile units past the last full wave streamed along K over all
+  // `step` workers, where the walk does not (a full last wave, or fewer K tiles than workers).
+  const bool streams = SCHED == 1 && tt_sched::sched_streams(tile_units, step, KT);
+  // This block's work items: with SCHED 0 (or nothing streamed) units first, first + step, ...
+  const int n_items = streams ? tt_sched::items(1, tile_units, step, KT, first)
+                              : (first < total ? (total - first + step - 1) / step : 0);
   // Work unit u -> tile unit, K split and its K tiles [kb, ke).
   auto unit = [&](int u, int& t, int& split, int& kb, int& ke) {
     if (SPLITK == 1) {
@@ -406,10 +421,17 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   }
   // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
   if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CS * RingT::ARRIVALS_PER_WARP);
-  // This CTA's tile (tile row mb, column nb, batch b), K split and K tiles of work unit u.
-  auto unit_tile = [&](int u, int& mb, int& nb, int& b, int& split, int& kb, int& ke) {
+  // Item j's tile (tile row mb, column nb, batch b), K split and K tiles; `it` its streamed part
+  // (parts 1: a whole tile, or a split-K unit).
+  auto item_tile = [&](int j, int& mb, int& nb, int& b, int& split, int& kb, int& ke, tt_sched::Item& it) {
     int t;
-    unit(u, t, split, kb, ke);
+    if (streams) {
+      it = tt_sched::item(1, tile_units, step, KT, first, j);
+      t = it.t, split = 0, kb = it.kb, ke = it.ke;
+    } else {
+      it.parts = 1;
+      unit(first + j * step, t, split, kb, ke);
+    }
     tile_coords<RASTER, GROUP>(t, units_m, units_n, mb, nb, b);
     mb = mb * CLUSTER + rm, nb = nb * CLUSTERN + rn;
   };
@@ -447,9 +469,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         fence_async_smem();
         mbar_arrive(bars + 8 * rs);
       };
-      for (int u = first; u < total; u += step) {
+      for (int j = 0; j < n_items; ++j) {
         int mb, nb, b, split, kb, ke;
-        unit_tile(u, mb, nb, b, split, kb, ke);
+        tt_sched::Item it;
+        item_tile(j, mb, nb, b, split, kb, ke, it);
         const TA* Ab = A + (long long)b * p.g.stride_a;
         const TA* Bb = Bm + (long long)b * p.g.stride_b;
 #pragma unroll 1
@@ -474,9 +497,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     } else if (threadIdx.x == 0) {
       int s = 0;
       u32 ph = 0;
-      for (int u = first; u < total; u += step) {
+      for (int j = 0; j < n_items; ++j) {
         int mb, nb, b, split, kb, ke;
-        unit_tile(u, mb, nb, b, split, kb, ke);
+        tt_sched::Item it;
+        item_tile(j, mb, nb, b, split, kb, ke, it);
         for (int kt = kb; kt < ke; ++kt) {
           const u32 full = bars + 8 * s;
           mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
@@ -519,15 +543,16 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     float acc[MI][WNM / 2];
     int s = 0;
     u32 ph = 0;
-    // Ping-pong: the consumers take turns, unit by unit; each skips the K steps of the other's
-    // unit u in the ring.
-    auto skip_unit = [&](int u) {
-      if (u >= total) return;  // no such unit: nothing follows
-      int t, split, kb, ke;
-      unit(u, t, split, kb, ke);
+    // Ping-pong: the consumers take turns, item by item; each skips the K steps of the other's
+    // item j in the ring (streamed items differ in length).
+    auto skip_item = [&](int j) {
+      if (j >= n_items) return;  // no such item: nothing follows
+      int mb, nb, b, split, kb, ke;
+      tt_sched::Item it;
+      item_tile(j, mb, nb, b, split, kb, ke, it);
       RingT::skip(s, ph, ke - kb);
     };
-    if (PP && cw == 1) skip_unit(first);
+    if (PP && cw == 1) skip_item(0);
     // The main loop over every kstep-th K tile of [from, to), A from a_off bytes into its stage.
     auto k_tiles = [&](u32 a_off, int from, int to, u32 b_off, int kstep) {
       if constexpr (AREG != 0)
@@ -535,11 +560,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       else
         return mma_k_tiles<Mma, A_SK, B_SK, BK>(ring, acc, a_off, from, to, s, ph, lane, b_off, kstep);
     };
-    const int t_step = PP ? 2 * step : step;
-    for (int u = first + (PP ? cw * step : 0); u < total; u += t_step) {
+    for (int j = PP ? cw : 0; j < n_items; j += PP ? 2 : 1) {
       int mb, nb, b, split, kb, ke;
-      unit_tile(u, mb, nb, b, split, kb, ke);
-      if (PP && u != first) pingpong_wait(cw);
+      tt_sched::Item it;
+      item_tile(j, mb, nb, b, split, kb, ke, it);
+      if (PP && j != 0) pingpong_wait(cw);
       // This consumer's rows of A: 64 rows or one 64-row box, the same bytes.
       // This consumer's columns of B: WN rows of a K-major stage, WN / 64 boxes of an MN-major one.
       const u32 b_off = CN ? (u32)cw * (B_SK ? WN * 128 : WN / 64 * BK * 128) : 0u;
@@ -556,7 +581,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       } else {
         prev = k_tiles((PP || CN) ? 0u : (u32)(cw * MI * 64 * 128), kb, ke, b_off, 1);
       }
-      if (PP && u + step < total) pingpong_pass(cw);
+      if (PP && j + 1 < n_items) pingpong_pass(cw);
       if constexpr (AREG != 0 && CS > 1) __syncwarp();  // the last stage's reads, as in mma_k_tiles_areg
       finish_k_tiles<(SPLITK > 1 || CK)>(ring, acc, prev, lane);
       // No K tile here (a split of K < SPLITK tiles, which the constraints keep sweeps from, or the
@@ -570,7 +595,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
           TT_UNROLL
           for (int i = 0; i < WNM / 2; ++i) acc[mi][i] = 0.0f;
       }
-      if (PP) skip_unit(u + step);
+      if (PP) skip_item(j + 1);
       if (CK) {
         // Each consumer stores columns [cw BN / 2, (cw + 1) BN / 2): it gives the other the sums of
         // the other's half (thread t's fragment matches thread t's of the other consumer) and adds
@@ -618,6 +643,19 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         if (!tt_splitk::reduce<MI * WN / 2, GT, SPLITK, BM * BN>(&acc[0][0], p.g.workspace, tile_id,
                                                                  (long long)p.g.batch * tiles_m * tiles_n, split,
                                                                  PP ? tid : threadIdx.x - 128, group))
+          continue;
+      }
+      // SCHED 1: a streamed tile's parts meet as split-K units do, in slots of their own after the
+      // per-streamed-tile counters (wgmma_sched.h); a tile one worker covers goes straight on.
+      if (SCHED == 1 && it.parts > 1) {
+        constexpr int GT = PP ? 128 : 128 * CONSUMERS;
+        const NamedGroup group{(PP || CONSUMERS == 1) ? 1 + cw : 5, GT};
+        const long long cnt_bytes = ((long long)step * 4 + 255) / 256 * 256;
+        float4* slots = reinterpret_cast<float4*>(static_cast<char*>(p.g.workspace) + cnt_bytes) +
+                        (long long)(it.slot - it.part) * (BM * BN / 4);
+        if (!tt_splitk::reduce_slots<MI * WN / 2, GT, BM * BN, 1>(&acc[0][0], static_cast<int*>(p.g.workspace) + it.ts,
+                                                                  slots, it.part, it.parts, PP ? tid : threadIdx.x - 128,
+                                                                  group))
           continue;
       }
 

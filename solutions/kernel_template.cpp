@@ -33,7 +33,7 @@ static const std::map<std::string, std::int64_t>& model_defaults() {
       {"tile_m", 1},    {"tile_n", 1},        {"tile_k", 1},          {"threads", 1},
       {"shared_bytes", 0}, {"split_k", 1},    {"registers", 0},       {"stages", 2},
       {"operand_bytes", 0}, {"math_percent", 100}, {"saturating_threads", 0}, {"epilogue_overlap", 0},
-      {"instruction_m", 0}, {"instruction_k", 0}, {"load_bytes", 0}};
+      {"instruction_m", 0}, {"instruction_k", 0}, {"load_bytes", 0}, {"stream_k_tiles", 0}};
   return d;
 }
 
@@ -267,6 +267,7 @@ std::optional<ModelShape> KernelTemplate::model_shape(const Variables& vars) con
   s.stages = std::max<std::int64_t>(1, value("stages"));
   s.operand_bytes = std::max<std::int64_t>(0, value("operand_bytes"));
   s.load_bytes = std::max<std::int64_t>(0, value("load_bytes"));
+  s.stream_k_tiles = std::max<std::int64_t>(0, value("stream_k_tiles"));
   s.math_percent = std::max<std::int64_t>(1, value("math_percent"));
   s.saturating_threads = std::max<std::int64_t>(0, value("saturating_threads"));
   s.epilogue_overlap = value("epilogue_overlap") != 0;

@@ -37,6 +37,7 @@ const std::map<std::string, std::string>& embedded_kernel_sources();
 //   saturating_threads  resident threads per multiprocessor that math needs to hide its own
 //                       latency; fewer get a proportional share of the rate (0: any)
 //   epilogue_overlap    1 when a tile's epilogue overlaps the next tile's main loop (0)
+//   stream_k_tiles      tiles of the last partial wave spread along K over every block (0)
 //   about               free text: why the expressions are what they are
 //   prefer              a list of expressions: among candidates the model scores equal, larger
 //                       values rank first, compared in order ([])
@@ -50,6 +51,9 @@ struct ModelShape {
   // Bytes a block loads from L2 per K step where they are not the A and B panels, (tile_m +
   // tile_n) * tile_k elements (0: those).
   std::int64_t load_bytes = 0;
+  // Tiles of the last partial wave a stream-K schedule spreads along K over every block (0: none,
+  // every tile whole).
+  std::int64_t stream_k_tiles = 0;
   std::vector<std::int64_t> prefer;
 };
 

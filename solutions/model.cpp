@@ -103,6 +103,18 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const P
   if (sh.split_k > 1) edges += resident * tm * tn * 4.0 * 2.0 / l2_mp;
   e.tile_seconds = steps * e.step_seconds + edges;
   e.seconds = rounds * tiles_per_block * e.tile_seconds;
+  // Stream-K: the full waves as above, then every block's even share of the streamed tiles' K
+  // steps, in pieces of at most two tiles, and the partials of a tile shared by `parts` blocks
+  // read back by its last one.
+  const double sk = double(sh.stream_k_tiles);
+  if (sk > 0 && split <= 1) {
+    const double waves = std::floor((tiles - sk) / blocks);
+    const double sk_steps = std::ceil(sk * steps / blocks);
+    const double pieces = std::min(sk, std::ceil(sk_steps / steps) + 1);
+    const double parts = std::min(blocks, std::ceil(blocks / sk) + 1);
+    e.seconds = waves * e.tile_seconds + sk_steps * e.step_seconds +
+                pieces * (edges + resident * tm * tn * 4.0 * 2.0 / l2_mp) + (parts - 1) * tm * tn * 4.0 / l2_mp;
+  }
   // The split-K reduction's tail: the last split of a tile to finish reads the other split_k - 1
   // partial tiles alone (`edges` counts one read per split), after the other blocks are done, at
   // one multiprocessor's share of L2 bandwidth. Without it deep splits of small tiles look free and

@@ -212,6 +212,28 @@ TEST(SearchModel, WgmmaSplitKFillsTheMachine) {
   EXPECT_LT(b.seconds, a.seconds);
 }
 
+// wgmma_gemm SCHED 1 (stream-K): 1280^2 makes 100 tiles of 128 x 128 on 132 SMs, 1792^2 196: the
+// streamed last wave prices below leaving a quarter of the machine idle; 264 tiles (two full
+// waves) have nothing to stream, and SCHED 1 is refused there.
+TEST(SearchModel, WgmmaStreamKFillsTheLastWave) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  for (int mn : {1280, 1792}) {
+    const GemmProblem p = gemm(DataType::BF16, DataType::BF16, false, false, mn, mn, 4096);
+    Solution dp = t.default_solution(), sk = t.default_solution();
+    sk.params["SCHED"] = 1;
+    EXPECT_FALSE(t.violation(t.variables(sk, p, dev))) << mn;
+    const ModelEstimate a = model_estimate(t, dp, p, dev), b = model_estimate(t, sk, p, dev);
+    EXPECT_EQ(b.blocks, 132) << mn;
+    EXPECT_LT(b.seconds, a.seconds) << mn;
+  }
+  Solution sk = t.default_solution();
+  sk.params["SCHED"] = 1;
+  const auto refused = t.violation(t.variables(sk, gemm(DataType::BF16, DataType::BF16, false, false, 128 * 12, 128 * 22, 4096), dev));
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused->find("stream_k"), std::string::npos) << *refused;
+}
+
 // The terms the model weighs, each on a case where it decides.
 TEST(SearchModel, PipelineDepthOccupancyAndEpilogue) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);

@@ -234,6 +234,54 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
   }
 }
 
+// SCHED 1 (stream-K over the last partial wave, wgmma_sched.h) on grids of 50, 70 (a batch of two
+// with beta != 0), 100 and 196 tiles (a full wave, then 64 tiles streamed): one and two consumers,
+// ping-pong, both epilogues, two blocks a multiprocessor; valid, bit-identical on a second run,
+// the workspace left zeroed; and on a grid of two CTAs (a different split of the same tiles).
+// Small enough for compute-sanitizer.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaStreamK) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 640, 640, 1024),
+                                             gemm(DataType::F16, DataType::F32, true, false, 1792, 896, 1024),
+                                             gemm(DataType::BF16, DataType::F32, true, false, 600, 400, 1000, 2, false)};
+  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, epi, occ = 1; };
+  const std::vector<Case> cases = {{0, 128, 64, 2, 0, 0}, {0, 128, 64, 2, 1, 1}, {0, 64, 128, 1, 0, 1},
+                                   {0, 64, 64, 1, 0, 1, 2}, {1, 128, 64, 2, 1, 1}, {1, 128, 64, 2, 0, 0},
+                                   {2, 128, 64, 2, 1, 0}, {2, 128, 64, 1, 0, 1}};
+  for (const Case& c : cases) {
+    const GemmProblem& p = problems[c.problem];
+    const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers},
+                                                    {"PINGPONG", c.pingpong}, {"EPI", c.epi}, {"OCC", c.occ},
+                                                    {"SCHED", 1}});
+    ASSERT_TRUE(w.kernel);
+    EXPECT_GT(w.vars.at("SK_UNITS"), 0) << w.solution.kernel_name() << " on " << p.key();
+    const gpu::LaunchDims dims = t.launch_dims(w.vars);
+    EXPECT_EQ(dims.grid[0], unsigned(dev_->info().multiprocessors * c.occ)) << "SCHED 1 takes every multiprocessor";
+    ops::GemmInputs data(*dev_, p, false);
+    const std::int64_t stride_c = p.stride_c ? p.stride_c : p.ldc * p.n;
+    const std::size_t c_bytes = std::size_t((p.batch - 1) * stride_c + p.ldc * p.n) * size_of(p.c_type);
+    std::vector<std::vector<std::uint8_t>> outputs;
+    for (int run = 0; run < 2; ++run) {
+      auto v = data.validate([&](TtGemmParams a) {
+        a.workspace = w.ws.get();
+        auto bytes = ops::kernel_arguments(t, a, p, w.vars);
+        dev_->launch(*w.kernel, dims, bytes.data(), bytes.size());
+        dev_->synchronize();
+        outputs.emplace_back(c_bytes);
+        dev_->copy_to_host(outputs.back().data(), a.c, c_bytes);
+      });
+      EXPECT_TRUE(v.ok) << w.solution.kernel_name() << " on " << p.key() << ": " << v.reason;
+    }
+    EXPECT_TRUE(outputs[0] == outputs[1]) << w.solution.kernel_name() << " on " << p.key() << ": not deterministic";
+    expect_valid_on_full_and_two_cta_grids(*dev_, w, p);
+    std::vector<std::uint8_t> host(w.ws.size(), 1);
+    dev_->copy_to_host(host.data(), w.ws.get(), host.size());
+    EXPECT_EQ(std::count(host.begin(), host.end(), std::uint8_t(0)), std::ptrdiff_t(host.size()))
+        << w.solution.kernel_name() << ": workspace not left zeroed";
+  }
+}
+
 // The wgmma arrangements outside the default space, for the sanitizers too: clusters of 2 and 4
 // and 2-D ones (B and A multicast, remote releases, the producer's tail wait instead of a closing cluster barrier)
 // and consumers splitting N or K, on both majors of B and an edge in every dimension, on a grid of two
