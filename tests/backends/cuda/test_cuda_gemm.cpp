@@ -172,6 +172,35 @@ void expect_valid_on_full_and_two_cta_grids(gpu::Device& dev, const WgmmaVariant
   }
 }
 
+// Runs a wgmma_gemm variant twice on `dims` through data.validate: valid both times, bit-identical
+// (its reductions sum in a fixed order), and the workspace left zeroed.
+void expect_valid_deterministic_and_zeroed(gpu::Device& dev, const WgmmaVariant& w, const GemmProblem& p,
+                                           const gpu::LaunchDims& dims) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  ops::GemmInputs data(dev, p, false);
+  const std::int64_t stride_c = p.stride_c ? p.stride_c : p.ldc * p.n;
+  const std::size_t c_bytes = std::size_t((p.batch - 1) * stride_c + p.ldc * p.n) * size_of(p.c_type);
+  std::vector<std::vector<std::uint8_t>> outputs;
+  for (int run = 0; run < 2; ++run) {
+    auto v = data.validate([&](TtGemmParams a) {
+      a.workspace = w.ws.get();
+      auto bytes = ops::kernel_arguments(t, a, p, w.vars);
+      dev.launch(*w.kernel, dims, bytes.data(), bytes.size());
+      dev.synchronize();
+      outputs.emplace_back(c_bytes);
+      dev.copy_to_host(outputs.back().data(), a.c, c_bytes);
+    });
+    EXPECT_TRUE(v.ok) << w.solution.kernel_name() << " on " << p.key() << ": " << v.reason;
+  }
+  EXPECT_TRUE(outputs[0] == outputs[1]) << w.solution.kernel_name() << " on " << p.key() << ": not deterministic";
+  if (const std::size_t ws_bytes = w.ws.size()) {
+    std::vector<std::uint8_t> host(ws_bytes, 1);
+    dev.copy_to_host(host.data(), w.ws.get(), ws_bytes);
+    EXPECT_EQ(std::count(host.begin(), host.end(), std::uint8_t(0)), std::ptrdiff_t(ws_bytes))
+        << w.solution.kernel_name() << ": workspace not left zeroed";
+  }
+}
+
 // wgmma_gemm split-K on the odd shape it is meant for (1000^3 NN, rows not 128-byte aligned) and
 // on a batched one with beta != 0, every consumer arrangement, with clusters and each L2
 // promotion: valid, bit-identical on a second run (the reduction order is fixed), and the
@@ -203,41 +232,14 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
                                                     {"SPLITK", c.splitk}, {"L2PROMO", c.l2promo},
                                                     {"CLUSTERN", c.clustern}});
     ASSERT_TRUE(w.kernel);
-    const Solution& s = w.solution;
-    const Variables& vars = w.vars;
-    const auto& kernel = w.kernel;
-    const auto& ws = w.ws;
-    const std::size_t ws_bytes = ws.size();
-    const gpu::LaunchDims dims = t.launch_dims(vars);
-    ops::GemmInputs data(*dev_, p, false);
-    const std::int64_t stride_c = p.stride_c ? p.stride_c : p.ldc * p.n;
-    const std::size_t c_bytes = std::size_t((p.batch - 1) * stride_c + p.ldc * p.n) * size_of(p.c_type);
-    std::vector<std::vector<std::uint8_t>> outputs;
-    for (int run = 0; run < 2; ++run) {
-      auto v = data.validate([&](TtGemmParams a) {
-        a.workspace = ws.get();
-        auto bytes = ops::kernel_arguments(t, a, p, vars);
-        dev_->launch(*kernel, dims, bytes.data(), bytes.size());
-        dev_->synchronize();
-        outputs.emplace_back(c_bytes);
-        dev_->copy_to_host(outputs.back().data(), a.c, c_bytes);
-      });
-      EXPECT_TRUE(v.ok) << s.kernel_name() << " on " << p.key() << ": " << v.reason;
-    }
-    EXPECT_TRUE(outputs[0] == outputs[1]) << s.kernel_name() << " on " << p.key() << ": not deterministic";
-    if (ws_bytes) {
-      std::vector<std::uint8_t> host(ws_bytes, 1);
-      dev_->copy_to_host(host.data(), ws.get(), ws_bytes);
-      EXPECT_EQ(std::count(host.begin(), host.end(), std::uint8_t(0)), std::ptrdiff_t(ws_bytes))
-          << s.kernel_name() << ": workspace not left zeroed";
-    }
+    expect_valid_deterministic_and_zeroed(*dev_, w, p, t.launch_dims(w.vars));
   }
 }
 
 // SCHED 1 (stream-K over the last partial wave, wgmma_sched.h) on grids of 50, 70 (a batch of two
 // with beta != 0), 100 and 196 tiles (a full wave, then 64 tiles streamed): one and two consumers,
 // ping-pong, both epilogues, two blocks a multiprocessor; valid, bit-identical on a second run,
-// the workspace left zeroed; and on a grid of two CTAs (a different split of the same tiles).
+// the workspace left zeroed; and on a grid of three CTAs (every tile but one or two whole).
 // Small enough for compute-sanitizer.
 TEST_F(CudaDevice, SanitizerSampleOfWgmmaStreamK) {
   if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
@@ -258,27 +260,10 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaStreamK) {
     EXPECT_GT(w.vars.at("SK_UNITS"), 0) << w.solution.kernel_name() << " on " << p.key();
     const gpu::LaunchDims dims = t.launch_dims(w.vars);
     EXPECT_EQ(dims.grid[0], unsigned(dev_->info().multiprocessors * c.occ)) << "SCHED 1 takes every multiprocessor";
-    ops::GemmInputs data(*dev_, p, false);
-    const std::int64_t stride_c = p.stride_c ? p.stride_c : p.ldc * p.n;
-    const std::size_t c_bytes = std::size_t((p.batch - 1) * stride_c + p.ldc * p.n) * size_of(p.c_type);
-    std::vector<std::vector<std::uint8_t>> outputs;
-    for (int run = 0; run < 2; ++run) {
-      auto v = data.validate([&](TtGemmParams a) {
-        a.workspace = w.ws.get();
-        auto bytes = ops::kernel_arguments(t, a, p, w.vars);
-        dev_->launch(*w.kernel, dims, bytes.data(), bytes.size());
-        dev_->synchronize();
-        outputs.emplace_back(c_bytes);
-        dev_->copy_to_host(outputs.back().data(), a.c, c_bytes);
-      });
-      EXPECT_TRUE(v.ok) << w.solution.kernel_name() << " on " << p.key() << ": " << v.reason;
-    }
-    EXPECT_TRUE(outputs[0] == outputs[1]) << w.solution.kernel_name() << " on " << p.key() << ": not deterministic";
-    expect_valid_on_full_and_two_cta_grids(*dev_, w, p);
-    std::vector<std::uint8_t> host(w.ws.size(), 1);
-    dev_->copy_to_host(host.data(), w.ws.get(), host.size());
-    EXPECT_EQ(std::count(host.begin(), host.end(), std::uint8_t(0)), std::ptrdiff_t(host.size()))
-        << w.solution.kernel_name() << ": workspace not left zeroed";
+    expect_valid_deterministic_and_zeroed(*dev_, w, p, dims);
+    gpu::LaunchDims three = dims;  // three workers: one or two tiles left over, cut otherwise
+    three.grid[0] = 3;
+    expect_valid_deterministic_and_zeroed(*dev_, w, p, three);
   }
 }
 
