@@ -453,8 +453,9 @@ TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {
   EXPECT_EQ(v.at("COOPK"), 0);
   EXPECT_EQ(v.at("CLUSTERN"), 1);
   EXPECT_EQ(v.at("AREG"), 0);
-  // ..., CLUSTER 1, SPLITK 1, OCC 1, COOPN 0, EPI 0, COOPK 0, CLUSTERN 1, AREG 0>
-  EXPECT_NE(t.name_expression(old, odd).find(", 1, 1, 1, 0, 0, 0, 1, 0>"), std::string::npos) << t.name_expression(old, odd);
+  EXPECT_EQ(v.at("SCHED"), 0);
+  // ..., CLUSTER 1, SPLITK 1, OCC 1, COOPN 0, EPI 0, COOPK 0, CLUSTERN 1, AREG 0, SCHED 0>
+  EXPECT_NE(t.name_expression(old, odd).find(", 1, 1, 1, 0, 0, 0, 1, 0, 0>"), std::string::npos) << t.name_expression(old, odd);
   EXPECT_TRUE(t.launch_dims(v).persistent);
 
   Solution split = t.default_solution();
