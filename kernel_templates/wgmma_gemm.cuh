@@ -399,10 +399,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
                 "SCHED 1: one CTA a work unit, no split-K nor consumers splitting K, not int8 (its reduction adds fp32)");
   // SCHED 1 (wgmma_sched.h): the tile units past the last full wave streamed along K over all
   // `step` workers, where the walk does not (a full last wave, or fewer K tiles than workers).
+  // The loops below walk u from u_first by u_step below u_total: SCHED 0 the work units
+  // themselves, SCHED 1 this block's items 0, 1, ... (unit_tile maps an item to its unit or part).
   const bool streams = SCHED == 1 && tt_sched::sched_streams(tile_units, step, KT);
-  // This block's work items: with SCHED 0 (or nothing streamed) units first, first + step, ...
-  const int n_items = streams ? tt_sched::items(1, tile_units, step, KT, first)
-                              : (first < total ? (total - first + step - 1) / step : 0);
+  const int u_first = SCHED ? 0 : first, u_step = SCHED ? 1 : step;
+  const int u_total = SCHED == 0 ? total
+                      : streams  ? tt_sched::items(1, tile_units, step, KT, first)
+                                 : (first < total ? (total - first + step - 1) / step : 0);
   // Work unit u -> tile unit, K split and its K tiles [kb, ke).
   auto unit = [&](int u, int& t, int& split, int& kb, int& ke) {
     if (SPLITK == 1) {
@@ -421,16 +424,18 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   }
   // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
   if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CS * RingT::ARRIVALS_PER_WARP);
-  // Item j's tile (tile row mb, column nb, batch b), K split and K tiles; `it` its streamed part
-  // (parts 1: a whole tile, or a split-K unit).
-  auto item_tile = [&](int j, int& mb, int& nb, int& b, int& split, int& kb, int& ke, tt_sched::Item& it) {
+  // This CTA's tile (tile row mb, column nb, batch b), K split and K tiles of work unit u (SCHED
+  // 1: of item u, `it` its streamed part; parts 1: a whole tile).
+  auto unit_tile = [&](int u, int& mb, int& nb, int& b, int& split, int& kb, int& ke, tt_sched::Item& it) {
     int t;
-    if (streams) {
-      it = tt_sched::item(1, tile_units, step, KT, first, j);
+    it.parts = 1;
+    if (SCHED == 0) {
+      unit(u, t, split, kb, ke);
+    } else if (streams) {
+      it = tt_sched::item(1, tile_units, step, KT, first, u);
       t = it.t, split = 0, kb = it.kb, ke = it.ke;
     } else {
-      it.parts = 1;
-      unit(first + j * step, t, split, kb, ke);
+      unit(first + u * step, t, split, kb, ke);
     }
     tile_coords<RASTER, GROUP>(t, units_m, units_n, mb, nb, b);
     mb = mb * CLUSTER + rm, nb = nb * CLUSTERN + rn;
@@ -469,10 +474,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         fence_async_smem();
         mbar_arrive(bars + 8 * rs);
       };
-      for (int j = 0; j < n_items; ++j) {
+      for (int u = u_first; u < u_total; u += u_step) {
         int mb, nb, b, split, kb, ke;
         tt_sched::Item it;
-        item_tile(j, mb, nb, b, split, kb, ke, it);
+        unit_tile(u, mb, nb, b, split, kb, ke, it);
         const TA* Ab = A + (long long)b * p.g.stride_a;
         const TA* Bb = Bm + (long long)b * p.g.stride_b;
 #pragma unroll 1
@@ -497,10 +502,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     } else if (threadIdx.x == 0) {
       int s = 0;
       u32 ph = 0;
-      for (int j = 0; j < n_items; ++j) {
+      for (int u = u_first; u < u_total; u += u_step) {
         int mb, nb, b, split, kb, ke;
         tt_sched::Item it;
-        item_tile(j, mb, nb, b, split, kb, ke, it);
+        unit_tile(u, mb, nb, b, split, kb, ke, it);
         for (int kt = kb; kt < ke; ++kt) {
           const u32 full = bars + 8 * s;
           mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
@@ -543,16 +548,16 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     float acc[MI][WNM / 2];
     int s = 0;
     u32 ph = 0;
-    // Ping-pong: the consumers take turns, item by item; each skips the K steps of the other's
-    // item j in the ring (streamed items differ in length).
-    auto skip_item = [&](int j) {
-      if (j >= n_items) return;  // no such item: nothing follows
+    // Ping-pong: the consumers take turns, unit by unit; each skips the K steps of the other's
+    // unit u in the ring (SCHED 1: streamed items differ in length).
+    auto skip_unit = [&](int u) {
+      if (u >= u_total) return;  // no such unit: nothing follows
       int mb, nb, b, split, kb, ke;
       tt_sched::Item it;
-      item_tile(j, mb, nb, b, split, kb, ke, it);
+      unit_tile(u, mb, nb, b, split, kb, ke, it);
       RingT::skip(s, ph, ke - kb);
     };
-    if (PP && cw == 1) skip_item(0);
+    if (PP && cw == 1) skip_unit(u_first);
     // The main loop over every kstep-th K tile of [from, to), A from a_off bytes into its stage.
     auto k_tiles = [&](u32 a_off, int from, int to, u32 b_off, int kstep) {
       if constexpr (AREG != 0)
@@ -560,11 +565,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       else
         return mma_k_tiles<Mma, A_SK, B_SK, BK>(ring, acc, a_off, from, to, s, ph, lane, b_off, kstep);
     };
-    for (int j = PP ? cw : 0; j < n_items; j += PP ? 2 : 1) {
+    const int t_step = PP ? 2 * u_step : u_step;
+    for (int u = u_first + (PP ? cw * u_step : 0); u < u_total; u += t_step) {
       int mb, nb, b, split, kb, ke;
       tt_sched::Item it;
-      item_tile(j, mb, nb, b, split, kb, ke, it);
-      if (PP && j != 0) pingpong_wait(cw);
+      unit_tile(u, mb, nb, b, split, kb, ke, it);
+      if (PP && u != u_first) pingpong_wait(cw);
       // This consumer's rows of A: 64 rows or one 64-row box, the same bytes.
       // This consumer's columns of B: WN rows of a K-major stage, WN / 64 boxes of an MN-major one.
       const u32 b_off = CN ? (u32)cw * (B_SK ? WN * 128 : WN / 64 * BK * 128) : 0u;
@@ -581,7 +587,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       } else {
         prev = k_tiles((PP || CN) ? 0u : (u32)(cw * MI * 64 * 128), kb, ke, b_off, 1);
       }
-      if (PP && j + 1 < n_items) pingpong_pass(cw);
+      if (PP && u + u_step < u_total) pingpong_pass(cw);
       if constexpr (AREG != 0 && CS > 1) __syncwarp();  // the last stage's reads, as in mma_k_tiles_areg
       finish_k_tiles<(SPLITK > 1 || CK)>(ring, acc, prev, lane);
       // No K tile here (a split of K < SPLITK tiles, which the constraints keep sweeps from, or the
@@ -595,7 +601,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
           TT_UNROLL
           for (int i = 0; i < WNM / 2; ++i) acc[mi][i] = 0.0f;
       }
-      if (PP) skip_item(j + 1);
+      if (PP) skip_unit(u + u_step);
       if (CK) {
         // Each consumer stores columns [cw BN / 2, (cw + 1) BN / 2): it gives the other the sums of
         // the other's half (thread t's fragment matches thread t's of the other consumer) and adds
