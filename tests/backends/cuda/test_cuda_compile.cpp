@@ -288,23 +288,23 @@ TEST(CudaCompile, NvrtcCompilesWgmmaSplitKWithoutSpillsForSm90a) {
   expect_compiles_without_spills(t, jobs, true);
 }
 
-// SCHED 1 (stream-K over the last partial wave): every consumer arrangement it takes, both
-// epilogues, two blocks a multiprocessor, fp32 output; none spills (the TMA producer at 40
+// SCHED 1 (stream-K over the last partial wave): every consumer arrangement it takes (split N
+// too), both epilogues, two blocks a multiprocessor, fp32 output; none spills (the TMA producer at 40
 // registers walks the streamed items too).
 TEST(CudaCompile, NvrtcCompilesWgmmaStreamKWithoutSpillsForSm90a) {
   const KernelTemplate& t = find_template("wgmma_gemm");
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const GemmProblem nn = gemm(DataType::BF16, DataType::BF16, false, false, 1280, 1280, 4096);
   const GemmProblem tn32 = gemm(DataType::BF16, DataType::F32, true, false, 1280, 1280, 4096);
-  struct Shape { int bm, bn, consumers, pingpong, epi, occ = 1; };
+  struct Shape { int bm, bn, consumers, pingpong, epi, occ = 1, coopn = 0; };
   const std::vector<Shape> shapes = {{128, 128, 2, 0, 0}, {128, 128, 2, 1, 1}, {128, 256, 2, 0, 1}, {128, 64, 1, 0, 1},
-                                     {64, 128, 2, 1, 0},  {64, 64, 1, 0, 1, 2}};
+                                     {64, 128, 2, 1, 0},  {64, 64, 1, 0, 1, 2}, {128, 256, 2, 0, 0, 1, 1}};
   std::vector<std::pair<Solution, GemmProblem>> jobs;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     Solution s = t.default_solution();
     s.params["BM"] = shapes[i].bm, s.params["BN"] = shapes[i].bn, s.params["CONSUMERS"] = shapes[i].consumers;
     s.params["PINGPONG"] = shapes[i].pingpong, s.params["EPI"] = shapes[i].epi, s.params["OCC"] = shapes[i].occ;
-    s.params["SCHED"] = 1;
+    s.params["COOPN"] = shapes[i].coopn, s.params["SCHED"] = 1;
     const GemmProblem& p = i % 2 ? tn32 : nn;
     const Variables vars = t.variables(s, p, dev);
     const auto broken = t.violation(vars);

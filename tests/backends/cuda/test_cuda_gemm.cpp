@@ -238,7 +238,7 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
 
 // SCHED 1 (stream-K over the last partial wave, wgmma_sched.h) on grids of 50, 70 (a batch of two
 // with beta != 0), 100 and 196 tiles (a full wave, then 64 tiles streamed): one and two consumers,
-// ping-pong, both epilogues, two blocks a multiprocessor; valid, bit-identical on a second run,
+// ping-pong, consumers splitting N, both epilogues, two blocks a multiprocessor; valid, bit-identical on a second run,
 // the workspace left zeroed; and on a grid of three CTAs (every tile but one or two whole).
 // Small enough for compute-sanitizer.
 TEST_F(CudaDevice, SanitizerSampleOfWgmmaStreamK) {
@@ -247,15 +247,15 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaStreamK) {
   const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 640, 640, 1024),
                                              gemm(DataType::F16, DataType::F32, true, false, 1792, 896, 1024),
                                              gemm(DataType::BF16, DataType::F32, true, false, 600, 400, 1000, 2, false)};
-  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, epi, occ = 1; };
+  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, epi, occ = 1, coopn = 0; };
   const std::vector<Case> cases = {{0, 128, 64, 2, 0, 0}, {0, 128, 64, 2, 1, 1}, {0, 64, 128, 1, 0, 1},
                                    {0, 64, 64, 1, 0, 1, 2}, {1, 128, 64, 2, 1, 1}, {1, 128, 64, 2, 0, 0},
-                                   {2, 128, 64, 2, 1, 0}, {2, 128, 64, 1, 0, 1}};
+                                   {1, 128, 128, 2, 0, 1, 1, 1}, {2, 128, 64, 2, 1, 0}, {2, 128, 64, 1, 0, 1}};
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];
     const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers},
                                                     {"PINGPONG", c.pingpong}, {"EPI", c.epi}, {"OCC", c.occ},
-                                                    {"SCHED", 1}});
+                                                    {"COOPN", c.coopn}, {"SCHED", 1}});
     ASSERT_TRUE(w.kernel);
     EXPECT_GT(w.vars.at("SK_UNITS"), 0) << w.solution.kernel_name() << " on " << p.key();
     const gpu::LaunchDims dims = t.launch_dims(w.vars);
