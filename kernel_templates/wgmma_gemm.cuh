@@ -101,6 +101,8 @@
 // shared memory, a chunk of EN columns at a time, and are written with coalesced stores down each column of C:
 // 16-byte vectors where C's pointer / ldc / batch stride allow, else scalars with consecutive lanes
 // on consecutive rows (e.g. ldc odd); beta * C is read the same way only when beta != 0.
+// EPI 2 (16-bit C that is not 16-byte aligned): the same, each column's rows between its first and
+// last 16-byte boundaries as vectors, the few before and after as scalars (column_runs.h).
 //
 // Operand layouts (column-major): A is K-major when TRANSA (stored K x M), MN-major otherwise;
 // B is K-major unless TRANSB. Shared memory per stage and operand:
@@ -118,6 +120,7 @@
 // int8 (s8 -> s32): the int32 accumulators live in the float arrays as raw bits (wgmma_ops.h), and
 // the epilogue scales them by the integer alpha and beta in int32 (Epi in wgmma_common.h); split-K
 // and consumers splitting K add accumulators as fp32, so int8 takes neither.
+#include "column_runs.h"
 #include "gemm_params.h"
 #include "gemm_tma_params.h"
 #include "splitk_reduce.h"
@@ -313,7 +316,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
                 "two blocks per SM: one consumer, no cluster");
   static_assert(COOPN == 0 || (CONSUMERS == 2 && PINGPONG == 0 && SPLITK == 1 && BN >= 128),
                 "consumers split N: two cooperative consumers, no split-K, BN >= 128");
-  static_assert(EPI == 0 || EPI == 1, "EPI: 0 stores from the threads, 1 TMA store");
+  static_assert(EPI == 0 || EPI == 1 || (EPI == 2 && sizeof(TC) == 2),
+                "EPI: 0 stores from the threads, 1 TMA store, 2 the threads' stores in aligned runs (16-bit C)");
   // Consumers splitting K: with an even ring, the position a consumer waits on and the one
   // STAGES before it are its own (an odd ring gives the latter to the other consumer, whose fill
   // may land later: the parity wait would pass a phase early); the cp.async loader signals a
@@ -350,12 +354,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   // Staging per consumer, for 32 columns whatever the chunk; with the TMA store 512 bytes more, so
   // that every consumer's share starts on a 1024-byte boundary (the 128-byte swizzle's period,
   // which the boxes assume).
-  constexpr u32 STG_BYTES = 32 * EP * 4 + (EPI ? 512 : 0);
+  constexpr u32 STG_BYTES = 32 * EP * 4 + (EPI == 1 ? 512 : 0);
   constexpr int CB = (int)sizeof(TC);
   constexpr int RB = 128 / CB;                      // TMA store: rows of C per 128-byte box line
   constexpr int NB = CB == 2 ? 2 : 1;               // TMA store: chunk buffers (two fit for 16-bit C)
   constexpr u32 CHUNK_BYTES = (u32)(WM * EN * CB);  // TMA store: one chunk, WM / RB boxes of EN lines
-  static_assert(!EPI || (NB * CHUNK_BYTES <= STG_BYTES && STG_BYTES % 1024 == 0), "TMA store staging");
+  static_assert(EPI != 1 || (NB * CHUNK_BYTES <= STG_BYTES && STG_BYTES % 1024 == 0), "TMA store staging");
   constexpr bool BF = IsBf16<TA>::value;
   typedef typename Pick<EB == 1, TtWgmma8<WNM, INT8>,
                         typename Pick<EB == 4, typename Pick<AREG != 0, TtWgmmaTf32Rs<WNM>, TtWgmmaTf32<WNM>>::type,
@@ -668,7 +672,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       // ---------------------------------------------------------------- epilogue
       const int m_base = mb * BM + ((PP || CN || CK) ? 0 : cw * WM);
       const int n_tile = nb * BN + ((CN || CK) ? cw * WN : 0);
-      if (EPI && beta == 0.0f) {
+      if (EPI == 1 && beta == 0.0f) {
         // TMA store: the chunk (alpha * accumulators, converted to C's type) goes into a staging
         // buffer in the layout of WM / RB boxes of RB rows x EN columns with the 128-byte swizzle,
         // one bulk store per box; the TMA clips rows and columns outside C. 16-bit C: stmatrix,
@@ -783,6 +787,39 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
               }
             }
           }
+        } else if (EPI == 2) {
+          // Unaligned C (EPI 2): per column, the rows before its first 16-byte boundary and after
+          // its last whole vector as scalars, the rest as 16-byte vectors (column_runs.h); TPC
+          // threads a column, as above.
+          const int k = tid % TPC;
+          const int rows = min(WM, M - m_base);
+          TT_UNROLL
+          for (int c = tid / TPC; c < EN; c += CPP) {
+            const int gn = n_tile + ch * EN + c;
+            if (gn >= N || rows <= 0) continue;
+            TC* col = C + m_base + (long long)gn * ldc;
+            const tt_runs::Runs runs = tt_runs::column_runs((unsigned long long)col / sizeof(TC), rows, V);
+            for (int q = k; q < runs.vectors; q += TPC) {
+              const int r = runs.head + q * V;
+              float v[V];
+              TT_UNROLL
+              for (int e = 0; e < V; ++e) v[e] = stg[c * EP + r + e];
+              if (beta != 0.0f) {
+                float o[V];
+                CVec<TC, V>::load(col + r, o);
+                TT_UNROLL
+                for (int e = 0; e < V; ++e) v[e] = E::add_c(v[e], beta, o[e]);
+              }
+              CVec<TC, V>::store(col + r, v);
+            }
+            for (int e = k; e < 2 * V; e += TPC) {
+              const int r = tt_runs::scalar_row(runs, e, V);
+              if (r < 0) continue;
+              float x = stg[c * EP + r];
+              if (beta != 0.0f) x = E::add_c(x, beta, E::in(col[r]));
+              col[r] = E::out(x);
+            }
+          }
         } else {
           // Unaligned C (e.g. odd ldc): scalars, consecutive lanes on consecutive rows.
           TT_UNROLL
@@ -800,6 +837,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       }
     }
     // The CTA's shared memory must outlive the TMA stores' reads of it.
-    if (EPI && tid == 0) bulk_wait_read<0>();
+    if (EPI == 1 && tid == 0) bulk_wait_read<0>();
   }
 }

@@ -315,6 +315,33 @@ TEST(CudaCompile, NvrtcCompilesWgmmaStreamKWithoutSpillsForSm90a) {
   expect_compiles_without_spills(t, jobs, true);
 }
 
+// EPI 2 (unaligned 16-bit C in aligned runs) on the GPT-2 LM head (C's leading dimension 50257):
+// the consumer arrangements it takes, bf16 and fp16; none spills.
+TEST(CudaCompile, NvrtcCompilesWgmmaAlignedRunsEpilogueWithoutSpills) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const GemmProblem bf = gemm(DataType::BF16, DataType::BF16, true, false, 50257, 4096, 768);
+  const GemmProblem hf = gemm(DataType::F16, DataType::F16, true, false, 50257, 4096, 768);
+  struct Shape { int bm, bn, consumers, pingpong, coopn; };
+  const std::vector<Shape> shapes = {{128, 256, 2, 0, 1}, {128, 128, 2, 1, 0}, {128, 128, 2, 0, 0}, {64, 128, 1, 0, 0},
+                                     {128, 64, 2, 1, 0}};
+  std::vector<std::pair<Solution, GemmProblem>> jobs;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    Solution s = t.default_solution();
+    s.params["BM"] = shapes[i].bm, s.params["BN"] = shapes[i].bn, s.params["CONSUMERS"] = shapes[i].consumers;
+    s.params["PINGPONG"] = shapes[i].pingpong, s.params["COOPN"] = shapes[i].coopn, s.params["EPI"] = 2;
+    const GemmProblem& p = i % 2 ? hf : bf;
+    const auto broken = t.violation(t.variables(s, p, dev));
+    ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
+    jobs.emplace_back(s, p);
+  }
+  // Where C is aligned EPI 2 would be EPI 0: refused.
+  Solution s = t.default_solution();
+  s.params["EPI"] = 2;
+  EXPECT_TRUE(t.violation(t.variables(s, gemm(DataType::BF16, DataType::BF16, true, false, 4096, 4096, 768), dev)));
+  expect_compiles_without_spills(t, jobs, true);
+}
+
 // The transposing loader (LOADER 2) for tf32 with an MN-major operand (NN: A, TT: B, NT: both):
 // cooperative, ping-pong and split-N consumers up to 64 accumulators a thread, and split-K, none with
 // its wgmma serialised. Beyond, NVRTC's

@@ -267,6 +267,29 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaStreamK) {
   }
 }
 
+// EPI 2 (16-bit C whose columns are not 16-byte aligned, cut into scalars and 16-byte vectors):
+// odd leading dimensions of C (1001, 603; columns at every alignment), edges in M and N, a batch
+// with beta != 0, one and two consumers, ping-pong, consumers splitting N, 64- and 128-row
+// consumer tiles; on the full grid and on two CTAs. Small enough for compute-sanitizer.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, true, false, 1001, 200, 512),
+                                             gemm(DataType::F16, DataType::F16, false, false, 1001, 136, 320),
+                                             gemm(DataType::BF16, DataType::BF16, true, false, 603, 130, 256, 2, false)};
+  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, coopn; };
+  const std::vector<Case> cases = {{0, 128, 128, 2, 0, 0}, {0, 128, 128, 2, 1, 0}, {0, 128, 256, 2, 0, 1},
+                                   {1, 64, 128, 1, 0, 0},  {1, 128, 64, 2, 1, 0},  {2, 128, 128, 2, 0, 0},
+                                   {2, 64, 64, 1, 0, 0}};
+  for (const Case& c : cases) {
+    const GemmProblem& p = problems[c.problem];
+    ASSERT_NE(p.ldc % 8, 0) << "C's columns must not all be 16-byte aligned";
+    const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers},
+                                                    {"PINGPONG", c.pingpong}, {"COOPN", c.coopn}, {"EPI", 2}});
+    ASSERT_TRUE(w.kernel);
+    expect_valid_on_full_and_two_cta_grids(*dev_, w, p);
+  }
+}
+
 // The wgmma arrangements outside the default space, for the sanitizers too: clusters of 2 and 4
 // and 2-D ones (B and A multicast, remote releases, the producer's tail wait instead of a closing cluster barrier)
 // and consumers splitting N or K, on both majors of B and an edge in every dimension, on a grid of two

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# On the H200 (or H100): the first GPU call of wgmma_gemm's SCHED 1 (stream-K over the last partial
+# wave) and EPI 2 (unaligned 16-bit C in aligned runs), logs packed into OUT/next_tests.tgz,
+# OUT/streamk_probe.tgz and OUT/lmhead_probe.tgz:
+#   1. their GPU samples (CudaDevice.SanitizerSampleOfWgmmaStreamK: valid, deterministic, workspace
+#      left zeroed, on the full grid and on three CTAs; ...AlignedRunsOfUnalignedC: odd ldc, full
+#      grid and two CTAs) and the split-K one beside them; with SANITIZE=1 also memcheck and
+#      racecheck on the two samples;
+#   2. configs/probes/h200_streamk_probe.json (ResNet-50's 1x1 layers of 100 and 196 tiles), then
+#      vs_torch on those layers;
+#   3. configs/probes/h200_lmhead_epi2_probe.json (the GPT-2 LM head, EPI 0 / 2), then vs_torch on it.
+# Usage: [SANITIZE=1] scripts/h200_next_checks.sh BUILD_DIR TESTS_BINARY OUT_DIR LABEL
+set -uo pipefail
+B=$1 T=$2 OUT=$3 LABEL=$4
+D=$OUT/next
+mkdir -p "$D"
+source "$(dirname "$0")/h200_env.sh"
+timeout 120 "$T" --gtest_filter='CudaDevice.SanitizerSampleOfWgmmaStreamK:CudaDevice.SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC:CudaDevice.WgmmaSplitKValidatesOnOddShapesDeterministically' \
+  > "$D/gtest.log" 2>&1
+echo "gtest exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$D/gtest.log" | sort -u | head
+if [ "${SANITIZE:-0}" = 1 ]; then
+  for tool in memcheck racecheck; do
+    timeout 150 compute-sanitizer --tool "$tool" --print-limit 5 "$T" \
+      --gtest_filter='CudaDevice.SanitizerSampleOfWgmmaStreamK:CudaDevice.SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC' \
+      > "$D/$tool.log" 2>&1
+    echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$D/$tool.log" | tail -1)"
+  done
+fi
+(cd "$D" || exit; tar czf "$OUT/next_tests.tgz" ./*.log; rm -f ./*.log)
+start=$(date +%s)
+timeout 75 "$B/tiletune" tune configs/probes/h200_streamk_probe.json --backend cuda --no-vendor --db "$D/sk.db" > "$D/tune.log" 2>&1
+echo "tune exit $? after $(( $(date +%s) - start )) s"; grep -A8 '^winners' "$D/tune.log" | awk '{print $1, $2, $(NF-2), $(NF-1), $NF}'
+grep -E '^summary|failed by reason' "$D/tune.log"
+PYTHONUNBUFFERED=1 timeout 60 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/sk.db" --set shipped \
+  --only conv --names l4_1x1_2048,l3_1x1_1024 --rounds 2 --out "$D/vs_torch.md" --label "$LABEL" > "$D/vs_torch.log" 2>&1
+echo "vs_torch exit $?"; grep -E '^\| conv' "$D/vs_torch.md"
+rm -f "$D"/sk.db*
+(cd "$D" || exit; tar czf "$OUT/streamk_probe.tgz" tune.log vs_torch.md vs_torch.log; rm -f ./*)
+start=$(date +%s)
+timeout 100 "$B/tiletune" tune configs/probes/h200_lmhead_epi2_probe.json --backend cuda --no-vendor --db "$D/lm.db" > "$D/tune.log" 2>&1
+echo "lmhead tune exit $? after $(( $(date +%s) - start )) s"; grep -A4 '^winners' "$D/tune.log" | awk '{print $1, $2, $(NF-2), $(NF-1), $NF}'
+for dtype in bf16 fp16; do
+  PYTHONUNBUFFERED=1 timeout 80 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/lm.db" --set shipped \
+    --only gemm --names lmhead_odd --dtype "$dtype" --rounds 2 --out "$D/vs_torch_$dtype.md" --label "$LABEL, $dtype" \
+    > "$D/vs_torch_$dtype.log" 2>&1
+  echo "vs_torch $dtype exit $?"; grep -E '^\| gemm' "$D/vs_torch_$dtype.md"
+done
+rm -f "$D"/lm.db*
+(cd "$D" && tar czf "$OUT/lmhead_probe.tgz" ./*)
+rm -rf "$D"
