@@ -584,6 +584,9 @@ TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
   p.m = 1000, p.n = 600, p.k = 512, p.lda = 1000, p.ldb = 512, p.ldc = 1000, p.batch = 1;
   gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 3, 0);
   EXPECT_EQ(seen.size(), 2u);  // A and B only
+  gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 3, 2);
+  EXPECT_EQ(seen.size(), 4u);  // EPI 2 (the threads' stores in aligned runs): no map over C either
+  seen.resize(2);
   gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 3, 1,
                                        DataType::BF16);
   gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::F16, false, false, 128, 128, 64, 1, 3, 1,
@@ -605,8 +608,8 @@ TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
                                                     3, 1, DataType::BF16),
                Error);
   EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 128, 64, 1,
-                                                    3, 2, DataType::BF16),
-               Error);
+                                                    3, 3, DataType::BF16),
+               Error);  // no EPI 3
   // Clusters: each CTA loads 1 / CLUSTER of a K-major B tile's rows (and multicasts them).
   p.c = reinterpret_cast<void*>(std::uintptr_t(1) << 21);
   seen.clear();
