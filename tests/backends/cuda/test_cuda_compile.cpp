@@ -288,57 +288,62 @@ TEST(CudaCompile, NvrtcCompilesWgmmaSplitKWithoutSpillsForSm90a) {
   expect_compiles_without_spills(t, jobs, true);
 }
 
+// wgmma_gemm variants: the default solution with each set of parameters, on problems[i % size];
+// every one admissible (a test fails where one is not).
+std::vector<std::pair<Solution, GemmProblem>> wgmma_jobs(const std::vector<std::map<std::string, std::int64_t>>& sets,
+                                                         const std::vector<GemmProblem>& problems) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  std::vector<std::pair<Solution, GemmProblem>> jobs;
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    Solution s = t.default_solution();
+    for (const auto& [k, v] : sets[i]) s.params[k] = v;
+    const GemmProblem& p = problems[i % problems.size()];
+    const auto broken = t.violation(t.variables(s, p, dev));
+    EXPECT_FALSE(broken) << s.kernel_name() << ": " << *broken;
+    if (!broken) jobs.emplace_back(s, p);
+  }
+  return jobs;
+}
+
 // SCHED 1 (stream-K over the last partial wave): every consumer arrangement it takes (split N
 // too), both epilogues, two blocks a multiprocessor, fp32 output; none spills (the TMA producer at 40
 // registers walks the streamed items too).
 TEST(CudaCompile, NvrtcCompilesWgmmaStreamKWithoutSpillsForSm90a) {
   const KernelTemplate& t = find_template("wgmma_gemm");
+  const auto jobs = wgmma_jobs(
+      {{{"BM", 128}, {"BN", 128}, {"CONSUMERS", 2}, {"PINGPONG", 0}, {"EPI", 0}, {"SCHED", 1}},
+       {{"BM", 128}, {"BN", 128}, {"CONSUMERS", 2}, {"PINGPONG", 1}, {"EPI", 1}, {"SCHED", 1}},
+       {{"BM", 128}, {"BN", 256}, {"CONSUMERS", 2}, {"PINGPONG", 0}, {"EPI", 1}, {"SCHED", 1}},
+       {{"BM", 128}, {"BN", 64}, {"CONSUMERS", 1}, {"PINGPONG", 0}, {"EPI", 1}, {"SCHED", 1}},
+       {{"BM", 64}, {"BN", 128}, {"CONSUMERS", 2}, {"PINGPONG", 1}, {"EPI", 0}, {"SCHED", 1}},
+       {{"BM", 64}, {"BN", 64}, {"CONSUMERS", 1}, {"PINGPONG", 0}, {"EPI", 1}, {"OCC", 2}, {"SCHED", 1}},
+       {{"BM", 128}, {"BN", 256}, {"CONSUMERS", 2}, {"PINGPONG", 0}, {"EPI", 0}, {"COOPN", 1}, {"SCHED", 1}}},
+      {gemm(DataType::BF16, DataType::BF16, false, false, 1280, 1280, 4096),
+       gemm(DataType::BF16, DataType::F32, true, false, 1280, 1280, 4096)});
+  ASSERT_EQ(jobs.size(), 7u);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  const GemmProblem nn = gemm(DataType::BF16, DataType::BF16, false, false, 1280, 1280, 4096);
-  const GemmProblem tn32 = gemm(DataType::BF16, DataType::F32, true, false, 1280, 1280, 4096);
-  struct Shape { int bm, bn, consumers, pingpong, epi, occ = 1, coopn = 0; };
-  const std::vector<Shape> shapes = {{128, 128, 2, 0, 0}, {128, 128, 2, 1, 1}, {128, 256, 2, 0, 1}, {128, 64, 1, 0, 1},
-                                     {64, 128, 2, 1, 0},  {64, 64, 1, 0, 1, 2}, {128, 256, 2, 0, 0, 1, 1}};
-  std::vector<std::pair<Solution, GemmProblem>> jobs;
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    Solution s = t.default_solution();
-    s.params["BM"] = shapes[i].bm, s.params["BN"] = shapes[i].bn, s.params["CONSUMERS"] = shapes[i].consumers;
-    s.params["PINGPONG"] = shapes[i].pingpong, s.params["EPI"] = shapes[i].epi, s.params["OCC"] = shapes[i].occ;
-    s.params["COOPN"] = shapes[i].coopn, s.params["SCHED"] = 1;
-    const GemmProblem& p = i % 2 ? tn32 : nn;
-    const Variables vars = t.variables(s, p, dev);
-    const auto broken = t.violation(vars);
-    ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
-    EXPECT_GT(t.workspace_bytes(vars), 0) << s.kernel_name();
-    jobs.emplace_back(s, p);
-  }
+  for (const auto& [s, p] : jobs) EXPECT_GT(t.workspace_bytes(t.variables(s, p, dev)), 0) << s.kernel_name();
   expect_compiles_without_spills(t, jobs, true);
 }
 
 // EPI 2 (unaligned 16-bit C in aligned runs) on the GPT-2 LM head (C's leading dimension 50257):
-// the consumer arrangements it takes, bf16 and fp16; none spills.
+// the consumer arrangements it takes, bf16 and fp16; none spills. Where C is aligned EPI 2 would
+// be EPI 0: refused.
 TEST(CudaCompile, NvrtcCompilesWgmmaAlignedRunsEpilogueWithoutSpills) {
   const KernelTemplate& t = find_template("wgmma_gemm");
-  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  const GemmProblem bf = gemm(DataType::BF16, DataType::BF16, true, false, 50257, 4096, 768);
-  const GemmProblem hf = gemm(DataType::F16, DataType::F16, true, false, 50257, 4096, 768);
-  struct Shape { int bm, bn, consumers, pingpong, coopn; };
-  const std::vector<Shape> shapes = {{128, 256, 2, 0, 1}, {128, 128, 2, 1, 0}, {128, 128, 2, 0, 0}, {64, 128, 1, 0, 0},
-                                     {128, 64, 2, 1, 0}};
-  std::vector<std::pair<Solution, GemmProblem>> jobs;
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    Solution s = t.default_solution();
-    s.params["BM"] = shapes[i].bm, s.params["BN"] = shapes[i].bn, s.params["CONSUMERS"] = shapes[i].consumers;
-    s.params["PINGPONG"] = shapes[i].pingpong, s.params["COOPN"] = shapes[i].coopn, s.params["EPI"] = 2;
-    const GemmProblem& p = i % 2 ? hf : bf;
-    const auto broken = t.violation(t.variables(s, p, dev));
-    ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
-    jobs.emplace_back(s, p);
-  }
-  // Where C is aligned EPI 2 would be EPI 0: refused.
+  const auto jobs = wgmma_jobs({{{"BM", 128}, {"BN", 256}, {"CONSUMERS", 2}, {"PINGPONG", 0}, {"COOPN", 1}, {"EPI", 2}},
+                                {{"BM", 128}, {"BN", 128}, {"CONSUMERS", 2}, {"PINGPONG", 1}, {"EPI", 2}},
+                                {{"BM", 128}, {"BN", 128}, {"CONSUMERS", 2}, {"PINGPONG", 0}, {"EPI", 2}},
+                                {{"BM", 64}, {"BN", 128}, {"CONSUMERS", 1}, {"PINGPONG", 0}, {"EPI", 2}},
+                                {{"BM", 128}, {"BN", 64}, {"CONSUMERS", 2}, {"PINGPONG", 1}, {"EPI", 2}}},
+                               {gemm(DataType::BF16, DataType::BF16, true, false, 50257, 4096, 768),
+                                gemm(DataType::F16, DataType::F16, true, false, 50257, 4096, 768)});
+  ASSERT_EQ(jobs.size(), 5u);
   Solution s = t.default_solution();
   s.params["EPI"] = 2;
-  EXPECT_TRUE(t.violation(t.variables(s, gemm(DataType::BF16, DataType::BF16, true, false, 4096, 4096, 768), dev)));
+  EXPECT_TRUE(t.violation(t.variables(s, gemm(DataType::BF16, DataType::BF16, true, false, 4096, 4096, 768),
+                                      fake_device(gpu::BackendKind::Cuda))));
   expect_compiles_without_spills(t, jobs, true);
 }
 
