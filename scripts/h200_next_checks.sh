@@ -34,8 +34,12 @@ grep -E '^summary|failed by reason' "$D/tune.log"
 PYTHONUNBUFFERED=1 timeout 60 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/sk.db" --set shipped \
   --only conv --names l4_1x1_2048,l3_1x1_1024 --rounds 2 --out "$D/vs_torch.md" --label "$LABEL" > "$D/vs_torch.log" 2>&1
 echo "vs_torch exit $?"; grep -E '^\| conv' "$D/vs_torch.md"
+show_all() {  # every measurement of every problem of a database (which variant of each kind won, and by how much)
+  for id in $("$B/tiletune" db problems "$1" | awk 'NR > 1 {print $1}'); do "$B/tiletune" db show "$1" "$id"; done
+}
+show_all "$D/sk.db" > "$D/db_show.txt" 2>&1
 rm -f "$D"/sk.db*
-(cd "$D" || exit; tar czf "$OUT/streamk_probe.tgz" tune.log vs_torch.md vs_torch.log; rm -f ./*)
+(cd "$D" || exit; tar czf "$OUT/streamk_probe.tgz" tune.log vs_torch.md vs_torch.log db_show.txt; rm -f ./*)
 start=$(date +%s)
 timeout 100 "$B/tiletune" tune configs/probes/h200_lmhead_epi2_probe.json --backend cuda --no-vendor --db "$D/lm.db" > "$D/tune.log" 2>&1
 echo "lmhead tune exit $? after $(( $(date +%s) - start )) s"; grep -A4 '^winners' "$D/tune.log" | awk '{print $1, $2, $(NF-2), $(NF-1), $NF}'
@@ -45,6 +49,7 @@ for dtype in bf16 fp16; do
     > "$D/vs_torch_$dtype.log" 2>&1
   echo "vs_torch $dtype exit $?"; grep -E '^\| gemm' "$D/vs_torch_$dtype.md"
 done
+show_all "$D/lm.db" > "$D/db_show.txt" 2>&1
 rm -f "$D"/lm.db*
 (cd "$D" && tar czf "$OUT/lmhead_probe.tgz" ./*)
 rm -rf "$D"
