@@ -29,6 +29,12 @@
 // in 5 to 8 k16 slices, and rows share their halo (wgmma_tap_wgrad_index.h): on 7x7 images 98
 // pixels in 7 slices where PACK 0 puts 49 in 4. Its stages are twice as large.
 //
+// SCHED 1 (stream-K, wgmma_sched.h): the tiles of the last partial wave cut along the K steps
+// into one even run per block, a cut tile's parts summed in K order by the last to arrive (the
+// split-K reduction of splitk_reduce.h, which waits on nobody): ResNet-50's 7x7 layer has 192
+// tiles of one filter row for 132 multiprocessors, where whole tiles leave 72 of them idle for
+// half the time.
+//
 // Split-K (SPLITK > 1): the K steps are cut into SPLITK ranges, one block per (tile, range), which
 // normally run at once (the constraints keep TILES * SPLITK within the multiprocessors). Every
 // block stores its fp32 partial in its workspace slot (dw's order), waits briefly until all ranges
@@ -44,6 +50,7 @@
 #include "splitk_reduce.h"
 #include "wgmma_afrag.h"
 #include "wgmma_common.h"
+#include "wgmma_sched.h"
 #include "wgmma_tap_wgrad_index.h"
 
 namespace tt_tapr {
@@ -81,7 +88,7 @@ TT_DEVICE int load_volatile(const int* p) {
 }  // namespace tt_tapr
 
 template <typename TA, typename TC, int R, int S, int STAGES, int SPLITK, int SHIFT, int SW, int AREG = 0,
-          int PACK = 0>  // R, S: FR, FS
+          int PACK = 0, int SCHED = 0>  // R, S: FR, FS
 __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid_constant__ TtConvTmaParams p) {
   // R: the filter rows of a block (a row group of the filter's cv.r), S: the filter's width, SW: the
   // stride along W (the copies of x per filter row, one per column residue).
@@ -92,6 +99,7 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
   static_assert(SW == 1 || SW == 2, "stride 1 or 2 along W");
   static_assert(AREG == 0 || AREG == 1, "AREG: dy from shared memory (0) or registers (1)");
   static_assert(PACK == 0 || (PACK == 1 && SHIFT == 1 && SW == 1), "PACK 1: whole images, shifted reads, stride 1");
+  static_assert(SCHED == 0 || (SCHED == 1 && SPLITK == 1), "SCHED 1: stream-K instead of split-K");
   constexpr int TAPS = R * S;
   constexpr int LINES = PACK ? 128 : 64;                       // a stage's lines (packing 1: whole images)
   constexpr int KK_MAX = LINES / 16;                           // k16 slices a stage holds
@@ -116,6 +124,19 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
   const int kk16 = PACK ? pk.kk16 : 4;  // the k16 slices of a K step
   const int tiles_c = (cv.c + 63) / 64, groups = cv.r / R, tiles = ((cv.k + 63) / 64) * tiles_c * groups;
   const int total = tiles * SPLITK;
+  // SCHED 1 (wgmma_sched.h): the tiles past the last full wave streamed along the K steps over all
+  // gridDim.x blocks; the loops walk this block's items 0, 1, ... instead of units (SCHED 0's loops
+  // read blockIdx.x, total and gridDim.x as they always did: the same machine code).
+  const bool streams = SCHED == 1 && tt_sched::sched_streams(tiles, gridDim.x, pk.ksteps);
+  const int u_first = streams ? 0 : blockIdx.x, u_step = streams ? 1 : gridDim.x;
+  const int u_total = streams ? tt_sched::items(1, tiles, gridDim.x, pk.ksteps, blockIdx.x) : total;
+  // Item u of a streaming block: its tile and K steps, `it` its part.
+  auto streamed = [&](int u, tt_sched::Item& it) {
+    it = tt_sched::item(1, tiles, gridDim.x, pk.ksteps, blockIdx.x, u);
+    tt_tapr::Unit w = tt_tapr::unit<1, R>(it.t, tiles, tiles_c, groups, pk.ksteps);
+    w.kb = it.kb, w.ke = it.ke;
+    return w;
+  };
 
   // Lines no copy writes (a row's halo, past the last packed row, the lines read past a copy) hold
   // zeros for good: dy's zeros meet whatever x holds there and x's must be finite (0 * NaN).
@@ -138,8 +159,10 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
       const u32 bytes = (u32)((pk.dy_box_w + XCOPIES * pk.pitch) * pk.rows * pk.imgs) * 128u;
       int s = 0;
       u32 ph = 0;
-      for (int u = blockIdx.x; u < total; u += gridDim.x) {
-        const tt_tapr::Unit w = tt_tapr::unit<SPLITK, R>(u, tiles, tiles_c, groups, pk.ksteps);
+      for (int u = SCHED ? u_first : blockIdx.x; u < (SCHED ? u_total : total); u += SCHED ? u_step : gridDim.x) {
+        tt_sched::Item it;
+        const tt_tapr::Unit w =
+            streams ? streamed(u, it) : tt_tapr::unit<SPLITK, R>(u, tiles, tiles_c, groups, pk.ksteps);
         const int c0 = w.c0;
         for (int kt = w.kb; kt < w.ke; ++kt) {
           const u32 full = ring.full(s);
@@ -183,8 +206,11 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
     float acc[S][32];
     int s = 0;
     u32 ph = 0;
-    for (int u = blockIdx.x; u < total; u += gridDim.x) {
-      const tt_tapr::Unit w = tt_tapr::unit<SPLITK, R>(u, tiles, tiles_c, groups, pk.ksteps);
+    for (int u = SCHED ? u_first : blockIdx.x; u < (SCHED ? u_total : total); u += SCHED ? u_step : gridDim.x) {
+      tt_sched::Item it;
+      it.parts = 1;  // a whole tile (or a split-K unit) unless streamed
+      const tt_tapr::Unit w =
+          streams ? streamed(u, it) : tt_tapr::unit<SPLITK, R>(u, tiles, tiles_c, groups, pk.ksteps);
       const int tile = w.tile, split = w.split, k0 = w.k0, c0 = w.c0, kb = w.kb, ke = w.ke;
       const int rows_in = min(64, cv.k - k0), cols_in = min(64, cv.c - c0);  // the rest: zero fill
       int prev = -1;
@@ -236,6 +262,18 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
       }
       finish_k_tiles<true>(ring, acc, prev, lane);  // acc[t]: tap t's m64n64 accumulators
 
+      // SCHED 1: a streamed tile's parts meet in the workspace (wgmma_sched.h: a counter per streamed
+      // tile, then a slot per part), the last to arrive summing them in K order into its
+      // accumulators; its consumers then store the tile as an unsplit one.
+      if (SCHED == 1 && it.parts > 1) {
+        const long long cnt_bytes = ((long long)gridDim.x * 4 + 255) / 256 * 256;
+        float4* slots = reinterpret_cast<float4*>(static_cast<char*>(cv.workspace) + cnt_bytes) +
+                        (long long)(it.slot - it.part) * (TILE / 4);
+        if (!tt_splitk::reduce_slots<S * 32, 128 * R, TILE, 1>(&acc[0][0], static_cast<int*>(cv.workspace) + it.ts,
+                                                               slots, it.part, it.parts, threadIdx.x - 128,
+                                                               NamedGroup{1, 128 * R}))
+          continue;
+      }
       // Fragment (t, j): rows warp * 16 + lane / 4 (+ 8), columns 8 (j / 4) + 2 (lane % 4) (+ 1).
       const int row0 = warp * 16 + (lane >> 2), col0 = 2 * (lane & 3);
       if (SPLITK == 1) {

@@ -1,32 +1,36 @@
 #!/usr/bin/env bash
-# On the H200 (or H100): the first GPU call of wgmma_gemm's SCHED 1 (stream-K over the last partial
-# wave) and EPI 2 (unaligned 16-bit C in aligned runs), logs packed into OUT/next_tests.tgz,
-# OUT/streamk_probe.tgz and OUT/lmhead_probe.tgz:
+# On the H200 (or H100): the first GPU call of wgmma_gemm's and wgmma_tap_wgrad's SCHED 1 (stream-K
+# over the last partial wave) and wgmma_gemm's EPI 2 (unaligned 16-bit C in aligned runs), logs
+# packed into OUT/next_tests.tgz, OUT/streamk_probe.tgz, OUT/tap_probe.tgz and OUT/lmhead_probe.tgz:
 #   1. their GPU samples (CudaDevice.SanitizerSampleOfWgmmaStreamK: valid, deterministic, workspace
 #      left zeroed, on the full grid and on three CTAs; ...AlignedRunsOfUnalignedC: odd ldc, full
-#      grid and two CTAs) and the split-K one beside them; with SANITIZE=1 also memcheck and
-#      racecheck on the two samples;
+#      grid and two CTAs; WgmmaTapWgradGpu.StreamKSanitizerSample) and the split-K and tap samples
+#      beside them, then memcheck and racecheck on the three stream-K / EPI 2 samples;
 #   2. configs/probes/h200_streamk_probe.json (ResNet-50's 1x1 layers of 100 and 196 tiles), then
 #      vs_torch on those layers;
-#   3. configs/probes/h200_lmhead_epi2_probe.json (the GPT-2 LM head, EPI 0 / 2), then vs_torch on it.
-# Usage: [SANITIZE=1] scripts/h200_next_checks.sh BUILD_DIR TESTS_BINARY OUT_DIR LABEL
+#   3. configs/probes/h200_tap_wgrad_streamk_probe.json (ResNet-50's 7x7 weight gradient), then vs_torch;
+#   4. configs/probes/h200_lmhead_epi2_probe.json (the GPT-2 LM head, EPI 0 / 2), then vs_torch on it.
+# Two calls, each under ten minutes: STEP tests (1), STEP probes (2-4).
+# Usage: scripts/h200_next_checks.sh tests|probes BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 set -uo pipefail
-B=$1 T=$2 OUT=$3 LABEL=$4
+STEP=$1 B=$2 T=$3 OUT=$4 LABEL=$5
 D=$OUT/next
 mkdir -p "$D"
 source "$(dirname "$0")/h200_env.sh"
-timeout 120 "$T" --gtest_filter='CudaDevice.SanitizerSampleOfWgmmaStreamK:CudaDevice.SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC:CudaDevice.WgmmaSplitKValidatesOnOddShapesDeterministically' \
-  > "$D/gtest.log" 2>&1
-echo "gtest exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$D/gtest.log" | sort -u | head
-if [ "${SANITIZE:-0}" = 1 ]; then
+if [ "$STEP" = tests ]; then
+  timeout 180 "$T" --gtest_filter='CudaDevice.SanitizerSampleOfWgmmaStreamK:CudaDevice.SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC:CudaDevice.WgmmaSplitKValidatesOnOddShapesDeterministically:WgmmaTapWgradGpu.*' \
+    > "$D/gtest.log" 2>&1
+  echo "gtest exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$D/gtest.log" | sort -u | head
   for tool in memcheck racecheck; do
     timeout 150 compute-sanitizer --tool "$tool" --print-limit 5 "$T" \
-      --gtest_filter='CudaDevice.SanitizerSampleOfWgmmaStreamK:CudaDevice.SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC' \
+      --gtest_filter='CudaDevice.SanitizerSampleOfWgmmaStreamK:CudaDevice.SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC:WgmmaTapWgradGpu.StreamKSanitizerSample' \
       > "$D/$tool.log" 2>&1
     echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$D/$tool.log" | tail -1)"
   done
+  (cd "$D" || exit; tar czf "$OUT/next_tests.tgz" ./*.log; rm -f ./*.log)
+  rm -rf "$D"
+  exit 0
 fi
-(cd "$D" || exit; tar czf "$OUT/next_tests.tgz" ./*.log; rm -f ./*.log)
 start=$(date +%s)
 timeout 75 "$B/tiletune" tune configs/probes/h200_streamk_probe.json --backend cuda --no-vendor --db "$D/sk.db" > "$D/tune.log" 2>&1
 echo "tune exit $? after $(( $(date +%s) - start )) s"; grep -A8 '^winners' "$D/tune.log" | awk '{print $1, $2, $(NF-2), $(NF-1), $NF}'
@@ -40,6 +44,19 @@ show_all() {  # every measurement of every problem of a database (which variant 
 show_all "$D/sk.db" > "$D/db_show.txt" 2>&1
 rm -f "$D"/sk.db*
 (cd "$D" || exit; tar czf "$OUT/streamk_probe.tgz" tune.log vs_torch.md vs_torch.log db_show.txt; rm -f ./*)
+start=$(date +%s)
+timeout 100 "$B/tiletune" tune configs/probes/h200_tap_wgrad_streamk_probe.json --backend cuda --no-vendor --db "$D/tap.db" \
+  > "$D/tune.log" 2>&1
+echo "tap tune exit $? after $(( $(date +%s) - start )) s"; grep -A4 '^winners' "$D/tune.log" | awk '{print $1, $2, $(NF-2), $(NF-1), $NF}'
+for dtype in bf16 fp16; do
+  PYTHONUNBUFFERED=1 timeout 60 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/tap.db" --set shipped \
+    --only conv --names l4_3x3_512 --conv-dtype "$dtype" --rounds 2 --out "$D/vs_torch_$dtype.md" --label "$LABEL, $dtype" \
+    > "$D/vs_torch_$dtype.log" 2>&1
+  echo "vs_torch $dtype exit $?"; grep -E '^\| conv wgrad' "$D/vs_torch_$dtype.md"
+done
+show_all "$D/tap.db" > "$D/db_show.txt" 2>&1
+rm -f "$D"/tap.db*
+(cd "$D" || exit; tar czf "$OUT/tap_probe.tgz" ./*; rm -f ./*)
 start=$(date +%s)
 timeout 100 "$B/tiletune" tune configs/probes/h200_lmhead_epi2_probe.json --backend cuda --no-vendor --db "$D/lm.db" > "$D/tune.log" 2>&1
 echo "lmhead tune exit $? after $(( $(date +%s) - start )) s"; grep -A4 '^winners' "$D/tune.log" | awk '{print $1, $2, $(NF-2), $(NF-1), $NF}'

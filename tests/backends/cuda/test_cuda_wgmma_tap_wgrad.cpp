@@ -52,6 +52,13 @@ std::vector<Problem> wgmma_tap_problems() {
           Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 3, 64, 15, 13, 128, 3, 3, 1, 2))};
 }
 
+// Where SCHED 1 streams: 48 tiles of one filter row (C = K = 256) and 32 images of 7x7 (rows of
+// an image a K step, or two images with PACK 1), bf16 and fp16 -> fp32.
+std::vector<Problem> wgmma_tap_stream_k_problems() {
+  return {Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 32, 256, 7, 7, 256)),
+          Problem(tap_rows_wgrad(DataType::F16, DataType::F32, 33, 256, 7, 7, 256))};
+}
+
 // conv_sample's candidates plus, per problem, the first of each SHIFT (a copy per tap, the shifted
 // descriptor), of each AREG (dy from shared memory, from registers), of each PACK (rows of an
 // image, whole images with a shared halo) and the first split count that
@@ -164,6 +171,33 @@ std::map<std::int64_t, double> tap_model_best(const Problem& p, const char* para
   return best;
 }
 
+// The template with SCHED (stream-K) opened to `scheds` (its space holds 0 until SCHED 1 has run on
+// a GPU), one filter row a block.
+KernelTemplate tap_with_sched(std::vector<std::int64_t> scheds) {
+  KernelTemplate t = find_template("wgmma_tap_wgrad");
+  t.set_values("SCHED", scheds);
+  t.set_values("FR", {1});
+  return t;
+}
+
+// SCHED 1 on 7x7 images: ResNet-50's layer (192 tiles of one filter row for 132 multiprocessors: a
+// second wave of 60) prices below whole tiles; the test problem of the GPU sample streams too.
+TEST(WgmmaTapWgradSpace, TheModelPricesStreamKBelowAPartialSecondWave) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const Problem l4(tap_rows_wgrad(DataType::BF16, DataType::BF16, 128, 512, 7, 7, 512));
+  std::map<std::int64_t, double> best;
+  for (const auto& c : tuner::enumerate({tap_with_sched({0, 1})}, std::vector<Problem>{l4}, dev).candidates) {
+    if (c.solution.params.at("SPLITK") != 1) continue;
+    const double e = model_estimate(*c.tmpl, c.solution, l4, dev).seconds;
+    const std::int64_t v = c.solution.params.at("SCHED");
+    best[v] = best.count(v) ? std::min(best[v], e) : e;
+  }
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_LT(best.at(1), best.at(0));
+  EXPECT_FALSE(tuner::enumerate({tap_with_sched({1})}, std::vector<Problem>{wgmma_tap_stream_k_problems()[0]}, dev)
+                   .candidates.empty());
+}
+
 TEST(WgmmaTapWgradSpace, TheModelPricesTheStagedCopies) {
   const auto best = tap_model_best(Problem(tap_rows_wgrad(DataType::BF16, DataType::BF16, 128, 256, 14, 14, 256)), "SHIFT");
   ASSERT_EQ(best.size(), 2u);
@@ -251,6 +285,20 @@ TEST(WgmmaTapWgradArguments, EncodesRowMapsOfXAndDyByThePacking) {
   EXPECT_THROW(gpu::cuda::encode_tma_conv_rows_arguments(nullptr, p, cp), Error);
 }
 
+// SCHED 1 (stream-K) compiles without spills for each AREG and PACK.
+TEST(WgmmaTapWgradCompile, NvrtcCompilesStreamKWithoutSpills) {
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const std::vector<Problem> ps = wgmma_tap_stream_k_problems();
+  std::vector<tuner::Candidate> cands;
+  std::set<std::tuple<std::int64_t, std::int64_t>> have;
+  for (const auto& c : tuner::enumerate({tap_with_sched({1})}, ps, dev).candidates)
+    if (have.insert({c.solution.params.at("AREG"), c.solution.params.at("PACK")}).second) cands.push_back(c);
+  ASSERT_EQ(cands.size(), 4u);
+  const auto values = expect_no_spills(*compiler, cands, ps, dev);
+  EXPECT_EQ(values.at("SCHED"), (std::set<std::int64_t>{1}));
+}
+
 TEST(WgmmaTapWgradCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
@@ -280,6 +328,21 @@ TEST(WgmmaTapWgradGpu, SampleMatchesTheReference) {
 
 // The sample compute-sanitizer's racecheck and memcheck run (scripts/h200_grad_probes.sh): one
 // candidate a problem and each SHIFT and AREG, small enough for racecheck's minutes.
+// SCHED 1 (stream-K): each AREG and PACK on the problems where the last wave streams; valid twice,
+// the workspace left zeroed. Small enough for compute-sanitizer.
+TEST(WgmmaTapWgradGpu, StreamKSanitizerSample) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  const std::vector<Problem> ps = wgmma_tap_stream_k_problems();
+  std::vector<tuner::Candidate> cands;
+  std::set<std::tuple<std::size_t, std::int64_t, std::int64_t>> have;
+  for (const auto& c : tuner::enumerate({tap_with_sched({1})}, ps, dev->info()).candidates)
+    if (have.insert({c.problem_index, c.solution.params.at("AREG"), c.solution.params.at("PACK")}).second)
+      cands.push_back(c);
+  EXPECT_EQ(cands.size(), 2 * ps.size() * 2);
+  std::printf("%zu stream-K candidates validated\n", validate_conv_candidates(*dev, cands, ps));
+}
+
 TEST(WgmmaTapWgradGpu, SanitizerSample) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
