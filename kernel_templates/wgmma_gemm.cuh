@@ -660,10 +660,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       if (SCHED == 1 && it.parts > 1) {
         constexpr int GT = PP ? 128 : 128 * CONSUMERS;
         const NamedGroup group{(PP || CONSUMERS == 1) ? 1 + cw : 5, GT};
-        const long long cnt_bytes = ((long long)step * 4 + 255) / 256 * 256;
-        float4* slots = reinterpret_cast<float4*>(static_cast<char*>(p.g.workspace) + cnt_bytes) +
-                        (long long)(it.slot - it.part) * (BM * BN / 4);
-        if (!tt_splitk::reduce_slots<MI * WN / 2, GT, BM * BN, 1>(&acc[0][0], static_cast<int*>(p.g.workspace) + it.ts,
+        float4* slots = reinterpret_cast<float4*>(tt_sched::part_slots(p.g.workspace, step, it, BM * BN));
+        if (!tt_splitk::reduce_slots<MI * WN / 2, GT, BM * BN, 1>(&acc[0][0], tt_sched::part_counter(p.g.workspace, it),
                                                                   slots, it.part, it.parts, PP ? tid : threadIdx.x - 128,
                                                                   group))
           continue;

@@ -81,6 +81,15 @@ TT_SCHED_FN Item item(int sched, int T, int P, int KT, int w, int j) {
   return it;
 }
 
+// The stream-K workspace: an int counter per streamed tile (P of them at most, padded to 256
+// bytes), then a slot of `tile_floats` floats per part; the first of item `it`'s tile's slots.
+TT_SCHED_FN float* part_slots(void* workspace, int P, const Item& it, long long tile_floats) {
+  const long long cnt_bytes = ((long long)P * 4 + 255) / 256 * 256;
+  float* slots = reinterpret_cast<float*>(static_cast<char*>(workspace) + cnt_bytes);
+  return slots + (long long)(it.slot - it.part) * tile_floats;
+}
+TT_SCHED_FN int* part_counter(void* workspace, const Item& it) { return static_cast<int*>(workspace) + it.ts; }
+
 }  // namespace tt_sched
 
 #endif

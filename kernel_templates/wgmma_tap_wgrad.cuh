@@ -266,10 +266,8 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
       // tile, then a slot per part), the last to arrive summing them in K order into its
       // accumulators; its consumers then store the tile as an unsplit one.
       if (SCHED == 1 && it.parts > 1) {
-        const long long cnt_bytes = ((long long)gridDim.x * 4 + 255) / 256 * 256;
-        float4* slots = reinterpret_cast<float4*>(static_cast<char*>(cv.workspace) + cnt_bytes) +
-                        (long long)(it.slot - it.part) * (TILE / 4);
-        if (!tt_splitk::reduce_slots<S * 32, 128 * R, TILE, 1>(&acc[0][0], static_cast<int*>(cv.workspace) + it.ts,
+        float4* slots = reinterpret_cast<float4*>(tt_sched::part_slots(cv.workspace, gridDim.x, it, TILE));
+        if (!tt_splitk::reduce_slots<S * 32, 128 * R, TILE, 1>(&acc[0][0], tt_sched::part_counter(cv.workspace, it),
                                                                slots, it.part, it.parts, threadIdx.x - 128,
                                                                NamedGroup{1, 128 * R}))
           continue;
