@@ -8,7 +8,9 @@
 // group of threads that arrives last sums the slots in split order (the same result whatever the
 // arrival order), zeroes them and the counter again and returns true with the sum in its
 // accumulators; the others return false and go on. No group waits for another, so this cannot
-// deadlock, whatever else the block's threads (e.g. a producer warpgroup) are doing.
+// deadlock, whatever else the block's threads (e.g. a producer warpgroup) are doing. Splits of 16
+// and more (where a thread holds fewer than 128 accumulators) meet in two levels of the same kind
+// (splitk_tree.h): runs of parts, then the runs.
 //
 // The slot of a tile is laid out per thread: float4 q of thread tid at q * THREADS + tid, for the
 // R accumulators each of the THREADS threads holds (R * THREADS == TILE). Any fragment layout fits,
@@ -16,6 +18,7 @@
 #ifndef TILETUNE_SPLITK_REDUCE_H
 #define TILETUNE_SPLITK_REDUCE_H
 
+#include "splitk_tree.h"
 #include "tt_types.h"
 
 namespace tt_splitk {
@@ -45,37 +48,42 @@ TT_DEVICE void k_range(int KT, int split, int& begin, int& end) {
   end = (split + 1) * KT / SPLITK;
 }
 
-// The meeting of one tile's `parts` partials (a run-time count): this group's is part `part`,
-// stored in slots[part]; `counter` counts the arrivals. The contract above, with SPLITK = parts.
-// U: slots whose loads are in flight at once in the last group's sum.
-template <int R, int THREADS, int TILE, int U, class Group>
-TT_DEVICE bool reduce_slots(float* acc, int* counter, float4* slots, int part, int parts, int tid, const Group& group) {
-  static_assert(R % 4 == 0 && R * THREADS == TILE, "the group's accumulators cover the tile");
-  float4* mine = slots + (long long)part * (TILE / 4);
-  TT_UNROLL
-  for (int q = 0; q < R / 4; ++q)
-    store_cg(mine + q * THREADS + tid, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
-  __threadfence();
-  group.sync();
-  const bool last = group.any(tid == 0 && atomicAdd(counter, 1) == parts - 1);
-  if (!last) return false;
-  __threadfence();
+// The sum, in order, of `count` slots `stride` slots apart from `slots` (float4 q of thread tid at
+// q * THREADS + tid): into acc, every slot read zeroed; or (TO_FIRST) into the first slot, the
+// others zeroed, with no accumulator live (a run's sum in two-level meetings, which would spill
+// kernels that hold 128 accumulators a thread). U: slots whose loads are in flight at once.
+template <int R, int THREADS, int TILE, int U, bool TO_FIRST = false>
+TT_DEVICE void sum_slots(float* acc, float4* slots, int count, int stride, int tid) {
+  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
 #if defined(TT_HIP)
-  // Split by split (not unrolled), the whole tile each: clang hoists the loads of unrolled loops,
-  // and with the splits innermost it held every split's slots at once (clang-22, mfma_conv: 32
-  // splits took all 512 VGPRs and scratch; 4 splits of a 128x128 tile 276 VGPRs, which cap the
-  // whole kernel's occupancy; this way 156, against 133 unsplit). The same sums in the same order
-  // as below.
+  // Slot by slot (not unrolled), the whole tile each: clang hoists the loads of unrolled loops,
+  // and with the slots innermost it held every slot at once (clang-22, mfma_conv: 32 splits took
+  // all 512 VGPRs and scratch; 4 splits of a 128x128 tile 276 VGPRs, which cap the whole kernel's
+  // occupancy; this way 156, against 133 unsplit). The same sums in the same order as below.
+  if (TO_FIRST) {  // the first slot is the running sum
+#pragma unroll 1
+    for (int sp = 1; sp < count; ++sp) {
+      TT_UNROLL
+      for (int q = 0; q < R / 4; ++q) {
+        float4* x = slots + (long long)sp * stride * (TILE / 4) + q * THREADS + tid;
+        float4* f = slots + q * THREADS + tid;
+        const float4 v = load_cg(x), a = load_cg(f);
+        store_cg(f, make_float4(a.x + v.x, a.y + v.y, a.z + v.z, a.w + v.w));
+        store_cg(x, zero);
+      }
+    }
+    return;
+  }
   TT_UNROLL
   for (int i = 0; i < R; ++i) acc[i] = 0.0f;
 #pragma unroll 1
-  for (int sp = 0; sp < parts; ++sp) {
+  for (int sp = 0; sp < count; ++sp) {
     TT_UNROLL
     for (int q = 0; q < R / 4; ++q) {
-      float4* x = slots + (long long)sp * (TILE / 4) + q * THREADS + tid;
+      float4* x = slots + (long long)sp * stride * (TILE / 4) + q * THREADS + tid;
       const float4 v = load_cg(x);
       acc[4 * q] += v.x; acc[4 * q + 1] += v.y; acc[4 * q + 2] += v.z; acc[4 * q + 3] += v.w;
-      store_cg(x, make_float4(0.f, 0.f, 0.f, 0.f));
+      store_cg(x, zero);
     }
   }
 #else
@@ -85,22 +93,60 @@ TT_DEVICE bool reduce_slots(float* acc, int* counter, float4* slots, int part, i
     // Deep splits: the loads of U slots are issued before their sums and zeroing stores, so that U
     // reads are in flight at once (the last group reads SPLITK partial tiles alone, and one read at a
     // time made this tail as long as the main loop). Shallow splits read one at a time: their tail
-    // is short, and the U registers would spill kernels held to 128 registers. Summed in split order.
-    for (int sp0 = 0; sp0 < parts; sp0 += U) {
+    // is short, and the U registers would spill kernels held to 128 registers. Summed in slot order.
+    for (int sp0 = 0; sp0 < count; sp0 += U) {
       float4 v[U];
       TT_UNROLL
       for (int u = 0; u < U; ++u)  // this split's own slot too: its registers need not stay live
-        if (sp0 + u < parts) v[u] = load_cg(slots + (long long)(sp0 + u) * (TILE / 4) + q * THREADS + tid);
+        if (sp0 + u < count) v[u] = load_cg(slots + (long long)(sp0 + u) * stride * (TILE / 4) + q * THREADS + tid);
       TT_UNROLL
       for (int u = 0; u < U; ++u)
-        if (sp0 + u < parts) {
+        if (sp0 + u < count) {
           s.x += v[u].x; s.y += v[u].y; s.z += v[u].z; s.w += v[u].w;
-          store_cg(slots + (long long)(sp0 + u) * (TILE / 4) + q * THREADS + tid, make_float4(0.f, 0.f, 0.f, 0.f));
+          if (sp0 + u > 0 || !TO_FIRST)
+            store_cg(slots + (long long)(sp0 + u) * stride * (TILE / 4) + q * THREADS + tid, make_float4(0.f, 0.f, 0.f, 0.f));
         }
     }
-    acc[4 * q] = s.x; acc[4 * q + 1] = s.y; acc[4 * q + 2] = s.z; acc[4 * q + 3] = s.w;
+    if (TO_FIRST) {
+      store_cg(slots + q * THREADS + tid, s);
+    } else {
+      acc[4 * q] = s.x; acc[4 * q + 1] = s.y; acc[4 * q + 2] = s.z; acc[4 * q + 3] = s.w;
+    }
   }
 #endif
+}
+
+// The meeting of one tile's `parts` partials (a run-time count): this group's is part `part`,
+// stored in slots[part]; `counter` counts the arrivals. The contract above, with SPLITK = parts;
+// TREE: in two levels (splitk_tree.h).
+template <int R, int THREADS, int TILE, int U, bool TREE, class Group>
+TT_DEVICE bool reduce_slots(float* acc, int* counter, float4* slots, int part, int parts, int tid, const Group& group) {
+  static_assert(R % 4 == 0 && R * THREADS == TILE, "the group's accumulators cover the tile");
+  float4* mine = slots + (long long)part * (TILE / 4);
+  TT_UNROLL
+  for (int q = 0; q < R / 4; ++q)
+    store_cg(mine + q * THREADS + tid, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+  __threadfence();
+  group.sync();
+  if constexpr (!TREE) {
+    const bool last = group.any(tid == 0 && atomicAdd(counter, 1) == parts - 1);
+    if (!last) return false;
+    __threadfence();
+    sum_slots<R, THREADS, TILE, U>(acc, slots, parts, 1, tid);
+  } else {
+    const Tree t = tree(parts);
+    const int run = part / t.size;
+    float4* first = slots + (long long)run * t.size * (TILE / 4);
+    if (!group.any(tid == 0 && run_complete(atomicAdd(counter, run_arrival(run)), run, run_parts(t, parts, run))))
+      return false;
+    __threadfence();
+    sum_slots<R, THREADS, TILE, U, true>(acc, first, run_parts(t, parts, run), 1, tid);
+    __threadfence();
+    group.sync();
+    if (!group.any(tid == 0 && tree_complete(atomicAdd(counter, RUN_FINISHED), t))) return false;
+    __threadfence();
+    sum_slots<R, THREADS, TILE, U>(acc, slots, t.runs, t.size, tid);
+  }
   if (tid == 0) *counter = 0;
   return true;
 }
@@ -114,8 +160,12 @@ TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long 
   const long long cnt_bytes = (all_tiles * 4 + 255) / 256 * 256;
   float4* slots = reinterpret_cast<float4*>(static_cast<char*>(workspace) + cnt_bytes) +
                   tile_id * (long long)SPLITK * (TILE / 4);
-  return reduce_slots<R, THREADS, TILE, (SPLITK >= 8 ? 8 : 1)>(acc, static_cast<int*>(workspace) + tile_id, slots,
-                                                               split, SPLITK, tid, group);
+  // Two levels for deep splits, but not where a thread holds 128 accumulators: those kernels sit at
+  // 168 registers, and the second level spilled them (wgmma_gemm 128 x 128 ping-pong: 8-36 bytes).
+  constexpr bool TREE = SPLITK >= 16 && R < 128;
+  static_assert(!TREE || SPLITK <= 4 * 63, "a run counts up to 63 parts in its 6 bits of the counter");
+  return reduce_slots<R, THREADS, TILE, (SPLITK >= 8 ? 8 : 1), TREE>(acc, static_cast<int*>(workspace) + tile_id, slots,
+                                                                     split, SPLITK, tid, group);
 }
 
 }  // namespace tt_splitk

@@ -267,7 +267,7 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
       // accumulators; its consumers then store the tile as an unsplit one.
       if (SCHED == 1 && it.parts > 1) {
         float4* slots = reinterpret_cast<float4*>(tt_sched::part_slots(cv.workspace, gridDim.x, it, TILE));
-        if (!tt_splitk::reduce_slots<S * 32, 128 * R, TILE, 1>(&acc[0][0], tt_sched::part_counter(cv.workspace, it),
+        if (!tt_splitk::reduce_slots<S * 32, 128 * R, TILE, 1, false>(&acc[0][0], tt_sched::part_counter(cv.workspace, it),
                                                                slots, it.part, it.parts, threadIdx.x - 128,
                                                                NamedGroup{1, 128 * R}))
           continue;

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gpu/backend.h"
@@ -64,6 +66,25 @@ inline void validate_as_launched(gpu::Device& dev, const KernelTemplate& t, cons
     expect_left_zeroed(dev, ws.get(),
                        std::size_t(std::min(launch.workspace_bytes(), t.repack_offset(t.variables(s, p, dev.info())))),
                        s.kernel_name() + " on " + p.key());
+}
+
+// Deep split-K samples of wgmma_gemm (SPLITK >= 16, which meets in two levels: splitk_tree.h), the
+// parameter set i on problem i % 3: 16, 22, 44 and 132 parts, a last K tile cut short, the last run
+// of parts shorter than the others, a batch of two with beta != 0, more units than multiprocessors
+// (132 parts of 6 tiles). One list for the compile test and the GPU sample.
+inline std::vector<GemmProblem> deep_split_problems() {
+  return {gemm(DataType::BF16, DataType::BF16, false, false, 200, 136, 12352),
+          gemm(DataType::F16, DataType::F32, true, false, 96, 160, 34000),
+          gemm(DataType::BF16, DataType::F32, true, false, 130, 100, 4200, 2, false)};
+}
+inline std::vector<std::map<std::string, std::int64_t>> deep_split_sets() {
+  return {{{"BM", 128}, {"BN", 128}, {"CONSUMERS", 2}, {"PINGPONG", 0}, {"SPLITK", 16}},
+          {{"BM", 64}, {"BN", 64}, {"CONSUMERS", 2}, {"PINGPONG", 1}, {"SPLITK", 132}},
+          {{"BM", 128}, {"BN", 64}, {"CONSUMERS", 2}, {"PINGPONG", 0}, {"SPLITK", 16}},
+          {{"BM", 128}, {"BN", 128}, {"CONSUMERS", 2}, {"PINGPONG", 1}, {"SPLITK", 22}},
+          {{"BM", 64}, {"BN", 64}, {"CONSUMERS", 1}, {"PINGPONG", 0}, {"SPLITK", 22}},
+          {{"BM", 128}, {"BN", 128}, {"CONSUMERS", 2}, {"PINGPONG", 1}, {"SPLITK", 16}},
+          {{"BM", 64}, {"BN", 128}, {"CONSUMERS", 1}, {"PINGPONG", 0}, {"SPLITK", 44}}};
 }
 
 }  // namespace tiletune::testing

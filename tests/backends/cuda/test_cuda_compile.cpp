@@ -327,6 +327,17 @@ TEST(CudaCompile, NvrtcCompilesWgmmaStreamKWithoutSpillsForSm90a) {
   expect_compiles_without_spills(t, jobs, true);
 }
 
+// Deep split-K (SPLITK >= 16 meets in two levels, splitk_tree.h): the variants of the GPU sample
+// (CudaDevice.SanitizerSampleOfWgmmaDeepSplitK), all admissible, none spilling.
+TEST(CudaCompile, NvrtcCompilesWgmmaDeepSplitKWithoutSpills) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const auto jobs = wgmma_jobs(deep_split_sets(), deep_split_problems());
+  ASSERT_EQ(jobs.size(), 7u);
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  for (const auto& [s, p] : jobs) EXPECT_GT(t.workspace_bytes(t.variables(s, p, dev)), 0) << s.kernel_name();
+  expect_compiles_without_spills(t, jobs, true);
+}
+
 // EPI 2 (unaligned 16-bit C in aligned runs) on the GPT-2 LM head (C's leading dimension 50257):
 // the consumer arrangements it takes, bf16 and fp16; none spills. Where C is aligned EPI 2 would
 // be EPI 0: refused.

@@ -236,6 +236,26 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
   }
 }
 
+// Deep split-K (SPLITK >= 16 meets in two levels: runs of parts, then the runs; splitk_tree.h),
+// deep_split_sets() on deep_split_problems(): valid, bit-identical on a second run, the workspace
+// left zeroed, on the full grid and on three CTAs. Small enough for compute-sanitizer.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaDeepSplitK) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const std::vector<GemmProblem> problems = deep_split_problems();
+  const auto sets = deep_split_sets();
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const GemmProblem& p = problems[i % problems.size()];
+    const WgmmaVariant w = wgmma_variant(*dev_, p, sets[i]);
+    ASSERT_TRUE(w.kernel);
+    const gpu::LaunchDims dims = t.launch_dims(w.vars);
+    expect_valid_deterministic_and_zeroed(*dev_, w, p, dims);
+    gpu::LaunchDims three = dims;  // three CTAs: each run of parts meets across many units of each
+    three.grid[0] = 3;
+    expect_valid_deterministic_and_zeroed(*dev_, w, p, three);
+  }
+}
+
 // SCHED 1 (stream-K over the last partial wave, wgmma_sched.h) on grids of 50, 70 (a batch of two
 // with beta != 0), 100 and 196 tiles (a full wave, then 64 tiles streamed): one and two consumers,
 // ping-pong, consumers splitting N, both epilogues, two blocks a multiprocessor; valid, bit-identical on a second run,
@@ -274,7 +294,7 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaStreamK) {
 TEST_F(CudaDevice, SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC) {
   if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
   const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, true, false, 1001, 200, 512),
-                                             gemm(DataType::F16, DataType::F16, false, false, 1001, 136, 320),
+                                             gemm(DataType::F16, DataType::F16, true, false, 1001, 136, 320),
                                              gemm(DataType::BF16, DataType::BF16, true, false, 603, 130, 256, 2, false)};
   struct Case { std::size_t problem; int bm, bn, consumers, pingpong, coopn; };
   const std::vector<Case> cases = {{0, 128, 128, 2, 0, 0}, {0, 128, 128, 2, 1, 0}, {0, 128, 256, 2, 0, 1},
