@@ -116,10 +116,39 @@ TT_DEVICE void sum_slots(float* acc, float4* slots, int count, int stride, int t
 #endif
 }
 
+// acc = the sum, in order, of `count` slots, slot by slot: each slot's float4s of this thread (float4 q
+// at q * THREADS + tid) read QB at a time, then added and zeroed. The same sums as sum_slots (slot
+// order per element), with QB reads in flight whatever the count: for the few parts of a stream-K
+// tile, where one read at a time (sum_slots with U = 1) made the last part's sum, a tile's
+// R / 4 x parts L2 round trips one after another, longer than the tile's main loop.
+template <int R, int THREADS, int TILE, int QB>
+TT_DEVICE void sum_slots_batched(float* acc, float4* slots, int count, int tid) {
+  TT_UNROLL
+  for (int i = 0; i < R; ++i) acc[i] = 0.0f;
+  for (int sp = 0; sp < count; ++sp) {
+    float4* slot = slots + (long long)sp * (TILE / 4) + tid;
+    TT_UNROLL
+    for (int q0 = 0; q0 < R / 4; q0 += QB) {
+      float4 v[QB];
+      TT_UNROLL
+      for (int u = 0; u < QB; ++u)
+        if (q0 + u < R / 4) v[u] = load_cg(slot + (q0 + u) * THREADS);
+      TT_UNROLL
+      for (int u = 0; u < QB; ++u)
+        if (q0 + u < R / 4) {
+          const int q = q0 + u;
+          acc[4 * q] += v[u].x; acc[4 * q + 1] += v[u].y; acc[4 * q + 2] += v[u].z; acc[4 * q + 3] += v[u].w;
+          store_cg(slot + q * THREADS, make_float4(0.f, 0.f, 0.f, 0.f));
+        }
+    }
+  }
+}
+
 // The meeting of one tile's `parts` partials (a run-time count): this group's is part `part`,
 // stored in slots[part]; `counter` counts the arrivals. The contract above, with SPLITK = parts;
-// TREE: in two levels (splitk_tree.h).
-template <int R, int THREADS, int TILE, int U, bool TREE, class Group>
+// TREE: in two levels (splitk_tree.h); QB > 0 (one level): the last group's sum slot by slot,
+// QB reads in flight (sum_slots_batched).
+template <int R, int THREADS, int TILE, int U, bool TREE, int QB = 0, class Group>
 TT_DEVICE bool reduce_slots(float* acc, int* counter, float4* slots, int part, int parts, int tid, const Group& group) {
   static_assert(R % 4 == 0 && R * THREADS == TILE, "the group's accumulators cover the tile");
   float4* mine = slots + (long long)part * (TILE / 4);
@@ -132,7 +161,10 @@ TT_DEVICE bool reduce_slots(float* acc, int* counter, float4* slots, int part, i
     const bool last = group.any(tid == 0 && atomicAdd(counter, 1) == parts - 1);
     if (!last) return false;
     __threadfence();
-    sum_slots<R, THREADS, TILE, U>(acc, slots, parts, 1, tid);
+    if constexpr (QB > 0)
+      sum_slots_batched<R, THREADS, TILE, QB>(acc, slots, parts, tid);
+    else
+      sum_slots<R, THREADS, TILE, U>(acc, slots, parts, 1, tid);
   } else {
     const Tree t = tree(parts);
     const int run = part / t.size;

@@ -661,9 +661,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         constexpr int GT = PP ? 128 : 128 * CONSUMERS;
         const NamedGroup group{(PP || CONSUMERS == 1) ? 1 + cw : 5, GT};
         float4* slots = reinterpret_cast<float4*>(tt_sched::part_slots(p.g.workspace, step, it, BM * BN));
-        if (!tt_splitk::reduce_slots<MI * WN / 2, GT, BM * BN, 1, false>(&acc[0][0], tt_sched::part_counter(p.g.workspace, it),
-                                                                  slots, it.part, it.parts, PP ? tid : threadIdx.x - 128,
-                                                                  group))
+        if (!tt_splitk::reduce_slots<MI * WN / 2, GT, BM * BN, 1, false, 4>(
+                &acc[0][0], tt_sched::part_counter(p.g.workspace, it), slots, it.part, it.parts,
+                PP ? tid : threadIdx.x - 128, group))
           continue;
       }
 

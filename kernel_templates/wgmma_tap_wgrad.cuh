@@ -267,9 +267,9 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
       // accumulators; its consumers then store the tile as an unsplit one.
       if (SCHED == 1 && it.parts > 1) {
         float4* slots = reinterpret_cast<float4*>(tt_sched::part_slots(cv.workspace, gridDim.x, it, TILE));
-        if (!tt_splitk::reduce_slots<S * 32, 128 * R, TILE, 1, false>(&acc[0][0], tt_sched::part_counter(cv.workspace, it),
-                                                               slots, it.part, it.parts, threadIdx.x - 128,
-                                                               NamedGroup{1, 128 * R}))
+        if (!tt_splitk::reduce_slots<S * 32, 128 * R, TILE, 1, false, 4>(
+                &acc[0][0], tt_sched::part_counter(cv.workspace, it), slots, it.part, it.parts, threadIdx.x - 128,
+                NamedGroup{1, 128 * R}))
           continue;
       }
       // Fragment (t, j): rows warp * 16 + lane / 4 (+ 8), columns 8 (j / 4) + 2 (lane % 4) (+ 1).
