@@ -71,7 +71,8 @@ inline void validate_as_launched(gpu::Device& dev, const KernelTemplate& t, cons
 // Deep split-K samples of wgmma_gemm (SPLITK >= 16, which meets in two levels: splitk_tree.h), the
 // parameter set i on problem i % 3: 16, 22, 44 and 132 parts, a last K tile cut short, the last run
 // of parts shorter than the others, a batch of two with beta != 0, more units than multiprocessors
-// (132 parts of 6 tiles). One list for the compile test and the GPU sample.
+// (132 parts of 6 tiles); the 128 x 128 ping-pong sets hold 128 accumulators a thread, so they meet
+// in one level with eight reads in flight. One list for the compile test and the GPU sample.
 inline std::vector<GemmProblem> deep_split_problems() {
   return {gemm(DataType::BF16, DataType::BF16, false, false, 200, 136, 12352),
           gemm(DataType::F16, DataType::F32, true, false, 96, 160, 34000),
