@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# On the H200 (or H100): the first GPU call of wgmma_gemm's and wgmma_tap_wgrad's SCHED 1 (stream-K
-# over the last partial wave) and wgmma_gemm's EPI 2 (unaligned 16-bit C in aligned runs), logs
-# packed into OUT/next_tests.tgz, OUT/streamk_probe.tgz, OUT/tap_probe.tgz and OUT/lmhead_probe.tgz:
-#   1. their GPU samples (CudaDevice.SanitizerSampleOfWgmmaStreamK: valid, deterministic, workspace
-#      left zeroed, on the full grid and on three CTAs; ...AlignedRunsOfUnalignedC: odd ldc, full
-#      grid and two CTAs; WgmmaTapWgradGpu.StreamKSanitizerSample) and the split-K and tap samples
-#      beside them, then memcheck and racecheck on the three stream-K / EPI 2 samples;
+# On the H200 (or H100): the GPU checks of wgmma_gemm's and wgmma_tap_wgrad's SCHED 1 (stream-K over
+# the last partial wave; since 674d373 its last part sums with four reads in flight), wgmma_gemm's
+# EPI 2 (unaligned 16-bit C in aligned runs) and split-K of 16+ parts in two levels, and their probes;
+# logs packed into OUT/next_tests.tgz, OUT/split_tail_probe.tgz, OUT/streamk_probe.tgz,
+# OUT/tap_probe.tgz and OUT/lmhead_probe.tgz:
+#   1. their GPU samples (test_cuda_gemm: CudaDevice.SanitizerSampleOfWgmmaStreamK, ...AlignedRunsOf-
+#      UnalignedC, ...DeepSplitK, WgmmaSplitKValidatesOnOddShapesDeterministically; tests_backends_cuda:
+#      WgmmaTapWgradGpu.*, Conv1x1Gpu.*), then memcheck and racecheck on the sanitizer samples;
 #   2. configs/probes/h200_streamk_probe.json (ResNet-50's 1x1 layers of 100 and 196 tiles), then
 #      vs_torch on those layers;
 #   3. configs/probes/h200_tap_wgrad_streamk_probe.json (ResNet-50's 7x7 weight gradient), then vs_torch;
