@@ -9,9 +9,12 @@ machine code; symbol names differ) is compared. Variants pair on the problem and
 both revisions have: a parameter added since REV must be at its default (the old behaviour).
 
 Usage: scripts/same_machine_code.py --rev REV --template NAME --config CONFIG.json
-           [--build build-h200] [--arch sm_90a] [--backend cuda]
+           [--build build-h200] [--arch sm_90a] [--backend cuda] [--opcodes]
 Exit 0 when every pair is byte-identical, 1 when one differs, 2 on a usage or tool error.
-Needs readelf (binutils) and a build with the backend's compiler (NVRTC / hipRTC).
+Needs readelf (binutils) and a build with the backend's compiler (NVRTC / hipRTC). --opcodes: for
+the first pair that differs, the instructions whose counts differ (CUDA: cuobjdump and nvdisasm on
+PATH, e.g. from PyPI's nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm), to tell a change of loads,
+stores or math from one of address arithmetic and scheduling.
 """
 import argparse
 import collections
@@ -73,6 +76,21 @@ def text_section(blob, scratch):
     return None
 
 
+def opcode_counts(blob, scratch):
+    """Instruction mnemonics (with their modifiers, predicates dropped) of a CUDA code object, counted."""
+    with open(scratch, "wb") as fh:
+        fh.write(blob)
+    r = subprocess.run(["cuobjdump", "-sass", scratch], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("same_machine_code: cuobjdump -sass failed (cuobjdump and nvdisasm on PATH?): " + r.stderr[-500:])
+    counts = collections.Counter()
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_.]*)", line)
+        if m:
+            counts[m.group(1)] += 1
+    return counts
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rev", required=True)
@@ -81,6 +99,7 @@ def main():
     ap.add_argument("--build", default="build-h200")
     ap.add_argument("--arch", default="sm_90a")
     ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--opcodes", action="store_true", help="count the differing instructions of the first pair")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tpl = os.path.join(tmp, "templates")
@@ -128,11 +147,17 @@ def main():
             if new == old:
                 same += 1
             else:
+                if a.opcodes and not differ:
+                    scratch = os.path.join(tmp, "x.cubin")
+                    was, now = (opcode_counts(d[t], scratch) for t in (a.template + "_old", a.template))
+                    first_diff = [f"{op} {was[op]} -> {now[op]}" for op in sorted(set(was) | set(now)) if was[op] != now[op]]
                 differ.append(key)
         print(f"{a.template} against {a.rev} ({a.arch}): {same} variants the same machine code, {len(differ)} not, "
               f"{unpaired} unpaired")
         for problem, params in differ[:20]:
             print(f"  differs: problem {problem} {params}")
+        if a.opcodes and differ:
+            print("  the first pair's instructions whose counts differ (old -> new): " + (", ".join(first_diff) or "none"))
         sys.exit(1 if differ or same == 0 else 0)
 
 
