@@ -104,7 +104,8 @@ TT_DEVICE void sum_slots(float* acc, float4* slots, int count, int stride, int t
         if (sp0 + u < count) {
           s.x += v[u].x; s.y += v[u].y; s.z += v[u].z; s.w += v[u].w;
           if (sp0 + u > 0 || !TO_FIRST)
-            store_cg(slots + (long long)(sp0 + u) * stride * (TILE / 4) + q * THREADS + tid, make_float4(0.f, 0.f, 0.f, 0.f));
+            store_cg(slots + (long long)(sp0 + u) * stride * (TILE / 4) + q * THREADS + tid,
+                     make_float4(0.f, 0.f, 0.f, 0.f));
         }
     }
     if (TO_FIRST) {

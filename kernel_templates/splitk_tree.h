@@ -29,7 +29,10 @@ TT_SPLITK_FN Tree tree(int parts) {
   const int size = (parts + 3) / 4;
   return {size, (parts + size - 1) / size};
 }
-TT_SPLITK_FN int run_parts(Tree t, int parts, int run) { return t.size < parts - run * t.size ? t.size : parts - run * t.size; }
+TT_SPLITK_FN int run_parts(Tree t, int parts, int run) {
+  const int left = parts - run * t.size;
+  return t.size < left ? t.size : left;
+}
 TT_SPLITK_FN int run_arrival(int run) { return 1 << (6 * run); }
 // old: the counter before this part's run_arrival.
 TT_SPLITK_FN bool run_complete(int old, int run, int n) { return ((old >> (6 * run)) & 63) == n - 1; }

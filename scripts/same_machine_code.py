@@ -150,14 +150,16 @@ def main():
                 if a.opcodes and not differ:
                     scratch = os.path.join(tmp, "x.cubin")
                     was, now = (opcode_counts(d[t], scratch) for t in (a.template + "_old", a.template))
-                    first_diff = [f"{op} {was[op]} -> {now[op]}" for op in sorted(set(was) | set(now)) if was[op] != now[op]]
+                    first_diff = [f"{op} {was[op]} -> {now[op]}" for op in sorted(set(was) | set(now))
+                                  if was[op] != now[op]]
                 differ.append(key)
         print(f"{a.template} against {a.rev} ({a.arch}): {same} variants the same machine code, {len(differ)} not, "
               f"{unpaired} unpaired")
         for problem, params in differ[:20]:
             print(f"  differs: problem {problem} {params}")
         if a.opcodes and differ:
-            print("  the first pair's instructions whose counts differ (old -> new): " + (", ".join(first_diff) or "none"))
+            print("  the first pair's instructions whose counts differ (old -> new): " +
+                  (", ".join(first_diff) or "none"))
         sys.exit(1 if differ or same == 0 else 0)
 
 
