@@ -166,14 +166,19 @@ struct PixelGather : Staged<DU, COLS, VW, THREADS, false> {
 
 // The group of tt_splitk::reduce: the whole block, with any() through a flag in LDS instead of
 // __syncthreads_or, whose work-group reduction (ockl) needs an ISA-version device library that
-// Debian's ROCm 5.2 libraries lack for gfx942 and gfx950. The flag is 0 until reduce's any().
+// Debian's ROCm 5.2 libraries lack for gfx942 and gfx950. The flag is 0 before the first any(),
+// and every any() leaves it 0 again: split-K of 16 parts and more asks twice (splitk_tree.h).
 struct LdsFlagGroup {
   int* flag;
   TT_DEVICE void sync() const { __syncthreads(); }
   TT_DEVICE bool any(bool pred) const {
     if (pred) *flag = 1;
     __syncthreads();
-    return *flag != 0;
+    const bool r = *flag != 0;
+    __syncthreads();  // every thread has read it before it is cleared
+    if (threadIdx.x == 0) *flag = 0;
+    __syncthreads();  // cleared before any thread's next any() can set it
+    return r;
   }
 };
 

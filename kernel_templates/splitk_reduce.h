@@ -186,7 +186,8 @@ TT_DEVICE bool reduce_slots(float* acc, int* counter, float4* slots, int part, i
 
 // acc: the R fp32 accumulators of thread `tid` (0 <= tid < THREADS) of the group that computed
 // split `split` of tile `tile_id`. Group: sync() is a barrier of the group's threads, any(p) a
-// barrier returning whether p held on any of them.
+// barrier returning whether p held on any of them; any() must work again and again (the two-level
+// meeting asks twice).
 template <int R, int THREADS, int SPLITK, int TILE, class Group>
 TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long all_tiles, int split, int tid,
                       const Group& group) {
