@@ -6,7 +6,8 @@
 # OUT/tap_probe.tgz and OUT/lmhead_probe.tgz:
 #   1. their GPU samples (test_cuda_gemm: CudaDevice.SanitizerSampleOfWgmmaStreamK, ...AlignedRunsOf-
 #      UnalignedC, ...DeepSplitK, WgmmaSplitKValidatesOnOddShapesDeterministically; tests_backends_cuda:
-#      WgmmaTapWgradGpu.*, Conv1x1Gpu.*), then memcheck and racecheck on the sanitizer samples;
+#      WgmmaTapWgradGpu.*, Conv1x1Gpu.*, WgmmaConvGpu.DeepSplitKSanitizerSample), then memcheck and
+#      racecheck on the sanitizer samples;
 #   2. configs/probes/h200_streamk_probe.json (ResNet-50's 1x1 layers of 100 and 196 tiles), then
 #      vs_torch on those layers;
 #   3. configs/probes/h200_tap_wgrad_streamk_probe.json (ResNet-50's 7x7 weight gradient), then vs_torch;
@@ -30,12 +31,13 @@ if [ "$STEP" = tests ]; then
   SAN='CudaDevice.SanitizerSampleOfWgmmaStreamK:CudaDevice.SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC:CudaDevice.SanitizerSampleOfWgmmaDeepSplitK'
   timeout 200 "$G" --gtest_filter="$SAN:CudaDevice.WgmmaSplitKValidatesOnOddShapesDeterministically" > "$D/gtest_gemm.log" 2>&1
   echo "test_cuda_gemm exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$D/gtest_gemm.log" | sort -u | head
-  timeout 180 "$T" --gtest_filter='WgmmaTapWgradGpu.*:Conv1x1Gpu.*' > "$D/gtest.log" 2>&1
+  timeout 180 "$T" --gtest_filter='WgmmaTapWgradGpu.*:Conv1x1Gpu.*:WgmmaConvGpu.DeepSplitKSanitizerSample' > "$D/gtest.log" 2>&1
   echo "tests_backends_cuda exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$D/gtest.log" | sort -u | head
   for tool in memcheck racecheck; do
     timeout 150 compute-sanitizer --tool "$tool" --print-limit 5 "$G" --gtest_filter="$SAN" > "$D/${tool}_gemm.log" 2>&1
     echo "$tool (gemm) exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$D/${tool}_gemm.log" | tail -1)"
-    timeout 100 compute-sanitizer --tool "$tool" --print-limit 5 "$T" --gtest_filter='WgmmaTapWgradGpu.StreamKSanitizerSample' \
+    timeout 100 compute-sanitizer --tool "$tool" --print-limit 5 "$T" \
+      --gtest_filter='WgmmaTapWgradGpu.StreamKSanitizerSample:WgmmaConvGpu.DeepSplitKSanitizerSample' \
       > "$D/$tool.log" 2>&1
     echo "$tool (tap) exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$D/$tool.log" | tail -1)"
   done

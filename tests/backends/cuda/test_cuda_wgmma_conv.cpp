@@ -96,6 +96,55 @@ std::string sass_of(const std::vector<std::uint8_t>& cubin, const std::string& t
   return out;
 }
 
+// Deep split-K on two weight gradients of few tiles and long reductions (N*P*Q 25,088 and 19,600):
+// 16 and 32 parts meeting in two levels (64 accumulators a thread, splitk_tree.h), and one of 128
+// accumulators a thread, which meets in one level. For the compile test and the GPU sample.
+std::vector<Problem> deep_split_problems() {
+  using D = DataType;
+  constexpr ConvDirection WG = ConvDirection::BackwardFilter;
+  return {wgmma_conv(D::BF16, D::BF16, 32, 64, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, WG),
+          wgmma_conv(D::F16, D::F32, 16, 128, 35, 35, 160, 1, 1, 1, 1, 0, 0, 1, 1, WG)};
+}
+std::vector<tuner::Candidate> deep_split_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
+  const std::vector<tuner::Candidate> base = conv_sample("wgmma_conv", ps, dev, 1);
+  std::vector<tuner::Candidate> out;
+  struct Shape { std::size_t problem; int bm, bn, pingpong, splitk; };
+  for (const Shape& sh : {Shape{0, 128, 128, 0, 16}, Shape{0, 128, 64, 0, 32}, Shape{1, 128, 128, 0, 32},
+                          Shape{1, 64, 64, 1, 16}, Shape{1, 128, 128, 1, 16}}) {
+    for (const auto& b : base)
+      if (b.problem_index == sh.problem) {
+        tuner::Candidate c = b;
+        c.solution.params["BM"] = sh.bm, c.solution.params["BN"] = sh.bn, c.solution.params["PINGPONG"] = sh.pingpong;
+        c.solution.params["CONSUMERS"] = 2, c.solution.params["SPLITK"] = sh.splitk, c.solution.params["PHASE"] = 0;
+        const auto broken = c.tmpl->violation(c.tmpl->variables(c.solution, ps[sh.problem], dev));
+        EXPECT_FALSE(broken) << c.solution.kernel_name() << ": " << *broken;
+        if (!broken) out.push_back(c);
+        break;
+      }
+  }
+  return out;
+}
+
+TEST(WgmmaConvCompile, DeepSplitKCompilesForSm90a) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const std::vector<Problem> ps = deep_split_problems();
+  const auto cands = deep_split_candidates(ps, dev);
+  ASSERT_EQ(cands.size(), 5u);
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+  const std::regex spill("([0-9]+) bytes spill stores");
+  for (const auto& c : cands) {
+    gpu::CompileRequest req = c.tmpl->compile_request(c.solution, ps[c.problem_index], dev);
+    req.options.push_back("--ptxas-options=-v");
+    const gpu::CompileResult r = compiler->compile(req);
+    ASSERT_TRUE(r.ok) << c.solution.kernel_name() << "\n" << r.log;
+    std::smatch m;
+    // As the sample below: the gradients' split-K variants may keep up to 16 bytes on the stack.
+    EXPECT_TRUE(std::regex_search(r.log, m, spill) && std::stoi(m[1].str()) <= 16)
+        << c.solution.kernel_name() << "\n" << r.log;
+    EXPECT_EQ(r.log.find("serialized"), std::string::npos) << c.solution.kernel_name() << "\n" << r.log;
+  }
+}
+
 TEST(WgmmaConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
@@ -409,6 +458,18 @@ TEST(WgmmaConvGpu, SanitizerSample) {
   if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
   const std::vector<Problem> ps = wgmma_problems();
   EXPECT_GE(validate_conv_candidates(*dev, conv_sample("wgmma_conv", ps, dev->info(), 1), ps), ps.size());
+}
+
+// Deep split-K (deep_split_candidates): valid twice against the reference, the workspace left
+// zeroed. Small enough for compute-sanitizer.
+TEST(WgmmaConvGpu, DeepSplitKSanitizerSample) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
+  const std::vector<Problem> ps = deep_split_problems();
+  const auto cands = deep_split_candidates(ps, dev->info());
+  ASSERT_EQ(cands.size(), 5u);
+  EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
 }
 
 // A tuned wgmma_conv winner runs the same way in the runtime (tensor maps encoded per call for the
