@@ -99,13 +99,14 @@ std::string sass_of(const std::vector<std::uint8_t>& cubin, const std::string& t
 // Deep split-K on two weight gradients of few tiles and long reductions (N*P*Q 25,088 and 19,600):
 // 16 and 32 parts meeting in two levels (64 accumulators a thread, splitk_tree.h), and one of 128
 // accumulators a thread, which meets in one level. For the compile test and the GPU sample.
-std::vector<Problem> deep_split_problems() {
+std::vector<Problem> wgmma_conv_deep_split_problems() {
   using D = DataType;
   constexpr ConvDirection WG = ConvDirection::BackwardFilter;
   return {wgmma_conv(D::BF16, D::BF16, 32, 64, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, WG),
           wgmma_conv(D::F16, D::F32, 16, 128, 35, 35, 160, 1, 1, 1, 1, 0, 0, 1, 1, WG)};
 }
-std::vector<tuner::Candidate> deep_split_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
+std::vector<tuner::Candidate> wgmma_conv_deep_split_candidates(const std::vector<Problem>& ps,
+                                                               const gpu::DeviceInfo& dev) {
   const std::vector<tuner::Candidate> base = conv_sample("wgmma_conv", ps, dev, 1);
   std::vector<tuner::Candidate> out;
   struct Shape { std::size_t problem; int bm, bn, pingpong, splitk; };
@@ -127,8 +128,8 @@ std::vector<tuner::Candidate> deep_split_candidates(const std::vector<Problem>& 
 
 TEST(WgmmaConvCompile, DeepSplitKCompilesForSm90a) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  const std::vector<Problem> ps = deep_split_problems();
-  const auto cands = deep_split_candidates(ps, dev);
+  const std::vector<Problem> ps = wgmma_conv_deep_split_problems();
+  const auto cands = wgmma_conv_deep_split_candidates(ps, dev);
   ASSERT_EQ(cands.size(), 5u);
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   const std::regex spill("([0-9]+) bytes spill stores");
@@ -460,14 +461,14 @@ TEST(WgmmaConvGpu, SanitizerSample) {
   EXPECT_GE(validate_conv_candidates(*dev, conv_sample("wgmma_conv", ps, dev->info(), 1), ps), ps.size());
 }
 
-// Deep split-K (deep_split_candidates): valid twice against the reference, the workspace left
-// zeroed. Small enough for compute-sanitizer.
+// Deep split-K (wgmma_conv_deep_split_candidates): valid twice against the reference, the
+// workspace left zeroed. Small enough for compute-sanitizer.
 TEST(WgmmaConvGpu, DeepSplitKSanitizerSample) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
   if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
-  const std::vector<Problem> ps = deep_split_problems();
-  const auto cands = deep_split_candidates(ps, dev->info());
+  const std::vector<Problem> ps = wgmma_conv_deep_split_problems();
+  const auto cands = wgmma_conv_deep_split_candidates(ps, dev->info());
   ASSERT_EQ(cands.size(), 5u);
   EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
 }
