@@ -80,9 +80,14 @@ def opcode_counts(blob, scratch):
     """Instruction mnemonics (with their modifiers, predicates dropped) of a CUDA code object, counted."""
     with open(scratch, "wb") as fh:
         fh.write(blob)
-    r = subprocess.run(["cuobjdump", "-sass", scratch], capture_output=True, text=True)
+    try:
+        r = subprocess.run(["cuobjdump", "-sass", scratch], capture_output=True, text=True)
+    except FileNotFoundError:
+        r = subprocess.CompletedProcess([], 127, "", "cuobjdump not found")
     if r.returncode != 0:
-        sys.exit("same_machine_code: cuobjdump -sass failed (cuobjdump and nvdisasm on PATH?): " + r.stderr[-500:])
+        sys.stderr.write("same_machine_code: cuobjdump -sass failed (cuobjdump and nvdisasm on PATH?): " +
+                         r.stderr[-500:] + "\n")
+        sys.exit(2)
     counts = collections.Counter()
     for line in r.stdout.splitlines():
         m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_.]*)", line)
