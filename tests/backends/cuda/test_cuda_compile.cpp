@@ -306,6 +306,15 @@ std::vector<std::pair<Solution, GemmProblem>> wgmma_jobs(const std::vector<std::
   return jobs;
 }
 
+// Jobs whose partials meet in the workspace (stream-K, split-K): each has a workspace, and each
+// compiles without spills or serialised wgmma.
+void expect_workspaces_and_no_spills(const KernelTemplate& t,
+                                     const std::vector<std::pair<Solution, GemmProblem>>& jobs) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  for (const auto& [s, p] : jobs) EXPECT_GT(t.workspace_bytes(t.variables(s, p, dev)), 0) << s.kernel_name();
+  expect_compiles_without_spills(t, jobs, true);
+}
+
 // SCHED 1 (stream-K over the last partial wave): every consumer arrangement it takes (split N
 // too), both epilogues, two blocks a multiprocessor, fp32 output; none spills (the TMA producer at 40
 // registers walks the streamed items too).
@@ -322,9 +331,7 @@ TEST(CudaCompile, NvrtcCompilesWgmmaStreamKWithoutSpillsForSm90a) {
       {gemm(DataType::BF16, DataType::BF16, false, false, 1280, 1280, 4096),
        gemm(DataType::BF16, DataType::F32, true, false, 1280, 1280, 4096)});
   ASSERT_EQ(jobs.size(), 7u);
-  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  for (const auto& [s, p] : jobs) EXPECT_GT(t.workspace_bytes(t.variables(s, p, dev)), 0) << s.kernel_name();
-  expect_compiles_without_spills(t, jobs, true);
+  expect_workspaces_and_no_spills(t, jobs);
 }
 
 // Deep split-K (SPLITK >= 16 meets in two levels, splitk_tree.h): the variants of the GPU sample
@@ -333,9 +340,7 @@ TEST(CudaCompile, NvrtcCompilesWgmmaDeepSplitKWithoutSpills) {
   const KernelTemplate& t = find_template("wgmma_gemm");
   const auto jobs = wgmma_jobs(deep_split_sets(), deep_split_problems());
   ASSERT_EQ(jobs.size(), 7u);
-  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  for (const auto& [s, p] : jobs) EXPECT_GT(t.workspace_bytes(t.variables(s, p, dev)), 0) << s.kernel_name();
-  expect_compiles_without_spills(t, jobs, true);
+  expect_workspaces_and_no_spills(t, jobs);
 }
 
 // EPI 2 (unaligned 16-bit C in aligned runs) on the GPT-2 LM head (C's leading dimension 50257):
