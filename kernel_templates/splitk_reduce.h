@@ -147,8 +147,8 @@ TT_DEVICE void sum_slots_batched(float* acc, float4* slots, int count, int tid) 
 
 // The meeting of one tile's `parts` partials (a run-time count): this group's is part `part`,
 // stored in slots[part]; `counter` counts the arrivals. The contract above, with SPLITK = parts;
-// TREE: in two levels (splitk_tree.h); QB > 0 (one level): the last group's sum slot by slot,
-// QB reads in flight (sum_slots_batched).
+// TREE: in two levels (splitk_tree.h; parts <= 4 * 63); QB > 0 (one level): the last group's sum
+// slot by slot, QB reads in flight (sum_slots_batched).
 template <int R, int THREADS, int TILE, int U, bool TREE, int QB = 0, class Group>
 TT_DEVICE bool reduce_slots(float* acc, int* counter, float4* slots, int part, int parts, int tid, const Group& group) {
   static_assert(R % 4 == 0 && R * THREADS == TILE, "the group's accumulators cover the tile");
@@ -196,8 +196,9 @@ TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long 
                   tile_id * (long long)SPLITK * (TILE / 4);
   // Two levels for deep splits, but not where a thread holds 128 accumulators: those kernels sit at
   // 168 registers, and the second level spilled them (wgmma_gemm 128 x 128 ping-pong: 8-36 bytes).
-  constexpr bool TREE = SPLITK >= 16 && R < 128;
-  static_assert(!TREE || SPLITK <= 4 * 63, "a run counts up to 63 parts in its 6 bits of the counter");
+  // Nor past 4 runs of 63 parts, what the counter's 6-bit fields count: narrow_wgrad's 264 and 528
+  // and tap_wgrad's 264 rows of blocks (more than a wave) meet in one level, as before the tree.
+  constexpr bool TREE = SPLITK >= 16 && SPLITK <= 4 * 63 && R < 128;
   return reduce_slots<R, THREADS, TILE, (SPLITK >= 8 ? 8 : 1), TREE>(acc, static_cast<int*>(workspace) + tile_id, slots,
                                                                      split, SPLITK, tid, group);
 }

@@ -60,6 +60,23 @@ inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const 
   return conv_sample(find_template(name), problems, dev, per, switches_per_direction);
 }
 
+// Narrows `t` (a copy the caller keeps: the candidates point to it) to `key`, its split parameter,
+// at the deepest value its space lists, and returns the first candidate of each problem: the
+// split-K reduction's compile-time limits must admit every split a template offers (a template's
+// largest split once failed a static_assert in a sweep).
+inline std::vector<tuner::Candidate> deepest_split(KernelTemplate& t, const std::string& key,
+                                                   const std::vector<Problem>& problems, const gpu::DeviceInfo& dev) {
+  std::int64_t deepest = 0;
+  for (const auto& [param, values] : t.parameters())
+    if (param == key) deepest = *std::max_element(values.begin(), values.end());
+  t.set_values(key, {deepest});
+  std::vector<tuner::Candidate> out;
+  std::set<std::size_t> seen;
+  for (const auto& c : tuner::enumerate({t}, problems, dev).candidates)
+    if (seen.insert(c.problem_index).second) out.push_back(c);
+  return out;
+}
+
 // Compiles each of `cands` with `compiler` (NVRTC) and ptxas -v: every compile must succeed with no
 // spill stores and no wgmma serialised. Returns the values each parameter took across the sample, so that a caller can
 // check the sample reached the variants it is about.

@@ -139,6 +139,20 @@ TEST(NarrowConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   compile_sample("narrow_fwd", fwd_problems(), "MT", 4);
 }
 
+// SPLIT 528 (and tap_wgrad's 264, test_cuda_tap_wgrad.cpp): past what the two-level meeting's
+// counter fields count, so one level; the H100 sweep of 2026-12-05 lost 20 such candidates of the
+// stem to a static_assert.
+TEST(NarrowConvCompile, TheDeepestSplitCompiles) {
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const std::vector<Problem> ps = {Problem(wgrad(DataType::BF16, DataType::BF16, 128, 3, 224, 224, 64, 7, 2, 3))};
+  KernelTemplate t = find_template("narrow_wgrad");
+  const auto cands = deepest_split(t, "SPLIT", ps, dev);
+  ASSERT_EQ(cands.size(), 1u) << "the stem's weight gradient takes narrow_wgrad's deepest split";
+  EXPECT_GT(cands[0].solution.params.at("SPLIT"), 4 * 63);
+  expect_no_spills(*compiler, cands, ps, dev);
+}
+
 TEST(NarrowConvGpu, SampleMatchesTheReference) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);

@@ -105,6 +105,17 @@ TEST(TapWgradCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   std::printf("tap_wgrad: %zu candidates compiled\n", cands.size());
 }
 
+TEST(TapWgradCompile, TheDeepestSplitCompiles) {  // 264 parts: one level (see NarrowConvCompile's)
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const std::vector<Problem> ps = {Problem(tap_wgrad3x3(DataType::BF16, DataType::BF16, 128, 64, 56, 56, 64))};
+  KernelTemplate t = find_template("tap_wgrad");
+  const auto cands = deepest_split(t, "SPLIT", ps, dev);
+  ASSERT_EQ(cands.size(), 1u) << "ResNet-50's l1 3x3 weight gradient takes tap_wgrad's deepest split";
+  EXPECT_GT(cands[0].solution.params.at("SPLIT"), 4 * 63);
+  expect_no_spills(*compiler, cands, ps, dev);
+}
+
 TEST(TapWgradGpu, SampleMatchesTheReference) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
