@@ -19,7 +19,7 @@ first (TILETUNE_ONLINE_* set the budget) and reports the seconds each took. Prin
 with the rung that served each problem (tiletune_explain) and the geometric mean per kind.
 
 usage: vs_torch.py --lib build/libtiletune_runtime.so [--db FILE] [--user-db FILE] [--set untuned|shipped]
-                   [--dtype bf16|fp16|tf32|fp32|fp8|int8] [--online] [--out FILE.md] [--label TEXT]
+                   [--dtype bf16|fp16|tf32|fp32|fp8|int8] [--online] [--kernels] [--out FILE.md] [--label TEXT]
 """
 import argparse
 import ctypes as C
@@ -267,6 +267,16 @@ def shipped_convs(root):
             for d in ("fwd", "dgrad", "wgrad") for l in spec["layers"]]
 
 
+def kernels_of(f):
+    """The names of the GPU kernels one call of f launches (CUPTI sees the C API's launches too)."""
+    f()  # the first call's one-time work (plans, handles) stays out of the trace
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        f()
+        torch.cuda.synchronize()
+    return [e.name[:90] for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
 def rung_of(text):
     if "tuned online in " in text:
         return "online (vendor)" if "the vendor library" in text else "online"
@@ -291,6 +301,9 @@ def main():
     ap.add_argument("--dtype", default="bf16", choices=tuple(GEMM_TYPES) + ("fp8", "int8"),
                     help="the GEMMs' type; fp8 / int8: the 8-bit GEMMs of configs/h200/h200_gemm_fp8_int8.json; "
                          "convolutions run with bf16 only (--conv-dtype)")
+    ap.add_argument("--kernels", action="store_true",
+                    help="print the GPU kernels each side launches for one call (torch.profiler): whether a problem "
+                         "tiletune hands to the vendor runs the kernel torch.matmul runs")
     ap.add_argument("--online", action="store_true")
     ap.add_argument("--online-wait", type=float, default=1200)
     a = ap.parse_args()
@@ -332,6 +345,10 @@ def main():
             except Exception as e:  # a Triton failure leaves its column empty, not the table
                 print(f"triton failed on {cs['name']}: {type(e).__name__}: {str(e)[:300]}", flush=True)
                 del cs["triton"]
+    if a.kernels:
+        for cs in cases:
+            print(f"kernels {cs['name']}: tiletune {kernels_of(cs['ours'])}; PyTorch {kernels_of(cs['theirs'])}",
+                  flush=True)
     lines = [f"# {a.label}", "",
              "| kind | problem | shape | rung | tiletune TFLOP/s | PyTorch TFLOP/s | Triton TFLOP/s | vs PyTorch | "
              "vs best | rel err |" + (" online s |" if a.online else ""),

@@ -30,6 +30,12 @@ struct Cublas {
                                   const void*, void*, cudaDataType, int, long long, int, cublasComputeType_t,
                                   cublasGemmAlgo_t);
   Gemm gemm = nullptr;
+  // The non-batched call, which torch.matmul makes for 2-D operands: cuBLAS's heuristic may pick
+  // another kernel for it than for a strided batch of one.
+  using Gemm1 = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                                   const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                                   cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+  Gemm1 gemm1 = nullptr;
   decltype(&::cublasSetMathMode) set_math_mode = nullptr;
   decltype(&::cublasSetStream_v2) set_stream = nullptr;
   decltype(&::cublasSetWorkspace_v2) set_workspace = nullptr;
@@ -41,7 +47,8 @@ const Cublas& lib() {
     Cublas c;
     void* h = open_library({"libcublas.so.13", "libcublas.so"});
     c.ok = h && bind_symbol(h, c.create, "cublasCreate_v2") && bind_symbol(h, c.destroy, "cublasDestroy_v2") &&
-           bind_symbol(h, c.gemm, "cublasGemmStridedBatchedEx") && bind_symbol(h, c.set_math_mode, "cublasSetMathMode") &&
+           bind_symbol(h, c.gemm, "cublasGemmStridedBatchedEx") && bind_symbol(h, c.gemm1, "cublasGemmEx") &&
+           bind_symbol(h, c.set_math_mode, "cublasSetMathMode") &&
            bind_symbol(h, c.set_stream, "cublasSetStream_v2") && bind_symbol(h, c.set_workspace, "cublasSetWorkspace_v2");
     return c;
   }();
@@ -243,11 +250,19 @@ class CublasGemm final : public VendorGemm {
     if (lib().set_stream(handle_, static_cast<cudaStream_t>(stream)) != CUBLAS_STATUS_SUCCESS ||
         lib().set_workspace(handle_, ws.get(), ws.size()) != CUBLAS_STATUS_SUCCESS)
       throw Error("cublasSetStream / cublasSetWorkspace failed");
-    cublasStatus_t s = lib().gemm(handle_, p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                  a.m, a.n, a.k, &a.alpha, a.a, cuda_type(p.a_type), int(a.lda), a.stride_a, a.b,
-                                  cuda_type(p.a_type), int(a.ldb), a.stride_b, &a.beta, a.c, cuda_type(p.c_type),
-                                  int(a.ldc), a.stride_c, a.batch, compute(p), CUBLAS_GEMM_DEFAULT);
-    if (s != CUBLAS_STATUS_SUCCESS) throw Error("cublasGemmStridedBatchedEx failed with status " + std::to_string(int(s)));
+    const cublasOperation_t op_a = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    // As PyTorch calls cuBLAS: torch.matmul of 2-D operands cublasGemmEx, torch.bmm the strided batch.
+    const cublasStatus_t s =
+        a.batch == 1
+            ? lib().gemm1(handle_, op_a, op_b, a.m, a.n, a.k, &a.alpha, a.a, cuda_type(p.a_type), int(a.lda), a.b,
+                          cuda_type(p.a_type), int(a.ldb), &a.beta, a.c, cuda_type(p.c_type), int(a.ldc), compute(p),
+                          CUBLAS_GEMM_DEFAULT)
+            : lib().gemm(handle_, op_a, op_b, a.m, a.n, a.k, &a.alpha, a.a, cuda_type(p.a_type), int(a.lda), a.stride_a,
+                         a.b, cuda_type(p.a_type), int(a.ldb), a.stride_b, &a.beta, a.c, cuda_type(p.c_type),
+                         int(a.ldc), a.stride_c, a.batch, compute(p), CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS)
+      throw Error(std::string(a.batch == 1 ? "cublasGemmEx" : "cublasGemmStridedBatchedEx") + " failed with status " +
+                  std::to_string(int(s)));
   }
 
  private:
