@@ -6,7 +6,7 @@
 #           then Nsight Compute beside cuDNN (h200_conv_ncu.sh);
 #   probes: their probes and vs_torch on the probed layers (h200_grad_probes.sh probes);
 #   tables: ResNet-50 in all three directions from configs/h200/h200_conv_resnet50.json, bf16 and
-#           fp16, and the other nets' layers in bf16 (h200_conv_grad.sh, h200_conv_other_nets.sh).
+#           fp16, and the other nets' layers in bf16 (h200_conv_grad.sh, h200_untuned.sh conv).
 # Usage: scripts/h200_conv_session.sh check|probes|tables BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 set -uo pipefail
 STEP=$1 B=$2 T=$3 OUT=$4 LABEL=$5
@@ -24,7 +24,7 @@ case "$STEP" in
       "$here/h200_conv_grad.sh" "$B" "$OUT/$STEP/resnet50_$dtype" "$LABEL, $dtype" 170 configs/h200/h200_conv_resnet50.json "$dtype"
       rm -f "$OUT/$STEP/resnet50_$dtype"/*.db*
     done
-    "$here/h200_conv_other_nets.sh" "$B" "$OUT/$STEP/other_bf16" "$LABEL, bf16" 120 bf16 ;;
+    "$here/h200_untuned.sh" conv "$B" "$OUT/$STEP/other_bf16" "$LABEL, bf16" 120 bf16 ;;
   *) echo "usage: $0 check|probes|tables BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2; exit 2 ;;
 esac
 rm -f "$OUT/$STEP"/*.db "$OUT/$STEP"/*/*.db

@@ -1,89 +1,85 @@
 #!/usr/bin/env bash
-# On the H200 (or H100): the GPU checks of wgmma_gemm's and wgmma_tap_wgrad's SCHED 1 (stream-K over
-# the last partial wave; since 674d373 its last part sums with four reads in flight), wgmma_gemm's
-# EPI 2 (unaligned 16-bit C in aligned runs) and split-K of 16+ parts in two levels, and their probes;
-# logs packed into OUT/next_tests.tgz, OUT/split_tail_probe.tgz, OUT/streamk_probe.tgz,
-# OUT/tap_probe.tgz and OUT/lmhead_probe.tgz:
-#   1. their GPU samples (test_cuda_gemm: CudaDevice.SanitizerSampleOfWgmmaStreamK, ...AlignedRunsOf-
-#      UnalignedC, ...DeepSplitK, WgmmaSplitKValidatesOnOddShapesDeterministically; tests_backends_cuda:
-#      WgmmaTapWgradGpu.*, Conv1x1Gpu.*, WgmmaConvGpu.DeepSplitKSanitizerSample), then memcheck and
-#      racecheck on the sanitizer samples;
-#   2. configs/probes/h200_streamk_probe.json (ResNet-50's 1x1 layers of 100 and 196 tiles), then
-#      vs_torch on those layers;
-#   3. configs/probes/h200_tap_wgrad_streamk_probe.json (ResNet-50's 7x7 weight gradient), then vs_torch;
-#   4. configs/probes/h200_lmhead_epi2_probe.json (the GPT-2 LM head, EPI 0 / 2), then vs_torch on it;
-#   5. (with step tests) configs/probes/h200_split_tail_probe.json: time against split count on two 1x1
-#      weight gradients of few tiles, every measurement kept (OUT/split_tail_probe.tgz).
-# Two calls, each under ten minutes: STEP tests (1, 5), STEP probes (2-4).
-# Usage: scripts/h200_next_checks.sh tests|probes BUILD_DIR TESTS_BINARY OUT_DIR LABEL
+# On the H200 (or H100): the GPU checks and probes of wgmma_gemm's and wgmma_tap_wgrad's SCHED 1
+# (stream-K over the last partial wave; since 674d373 its last part sums with four reads in flight),
+# of split-K in two levels on wgmma_conv, and of wgmma_gemm's EPI 2. Steps (each under ten minutes;
+# tests and sched fit one call together), logs packed into OUT/*.tgz:
+#   tests:      the samples not yet run on a GPU since their code changed (test_cuda_gemm:
+#               CudaDevice.SanitizerSampleOfWgmmaStreamK; tests_backends_cuda: WgmmaTapWgradGpu.StreamK-
+#               SanitizerSample, WgmmaConvGpu.DeepSplitKSanitizerSample), each also under memcheck and
+#               racecheck (OUT/next_tests.tgz);
+#   sched:      configs/probes/h200_streamk_probe.json (ResNet-50's 1x1 layers of 100 and 196 tiles) and
+#               configs/probes/h200_tap_wgrad_streamk_probe.json (its 7x7 weight gradient), SCHED 0 against
+#               1, each then through vs_torch (OUT/streamk_probe.tgz, OUT/tap_probe.tgz);
+#   gemm_tests: the rest of the wgmma_gemm samples (EPI 2, deep split-K, odd shapes; run on an H100
+#               at 9934a01) with the sanitizers (OUT/gemm_tests.tgz);
+#   split_tail: configs/probes/h200_split_tail_probe.json, time against split count on two 1x1 weight
+#               gradients of few tiles, every measurement kept (OUT/split_tail_probe.tgz);
+#   lmhead:     configs/probes/h200_lmhead_epi2_probe.json (the GPT-2 LM head, EPI 0 / 2), then vs_torch.
+# Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
-STEP=$1 B=$2 T=$3 OUT=$4 LABEL=$5
+STEPS=$1 B=$2 T=$3 OUT=$4 LABEL=$5
 D=$OUT/next
-mkdir -p "$D"
+G=$(dirname "$T")/test_cuda_gemm  # CudaDevice.* live in their own executable, beside TESTS_BINARY
 source "$(dirname "$0")/h200_env.sh"
 show_all() {  # every measurement of every problem of a database (which variant of each kind won, and by how much)
   for id in $("$B/tiletune" db problems "$1" | awk 'NR > 1 {print $1}'); do "$B/tiletune" db show "$1" "$id"; done
 }
-if [ "$STEP" = tests ]; then
-  # CudaDevice.* live in their own executable (test_cuda_gemm, beside TESTS_BINARY); the tap kernel's in TESTS_BINARY.
-  G=$(dirname "$T")/test_cuda_gemm
-  SAN='CudaDevice.SanitizerSampleOfWgmmaStreamK:CudaDevice.SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC:CudaDevice.SanitizerSampleOfWgmmaDeepSplitK'
-  timeout 200 "$G" --gtest_filter="$SAN:CudaDevice.WgmmaSplitKValidatesOnOddShapesDeterministically" > "$D/gtest_gemm.log" 2>&1
-  echo "test_cuda_gemm exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$D/gtest_gemm.log" | sort -u | head
-  timeout 180 "$T" --gtest_filter='WgmmaTapWgradGpu.*:Conv1x1Gpu.*:WgmmaConvGpu.DeepSplitKSanitizerSample' > "$D/gtest.log" 2>&1
-  echo "tests_backends_cuda exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$D/gtest.log" | sort -u | head
+gtest_and_sanitizers() {  # BINARY FILTER NAME LIMIT_S: the filter's tests, then under memcheck and racecheck
+  timeout "$4" "$1" --gtest_filter="$2" > "$D/gtest_$3.log" 2>&1
+  echo "$3 exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$D/gtest_$3.log" | sort -u | head
   for tool in memcheck racecheck; do
-    timeout 150 compute-sanitizer --tool "$tool" --print-limit 5 "$G" --gtest_filter="$SAN" > "$D/${tool}_gemm.log" 2>&1
-    echo "$tool (gemm) exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$D/${tool}_gemm.log" | tail -1)"
-    timeout 100 compute-sanitizer --tool "$tool" --print-limit 5 "$T" \
-      --gtest_filter='WgmmaTapWgradGpu.StreamKSanitizerSample:WgmmaConvGpu.DeepSplitKSanitizerSample' \
-      > "$D/$tool.log" 2>&1
-    echo "$tool (tap) exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$D/$tool.log" | tail -1)"
+    timeout "$(( $4 * 2 ))" compute-sanitizer --tool "$tool" --print-limit 5 "$1" --gtest_filter="$2" > "$D/${tool}_$3.log" 2>&1
+    echo "$tool ($3) exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$D/${tool}_$3.log" | tail -1)"
   done
-  (cd "$D" || exit; tar czf "$OUT/next_tests.tgz" ./*.log; rm -f ./*.log)
-  start=$(date +%s)
-  timeout 120 "$B/tiletune" tune configs/probes/h200_split_tail_probe.json --backend cuda --no-vendor --db "$D/st.db" > "$D/tune.log" 2>&1
-  echo "split-tail tune exit $? after $(( $(date +%s) - start )) s"; grep -A3 '^winners' "$D/tune.log" | awk 'NF > 3 {print $1, $2, $(NF-2), $(NF-1), $NF}'
-  show_all "$D/st.db" > "$D/db_show.txt" 2>&1
-  rm -f "$D"/st.db*
-  (cd "$D" || exit; tar czf "$OUT/split_tail_probe.tgz" tune.log db_show.txt)
-  rm -rf "$D"
-  exit 0
-fi
-start=$(date +%s)
-timeout 75 "$B/tiletune" tune configs/probes/h200_streamk_probe.json --backend cuda --no-vendor --db "$D/sk.db" > "$D/tune.log" 2>&1
-echo "tune exit $? after $(( $(date +%s) - start )) s"; grep -A8 '^winners' "$D/tune.log" | awk 'NF > 3 {print $1, $2, $(NF-2), $(NF-1), $NF}'
-grep -E '^summary|failed by reason' "$D/tune.log"
-PYTHONUNBUFFERED=1 timeout 60 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/sk.db" --set shipped \
-  --only conv --names l4_1x1_2048,l3_1x1_1024 --rounds 2 --out "$D/vs_torch.md" --label "$LABEL" > "$D/vs_torch.log" 2>&1
-echo "vs_torch exit $?"; grep -E '^\| conv' "$D/vs_torch.md"
-show_all "$D/sk.db" > "$D/db_show.txt" 2>&1
-rm -f "$D"/sk.db*
-(cd "$D" || exit; tar czf "$OUT/streamk_probe.tgz" tune.log vs_torch.md vs_torch.log db_show.txt; rm -f ./*)
-start=$(date +%s)
-timeout 100 "$B/tiletune" tune configs/probes/h200_tap_wgrad_streamk_probe.json --backend cuda --no-vendor --db "$D/tap.db" \
-  > "$D/tune.log" 2>&1
-echo "tap tune exit $? after $(( $(date +%s) - start )) s"; grep -A4 '^winners' "$D/tune.log" | awk 'NF > 3 {print $1, $2, $(NF-2), $(NF-1), $NF}'
-for dtype in bf16 fp16; do
-  PYTHONUNBUFFERED=1 timeout 60 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/tap.db" --set shipped \
-    --only conv --names l4_3x3_512 --conv-dtype "$dtype" --rounds 2 --out "$D/vs_torch_$dtype.md" --label "$LABEL, $dtype" \
-    > "$D/vs_torch_$dtype.log" 2>&1
-  echo "vs_torch $dtype exit $?"; grep -E '^\| conv wgrad' "$D/vs_torch_$dtype.md"
+}
+pack() {  # NAME: D's files into OUT/NAME.tgz, D emptied
+  (cd "$D" && tar czf "$OUT/$1.tgz" ./* && rm -f ./*)
+}
+tune_then_vs_torch() {  # CONFIG LIMIT_S WHAT NAMES DTYPES: the config tuned alone, then vs_torch on NAMES per dtype
+  local start; start=$(date +%s)
+  timeout "$2" "$B/tiletune" tune "$1" --backend cuda --no-vendor --db "$D/p.db" > "$D/tune.log" 2>&1
+  echo "tune $1 exit $? after $(( $(date +%s) - start )) s"
+  grep -A8 '^winners' "$D/tune.log" | awk 'NF > 3 {print $1, $2, $(NF-2), $(NF-1), $NF}'
+  grep -E '^summary|failed by reason' "$D/tune.log"
+  for dtype in $5; do
+    local flag=--conv-dtype; [ "$3" = gemm ] && flag=--dtype
+    PYTHONUNBUFFERED=1 timeout 80 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/p.db" \
+      --set shipped --only "$3" --names "$4" "$flag" "$dtype" --rounds 2 --out "$D/vs_torch_$dtype.md" \
+      --label "$LABEL, $dtype" > "$D/vs_torch_$dtype.log" 2>&1
+    echo "vs_torch $dtype exit $?"; grep -E "^\| $3" "$D/vs_torch_$dtype.md"
+  done
+  show_all "$D/p.db" > "$D/db_show.txt" 2>&1
+  rm -f "$D"/p.db*
+}
+for STEP in ${STEPS//,/ }; do
+  mkdir -p "$D"
+  case "$STEP" in
+    tests)
+      gtest_and_sanitizers "$G" 'CudaDevice.SanitizerSampleOfWgmmaStreamK' gemm_streamk 60
+      gtest_and_sanitizers "$T" 'WgmmaTapWgradGpu.StreamKSanitizerSample:WgmmaConvGpu.DeepSplitKSanitizerSample' tap_conv 60
+      pack next_tests ;;
+    sched)
+      tune_then_vs_torch configs/probes/h200_streamk_probe.json 75 conv l4_1x1_2048,l3_1x1_1024 bf16
+      pack streamk_probe
+      tune_then_vs_torch configs/probes/h200_tap_wgrad_streamk_probe.json 100 conv l4_3x3_512 "bf16 fp16"
+      pack tap_probe ;;
+    gemm_tests)
+      gtest_and_sanitizers "$G" 'CudaDevice.SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC:CudaDevice.SanitizerSampleOfWgmmaDeepSplitK' gemm 60
+      timeout 100 "$G" --gtest_filter=CudaDevice.WgmmaSplitKValidatesOnOddShapesDeterministically > "$D/gtest_odd.log" 2>&1
+      echo "odd shapes exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|Failure' "$D/gtest_odd.log" | sort -u
+      pack gemm_tests ;;
+    split_tail)
+      start=$(date +%s)
+      timeout 120 "$B/tiletune" tune configs/probes/h200_split_tail_probe.json --backend cuda --no-vendor --db "$D/st.db" > "$D/tune.log" 2>&1
+      echo "split-tail tune exit $? after $(( $(date +%s) - start )) s"; grep -A3 '^winners' "$D/tune.log" | awk 'NF > 3 {print $1, $2, $(NF-2), $(NF-1), $NF}'
+      show_all "$D/st.db" > "$D/db_show.txt" 2>&1
+      rm -f "$D"/st.db*
+      pack split_tail_probe ;;
+    lmhead)
+      tune_then_vs_torch configs/probes/h200_lmhead_epi2_probe.json 100 gemm lmhead_odd "bf16 fp16"
+      pack lmhead_probe ;;
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2; exit 2 ;;
+  esac
 done
-show_all "$D/tap.db" > "$D/db_show.txt" 2>&1
-rm -f "$D"/tap.db*
-(cd "$D" || exit; tar czf "$OUT/tap_probe.tgz" ./*; rm -f ./*)
-start=$(date +%s)
-timeout 100 "$B/tiletune" tune configs/probes/h200_lmhead_epi2_probe.json --backend cuda --no-vendor --db "$D/lm.db" > "$D/tune.log" 2>&1
-echo "lmhead tune exit $? after $(( $(date +%s) - start )) s"; grep -A4 '^winners' "$D/tune.log" | awk 'NF > 3 {print $1, $2, $(NF-2), $(NF-1), $NF}'
-for dtype in bf16 fp16; do
-  PYTHONUNBUFFERED=1 timeout 80 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/lm.db" --set shipped \
-    --only gemm --names lmhead_odd --dtype "$dtype" --rounds 2 --out "$D/vs_torch_$dtype.md" --label "$LABEL, $dtype" \
-    > "$D/vs_torch_$dtype.log" 2>&1
-  echo "vs_torch $dtype exit $?"; grep -E '^\| gemm' "$D/vs_torch_$dtype.md"
-done
-show_all "$D/lm.db" > "$D/db_show.txt" 2>&1
-rm -f "$D"/lm.db*
-(cd "$D" && tar czf "$OUT/lmhead_probe.tgz" ./*)
 rm -rf "$D"
