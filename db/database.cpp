@@ -660,7 +660,11 @@ std::string winner_query(const char* table = "winners") {
       "(SELECT min(v.median_ms) FROM measurements v JOIN solutions vs ON vs.id = v.solution_id "
       " WHERE v.arch = w.arch AND v.problem_id = w.problem_id AND v.status = 'ok' AND vs.template = '" +
       std::string(kVendorTemplate) +
-      "' AND vs.params IN ('{}', 'null', '')) "
+      "' AND vs.params IN ('{}', 'null', '')), "
+      "(SELECT vs.source_hash FROM measurements v JOIN solutions vs ON vs.id = v.solution_id "
+      " WHERE v.arch = w.arch AND v.problem_id = w.problem_id AND v.status = 'ok' AND vs.template = '" +
+      std::string(kVendorTemplate) +
+      "' ORDER BY v.median_ms LIMIT 1) "
       "FROM " + std::string(table) + " w JOIN problems p ON p.id = w.problem_id JOIN solutions s ON s.id = w.solution_id "
       "JOIN measurements m ON m.id = w.measurement_id ";
   return q;
@@ -683,6 +687,7 @@ WinnerRecord read_winner(const Stmt& st, const std::string& path) {
   if (!std::isnan(w.vendor_ms))  // measured: its fastest algorithm
     w.vendor_choice = parse_solution(kVendorTemplate, st.col_text(13), path, w.solution_id).params;
   w.vendor_default_ms = st.col_real(14);
+  w.vendor_choice_source = st.col_text(15);
   return w;
 }
 

@@ -122,6 +122,7 @@ struct WinnerRecord {
   std::int64_t measurement_id = 0;  // the winning measurement
   double vendor_ms = kNotMeasured;  // the vendor library's fastest 'ok' median on this (arch, problem)
   std::map<std::string, std::int64_t> vendor_choice;  // ... and the algorithm that ran it ({}: its default)
+  std::string vendor_choice_source;  // ... and the library that timed it, with its version ("cuBLASLt 130400")
   // ... and its default (no algorithm chosen: what a framework's own call of the library runs)
   double vendor_default_ms = kNotMeasured;
   // Vendor time over the winner's: how far the winner beat the vendor (NaN: vendor not measured).

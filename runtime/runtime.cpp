@@ -119,6 +119,7 @@ std::unique_ptr<Runtime::Loaded> Runtime::make_loaded(const db::WinnerRecord& w,
   // The vendor's algorithm: the winner's own when the vendor won, else its fastest when tuned
   // (run where the kernel's lead was too small, vendor_first).
   loaded->vendor_choice = t ? w.vendor_choice : w.solution.params;
+  loaded->vendor_choice_source = t ? w.vendor_choice_source : w.source_hash;
   loaded->vendor_ratio = std::isnan(w.vendor_default_ms) ? w.vendor_ratio() : w.vendor_default_ratio();
   loaded->vendor_default_lead = w.vendor_default_ms / w.vendor_ms;  // NaN unless both were measured
   if (!t) return loaded;  // the vendor library won
@@ -385,10 +386,23 @@ bool Runtime::admits(const Launchable& how, const Call& call) const {
   return ops::operation(call.problem).admits(*how.tmpl, how.solution, call.problem, call.ptr, dev_->info());
 }
 
+const gpu::VendorChoice& Runtime::current_vendor_choice(Launchable& how, const Problem& p) {
+  std::call_once(how.vendor_choice_checked, [&] {
+    if (how.vendor_choice.empty() || how.vendor_choice_source.empty()) return;
+    const std::string here = vendor().source(p, how.vendor_choice);
+    if (here == how.vendor_choice_source) return;
+    how.vendor_choice_dropped = "; its algorithm was timed under " + how.vendor_choice_source + ", this process has " +
+                                here + ": the library's default serves";
+    std::fprintf(stderr, "tiletune: note: %s: %s\n", p.key().c_str(), how.vendor_choice_dropped.c_str() + 2);
+    how.vendor_choice.clear();
+  });
+  return how.vendor_choice;
+}
+
 bool Runtime::run_vendor(Launchable& how, Call& call, gpu::Stream stream) {
   if (how.vendor_failed.load(std::memory_order_relaxed) || !vendor().unsupported(call.problem).empty()) return false;
   try {
-    vendor().run(call.problem, call.params.data(), stream, how.vendor_choice);
+    vendor().run(call.problem, call.params.data(), stream, current_vendor_choice(how, call.problem));
     return true;
   } catch (const Error& e) {
     if (!how.vendor_failed.exchange(true))
@@ -508,7 +522,7 @@ std::string Runtime::explain(const Problem& problem) {
   auto describe = [&](const Loaded& w) {
     const std::string vendor = "the vendor library" + (w.vendor_choice.empty() ? "" : " (" + w.solution.kernel_name() + ")");
     std::string s = std::string("tuned: exact winner ") + (w.tmpl ? w.solution.kernel_name() : vendor) +
-                    " of " + p.key() + w.note + (w.user ? " (user database" : "");
+                    " of " + p.key() + w.note + w.vendor_choice_dropped + (w.user ? " (user database" : "");
     if (w.online_seconds >= 0)
       s += w.tuned_elsewhere ? std::string(", tuned online by another process or handle sharing it")
                              : ", tuned online in " + std::to_string(w.online_seconds) + " s";
@@ -516,7 +530,10 @@ std::string Runtime::explain(const Problem& problem) {
   };
   // A winner the vendor won serves only while the vendor computes the problem (else the plan does).
   auto it = winners_.find(ProblemKey(p));
-  if (it != winners_.end() && (it->second->tmpl || vendor().unsupported(p).empty())) return describe(*it->second);
+  if (it != winners_.end() && (it->second->tmpl || vendor().unsupported(p).empty())) {
+    if (!it->second->tmpl || it->second->vendor_first) current_vendor_choice(*it->second, p);  // the vendor serves
+    return describe(*it->second);
+  }
   Plan& plan = plan_for(p);
   if (const Loaded* o = plan.online.load(std::memory_order_acquire)) return describe(*o);
   return plan.why;
@@ -531,7 +548,7 @@ Runtime::Choice Runtime::choice(const Problem& problem) {
   auto of = [&](const Loaded& w) {
     if (w.tmpl && !w.vendor_first) return Choice{Rung::Tuned, true, finite(w.vendor_ratio)};
     if (w.tmpl) return Choice{Rung::Tuned, false, w.vendor_choice.empty() ? 1.0 : finite(w.vendor_default_lead)};
-    return Choice{Rung::Tuned, false, finite(w.vendor_ratio)};
+    return Choice{Rung::Tuned, false, w.vendor_choice.empty() ? 1.0 : finite(w.vendor_ratio)};
   };
   // An untuned rung: the pool runs its neighbour's kernel, with the lead it had on its own problem.
   auto untuned = [&](Rung rung, const Loaded* neighbour) {
@@ -539,7 +556,10 @@ Runtime::Choice Runtime::choice(const Problem& problem) {
     return Choice{rung, rung != Rung::Vendor, rung == Rung::Vendor ? 1.0 : 0.0};
   };
   auto it = winners_.find(ProblemKey(p));
-  if (it != winners_.end() && (it->second->tmpl || vendor().unsupported(p).empty())) return of(*it->second);
+  if (it != winners_.end() && (it->second->tmpl || vendor().unsupported(p).empty())) {
+    if (!it->second->tmpl || it->second->vendor_first) current_vendor_choice(*it->second, p);
+    return of(*it->second);
+  }
   {
     std::shared_lock<std::shared_mutex> lock(plans_mu_);
     if (auto found = plans_.find(ProblemKey(p)); found != plans_.end()) {

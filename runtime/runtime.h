@@ -136,6 +136,11 @@ class Runtime {
     ops::ArgumentCache arguments;
     std::atomic<bool> vendor_failed{false};  // the vendor threw on this problem: not asked again
     gpu::VendorChoice vendor_choice;          // the vendor's algorithm for it ({}: its default)
+    // The library, with its version, that timed vendor_choice ("": not recorded). Under another
+    // version the choice is dropped and the default serves (vendor_choice_checked, once).
+    std::string vendor_choice_source;
+    std::once_flag vendor_choice_checked;
+    std::string vendor_choice_dropped;  // why, once dropped
     // A winner's speed over the vendor library's default when tuned (its fastest algorithm where the
     // default was not measured; NaN: neither was).
     double vendor_ratio = 0;
@@ -199,6 +204,10 @@ class Runtime {
   void count(Rung rung, bool user);
 
   gpu::Vendor& vendor();
+  // The vendor algorithm `how` runs on `p`: its stored choice while this process's library is
+  // the one that timed it, else the library's default (an algorithm number means another kernel,
+  // or none, in another version: as PyTorch's TunableOp drops results of other library versions).
+  const gpu::VendorChoice& current_vendor_choice(Launchable& how, const Problem& p);
   Plan& plan_for(const Problem& p);
   std::unique_ptr<Plan> make_plan(const Problem& p);
   // ptrs: the call's pointers, whose alignment the default must admit (nullptr: not checked).

@@ -554,6 +554,57 @@ TEST_F(Ladder, AVendorAlgorithmWinnerIsServedWithItsChoice) {
   tiletune_destroy(h);
 }
 
+// A vendor algorithm runs only under the library version that timed it (an algorithm's number
+// names another kernel, or none, in another version); under another the library's default serves
+// and explain says why. A source not recorded (older databases) keeps its choice.
+TEST_F(Ladder, AVendorAlgorithmOfAnotherLibraryVersionGivesWayToTheDefault) {
+  const GemmProblem p = f32(40, 48, 56);
+  // A database where the kernel took kernel_ms, the vendor's default default_ms and its algorithm
+  // THREADS 1, timed under `source`, algorithm_ms.
+  auto make = [&](const char* name, double kernel_ms, double default_ms, const std::string& source, double algorithm_ms) {
+    const std::string db = (dir_ / name).string();
+    record_kernel(db, p, kernel_ms);
+    record_vendor(db, p, default_ms);
+    record(db, p, Solution{kVendorTemplate, {{"THREADS", 1}}}, source, algorithm_ms);
+    return db;
+  };
+  {  // the vendor won with an algorithm timed under another OpenBLAS
+    const std::string db = make("other-version.db", 3.0, 2.0, "OpenBLAS 0.0-elsewhere", 1.0);
+    db::Database d = db::Database::open(db, db::Mode::ReadOnly);
+    EXPECT_EQ(d.find_winner(arch_, Problem(p).key())->vendor_choice_source, "OpenBLAS 0.0-elsewhere");
+    tiletune_handle_t h = open(db);
+    expect_correct(h, p);
+    EXPECT_EQ(stats(h).tuned, 1u);
+    const std::string why = explain(h, p);
+    EXPECT_NE(why.find("timed under OpenBLAS 0.0-elsewhere, this process has OpenBLAS: the library's default serves"),
+              std::string::npos) << why;
+    EXPECT_EQ(why.find("vendor_THREADS-1"), std::string::npos) << why;
+    EXPECT_DOUBLE_EQ(choice(h, p).vendor_ratio, 1.0) << "the default runs: no lead over itself";
+    tiletune_destroy(h);
+  }
+  {  // a kernel that led by too little gives way to the vendor's fastest algorithm: the same check
+    tiletune_handle_t h = open(make("other-version-kernel.db", 1.0, 1.05, "OpenBLAS 0.0-elsewhere", 1.02));
+    expect_correct(h, p);
+    const std::string why = explain(h, p);
+    EXPECT_NE(why.find("the vendor library serves it"), std::string::npos) << why;
+    EXPECT_NE(why.find("timed under OpenBLAS 0.0-elsewhere"), std::string::npos) << why;
+    tiletune_destroy(h);
+  }
+  {  // a kernel that leads by the margin serves: the vendor's algorithm, of whatever version, is not asked
+    tiletune_handle_t h = open(make("other-version-kernel-serves.db", 1.0, 2.0, "OpenBLAS 0.0-elsewhere", 1.9));
+    expect_correct(h, p);
+    EXPECT_EQ(explain(h, p).find("timed under"), std::string::npos) << explain(h, p);
+    tiletune_destroy(h);
+  }
+  {  // no source recorded: the choice stands
+    tiletune_handle_t h = open(make("no-source.db", 3.0, 2.0, "", 1.0));
+    expect_correct(h, p);
+    EXPECT_NE(explain(h, p).find("vendor_THREADS-1"), std::string::npos) << explain(h, p);
+    EXPECT_DOUBLE_EQ(choice(h, p).vendor_ratio, 2.0);
+    tiletune_destroy(h);
+  }
+}
+
 TEST_F(Ladder, ASweepNamesTheProblemsNoCandidateAdmitsAndTuneExitsWithFour) {
   const std::string cfg = (dir_ / "cover.json").string(), db = (dir_ / "cover.db").string();
   {
