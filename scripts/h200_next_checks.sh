@@ -15,6 +15,11 @@
 #   split_tail: configs/probes/h200_split_tail_probe.json, time against split count on two 1x1 weight
 #               gradients of few tiles, every measurement kept (OUT/split_tail_probe.tgz);
 #   lmhead:     configs/probes/h200_lmhead_epi2_probe.json (the GPT-2 LM head, EPI 0 / 2), then vs_torch.
+#   diagnose:   why the numbers that resist do: the cuBLASLt the tuner loads (this environment) and
+#               the one PyTorch loads, with their paths; the bf16 GEMM config tuned and the shapes the
+#               vendor serves at 0.94-0.97x torch.matmul timed with vs_torch --kernels (the kernels
+#               each side launches); Nsight Compute at do_bench's clocks on l4_3x3_512's weight
+#               gradient and MobileNet's 1x1 input gradient beside cuDNN (OUT/diagnose.tgz).
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -34,7 +39,7 @@ gtest_and_sanitizers() {  # BINARY FILTER NAME LIMIT_S: the filter's tests, then
   done
 }
 pack() {  # NAME: D's files into OUT/NAME.tgz, D emptied
-  (cd "$D" && tar czf "$OUT/$1.tgz" ./* && rm -f ./*)
+  (cd "$D" && tar czf "$OUT/$1.tgz" ./* && rm -rf ./*)
 }
 tune_then_vs_torch() {  # CONFIG LIMIT_S WHAT NAMES DTYPES: the config tuned alone, then vs_torch on NAMES per dtype
   local start; start=$(date +%s)
@@ -79,7 +84,25 @@ for STEP in ${STEPS//,/ }; do
     lmhead)
       tune_then_vs_torch configs/probes/h200_lmhead_epi2_probe.json 100 gemm lmhead_odd "bf16 fp16"
       pack lmhead_probe ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2; exit 2 ;;
+    diagnose)
+      lt_version='import ctypes, sys; l = ctypes.CDLL("libcublasLt.so.13"); print(sys.argv[1], l.cublasLtGetVersion(),
+[m.split()[-1] for m in open("/proc/self/maps") if "cublasLt" in m][:1])'
+      python3 -c "$lt_version" "the tuner's environment:" 2>&1 | tee "$D/versions.txt"
+      python3 -c "import torch; torch.ones(8, 8, device='cuda') @ torch.ones(8, 8, device='cuda'); $lt_version" \
+        "PyTorch's process:" 2>&1 | tee -a "$D/versions.txt"
+      timeout 130 "$B/tiletune" tune configs/h200/h200_gemm_bf16.json --backend cuda --db "$D/g.db" --search model \
+        --budget 64 > "$D/tune_gemm.log" 2>&1
+      echo "gemm tune exit $?"
+      PYTHONUNBUFFERED=1 timeout 150 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/g.db" \
+        --set shipped --only gemm --names sq8192,sq4096,llm_down_fwd,llm_qkv_fwd,llm_down_wgrad --kernels --rounds 2 \
+        --out "$D/vs_torch_gemm.md" --label "$LABEL, bf16" > "$D/vs_torch_gemm.log" 2>&1
+      echo "vs_torch exit $?"; grep -E "^kernels|^\| gemm" "$D/vs_torch_gemm.log"
+      show_all "$D/g.db" > "$D/db_show_gemm.txt" 2>&1
+      rm -f "$D"/g.db*
+      "$(dirname "$0")/h200_conv_ncu.sh" "$B" "$D/ncu" 'l4_tap_pack|l4_wgrad_cudnn|mbnet_dgrad'
+      pack diagnose ;;
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|diagnose[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+       exit 2 ;;
   esac
 done
 rm -rf "$D"
