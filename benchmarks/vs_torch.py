@@ -267,6 +267,16 @@ def shipped_convs(root):
             for d in ("fwd", "dgrad", "wgrad") for l in spec["layers"]]
 
 
+def versions():
+    """The libraries both sides ran on, for the table's header (cuBLASLt as this process loaded it)."""
+    try:
+        lt = C.CDLL("libcublasLt.so.13").cublasLtGetVersion()
+    except (OSError, AttributeError):
+        lt = "?"
+    return (f"{torch.cuda.get_device_name()}; PyTorch {torch.__version__}, CUDA {torch.version.cuda}, "
+            f"cuDNN {torch.backends.cudnn.version()}, cuBLASLt {lt}, Triton {triton.__version__}")
+
+
 def kernels_of(f):
     """The names of the GPU kernels one call of f launches (CUPTI sees the C API's launches too)."""
     f()  # the first call's one-time work (plans, handles) stays out of the trace
@@ -349,7 +359,7 @@ def main():
         for cs in cases:
             print(f"kernels {cs['name']}: tiletune {kernels_of(cs['ours'])}; PyTorch {kernels_of(cs['theirs'])}",
                   flush=True)
-    lines = [f"# {a.label}", "",
+    lines = [f"# {a.label}", "", versions(), "",
              "| kind | problem | shape | rung | tiletune TFLOP/s | PyTorch TFLOP/s | Triton TFLOP/s | vs PyTorch | "
              "vs best | rel err |" + (" online s |" if a.online else ""),
              "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if a.online else "")]
