@@ -15,6 +15,9 @@
 #   split_tail: configs/probes/h200_split_tail_probe.json, time against split count on two 1x1 weight
 #               gradients of few tiles, every measurement kept (OUT/split_tail_probe.tgz);
 #   lmhead:     configs/probes/h200_lmhead_epi2_probe.json (the GPT-2 LM head, EPI 0 / 2), then vs_torch.
+#   dgrad_budget: the other nets' input gradients (0.854x cuDNN on 2026-12-05) tuned with the shipped
+#               space at budget 96 instead of 16, every measurement kept: whether the space holds faster
+#               kernels than the model's 16 (a search problem) or not (a kernel problem);
 #   diagnose:   why the numbers that resist do: the cuBLASLt the tuner loads (this environment) and
 #               the one PyTorch loads, with their paths; the bf16 GEMM config tuned and the shapes the
 #               vendor serves at 0.94-0.97x torch.matmul timed with vs_torch --kernels (the kernels
@@ -84,6 +87,11 @@ for STEP in ${STEPS//,/ }; do
     lmhead)
       tune_then_vs_torch configs/probes/h200_lmhead_epi2_probe.json 100 gemm lmhead_odd "bf16 fp16"
       pack lmhead_probe ;;
+    dgrad_budget)
+      ONLY='^dgrad_' "$(dirname "$0")/h200_untuned.sh" conv "$B" "$D" "$LABEL, bf16, budget 96" 200 bf16 96
+      show_all "$D/untuned.db" > "$D/db_show.txt" 2>&1
+      rm -f "$D"/untuned.db*
+      pack dgrad_budget ;;
     diagnose)
       lt_version='import ctypes, sys; l = ctypes.CDLL("libcublasLt.so.13"); print(sys.argv[1], l.cublasLtGetVersion(),
 [m.split()[-1] for m in open("/proc/self/maps") if "cublasLt" in m][:1])'
@@ -101,7 +109,7 @@ for STEP in ${STEPS//,/ }; do
       rm -f "$D"/g.db*
       "$(dirname "$0")/h200_conv_ncu.sh" "$B" "$D/ncu" 'l4_tap_pack|l4_wgrad_cudnn|mbnet_dgrad'
       pack diagnose ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|diagnose[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done

@@ -11,7 +11,9 @@
 # The config is made here from the shipped one's templates and benchmark settings and the untuned
 # problems; it is tuned by model search (BUDGET a problem), then timed through the C API against
 # PyTorch (vs_torch.py --set untuned --only OP). Prints the tuning seconds per problem.
-# Usage: scripts/h200_untuned.sh conv|gemm BUILD_DIR OUT_DIR LABEL [TUNE_LIMIT_S] [DTYPE bf16|fp16] [BUDGET]
+# ONLY=REGEX keeps the problems whose name matches (conv: "DIRECTION_LAYER", e.g. ONLY='^dgrad_'), and
+# vs_torch times their layers (all three directions of each; the untuned ones on their rung).
+# Usage: [ONLY=REGEX] scripts/h200_untuned.sh conv|gemm BUILD_DIR OUT_DIR LABEL [TUNE_LIMIT_S] [DTYPE bf16|fp16] [BUDGET]
 set -uo pipefail
 OP=$1 B=$2 OUT=$3 LABEL=$4 LIMIT=${5:-300} DTYPE=${6:-bf16} BUDGET=${7:-16}
 case "$OP" in
@@ -21,11 +23,11 @@ case "$OP" in
 esac
 mkdir -p "$OUT"
 source "$(dirname "$0")/h200_env.sh"
-count=$(python3 - "$OP" "$SHIPPED" "$OUT/untuned.json" "$DTYPE" <<'PY'
-import json, sys
+count=$(python3 - "$OP" "$SHIPPED" "$OUT/untuned.json" "$DTYPE" "${ONLY:-}" "$OUT/names.txt" <<'PY'
+import json, re, sys
 sys.path.insert(0, "benchmarks")
 import vs_torch
-op, shipped, out, dtype = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4]
+op, shipped, out, dtype, only, names = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
 if op == "conv":
     problems = [{"kind": "conv", "name": f"{d}_{name}", "direction": d, "dtype": dtype, "layout": "NHWC",
                  "n": n, "c": c, "h": h, "w": w, "k": k, "r": r, "s": s, "stride": st, "pad": pad}
@@ -33,6 +35,9 @@ if op == "conv":
 else:
     problems = [{"name": name, "dtype": dt, "transA": ta, "transB": tb, "m": m, "n": n, "k": k}
                 for name, ta, tb, m, n, k, dt in vs_torch.untuned_gemms(dtype)]
+problems = [p for p in problems if re.search(only, p["name"])]
+# vs_torch's names: the layer (a convolution's name without its direction) or the GEMM
+open(names, "w").write(",".join(sorted({p["name"].split("_", 1)[1] if op == "conv" else p["name"] for p in problems})))
 json.dump({"name": f"untuned-{op}", "problems": problems, "templates": shipped["templates"],
            "benchmark": shipped["benchmark"]}, open(out, "w"), indent=1)
 print(len(problems))
@@ -45,6 +50,6 @@ timeout "$LIMIT" "$B/tiletune" tune "$OUT/untuned.json" --backend cuda $VENDOR -
 rc=$? took=$(( $(date +%s) - start ))
 echo "tune exit $rc after $took s ($(python3 -c "print(round($took / max(1, ${count:-0}), 1))") s a problem)"; tail -4 "$OUT/tune.log"
 PYTHONUNBUFFERED=1 timeout 200 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$OUT/untuned.db" \
-  --set untuned --only "$OP" "$DFLAG" "$DTYPE" --rounds 2 --out "$OUT/untuned.md" --label "$LABEL" > "$OUT/vs_torch.log" 2>&1
+  --set untuned --only "$OP" "$DFLAG" "$DTYPE" ${ONLY:+--names "$(cat "$OUT/names.txt")"} --rounds 2 --out "$OUT/untuned.md" --label "$LABEL" > "$OUT/vs_torch.log" 2>&1
 echo "vs_torch exit $?"; grep -E "^\| $OP|geometric" "$OUT/untuned.md"
 rm -f "$OUT"/*.db-wal "$OUT"/*.db-shm
