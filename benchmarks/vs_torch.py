@@ -19,7 +19,7 @@ first (TILETUNE_ONLINE_* set the budget) and reports the seconds each took. Prin
 with the rung that served each problem (tiletune_explain) and the geometric mean per kind.
 
 usage: vs_torch.py --lib build/libtiletune_runtime.so [--db FILE] [--user-db FILE] [--set untuned|shipped]
-                   [--dtype bf16|fp16|tf32|fp32|fp8|int8] [--online] [--kernels] [--out FILE.md] [--label TEXT]
+                   [--dtype bf16|fp16|tf32|fp32|fp8|int8] [--online] [--kernels] [--clocks S] [--out FILE.md] [--label TEXT]
 """
 import argparse
 import ctypes as C
@@ -27,6 +27,7 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -277,6 +278,35 @@ def versions():
             f"cuDNN {torch.backends.cudnn.version()}, cuBLASLt {lt}, Triton {triton.__version__}")
 
 
+def under_load(f, seconds, flops):
+    """f run back to back for `seconds` while nvidia-smi samples every 50 ms: (median SM MHz, median W,
+    TFLOP/s over the run)."""
+    f()
+    torch.cuda.synchronize()
+    try:
+        smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                                "-lms", "50", "-i", str(torch.cuda.current_device())],
+                               stdout=subprocess.PIPE, text=True)
+    except OSError:
+        smi = None
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _ in range(20):
+            f()
+        calls += 20
+        torch.cuda.synchronize()
+    took = time.perf_counter() - start
+    rows = []
+    if smi:
+        smi.terminate()
+        rows = [line.split(",") for line in smi.communicate()[0].splitlines() if line.count(",") == 1]
+    samples = [(float(m), float(w)) for m, w in rows if m.strip().replace(".", "").isdigit()]
+    if not samples:
+        return float("nan"), float("nan"), flops * calls / took / 1e12
+    return (statistics.median(m for m, _ in samples), statistics.median(w for _, w in samples),
+            flops * calls / took / 1e12)
+
+
 def kernels_of(f):
     """The names of the GPU kernels one call of f launches (CUPTI sees the C API's launches too)."""
     f()  # the first call's one-time work (plans, handles) stays out of the trace
@@ -314,6 +344,9 @@ def main():
     ap.add_argument("--kernels", action="store_true",
                     help="print the GPU kernels each side launches for one call (torch.profiler): whether a problem "
                          "tiletune hands to the vendor runs the kernel torch.matmul runs")
+    ap.add_argument("--clocks", type=float, default=0, metavar="SECONDS",
+                    help="also run each side back to back for SECONDS, nvidia-smi sampling the SM clock and the "
+                         "power meanwhile: whether a side loses at do_bench's boost clocks to the power limit")
     ap.add_argument("--online", action="store_true")
     ap.add_argument("--online-wait", type=float, default=1200)
     a = ap.parse_args()
@@ -355,6 +388,12 @@ def main():
             except Exception as e:  # a Triton failure leaves its column empty, not the table
                 print(f"triton failed on {cs['name']}: {type(e).__name__}: {str(e)[:300]}", flush=True)
                 del cs["triton"]
+    if a.clocks > 0:
+        for cs in cases:
+            for side in ("ours", "theirs"):
+                mhz, watts, tflops = under_load(cs[side], a.clocks, cs["flops"])
+                print(f"clocks {cs['name']} {'tiletune' if side == 'ours' else 'PyTorch'}: {tflops:.1f} TFLOP/s "
+                      f"back to back, SM {mhz:.0f} MHz, {watts:.0f} W (medians of nvidia-smi's samples)", flush=True)
     if a.kernels:
         for cs in cases:
             print(f"kernels {cs['name']}: tiletune {kernels_of(cs['ours'])}; PyTorch {kernels_of(cs['theirs'])}",

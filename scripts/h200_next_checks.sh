@@ -18,11 +18,13 @@
 #   dgrad_budget: the other nets' input gradients (0.854x cuDNN on 2026-12-05) tuned with the shipped
 #               space at budget 96 instead of 16, every measurement kept: whether the space holds faster
 #               kernels than the model's 16 (a search problem) or not (a kernel problem);
-#   diagnose:   why the numbers that resist do: the cuBLASLt the tuner loads (this environment) and
-#               the one PyTorch loads, with their paths; the bf16 GEMM config tuned and the shapes the
-#               vendor serves at 0.94-0.97x torch.matmul timed with vs_torch --kernels (the kernels
-#               each side launches); Nsight Compute at do_bench's clocks on l4_3x3_512's weight
-#               gradient and MobileNet's 1x1 input gradient beside cuDNN (OUT/diagnose.tgz).
+#   diagnose:   why the GEMM numbers that resist do: the cuBLASLt the tuner loads (this environment)
+#               and the one PyTorch loads, with their paths; the bf16 GEMM config tuned and the shapes
+#               the vendor served at 0.94-0.97x torch.matmul timed with vs_torch --kernels --clocks (the
+#               kernels each side launches; each side back to back with its SM clock and power)
+#               (OUT/diagnose.tgz);
+#   diagnose_conv: the same for l4_3x3_512's weight gradient, then Nsight Compute at do_bench's
+#               clocks on it and on MobileNet's 1x1 input gradient beside cuDNN (OUT/diagnose_conv.tgz).
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -102,14 +104,25 @@ for STEP in ${STEPS//,/ }; do
         --budget 64 > "$D/tune_gemm.log" 2>&1
       echo "gemm tune exit $?"
       PYTHONUNBUFFERED=1 timeout 150 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/g.db" \
-        --set shipped --only gemm --names sq8192,sq4096,llm_down_fwd,llm_qkv_fwd,llm_down_wgrad --kernels --rounds 2 \
+        --set shipped --only gemm --names sq8192,sq4096,llm_down_fwd,llm_qkv_fwd,llm_down_wgrad --kernels --clocks 2 \
+        --rounds 2 \
         --out "$D/vs_torch_gemm.md" --label "$LABEL, bf16" > "$D/vs_torch_gemm.log" 2>&1
-      echo "vs_torch exit $?"; grep -E "^kernels|^\| gemm" "$D/vs_torch_gemm.log"
+      echo "vs_torch exit $?"; grep -E "^kernels|^clocks|^\| gemm" "$D/vs_torch_gemm.log"
       show_all "$D/g.db" > "$D/db_show_gemm.txt" 2>&1
       rm -f "$D"/g.db*
-      "$(dirname "$0")/h200_conv_ncu.sh" "$B" "$D/ncu" 'l4_tap_pack|l4_wgrad_cudnn|mbnet_dgrad'
       pack diagnose ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    diagnose_conv)
+      # l4_3x3_512's weight gradient: the tap kernel and cuDNN back to back, their clocks and power
+      timeout 60 "$B/tiletune" tune configs/probes/h200_tap_wgrad_streamk_probe.json --backend cuda --no-vendor \
+        --db "$D/t.db" > "$D/tune_tap.log" 2>&1
+      PYTHONUNBUFFERED=1 timeout 90 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/t.db" \
+        --set shipped --only conv --names l4_3x3_512 --kernels --clocks 3 --rounds 2 --out "$D/vs_torch_tap.md" \
+        --label "$LABEL, bf16" > "$D/vs_torch_tap.log" 2>&1
+      echo "vs_torch tap exit $?"; grep -E "^clocks|^\| conv wgrad" "$D/vs_torch_tap.log"
+      rm -f "$D"/t.db*
+      "$(dirname "$0")/h200_conv_ncu.sh" "$B" "$D/ncu" 'l4_tap_pack|l4_wgrad_cudnn|mbnet_dgrad'
+      pack diagnose_conv ;;
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done
