@@ -78,12 +78,13 @@ inline std::vector<tuner::Candidate> deepest_split(KernelTemplate& t, const std:
 }
 
 // Compiles each of `cands` with `compiler` (NVRTC) and ptxas -v: every compile must succeed with no
-// spill stores and no wgmma serialised. Returns the values each parameter took across the sample, so that a caller can
+// spill stores (at most max_spill_bytes) and no wgmma serialised. Returns the values each parameter took across the sample, so that a caller can
 // check the sample reached the variants it is about.
 inline std::map<std::string, std::set<std::int64_t>> expect_no_spills(gpu::Compiler& compiler,
                                                                       const std::vector<tuner::Candidate>& cands,
                                                                       const std::vector<Problem>& problems,
-                                                                      const gpu::DeviceInfo& dev) {
+                                                                      const gpu::DeviceInfo& dev,
+                                                                      int max_spill_bytes = 0) {
   const std::regex spill("([0-9]+) bytes spill stores");
   std::map<std::string, std::set<std::int64_t>> values;
   for (const auto& c : cands) {
@@ -92,7 +93,7 @@ inline std::map<std::string, std::set<std::int64_t>> expect_no_spills(gpu::Compi
     const gpu::CompileResult r = compiler.compile(req);
     EXPECT_TRUE(r.ok) << c.solution.kernel_name() << "\n" << r.log;
     std::smatch ms;
-    EXPECT_TRUE(!r.ok || (std::regex_search(r.log, ms, spill) && ms[1].str() == "0"))
+    EXPECT_TRUE(!r.ok || (std::regex_search(r.log, ms, spill) && std::stoi(ms[1].str()) <= max_spill_bytes))
         << c.solution.kernel_name() << " spills:\n" << r.log;
     // ptxas's performance warning when it cannot keep wgmma in flight (a register it cannot prove
     // untouched while an asynchronous wgmma reads it, e.g. an A fragment refilled too early).

@@ -132,18 +132,8 @@ TEST(WgmmaConvCompile, DeepSplitKCompilesForSm90a) {
   const auto cands = wgmma_conv_deep_split_candidates(ps, dev);
   ASSERT_EQ(cands.size(), 5u);
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
-  const std::regex spill("([0-9]+) bytes spill stores");
-  for (const auto& c : cands) {
-    gpu::CompileRequest req = c.tmpl->compile_request(c.solution, ps[c.problem_index], dev);
-    req.options.push_back("--ptxas-options=-v");
-    const gpu::CompileResult r = compiler->compile(req);
-    ASSERT_TRUE(r.ok) << c.solution.kernel_name() << "\n" << r.log;
-    std::smatch m;
-    // As the sample below: the gradients' split-K variants may keep up to 16 bytes on the stack.
-    EXPECT_TRUE(std::regex_search(r.log, m, spill) && std::stoi(m[1].str()) <= 16)
-        << c.solution.kernel_name() << "\n" << r.log;
-    EXPECT_EQ(r.log.find("serialized"), std::string::npos) << c.solution.kernel_name() << "\n" << r.log;
-  }
+  // As the sample below: the gradients' split-K variants may keep up to 16 bytes on the stack.
+  expect_no_spills(*compiler, cands, ps, dev, 16);
 }
 
 TEST(WgmmaConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
