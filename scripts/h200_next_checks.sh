@@ -3,10 +3,10 @@
 # (stream-K over the last partial wave; since 674d373 its last part sums with four reads in flight),
 # of split-K in two levels on wgmma_conv, and of wgmma_gemm's EPI 2. Steps (each under ten minutes;
 # tests and sched fit one call together), logs packed into OUT/*.tgz:
-#   tests:      the samples not yet run on a GPU since their code changed (test_cuda_gemm:
-#               CudaDevice.SanitizerSampleOfWgmmaStreamK; tests_backends_cuda: WgmmaTapWgradGpu.StreamK-
-#               SanitizerSample, WgmmaConvGpu.DeepSplitKSanitizerSample), each also under memcheck and
-#               racecheck (OUT/next_tests.tgz);
+#   tests:      the samples of the newest split-K code (test_cuda_gemm: CudaDevice.SanitizerSampleOf-
+#               WgmmaStreamK; tests_backends_cuda: WgmmaTapWgradGpu.StreamKSanitizerSample,
+#               WgmmaConvGpu.DeepSplitKSanitizerSample; passed on an H100 at 7ca9047), each also under
+#               memcheck and racecheck (OUT/next_tests.tgz);
 #   sched:      configs/probes/h200_streamk_probe.json (ResNet-50's 1x1 layers of 100 and 196 tiles) and
 #               configs/probes/h200_tap_wgrad_streamk_probe.json (its 7x7 weight gradient), SCHED 0 against
 #               1, each then through vs_torch (OUT/streamk_probe.tgz, OUT/tap_probe.tgz);
