@@ -69,13 +69,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
   constexpr int BOXP = DIR == 2 ? 64 : (BM < 128 ? BM : 128);  // pixels per im2col copy
   constexpr int BOXES = DIR == 2 ? BN / 64 : BM / BOXP;         // im2col copies per stage
-  constexpr int EN = 32;      // epilogue chunk (columns)
-  constexpr int EP = EN + 4;  // staging pitch (floats), rows of the tile in the staging buffer
+  constexpr int EN = 32;  // epilogue chunk (columns), staged as tt_wgconv::staged_float lays it out
   typedef TtWgmma<BN, IsBf16<TA>::value, A_K ? 0 : 1, B_K ? 0 : 1> Mma;
 
   typedef Ring<STAGES, A_STAGE, B_STAGE> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const RingT ring(smem_raw, CONSUMERS * WM * EP * 4);  // staging: CONSUMERS x WM x EP floats
+  const RingT ring(smem_raw, CONSUMERS * WM * EN * 4);  // staging: CONSUMERS x WM x EN floats
   const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
 
   const TtConvParams& cv = p.c;
@@ -182,7 +181,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const int cw = wg - 1;
     const int tid = threadIdx.x - 128 * wg;
     const int warp = tid / 32, lane = tid % 32;
-    float* stg = ring.staging + cw * WM * EP;
+    float* stg = ring.staging + cw * WM * EN;
     constexpr int V = 16 / (int)sizeof(TC);  // elements per 16-byte vector of the output
     constexpr int TPR = EN / V;              // threads per row of a chunk
     constexpr int RPP = 128 / TPR;           // rows per pass
@@ -226,6 +225,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       const int m_base = (PH ? mb % tpp : mb) * BM + (PP ? 0 : cw * WM);
       const tt_conv::Phase xo = tt_wgconv::phase_of(cv, pg, PH ? mb / tpp : 0);
       const int n_tile = nb * BN;
+      // The rows of Y this thread stores (vector path, not scattered; -1: none), found once a tile
+      // rather than once a chunk: a phase's pixel -> dx row costs two divisions.
+      constexpr int RPT = WM / RPP;
+      long long dst[RPT];
+      TT_UNROLL
+      for (int k = 0; k < RPT; ++k) {
+        const int gm = m_base + tid / TPR + k * RPP;
+        dst[k] = gm >= M ? -1 : PH ? tt_wgconv::phase_dx_row(cv, pg, xo, gm) : gm;
+      }
       TT_UNROLL
       for (int ch = 0; ch < BN / EN; ++ch) {
         named_sync(1 + cw, 128);  // the previous chunk's staging reads finished
@@ -236,8 +244,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             const float* f = &acc[mi][(ch * EN / 8 + j) * 4];
             const int col = j * 8 + 2 * (lane & 3);
             const int row = mi * 64 + warp * 16 + (lane >> 2);
-            *reinterpret_cast<float2*>(stg + row * EP + col) = make_float2(f[0], f[1]);
-            *reinterpret_cast<float2*>(stg + (row + 8) * EP + col) = make_float2(f[2], f[3]);
+            *reinterpret_cast<float2*>(stg + tt_wgconv::staged_float(row, col)) = make_float2(f[0], f[1]);
+            *reinterpret_cast<float2*>(stg + tt_wgconv::staged_float(row + 8, col)) = make_float2(f[2], f[3]);
           }
         }
         named_sync(1 + cw, 128);
@@ -245,14 +253,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         const int gn = n_tile + ch * EN + c;
         if (vec_ok) {
           TT_UNROLL
-          for (int r = tid / TPR; r < WM; r += RPP) {
-            const int gm = m_base + r;
+          for (int k = 0; k < RPT; ++k) {
+            const int r = tid / TPR + k * RPP, gm = m_base + r;
             if (gm < M && gn < N) {  // N % V == 0: a vector is all in or all out
               float v[V];
-              const float4* src = reinterpret_cast<const float4*>(stg + r * EP + c);
               TT_UNROLL
               for (int q = 0; q < V / 4; ++q) {
-                const float4 x = src[q];
+                const float4 x = *reinterpret_cast<const float4*>(stg + tt_wgconv::staged_float(r, c + 4 * q));
                 v[4 * q] = x.x; v[4 * q + 1] = x.y; v[4 * q + 2] = x.z; v[4 * q + 3] = x.w;
               }
               if (DIR == 1 && scatter) {
@@ -265,9 +272,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                     }
                     CVec<TC, V>::store(Y + (((long long)b.n * cv.h + b.h + dh) * cv.w + b.w + dw) * ldy + gn, v);
                   }
-              } else {
-                const long long row = PH ? tt_wgconv::phase_dx_row(cv, pg, xo, gm) : gm;
-                if (row >= 0) CVec<TC, V>::store(Y + row * ldy + gn, v);
+              } else if (dst[k] >= 0) {
+                CVec<TC, V>::store(Y + dst[k] * ldy + gn, v);
               }
             }
           }
@@ -277,7 +283,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             const int r = i / EN, cc = i % EN;
             const int gm = m_base + r, g = n_tile + ch * EN + cc;
             if (gm < M && g < N) {
-              const TC v = tt_from_float<TC>(stg[r * EP + cc]);
+              const TC v = tt_from_float<TC>(stg[tt_wgconv::staged_float(r, cc)]);
               if (DIR == 1 && scatter) {
                 const tt_wgconv::Pixel b = tt_wgconv::dgrad_block(cv, gm);
                 for (int dh = 0; dh < cv.stride_h && b.h + dh < cv.h; ++dh)

@@ -393,3 +393,50 @@ TEST(WgmmaConvSpace, EveryForwardResNetLayerButTheStemHasCandidates) {
 }
 
 }  // namespace
+
+// The epilogue's staging (staged_float): a permutation of each row's 32 floats that keeps float2
+// pairs and 16-byte groups whole, and the warps' accesses of wgmma_conv's epilogue each meet every
+// shared-memory bank once per wavefront: the float2 writes of the accumulator fragments (a half-warp
+// a wavefront) and the 16-byte reads of the stores (a quarter-warp), for 16- and 32-bit outputs.
+TEST(WgmmaConvIndex, EpilogueStagingIsFreeOfBankConflicts) {
+  using tt_wgconv::staged_float;
+  for (int r = 0; r < 256; ++r) {
+    std::set<int> row;
+    for (int c = 0; c < 32; ++c) {
+      const int f = staged_float(r, c);
+      ASSERT_GE(f, r * 32);
+      ASSERT_LT(f, r * 32 + 32);
+      row.insert(f);
+      if (c % 4) ASSERT_EQ(f, staged_float(r, c - 1) + 1) << "16-byte groups stay whole";
+    }
+    ASSERT_EQ(row.size(), 32u) << "row " << r;
+  }
+  // Each (lane -> first float, floats) access of one wavefront's lanes must cover distinct banks.
+  auto conflict_free = [](const std::vector<int>& first, int floats) {
+    std::set<int> banks;
+    for (int f : first)
+      for (int i = 0; i < floats; ++i) banks.insert((f + i) % 32);
+    return banks.size() == first.size() * floats;
+  };
+  for (int rb = 0; rb < 256; rb += 8) {
+    for (int j = 0; j < 4; ++j)  // writes: row rb + lane / 4 (+ 8), column 8 j + 2 (lane % 4)
+      for (int half = 0; half < 2; ++half)
+        for (int plus = 0; plus <= 8; plus += 8) {
+          std::vector<int> first;
+          for (int lane = 16 * half; lane < 16 * half + 16; ++lane)
+            first.push_back(staged_float(rb + plus + lane / 4, 8 * j + 2 * (lane % 4)));
+          EXPECT_TRUE(conflict_free(first, 2)) << "writes, rows from " << rb + plus << ", j " << j;
+        }
+    for (int quarter = 0; quarter < 4; ++quarter) {
+      for (int q = 0; q < 2; ++q) {  // 16-bit output: 4 threads a row, 8 elements (two float4) each
+        std::vector<int> first;
+        for (int lane = 8 * quarter; lane < 8 * quarter + 8; ++lane)
+          first.push_back(staged_float(rb + lane / 4, 8 * (lane % 4) + 4 * q));
+        EXPECT_TRUE(conflict_free(first, 4)) << "16-bit reads, rows from " << rb;
+      }
+      std::vector<int> first;  // fp32 output: 8 threads a row, one float4 each
+      for (int lane = 8 * quarter; lane < 8 * quarter + 8; ++lane) first.push_back(staged_float(rb + lane / 8, 4 * (lane % 8)));
+      EXPECT_TRUE(conflict_free(first, 4)) << "32-bit reads, rows from " << rb;
+    }
+  }
+}
