@@ -4,6 +4,7 @@
 # kernels for the same layer and direction through PyTorch (benchmarks/probes/torch_conv_once.py).
 # --clock-control none: the clocks as do_bench meets them (ncu's default locks them to base, 1.36 GHz
 # on the H100, where the tap kernel measured level with cuDNN on l3 that do_bench puts at 0.86x; METHOD.md).
+# The stall metrics: per issued instruction, the warps stalled for each reason (where the cycles go).
 # Usage: scripts/h200_conv_ncu.sh BUILD_DIR OUT_DIR [NAME_FILTER]   (NAME_FILTER: a grep -E pattern)
 set -uo pipefail
 B=$1 OUT=$2 ONLY=${3:-.}
@@ -11,7 +12,7 @@ mkdir -p "$OUT"
 source "$(dirname "$0")/h200_env.sh"
 sections="--clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --section ComputeWorkloadAnalysis
           --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section SchedulerStats
-          --section WarpStateStats"
+          --section WarpStateStats --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio"
 # name direction layer(n,c,h,w,k,r,s,stride,pad) template parameters ("cudnn": PyTorch's cuDNN)
 grep -E "^($ONLY)" <<'LIST' | while read -r name dir layer tpl params; do
 l3_tap wgrad 128,256,14,14,256,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=8,STAGES=4,SW=1,AREG=0
@@ -20,6 +21,7 @@ l3_wgrad_cudnn wgrad 128,256,14,14,256,3,3,1,1 cudnn -
 l4_tap wgrad 128,512,7,7,512,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=2,STAGES=4,SW=1,AREG=0
 l4_tap_areg wgrad 128,512,7,7,512,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=2,STAGES=4,SW=1,AREG=1
 l4_tap_pack wgrad 128,512,7,7,512,3,3,1,1 wgmma_tap_wgrad FR=1,FS=3,SHIFT=1,SPLITK=1,STAGES=3,SW=1,AREG=1,PACK=1,SCHED=0
+l4_tap_win wgrad 128,512,7,7,512,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=2,STAGES=3,SW=1,AREG=0,PACK=1,SCHED=0
 l4_conv wgrad 128,512,7,7,512,3,3,1,1 wgmma_conv BM=128,BN=128,CONSUMERS=2,GROUP=8,PHASE=0,PINGPONG=1,RASTER=0,SPLITK=2,STAGES=4
 l4_wgrad_cudnn wgrad 128,512,7,7,512,3,3,1,1 cudnn -
 l3_fwd fwd 128,256,14,14,256,3,3,1,1 wgmma_conv BM=64,BN=256,CONSUMERS=2,GROUP=8,PHASE=0,PINGPONG=1,RASTER=0,SPLITK=1,STAGES=4
@@ -27,8 +29,11 @@ l3_fwd_cudnn fwd 128,256,14,14,256,3,3,1,1 cudnn -
 stem_fwd fwd 128,3,224,224,64,7,7,2,3 narrow_fwd WARPS=8,MT=2,RB=32,KC=4,STAGES=2
 stem_fwd_cudnn fwd 128,3,224,224,64,7,7,2,3 cudnn -
 s2_dgrad dgrad 32,128,56,56,128,3,3,2,1 wgmma_conv BM=128,BN=128,CONSUMERS=2,GROUP=8,PHASE=1,PINGPONG=0,RASTER=0,SPLITK=1,STAGES=4
+s2_dgrad_win dgrad 32,128,56,56,128,3,3,2,1 wgmma_conv BM=256,BN=128,CONSUMERS=2,GROUP=8,PHASE=1,PINGPONG=0,RASTER=0,SPLITK=1,STAGES=3
+s2_dgrad_pp dgrad 32,128,56,56,128,3,3,2,1 wgmma_conv BM=128,BN=128,CONSUMERS=2,GROUP=8,PHASE=1,PINGPONG=1,RASTER=0,SPLITK=1,STAGES=4
 s2_dgrad_cudnn dgrad 32,128,56,56,128,3,3,2,1 cudnn -
 mbnet_dgrad dgrad 64,144,56,56,24,1,1,1,0 wgmma_conv1x1 AREG=0,BK=64,BM=128,BN=256,CLUSTER=1,CLUSTERN=1,CONSUMERS=2,COOPK=0,COOPN=0,EPI=1,GROUP=8,L2PROMO=3,LOADER=0,OCC=1,PINGPONG=0,RASTER=0,SPLITK=1,STAGES=4
+mbnet_dgrad_win dgrad 64,144,56,56,24,1,1,1,0 wgmma_conv1x1 AREG=0,BK=64,BM=256,BN=128,CLUSTER=1,CLUSTERN=1,CONSUMERS=2,COOPK=0,COOPN=0,EPI=1,GROUP=8,L2PROMO=3,LOADER=0,OCC=1,PINGPONG=0,RASTER=0,SPLITK=1,STAGES=3
 mbnet_dgrad_conv dgrad 64,144,56,56,24,1,1,1,0 wgmma_conv BM=128,BN=192,CONSUMERS=2,GROUP=8,PHASE=0,PINGPONG=0,RASTER=0,SPLITK=1,STAGES=3
 mbnet_dgrad_cudnn dgrad 64,144,56,56,24,1,1,1,0 cudnn -
 LIST
