@@ -278,7 +278,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             }
           }
         } else {
-          TT_UNROLL
+          // dx not 16-byte aligned (rare): kept rolled; unrolled, this path was most of the kernel's
+          // code (a stride-2 dgrad's 290 KB against 70), and instruction fetch stalled its warps.
+#pragma unroll 1
           for (int i = tid; i < WM * EN; i += 128) {
             const int r = i / EN, cc = i % EN;
             const int gm = m_base + r, g = n_tile + ch * EN + cc;
