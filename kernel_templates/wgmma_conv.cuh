@@ -278,8 +278,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             }
           }
         } else {
-          // dx not 16-byte aligned (rare): kept rolled; unrolled, this path was most of the kernel's
-          // code (a stride-2 dgrad's 290 KB against 70), and instruction fetch stalled its warps.
+          // dx not 16-byte aligned (rare): kept rolled, since unrolled this path was most of the
+          // kernel's machine code and instruction fetch stalled the warps of every instance.
 #pragma unroll 1
           for (int i = tid; i < WM * EN; i += 128) {
             const int r = i / EN, cc = i % EN;

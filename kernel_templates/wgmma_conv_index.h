@@ -176,8 +176,8 @@ TT_CONV_FN long long phase_dx_row(const TtConvParams& p, const PhaseGrid& g, con
 // The epilogue's staging (a consumer's tile, EN = 32 fp32 columns a chunk, one row of 32 floats
 // per tile row): float c of row r. Each row's 16-byte groups are permuted by (5 r) mod 8, so that
 // the accumulators' float2 writes (4 rows of 4 lanes a half-warp) and the 16-byte reads (2 rows of
-// 4 lanes a quarter-warp; for fp32 output one row of 8) meet each bank once. A padded pitch of 36
-// floats left the writes 2-way conflicted (Nsight Compute: half of the store wavefronts).
+// 4 lanes a quarter-warp; for fp32 output one row of 8) meet each bank once (a padded pitch of 36
+// floats left the writes 2-way conflicted).
 TT_CONV_FN int staged_float(int r, int c) { return r * 32 + ((((c >> 2) ^ (5 * r)) & 7) << 2) + (c & 3); }
 
 }  // namespace tt_wgconv
