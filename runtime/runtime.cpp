@@ -516,6 +516,15 @@ bool Runtime::has_exact_winner(const GemmProblem& problem) const {
   return winners_.count(ProblemKey(problem.canonical())) != 0;
 }
 
+Runtime::Loaded* Runtime::exact_winner(const Problem& p) {
+  // A winner the vendor won serves only while the vendor computes the problem (else the plan does).
+  auto it = winners_.find(ProblemKey(p));
+  if (it == winners_.end() || (!it->second->tmpl && !vendor().unsupported(p).empty())) return nullptr;
+  Loaded& w = *it->second;
+  if (!w.tmpl || w.vendor_first) current_vendor_choice(w, p);  // the vendor serves: its algorithm, checked
+  return &w;
+}
+
 std::string Runtime::explain(const Problem& problem) {
   problem.validate();
   const Problem p = problem.canonical();
@@ -528,12 +537,7 @@ std::string Runtime::explain(const Problem& problem) {
                              : ", tuned online in " + std::to_string(w.online_seconds) + " s";
     return w.user ? s + ")" : s;
   };
-  // A winner the vendor won serves only while the vendor computes the problem (else the plan does).
-  auto it = winners_.find(ProblemKey(p));
-  if (it != winners_.end() && (it->second->tmpl || vendor().unsupported(p).empty())) {
-    if (!it->second->tmpl || it->second->vendor_first) current_vendor_choice(*it->second, p);  // the vendor serves
-    return describe(*it->second);
-  }
+  if (Loaded* w = exact_winner(p)) return describe(*w);
   Plan& plan = plan_for(p);
   if (const Loaded* o = plan.online.load(std::memory_order_acquire)) return describe(*o);
   return plan.why;
@@ -555,11 +559,7 @@ Runtime::Choice Runtime::choice(const Problem& problem) {
     if (rung == Rung::Pool) return Choice{rung, true, neighbour ? finite(neighbour->vendor_ratio) : 0.0};
     return Choice{rung, rung != Rung::Vendor, rung == Rung::Vendor ? 1.0 : 0.0};
   };
-  auto it = winners_.find(ProblemKey(p));
-  if (it != winners_.end() && (it->second->tmpl || vendor().unsupported(p).empty())) {
-    if (!it->second->tmpl || it->second->vendor_first) current_vendor_choice(*it->second, p);
-    return of(*it->second);
-  }
+  if (Loaded* w = exact_winner(p)) return of(*w);
   {
     std::shared_lock<std::shared_mutex> lock(plans_mu_);
     if (auto found = plans_.find(ProblemKey(p)); found != plans_.end()) {

@@ -208,6 +208,9 @@ class Runtime {
   // the one that timed it, else the library's default (an algorithm number means another kernel,
   // or none, in another version: as PyTorch's TunableOp drops results of other library versions).
   const gpu::VendorChoice& current_vendor_choice(Launchable& how, const Problem& p);
+  // The database's winner for canonical problem p where it serves (nullptr: the plan decides), its
+  // vendor algorithm checked as above where the vendor serves it; for explain() and choice().
+  Loaded* exact_winner(const Problem& p);
   Plan& plan_for(const Problem& p);
   std::unique_ptr<Plan> make_plan(const Problem& p);
   // ptrs: the call's pointers, whose alignment the default must admit (nullptr: not checked).
