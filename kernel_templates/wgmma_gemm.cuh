@@ -337,9 +337,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "BM / CONSUMERS must be 64 or 128");
   // BN 72, 80, 96 (a K-major B only: an MN-major one comes in 64-column boxes): between the
   // 64 x 128 and 128 x 128 tiles, e.g. 88 CTAs of 128 x 96 cover 1000^3 with a fifth less operand
-  // traffic than 128 of 64 x 128; 112 of 128 x 72 waste under 1% of N (cuBLAS's fp16 tile).
-  static_assert((BN % 64 == 0 || ((BN == 72 || BN == 80 || BN == 96) && !TRANSB && !CN && !CK)) && BN <= 256,
-                "BN is 64, 72, 80, 96, 128, 192 or 256");
+  // traffic than 128 of 64 x 128; 112 of 128 x 72 waste under 1% of N (cuBLAS's fp16 tile). BN 160:
+  // fewer waves where 128 leaves a third wave barely started (N = 39200: 307 tiles of 128 on 132
+  // multiprocessors, 245 of 160).
+  static_assert((BN % 64 == 0 || ((BN == 72 || BN == 80 || BN == 96 || BN == 160) && !TRANSB && !CN && !CK)) &&
+                    BN <= 256,
+                "BN is 64, 72, 80, 96, 128, 160, 192 or 256");
   static_assert(!CN || TRANSB == 0 || WN % 64 == 0, "an MN-major B splits into whole 64-column boxes");
   constexpr bool A_K = TRANSA;   // A K-major in memory
   constexpr bool B_K = !TRANSB;  // B K-major in memory

@@ -20,3 +20,4 @@ echo "tune exit $? after $(( $(date +%s) - start )) s"; tail -4 "$OUT/tune.log"
 PYTHONUNBUFFERED=1 timeout 200 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$OUT/grad.db" \
   --set shipped --only conv --conv-dtype "$DTYPE" --rounds 2 --out "$OUT/vs_torch.md" --label "$LABEL" > "$OUT/vs_torch.log" 2>&1
 echo "vs_torch exit $?"; tail -6 "$OUT/vs_torch.md"
+"$B/tiletune" db winners "$OUT/grad.db" > "$OUT/winners.txt" 2>&1  # what ran, beside how fast

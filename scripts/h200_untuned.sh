@@ -52,4 +52,6 @@ echo "tune exit $rc after $took s ($(python3 -c "print(round($took / max(1, ${co
 PYTHONUNBUFFERED=1 timeout 200 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$OUT/untuned.db" \
   --set untuned --only "$OP" "$DFLAG" "$DTYPE" ${ONLY:+--names "$(cat "$OUT/names.txt")"} --rounds 2 --out "$OUT/untuned.md" --label "$LABEL" > "$OUT/vs_torch.log" 2>&1
 echo "vs_torch exit $?"; grep -E "^\| $OP|geometric" "$OUT/untuned.md"
+# Which kernel won each problem: the table's rows say how fast, this says what ran.
+"$B/tiletune" db winners "$OUT/untuned.db" > "$OUT/winners.txt" 2>&1
 rm -f "$OUT"/*.db-wal "$OUT"/*.db-shm

@@ -160,21 +160,22 @@ TEST(CudaCompile, NvrtcCompilesWgmmaLoadersAndClustersForSm90a) {
       EXPECT_EQ(t.launch_dims(t.variables(s, p, dev)).cluster[0], unsigned(cl * cln));
       jobs.emplace_back(s, p);
     }
-  // 72- and 80-column tiles (K-major B; epilogue chunks of 24 and 16 columns), each epilogue,
-  // alone, in clusters sharing B (in 8-row atoms where a CTA's share is not whole atoms), and in
-  // 1 x 2 and 4 x 2 clusters. The shapes alternate between the two K-major-B problems (bf16 and
-  // tf32), each of which so gets both widths and both epilogues.
+  // 72-, 80- and 160-column tiles (K-major B; epilogue chunks of 24, 16 and 32 columns), each
+  // epilogue, alone, in clusters sharing B (in 8-row atoms where a CTA's share is not whole atoms),
+  // and in 1 x 2 and 4 x 2 clusters. The shapes alternate between the two K-major-B problems (bf16
+  // and tf32), each of which so gets every width and both epilogues.
   std::vector<GemmProblem> k_major_b;
   for (const auto& p : problems)
     if (!p.trans_b) k_major_b.push_back(p);
   ASSERT_EQ(k_major_b.size(), 2u);
   std::size_t shape = 0;
   for (const auto& [bn, cl, cln, epi] : std::vector<std::array<int, 4>>{
-           {72, 1, 1, 0}, {72, 1, 2, 1}, {80, 2, 1, 1}, {80, 1, 1, 0}, {72, 2, 1, 1}, {72, 4, 2, 1}, {80, 4, 1, 0}}) {
+           {72, 1, 1, 0}, {72, 1, 2, 1}, {80, 2, 1, 1}, {80, 1, 1, 0}, {72, 2, 1, 1}, {72, 4, 2, 1}, {80, 4, 1, 0},
+           {160, 1, 1, 1}, {160, 1, 1, 0}, {160, 2, 1, 1}, {160, 2, 1, 0}}) {
     const GemmProblem& p = k_major_b[shape++ % 2];
     Solution s = t.default_solution();
     s.params["BN"] = bn, s.params["CLUSTER"] = cl, s.params["CLUSTERN"] = cln, s.params["EPI"] = epi;
-    s.params["PINGPONG"] = 0, s.params["STAGES"] = 6, s.params["BK"] = 128 / size_of(p.a_type);
+    s.params["PINGPONG"] = 0, s.params["STAGES"] = bn == 160 ? 4 : 6, s.params["BK"] = 128 / size_of(p.a_type);
     const auto broken = t.violation(t.variables(s, p, dev));
     ASSERT_FALSE(broken) << s.kernel_name() << ": " << *broken;
     jobs.emplace_back(s, p);
