@@ -21,6 +21,11 @@
 // grid walking the work units in grouped raster order, cooperative consumers (each owns
 // BM / CONSUMERS rows of a tile) or ping-pong ones (PINGPONG: whole units in turn, one's epilogue
 // overlapping the other's main loop).
+// PHASE 1 with cooperative consumers takes its units dynamically: a stride phase's tiles cost its
+// taps (1, 2, 2 and 4 of a stride-2 3x3), so a fixed share per block ends unevenly; the phases come
+// heaviest first and each block's producer claims its next unit from a counter in the workspace
+// (the first 256 bytes; it goes back to zero when the last block is done), handing it to the
+// consumers beside the unit's first stage. The shortest units so fill in last.
 // Split-K (SPLITK > 1, for grids that would leave multiprocessors idle, above all wgrad, whose
 // filter tensor makes few tiles from a long N*P*Q reduction): a unit is one contiguous K range of
 // one tile, split-major; the splits meet in the workspace and the last one sums them in split
@@ -60,6 +65,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   static_assert(PHASE == 0 || DIR == 1, "PHASE: strided input gradients");
   constexpr bool PH = PHASE != 0;
   constexpr bool PP = PINGPONG != 0;
+  constexpr bool DYN = PH && !PP;  // units claimed from a counter (above)
   constexpr int WM = PP ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
   constexpr int MI = WM / 64;                   // m64 sub-tiles per consumer
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "BM / CONSUMERS must be 64 or 128");
@@ -76,8 +82,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const RingT ring(smem_raw, CONSUMERS * WM * EN * 4);  // staging: CONSUMERS x WM x EN floats
   const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
+  // DYN: the unit whose first K step a stage holds, written by the producer before the stage's
+  // full barrier completes (-1: no more units), after the barriers (SMEM_BYTES counts it).
+  int* const unit_ids = reinterpret_cast<int*>(reinterpret_cast<unsigned char*>(ring.staging) +
+                                               CONSUMERS * WM * EN * 4 + 16 * STAGES);
 
   const TtConvParams& cv = p.c;
+  int* const claims = reinterpret_cast<int*>(cv.workspace);  // DYN: [0] units claimed, [1] blocks done
+  void* const splitk_ws = reinterpret_cast<unsigned char*>(cv.workspace) + (DYN ? 256 : 0);
   // PHASE: the M tiles walk the stride phases in turn, tpp tiles of one phase's grid each, and M
   // is a phase's pixels (wgmma_conv_index.h).
   const tt_wgconv::PhaseGrid pg = PH ? tt_wgconv::phase_grid(cv) : tt_wgconv::PhaseGrid{0, 0, 0, 0};
@@ -118,7 +130,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       prefetch_map(&p.map_tiled);
       int s = 0;
       u32 ph = 0;
-      for (int u = blockIdx.x; u < total; u += gridDim.x) {
+      int next = 0;
+      for (int u = blockIdx.x; u < total; u = DYN ? next : u + (int)gridDim.x) {
+        // DYN: the next unit is claimed now and used after this one's copies, so that the atomic's
+        // latency hides behind them.
+        if (DYN) next = (int)gridDim.x + atomicAdd(claims, 1);
         int mb, nb, kb, ke;
         unit_tile(u, mb, nb, kb, ke);
         const int m0 = mb * BM, n0 = nb * BN;
@@ -149,6 +165,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           for (int kt = kb; kt < ke; ++kt) {
             const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
             mbar_wait(empty, ph ^ 1);
+            if (DYN && kt == kb) unit_ids[s] = u;
             mbar_arrive_expect_tx(full, STAGE_BYTES);
             const u32 a = sA + s * A_STAGE;
             const unsigned short off_w = (unsigned short)(PH ? tt_wgconv::phase_off_w(cv, pg, x, k.s) : k.s * cv.dil_w);
@@ -172,6 +189,19 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             else tt_conv::next_tile(k, chunks, cv.s);
             if (++s == STAGES) { s = 0; ph ^= 1; }
           }
+        }
+      }
+      if (DYN) {
+        // No more units: a stage without copies tells the consumers. Every block claims past the
+        // end exactly once, before it counts itself done, so the last one done finds every claim
+        // made and can zero the counters for the next launch.
+        mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
+        unit_ids[s] = -1;
+        mbar_arrive(bars + 8 * s);
+        __threadfence();
+        if (atomicAdd(claims + 1, 1) == (int)gridDim.x - 1) {
+          claims[0] = 0;
+          claims[1] = 0;
         }
       }
     }
@@ -203,7 +233,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const int first = blockIdx.x, step = gridDim.x;
     if (PP && cw == 1) skip_unit(first);
     const int u_step = PP ? 2 * step : step;
-    for (int u = first + (PP ? cw * step : 0); u < total; u += u_step) {
+    // DYN: the unit is the one the producer put beside the next stage (-1: none left).
+    auto next_unit = [&](int u) {
+      if (!DYN) return u + u_step;
+      mbar_wait(bars + 8 * s, ph);
+      return unit_ids[s];
+    };
+    for (int u = DYN ? next_unit(0) : first + (PP ? cw * step : 0); (!DYN || u >= 0) && u < total; u = next_unit(u)) {
       int mb, nb, kb, ke;
       unit_tile(u, mb, nb, kb, ke);
       if (PP && u != first) pingpong_wait(cw);
@@ -216,7 +252,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       if (SPLITK > 1) {
         constexpr int GT = PP ? 128 : 128 * CONSUMERS;  // threads holding the tile
         const NamedGroup group{(PP || CONSUMERS == 1) ? 1 + cw : 5, GT};
-        if (!tt_splitk::reduce<MI * BN / 2, GT, SPLITK, BM * BN>(&acc[0][0], cv.workspace, (long long)mb * tiles_n + nb,
+        if (!tt_splitk::reduce<MI * BN / 2, GT, SPLITK, BM * BN>(&acc[0][0], splitk_ws, (long long)mb * tiles_n + nb,
                                                                  tiles, u / tiles, PP ? tid : threadIdx.x - 128, group))
           continue;
       }

@@ -151,9 +151,15 @@ TT_CONV_FN void phase_corners(const TtConvParams& p, const PhaseGrid& g, int* lo
   upper[0] = g.cols - p.q + g.lower_w;
   upper[1] = g.rows - p.p + g.lower_h;
 }
-// Phase ph (a = ph / v, b = ph % v) with its taps (tt_conv::Phase's masks; rows, cols: its grid).
+// Phase ph of the walk with its taps (tt_conv::Phase's masks; rows, cols: its grid), heaviest
+// first (a persistent grid then ends evenly): rank ph / v of the rows' residues and ph % v of the
+// columns'. Residue a of a dimension meets the taps r = (a + pad) mod stride, + stride, ..., so in
+// order of (a + pad) mod stride the residues' tap counts do not grow: rank i is residue
+// (i - pad) mod stride.
+TT_CONV_FN int heavy_residue(int rank, int pad, int stride) { return ((rank - pad) % stride + stride) % stride; }
 TT_CONV_FN tt_conv::Phase phase_of(const TtConvParams& p, const PhaseGrid& g, int ph) {
-  tt_conv::Phase x = {ph / p.stride_w, ph % p.stride_w, g.rows, g.cols, 0, 0u, 0u, 0, 0};
+  tt_conv::Phase x = {heavy_residue(ph / p.stride_w, p.pad_h, p.stride_h), heavy_residue(ph % p.stride_w, p.pad_w, p.stride_w),
+                      g.rows, g.cols, 0, 0u, 0u, 0, 0};
   x.rmask = tt_conv::phase_taps(p.r, 1, p.stride_h, (x.a + p.pad_h) % p.stride_h, x.nr);
   x.smask = tt_conv::phase_taps(p.s, 1, p.stride_w, (x.b + p.pad_w) % p.stride_w, x.ns);
   return x;

@@ -281,6 +281,14 @@ TEST(WgmmaConvIndex, PhaseDgradCopiesReadDyAtEachPhasesTaps) {
     for (int ph = 0; ph < p.stride_h * p.stride_w; ++ph) {
       const tt_conv::Phase x = tt_wgconv::phase_of(p, g, ph);
       ASSERT_TRUE(x.nr > 0 && x.ns > 0) << at_shape;
+      if (ph % p.stride_w > 0) {  // heaviest first: along a row of the walk's ranks, then down
+        const tt_conv::Phase left = tt_wgconv::phase_of(p, g, ph - 1);
+        ASSERT_TRUE(left.a == x.a && left.nr == x.nr && left.ns >= x.ns) << at_shape << " phase " << ph;
+      }
+      if (ph >= p.stride_w) {
+        const tt_conv::Phase up = tt_wgconv::phase_of(p, g, ph - p.stride_w);
+        ASSERT_TRUE(up.b == x.b && up.nr >= x.nr) << at_shape << " phase " << ph;
+      }
       for (int r = 0; r < p.r; ++r)
         ASSERT_EQ((x.rmask >> r) & 1u, (x.a + p.pad_h - r) % p.stride_h == 0 ? 1u : 0u) << at_shape << " r " << r;
       for (int s = 0; s < p.s; ++s)
