@@ -21,11 +21,11 @@
 // grid walking the work units in grouped raster order, cooperative consumers (each owns
 // BM / CONSUMERS rows of a tile) or ping-pong ones (PINGPONG: whole units in turn, one's epilogue
 // overlapping the other's main loop).
-// PHASE 1 with cooperative consumers takes its units dynamically: a stride phase's tiles cost its
-// taps (1, 2, 2 and 4 of a stride-2 3x3), so a fixed share per block ends unevenly; the phases come
-// heaviest first and each block's producer claims its next unit from a counter in the workspace
-// (the first 256 bytes; it goes back to zero when the last block is done), handing it to the
-// consumers beside the unit's first stage. The shortest units so fill in last.
+// PHASE walks the phases heaviest first. A stride phase's tiles cost its taps (1, 2, 2 and 4 of a
+// stride-2 3x3), so every SMs-th unit per block ends unevenly; with CLAIM (cooperative consumers)
+// each block's producer claims its next unit from a counter in the workspace (the first 256 bytes;
+// it goes back to zero when the last block is done) and hands it to the consumers beside the unit's
+// first stage, so that the shortest units fill in last.
 // Split-K (SPLITK > 1, for grids that would leave multiprocessors idle, above all wgrad, whose
 // filter tensor makes few tiles from a long N*P*Q reduction): a unit is one contiguous K range of
 // one tile, split-major; the splits meet in the workspace and the last one sums them in split
@@ -53,7 +53,7 @@ TT_DEVICE void tma_im2col_4d(unsigned dst, const TtTensorMap* map, unsigned bar,
 }  // namespace tt_wgconv
 
 template <typename TA, typename TC, int DIR, int BM, int BN, int STAGES, int CONSUMERS, int RASTER, int GROUP,
-          int PINGPONG, int SPLITK, int PHASE = 0>
+          int PINGPONG, int SPLITK, int PHASE = 0, int CLAIM = 0>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     wgmma_conv(const __grid_constant__ TtConvTmaParams p) {
   using namespace tt_wg;
@@ -63,9 +63,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   static_assert(PINGPONG == 0 || CONSUMERS == 2, "ping-pong needs two consumers");
   static_assert(SPLITK >= 1, "SPLITK: K splits per tile");
   static_assert(PHASE == 0 || DIR == 1, "PHASE: strided input gradients");
+  static_assert(CLAIM == 0 || (PHASE != 0 && PINGPONG == 0), "CLAIM: phases of cooperative consumers");
   constexpr bool PH = PHASE != 0;
   constexpr bool PP = PINGPONG != 0;
-  constexpr bool DYN = PH && !PP;  // units claimed from a counter (above)
+  constexpr bool DYN = CLAIM != 0;  // units claimed from a counter (above)
   constexpr int WM = PP ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
   constexpr int MI = WM / 64;                   // m64 sub-tiles per consumer
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "BM / CONSUMERS must be 64 or 128");

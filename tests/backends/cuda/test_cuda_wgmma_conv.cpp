@@ -128,8 +128,8 @@ std::vector<tuner::Candidate> wgmma_conv_deep_split_candidates(const std::vector
 
 // Strided dgrads by their phases, most with more units than an H200 has multiprocessors (196 units
 // of 128 x 64, 136 of 64 x 64 in two splits; 132 run at a time), so that blocks claim units from the
-// workspace's counter (PINGPONG 0; with split-K the split-K area starts past the counter) or walk
-// them heaviest first in a fixed share (PINGPONG 1). For the compile test and the GPU sample.
+// workspace's counter (CLAIM 1; with split-K the split-K area starts past the counter) or walk
+// them heaviest first in a fixed share (CLAIM 0). For the compile test and the GPU sample.
 std::vector<Problem> wgmma_conv_phase_claim_problems() {
   using D = DataType;
   constexpr ConvDirection DG = ConvDirection::BackwardData;
@@ -140,15 +140,15 @@ std::vector<tuner::Candidate> wgmma_conv_phase_claim_candidates(const std::vecto
                                                                 const gpu::DeviceInfo& dev) {
   const std::vector<tuner::Candidate> base = conv_sample("wgmma_conv", ps, dev, 1);
   std::vector<tuner::Candidate> out;
-  struct Shape { std::size_t problem; int bm, bn, consumers, pingpong, splitk, stages; };
-  for (const Shape& sh : {Shape{0, 128, 64, 2, 0, 1, 4}, Shape{0, 256, 64, 2, 0, 1, 3}, Shape{0, 128, 64, 2, 1, 1, 4},
-                          Shape{1, 64, 64, 1, 0, 2, 4}, Shape{1, 256, 64, 2, 0, 1, 3}}) {
+  struct Shape { std::size_t problem; int bm, bn, consumers, pingpong, splitk, stages, claim; };
+  for (const Shape& sh : {Shape{0, 128, 64, 2, 0, 1, 4, 1}, Shape{0, 256, 64, 2, 0, 1, 3, 1}, Shape{0, 128, 64, 2, 1, 1, 4, 0},
+                          Shape{1, 64, 64, 1, 0, 2, 4, 1}, Shape{1, 256, 64, 2, 0, 1, 3, 1}, Shape{1, 128, 64, 2, 0, 1, 4, 0}}) {
     for (const auto& b : base)
       if (b.problem_index == sh.problem) {
         tuner::Candidate c = b;
         c.solution.params["BM"] = sh.bm, c.solution.params["BN"] = sh.bn, c.solution.params["PINGPONG"] = sh.pingpong;
         c.solution.params["CONSUMERS"] = sh.consumers, c.solution.params["SPLITK"] = sh.splitk;
-        c.solution.params["STAGES"] = sh.stages, c.solution.params["PHASE"] = 1;
+        c.solution.params["STAGES"] = sh.stages, c.solution.params["PHASE"] = 1, c.solution.params["CLAIM"] = sh.claim;
         const auto broken = c.tmpl->violation(c.tmpl->variables(c.solution, ps[sh.problem], dev));
         EXPECT_FALSE(broken) << c.solution.kernel_name() << ": " << *broken;
         if (!broken) out.push_back(c);
@@ -162,7 +162,7 @@ TEST(WgmmaConvCompile, PhaseDgradsClaimingUnitsCompileWithoutSpills) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = wgmma_conv_phase_claim_problems();
   const auto cands = wgmma_conv_phase_claim_candidates(ps, dev);
-  ASSERT_EQ(cands.size(), 5u);
+  ASSERT_EQ(cands.size(), 6u);
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   expect_no_spills(*compiler, cands, ps, dev, 0);
 }
@@ -518,7 +518,7 @@ TEST(WgmmaConvGpu, PhaseDgradsClaimingUnitsSanitizerSample) {
   if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
   const std::vector<Problem> ps = wgmma_conv_phase_claim_problems();
   const auto cands = wgmma_conv_phase_claim_candidates(ps, dev->info());
-  ASSERT_EQ(cands.size(), 5u);
+  ASSERT_EQ(cands.size(), 6u);
   EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
 }
 
