@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -105,25 +106,35 @@ std::vector<Problem> wgmma_conv_deep_split_problems() {
   return {wgmma_conv(D::BF16, D::BF16, 32, 64, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, WG),
           wgmma_conv(D::F16, D::F32, 16, 128, 35, 35, 160, 1, 1, 1, 1, 0, 0, 1, 1, WG)};
 }
-std::vector<tuner::Candidate> wgmma_conv_deep_split_candidates(const std::vector<Problem>& ps,
-                                                               const gpu::DeviceInfo& dev) {
+// wgmma_conv candidates of problem `problem` with `params` over the sample's values, each admitted.
+struct WgmmaConvVariant {
+  std::size_t problem;
+  std::map<std::string, std::int64_t> params;
+};
+std::vector<tuner::Candidate> wgmma_conv_variants(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev,
+                                                  const std::vector<WgmmaConvVariant>& variants) {
   const std::vector<tuner::Candidate> base = conv_sample("wgmma_conv", ps, dev, 1);
   std::vector<tuner::Candidate> out;
-  struct Shape { std::size_t problem; int bm, bn, pingpong, splitk; };
-  for (const Shape& sh : {Shape{0, 128, 128, 0, 16}, Shape{0, 128, 64, 0, 32}, Shape{1, 128, 128, 0, 32},
-                          Shape{1, 64, 64, 1, 16}, Shape{1, 128, 128, 1, 16}}) {
+  for (const WgmmaConvVariant& v : variants)
     for (const auto& b : base)
-      if (b.problem_index == sh.problem) {
+      if (b.problem_index == v.problem) {
         tuner::Candidate c = b;
-        c.solution.params["BM"] = sh.bm, c.solution.params["BN"] = sh.bn, c.solution.params["PINGPONG"] = sh.pingpong;
-        c.solution.params["CONSUMERS"] = 2, c.solution.params["SPLITK"] = sh.splitk, c.solution.params["PHASE"] = 0;
-        const auto broken = c.tmpl->violation(c.tmpl->variables(c.solution, ps[sh.problem], dev));
+        for (const auto& [name, value] : v.params) c.solution.params[name] = value;
+        const auto broken = c.tmpl->violation(c.tmpl->variables(c.solution, ps[v.problem], dev));
         EXPECT_FALSE(broken) << c.solution.kernel_name() << ": " << *broken;
         if (!broken) out.push_back(c);
         break;
       }
-  }
   return out;
+}
+std::vector<tuner::Candidate> wgmma_conv_deep_split_candidates(const std::vector<Problem>& ps,
+                                                               const gpu::DeviceInfo& dev) {
+  std::vector<WgmmaConvVariant> vs;
+  for (const auto& [problem, bm, bn, pingpong, splitk] : std::vector<std::array<int, 5>>{
+           {0, 128, 128, 0, 16}, {0, 128, 64, 0, 32}, {1, 128, 128, 0, 32}, {1, 64, 64, 1, 16}, {1, 128, 128, 1, 16}})
+    vs.push_back({std::size_t(problem),
+                  {{"BM", bm}, {"BN", bn}, {"PINGPONG", pingpong}, {"CONSUMERS", 2}, {"SPLITK", splitk}, {"PHASE", 0}}});
+  return wgmma_conv_variants(ps, dev, vs);
 }
 
 // Strided dgrads by their phases, most with more units than an H200 has multiprocessors (196 units
@@ -138,24 +149,14 @@ std::vector<Problem> wgmma_conv_phase_claim_problems() {
 }
 std::vector<tuner::Candidate> wgmma_conv_phase_claim_candidates(const std::vector<Problem>& ps,
                                                                 const gpu::DeviceInfo& dev) {
-  const std::vector<tuner::Candidate> base = conv_sample("wgmma_conv", ps, dev, 1);
-  std::vector<tuner::Candidate> out;
-  struct Shape { std::size_t problem; int bm, bn, consumers, pingpong, splitk, stages, claim; };
-  for (const Shape& sh : {Shape{0, 128, 64, 2, 0, 1, 4, 1}, Shape{0, 256, 64, 2, 0, 1, 3, 1}, Shape{0, 128, 64, 2, 1, 1, 4, 0},
-                          Shape{1, 64, 64, 1, 0, 2, 4, 1}, Shape{1, 256, 64, 2, 0, 1, 3, 1}, Shape{1, 128, 64, 2, 0, 1, 4, 0}}) {
-    for (const auto& b : base)
-      if (b.problem_index == sh.problem) {
-        tuner::Candidate c = b;
-        c.solution.params["BM"] = sh.bm, c.solution.params["BN"] = sh.bn, c.solution.params["PINGPONG"] = sh.pingpong;
-        c.solution.params["CONSUMERS"] = sh.consumers, c.solution.params["SPLITK"] = sh.splitk;
-        c.solution.params["STAGES"] = sh.stages, c.solution.params["PHASE"] = 1, c.solution.params["CLAIM"] = sh.claim;
-        const auto broken = c.tmpl->violation(c.tmpl->variables(c.solution, ps[sh.problem], dev));
-        EXPECT_FALSE(broken) << c.solution.kernel_name() << ": " << *broken;
-        if (!broken) out.push_back(c);
-        break;
-      }
-  }
-  return out;
+  std::vector<WgmmaConvVariant> vs;
+  for (const auto& [problem, bm, consumers, pingpong, splitk, stages, claim] : std::vector<std::array<int, 7>>{
+           {0, 128, 2, 0, 1, 4, 1}, {0, 256, 2, 0, 1, 3, 1}, {0, 128, 2, 1, 1, 4, 0},
+           {1, 64, 1, 0, 2, 4, 1}, {1, 256, 2, 0, 1, 3, 1}, {1, 128, 2, 0, 1, 4, 0}})
+    vs.push_back({std::size_t(problem),
+                  {{"BM", bm}, {"BN", 64}, {"CONSUMERS", consumers}, {"PINGPONG", pingpong}, {"SPLITK", splitk},
+                   {"STAGES", stages}, {"PHASE", 1}, {"CLAIM", claim}}});
+  return wgmma_conv_variants(ps, dev, vs);
 }
 
 TEST(WgmmaConvCompile, PhaseDgradsClaimingUnitsCompileWithoutSpills) {
