@@ -23,9 +23,9 @@
 // overlapping the other's main loop).
 // PHASE walks the phases heaviest first. A stride phase's tiles cost its taps (1, 2, 2 and 4 of a
 // stride-2 3x3), so every SMs-th unit per block ends unevenly; with CLAIM (cooperative consumers)
-// each block's producer claims its next unit from a counter in the workspace (the first 256 bytes;
-// it goes back to zero when the last block is done) and hands it to the consumers beside the unit's
-// first stage, so that the shortest units fill in last.
+// each block's producer claims its next unit from a counter in the workspace's first 256 bytes
+// (unit_claims.h) and hands it to the consumers beside the unit's first stage, so that the shortest
+// units fill in last.
 // Split-K (SPLITK > 1, for grids that would leave multiprocessors idle, above all wgrad, whose
 // filter tensor makes few tiles from a long N*P*Q reduction): a unit is one contiguous K range of
 // one tile, split-major; the splits meet in the workspace and the last one sums them in split
@@ -35,6 +35,7 @@
 // scalars when the output is not 16-byte aligned.
 #include "conv_tma_params.h"
 #include "splitk_reduce.h"
+#include "unit_claims.h"
 #include "wgmma_conv_index.h"
 #include "wgmma_common.h"
 
@@ -89,7 +90,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                                                CONSUMERS * WM * EN * 4 + 16 * STAGES);
 
   const TtConvParams& cv = p.c;
-  int* const claims = reinterpret_cast<int*>(cv.workspace);  // DYN: [0] units claimed, [1] blocks done
+  int* const claims = reinterpret_cast<int*>(cv.workspace);  // DYN: unit_claims.h's two counters
   void* const splitk_ws = reinterpret_cast<unsigned char*>(cv.workspace) + (DYN ? 256 : 0);
   // PHASE: the M tiles walk the stride phases in turn, tpp tiles of one phase's grid each, and M
   // is a phase's pixels (wgmma_conv_index.h).
@@ -133,9 +134,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       u32 ph = 0;
       int next = 0;
       for (int u = blockIdx.x; u < total; u = DYN ? next : u + (int)gridDim.x) {
-        // DYN: the next unit is claimed now and used after this one's copies, so that the atomic's
-        // latency hides behind them.
-        if (DYN) next = (int)gridDim.x + atomicAdd(claims, 1);
+        if (DYN) next = tt_claims::next(claims, (int)gridDim.x);  // used after this unit's copies
         int mb, nb, kb, ke;
         unit_tile(u, mb, nb, kb, ke);
         const int m0 = mb * BM, n0 = nb * BN;
@@ -193,17 +192,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         }
       }
       if (DYN) {
-        // No more units: a stage without copies tells the consumers. Every block claims past the
-        // end exactly once, before it counts itself done, so the last one done finds every claim
-        // made and can zero the counters for the next launch.
+        // No more units: a stage without copies tells the consumers.
         mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
         unit_ids[s] = -1;
         mbar_arrive(bars + 8 * s);
-        __threadfence();
-        if (atomicAdd(claims + 1, 1) == (int)gridDim.x - 1) {
-          claims[0] = 0;
-          claims[1] = 0;
-        }
+        tt_claims::done(claims, (int)gridDim.x);
       }
     }
   } else {
