@@ -25,11 +25,12 @@
 #               (OUT/diagnose.tgz);
 #   diagnose_conv: the same for l4_3x3_512's weight gradient, then Nsight Compute at do_bench's
 #               clocks on it and on MobileNet's 1x1 input gradient beside cuDNN (OUT/diagnose_conv.tgz);
-#   claims_bn160: the two paths built without a GPU on 2026-12-05 (wgmma_conv's CLAIM 1, wgmma_gemm's
-#               BN 160): their GPU samples with the sanitizers, then configs/probes/h200_phase_claim_probe.json
-#               and h200_bn160_probe.json tuned (every measurement kept: CLAIM 0 / 1 and BN 128 / 160 / 192
-#               timed in one sweep each) and vs_torch on the other nets' layers they serve
-#               (OUT/claims_bn160.tgz). If both validate and win, the shipped spaces take them.
+#   unrun:      the three paths built without a GPU on 2026-12-05 (wgmma_conv's CLAIM 1, wgmma_gemm's
+#               BN 160 and STG 1): their GPU samples with the sanitizers, then configs/probes/
+#               h200_phase_claim_probe.json, h200_bn160_probe.json and h200_tile_staging_probe.json tuned
+#               (every measurement kept: CLAIM 0 / 1, BN 128 / 160 / 192, STG 0 / 1 timed in one sweep each)
+#               and vs_torch on the other nets' layers they serve (OUT/unrun.tgz). What validates and wins
+#               goes into the shipped spaces.
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -127,24 +128,26 @@ for STEP in ${STEPS//,/ }; do
       rm -f "$D"/t.db*
       "$(dirname "$0")/h200_conv_ncu.sh" "$B" "$D/ncu" 'l4_tap_pack|l4_wgrad_cudnn|mbnet_dgrad'
       pack diagnose_conv ;;
-    claims_bn160)
-      gtest_and_sanitizers "$T" 'WgmmaConvGpu.PhaseDgradsClaimingUnitsSanitizerSample:Conv1x1Gpu.OneHundredSixtyColumnTilesMatchTheReference' claims_bn160 90
-      for probe in phase_claim bn160; do
+    unrun)
+      gtest_and_sanitizers "$T" 'WgmmaConvGpu.PhaseDgradsClaimingUnitsSanitizerSample:Conv1x1Gpu.OneHundredSixtyColumnTilesMatchTheReference' conv 90
+      gtest_and_sanitizers "$G" 'CudaDevice.SanitizerSampleOfWgmmaTileStaging' gemm 60
+      for probe in phase_claim bn160 tile_staging; do
         start=$(date +%s)
-        timeout 150 "$B/tiletune" tune "configs/probes/h200_${probe}_probe.json" --backend cuda --no-vendor \
+        timeout 120 "$B/tiletune" tune "configs/probes/h200_${probe}_probe.json" --backend cuda --no-vendor \
           --db "$D/$probe.db" > "$D/tune_$probe.log" 2>&1
         echo "$probe tune exit $? after $(( $(date +%s) - start )) s"
         grep -A8 '^winners' "$D/tune_$probe.log" | awk 'NF > 3 {print $1, $2, $(NF-2), $(NF-1), $NF}'
         grep -E '^summary|failed by reason' "$D/tune_$probe.log"
         show_all "$D/$probe.db" > "$D/db_show_$probe.txt" 2>&1
       done
+      "$B/tiletune" db merge "$D/phase_claim.db" "$D/bn160.db" "$D/tile_staging.db" > "$D/merge.log" 2>&1
       PYTHONUNBUFFERED=1 timeout 80 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/phase_claim.db" \
-        --user-db "$D/bn160.db" --set untuned --only conv --names stride2_3x3_128,incep_1x1_96_160,effnet_1x1_240_40 \
+        --set untuned --only conv --names stride2_3x3_128,incep_1x1_96_160,effnet_1x1_240_40,mbnet_1x1_144_24 \
         --conv-dtype bf16 --rounds 2 --out "$D/vs_torch.md" --label "$LABEL, bf16" > "$D/vs_torch.log" 2>&1
       echo "vs_torch exit $?"; grep -E '^\| conv ' "$D/vs_torch.md"
       rm -f "$D"/*.db*
-      pack claims_bn160 ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|claims_bn160[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+      pack unrun ;;
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|unrun[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done
