@@ -25,12 +25,12 @@
 #               (OUT/diagnose.tgz);
 #   diagnose_conv: the same for l4_3x3_512's weight gradient, then Nsight Compute at do_bench's
 #               clocks on it and on MobileNet's 1x1 input gradient beside cuDNN (OUT/diagnose_conv.tgz);
-#   unrun:      the three paths built without a GPU on 2026-12-05 (wgmma_conv's CLAIM 1, wgmma_gemm's
-#               BN 160 and STG 1): their GPU samples with the sanitizers, then configs/probes/
-#               h200_phase_claim_probe.json, h200_bn160_probe.json and h200_tile_staging_probe.json tuned
-#               (every measurement kept: CLAIM 0 / 1, BN 128 / 160 / 192, STG 0 / 1 timed in one sweep each)
-#               and vs_torch on the other nets' layers they serve (OUT/unrun.tgz). What validates and wins
-#               goes into the shipped spaces.
+#   unrun_tests, unrun_probes: the three paths built without a GPU on 2026-12-05 (wgmma_conv's CLAIM 1,
+#               wgmma_gemm's BN 160 and STG 1; one call each): their GPU samples with the sanitizers
+#               (OUT/unrun_tests.tgz); then configs/probes/h200_phase_claim_probe.json, h200_bn160_probe.json
+#               and h200_tile_staging_probe.json tuned (every measurement kept: CLAIM 0 / 1, BN 128 / 160 /
+#               192, STG 0 / 1 timed in one sweep each) and vs_torch on the other nets' layers they serve
+#               (OUT/unrun_probes.tgz). What validates and wins goes into the shipped spaces.
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -128,9 +128,11 @@ for STEP in ${STEPS//,/ }; do
       rm -f "$D"/t.db*
       "$(dirname "$0")/h200_conv_ncu.sh" "$B" "$D/ncu" 'l4_tap_pack|l4_wgrad_cudnn|mbnet_dgrad'
       pack diagnose_conv ;;
-    unrun)
+    unrun_tests)
       gtest_and_sanitizers "$T" 'WgmmaConvGpu.PhaseDgradsClaimingUnitsSanitizerSample:Conv1x1Gpu.OneHundredSixtyColumnTilesMatchTheReference' conv 90
       gtest_and_sanitizers "$G" 'CudaDevice.SanitizerSampleOfWgmmaTileStaging' gemm 60
+      pack unrun_tests ;;
+    unrun_probes)
       for probe in phase_claim bn160 tile_staging; do
         start=$(date +%s)
         timeout 120 "$B/tiletune" tune "configs/probes/h200_${probe}_probe.json" --backend cuda --no-vendor \
@@ -146,8 +148,8 @@ for STEP in ${STEPS//,/ }; do
         --conv-dtype bf16 --rounds 2 --out "$D/vs_torch.md" --label "$LABEL, bf16" > "$D/vs_torch.log" 2>&1
       echo "vs_torch exit $?"; grep -E '^\| conv ' "$D/vs_torch.md"
       rm -f "$D"/*.db*
-      pack unrun ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|unrun[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+      pack unrun_probes ;;
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|unrun_tests|unrun_probes[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done
