@@ -359,14 +359,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr int EN = tt_wgmma_epilogue_chunk(WN);  // epilogue chunk (columns), map_c's box width
   static_assert(WN % EN == 0, "epilogue chunks tile the consumer's columns");
   constexpr int EP = WM + 4;  // staging pitch (floats): conflict-free fragment writes
-  // Staging per consumer, for 32 columns whatever the chunk; with the TMA store 512 bytes more, so
-  // that every consumer's share starts on a 1024-byte boundary (the 128-byte swizzle's period,
-  // which the boxes assume).
   static_assert(STG == 0 || (STG == 1 && EPI == 1), "STG: a buffer per chunk of the TMA store");
   constexpr int CB = (int)sizeof(TC);
   constexpr int RB = 128 / CB;                      // TMA store: rows of C per 128-byte box line
   constexpr int NB = STG ? WN / EN : CB == 2 ? 2 : 1;  // TMA store: chunk buffers (two fit for 16-bit C)
   constexpr u32 CHUNK_BYTES = (u32)(WM * EN * CB);  // TMA store: one chunk, WM / RB boxes of EN lines
+  // Staging per consumer, for 32 columns whatever the chunk; with the TMA store 512 bytes more, so
+  // that every consumer's share starts on a 1024-byte boundary (the 128-byte swizzle's period,
+  // which the boxes assume); STG 1: the tile's chunks where they take more.
   constexpr u32 STG_FLOATS_BYTES = 32 * EP * 4 + (EPI == 1 ? 512 : 0);
   constexpr u32 STG_BYTES = STG && NB * CHUNK_BYTES > STG_FLOATS_BYTES ? NB * CHUNK_BYTES : STG_FLOATS_BYTES;
   static_assert(EPI != 1 || (NB * CHUNK_BYTES <= STG_BYTES && STG_BYTES % 1024 == 0), "TMA store staging");
