@@ -52,12 +52,15 @@ gtest_and_sanitizers() {  # BINARY FILTER NAME LIMIT_S: the filter's tests, then
 pack() {  # NAME: D's files into OUT/NAME.tgz, D emptied
   (cd "$D" && tar czf "$OUT/$1.tgz" ./* && rm -rf ./*)
 }
-tune_then_vs_torch() {  # CONFIG LIMIT_S WHAT NAMES DTYPES: the config tuned alone, then vs_torch on NAMES per dtype
+tune_probe() {  # CONFIG LIMIT_S NAME: the config tuned alone, without the vendor, into D/NAME.db (log D/tune_NAME.log)
   local start; start=$(date +%s)
-  timeout "$2" "$B/tiletune" tune "$1" --backend cuda --no-vendor --db "$D/p.db" > "$D/tune.log" 2>&1
+  timeout "$2" "$B/tiletune" tune "$1" --backend cuda --no-vendor --db "$D/$3.db" > "$D/tune_$3.log" 2>&1
   echo "tune $1 exit $? after $(( $(date +%s) - start )) s"
-  grep -A8 '^winners' "$D/tune.log" | awk 'NF > 3 {print $1, $2, $(NF-2), $(NF-1), $NF}'
-  grep -E '^summary|failed by reason' "$D/tune.log"
+  grep -A8 '^winners' "$D/tune_$3.log" | awk 'NF > 3 {print $1, $2, $(NF-2), $(NF-1), $NF}'
+  grep -E '^summary|failed by reason' "$D/tune_$3.log"
+}
+tune_then_vs_torch() {  # CONFIG LIMIT_S WHAT NAMES DTYPES: the config tuned alone, then vs_torch on NAMES per dtype
+  tune_probe "$1" "$2" p
   for dtype in $5; do
     local flag=--conv-dtype; [ "$3" = gemm ] && flag=--dtype
     PYTHONUNBUFFERED=1 timeout 80 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/p.db" \
@@ -86,9 +89,7 @@ for STEP in ${STEPS//,/ }; do
       echo "odd shapes exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|Failure' "$D/gtest_odd.log" | sort -u
       pack gemm_tests ;;
     split_tail)
-      start=$(date +%s)
-      timeout 120 "$B/tiletune" tune configs/probes/h200_split_tail_probe.json --backend cuda --no-vendor --db "$D/st.db" > "$D/tune.log" 2>&1
-      echo "split-tail tune exit $? after $(( $(date +%s) - start )) s"; grep -A3 '^winners' "$D/tune.log" | awk 'NF > 3 {print $1, $2, $(NF-2), $(NF-1), $NF}'
+      tune_probe configs/probes/h200_split_tail_probe.json 120 st
       show_all "$D/st.db" > "$D/db_show.txt" 2>&1
       rm -f "$D"/st.db*
       pack split_tail_probe ;;
@@ -134,12 +135,7 @@ for STEP in ${STEPS//,/ }; do
       pack unrun_tests ;;
     unrun_probes)
       for probe in phase_claim bn160 tile_staging; do
-        start=$(date +%s)
-        timeout 120 "$B/tiletune" tune "configs/probes/h200_${probe}_probe.json" --backend cuda --no-vendor \
-          --db "$D/$probe.db" > "$D/tune_$probe.log" 2>&1
-        echo "$probe tune exit $? after $(( $(date +%s) - start )) s"
-        grep -A8 '^winners' "$D/tune_$probe.log" | awk 'NF > 3 {print $1, $2, $(NF-2), $(NF-1), $NF}'
-        grep -E '^summary|failed by reason' "$D/tune_$probe.log"
+        tune_probe "configs/probes/h200_${probe}_probe.json" 120 "$probe"
         show_all "$D/$probe.db" > "$D/db_show_$probe.txt" 2>&1
       done
       "$B/tiletune" db merge "$D/phase_claim.db" "$D/bn160.db" "$D/tile_staging.db" > "$D/merge.log" 2>&1

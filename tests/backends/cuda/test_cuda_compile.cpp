@@ -364,24 +364,6 @@ TEST(CudaCompile, NvrtcCompilesWgmmaAlignedRunsEpilogueWithoutSpills) {
   expect_compiles_without_spills(t, jobs, true);
 }
 
-// 160-column tiles (K-major B) in the arrangements a 1x1 convolution's space takes them, each
-// epilogue, bf16 and fp16, on Inception's 1x1 input gradient as a GEMM (M = C = 96, N = 39200,
-// K = 160): none spills. An MN-major B (64-column boxes) is refused.
-TEST(CudaCompile, NvrtcCompiles160ColumnTilesWithoutSpills) {
-  const KernelTemplate& t = find_template("wgmma_gemm");
-  const auto jobs = wgmma_jobs({{{"BM", 128}, {"BN", 160}, {"CONSUMERS", 2}, {"PINGPONG", 0}, {"EPI", 1}, {"STAGES", 4}},
-                                {{"BM", 128}, {"BN", 160}, {"CONSUMERS", 2}, {"PINGPONG", 0}, {"EPI", 0}, {"STAGES", 4}},
-                                {{"BM", 64}, {"BN", 160}, {"CONSUMERS", 2}, {"PINGPONG", 1}, {"EPI", 1}, {"STAGES", 4}},
-                                {{"BM", 64}, {"BN", 160}, {"CONSUMERS", 1}, {"PINGPONG", 0}, {"EPI", 1}, {"STAGES", 6}}},
-                               {gemm(DataType::BF16, DataType::BF16, false, false, 96, 39200, 160),
-                                gemm(DataType::F16, DataType::F16, false, false, 96, 39200, 160)});
-  ASSERT_EQ(jobs.size(), 4u);
-  Solution s = jobs[0].first;
-  EXPECT_TRUE(t.violation(t.variables(s, gemm(DataType::BF16, DataType::BF16, false, true, 96, 39200, 160),
-                                      fake_device(gpu::BackendKind::Cuda))));
-  expect_compiles_without_spills(t, jobs, true);
-}
-
 // STG 1 (a TMA-store buffer per chunk of a consumer's tile) in the arrangements of
 // CudaDevice.SanitizerSampleOfWgmmaTileStaging, 2 to 8 chunks, 16- and 32-bit C, on a 1x1 input
 // gradient's GEMM (K = 24): none spills, each takes its tile's bytes of staging and fits, and STG
