@@ -322,7 +322,7 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTileStaging) {
   struct Case { std::size_t problem; int bm, bn, consumers, pingpong, coopn, stages; };
   const std::vector<Case> cases = {{0, 256, 128, 2, 0, 0, 3}, {0, 128, 128, 2, 1, 0, 4}, {0, 128, 256, 2, 0, 1, 3},
                                    {0, 64, 80, 1, 0, 0, 4},   {0, 64, 72, 1, 0, 0, 4},   {1, 128, 128, 2, 0, 0, 3},
-                                   {1, 64, 256, 2, 1, 0, 3}};
+                                   {0, 64, 256, 2, 1, 0, 3},  {1, 64, 128, 2, 1, 0, 4}};
   for (const Case& c : cases) {
     const GemmProblem& p = problems[c.problem];
     const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers},
