@@ -97,8 +97,9 @@
 // 16-bit C, so that writing a chunk overlaps the store of the one before. STG 1: a buffer per chunk
 // of the consumer's tile (2 to 8), so that no chunk of a tile waits for the bulk store of another
 // to have read its buffer: for tiles of one or two K steps (a 1x1 layer of 24-40 channels), whose
-// epilogue is all their work and whose consumers otherwise wait at its handshakes (not yet run on
-// a GPU: the JSON's space holds 0, configs/probes/h200_tile_staging_probe.json asks for 1). Needs C, ldc and the
+// epilogue is all their work and whose consumers otherwise wait at its handshakes. Within 1% of STG 0 on
+// those layers on an H100 (benchmarks/results/conv/2026-12-05_h200_conv_tables_claim_bn160_stg_648d293.md),
+// so the JSON's space holds 0. Needs C, ldc and the
 // batch stride 16-byte aligned (the constraint reads ALIGN_C, which the runtime lowers to the
 // pointer's alignment); beta != 0 takes the path below.
 // Epilogue, stores from the threads (EPI = 0, and EPI = 1 with beta != 0): accumulators (times alpha) go through a padded fp32 staging buffer in
@@ -343,8 +344,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   // 64 x 128 and 128 x 128 tiles, e.g. 88 CTAs of 128 x 96 cover 1000^3 with a fifth less operand
   // traffic than 128 of 64 x 128; 112 of 128 x 72 waste under 1% of N (cuBLAS's fp16 tile). BN 160:
   // fewer waves where 128 leaves a third wave barely started (N = 39200: 307 tiles of 128 on 132
-  // multiprocessors, 245 of 160); not yet run on a GPU, so the JSON's space leaves it out and
-  // configs/probes/h200_bn160_probe.json asks for it.
+  // multiprocessors, 245 of 160): 3% on Inception's 1x1 input gradient, nothing elsewhere measured, so the
+  // JSON's GEMM space leaves it out and the H200 convolution config's 1x1 list holds it.
   static_assert((BN % 64 == 0 || ((BN == 72 || BN == 80 || BN == 96 || BN == 160) && !TRANSB && !CN && !CK)) &&
                     BN <= 256,
                 "BN is 64, 72, 80, 96, 128, 160, 192 or 256");
