@@ -367,6 +367,19 @@ TT_DEVICE int mma_k_tiles(const R& ring, float (&acc)[MI][NACC], u32 a_off, int 
   return prev;
 }
 
+// A ring read with its operands' roles exchanged (wgmma_conv's SWAP): wgmma's A from the ring's B
+// stages and its B from the A stages; barriers and releases the ring's own.
+template <class R>
+struct SwappedRing {
+  static constexpr u32 A_BYTES = R::B_BYTES, B_BYTES = R::A_BYTES;
+  const R& ring;
+  TT_DEVICE u32 a(int s) const { return ring.b(s); }
+  TT_DEVICE u32 b(int s) const { return ring.a(s); }
+  TT_DEVICE u32 full(int s) const { return ring.full(s); }
+  TT_DEVICE void release(int stage, int lane) const { ring.release(stage, lane); }
+  TT_DEVICE static void advance(int& s, u32& ph) { R::advance(s, ph); }
+};
+
 // After the main loop: wait for the last group, keep the accumulators behind that wait, release
 // its stage. MAY_BE_EMPTY: the loop may have run no K tile (prev == -1, no stage to release).
 template <bool MAY_BE_EMPTY, int MI, int NACC, class R>

@@ -31,6 +31,11 @@
 // filter tensor makes few tiles from a long N*P*Q reduction): a unit is one contiguous K range of
 // one tile, split-major; the splits meet in the workspace and the last one sums them in split
 // order (splitk_reduce.h), so results do not depend on timing.
+// SWAP (fwd, dgrad): the consumers compute the transposed tile, the channels as wgmma's M and the
+// pixels as its N, from the same stages (the filters' stage as A, the im2col stage as B). A 64-channel
+// tile (C or K = 64: ResNet's first stage) otherwise runs m64n64 wgmmas, each B read once per m64 of
+// pixels: 128 bytes of shared memory a cycle, all of it, at full math rate; as m64nWM one wgmma of 64
+// channels reads the pixels once, a quarter less (96 bytes a cycle for WM = 128, 80 for WM = 256).
 // Epilogue: accumulators go through a padded fp32 staging buffer, 32 columns at a time, and are
 // written as 16-byte vectors along the output's rows (ld = N, N % 8 == 0 by constraint), or as
 // scalars when the output is not 16-byte aligned.
@@ -55,7 +60,7 @@ TT_DEVICE void tma_im2col_4d(unsigned dst, const TtTensorMap* map, unsigned bar,
 }  // namespace tt_wgconv
 
 template <typename TA, typename TC, int DIR, int BM, int BN, int STAGES, int CONSUMERS, int RASTER, int GROUP,
-          int PINGPONG, int SPLITK, int PHASE = 0, int CLAIM = 0>
+          int PINGPONG, int SPLITK, int PHASE = 0, int CLAIM = 0, int SWAP = 0>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     wgmma_conv(const __grid_constant__ TtConvTmaParams p) {
   using namespace tt_wg;
@@ -69,9 +74,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   constexpr bool PH = PHASE != 0;
   constexpr bool PP = PINGPONG != 0;
   constexpr bool DYN = CLAIM != 0;  // units claimed from a counter (above)
+  constexpr bool SW = SWAP != 0;     // channels as wgmma's M (above)
   constexpr int WM = PP ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
-  constexpr int MI = WM / 64;                   // m64 sub-tiles per consumer
-  static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "BM / CONSUMERS must be 64 or 128");
+  constexpr int MI = SW ? BN / 64 : WM / 64;    // m64 sub-tiles per consumer
+  constexpr int NACC = SW ? WM / 2 : BN / 2;    // accumulators per m64 and thread
+  static_assert(SWAP == 0 || (DIR != 2 && (BN == 64 || BN == 128) && (WM == 64 || WM == 128 || WM == 256)),
+                "SWAP: fwd or dgrad, 64 or 128 channels, 64, 128 or 256 pixels per consumer");
+  static_assert(WM % 64 == 0 && ((MI >= 1 && MI <= 2) || SW), "BM / CONSUMERS must be 64 or 128");
   static_assert(BN % 64 == 0 && BN <= 256, "BN is 64, 128, 192 or 256");
   constexpr bool A_K = DIR != 2, B_K = DIR == 0;  // operands K-major (else MN-major, 64-line boxes)
   constexpr u32 A_STAGE = BM * 128, B_STAGE = BN * 128;  // 128-byte lines of 64 K elements or 64 rows
@@ -79,7 +88,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   constexpr int BOXP = DIR == 2 ? 64 : (BM < 128 ? BM : 128);  // pixels per im2col copy
   constexpr int BOXES = DIR == 2 ? BN / 64 : BM / BOXP;         // im2col copies per stage
   constexpr int EN = 32;  // epilogue chunk (columns), staged as tt_wgconv::staged_float lays it out
-  typedef TtWgmma<BN, IsBf16<TA>::value, A_K ? 0 : 1, B_K ? 0 : 1> Mma;
+  // SWAP: the filters' stage is wgmma's A (K-major for fwd, C-contiguous for dgrad), the im2col stage its B.
+  typedef typename Pick<SW, TtWgmma<WM, IsBf16<TA>::value, B_K ? 0 : 1, 0>,
+                        TtWgmma<BN, IsBf16<TA>::value, A_K ? 0 : 1, B_K ? 0 : 1>>::type Mma;
 
   typedef Ring<STAGES, A_STAGE, B_STAGE> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -214,7 +225,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const long long ldy = N;
     const bool vec_ok = (unsigned long long)Y % 16 == 0;
 
-    float acc[MI][BN / 2];
+    float acc[MI][NACC];
     int s = 0;
     u32 ph = 0;
     // Ping-pong: the consumers take turns, unit by unit; each skips the K steps of the other's
@@ -241,7 +252,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       unit_tile(u, mb, nb, kb, ke);
       if (PP && u != first) pingpong_wait(cw);
       // The constraints keep KT >= SPLITK, so every unit has a K step and leaves a stage to release.
-      const int prev = mma_k_tiles<Mma, A_K, B_K, 64>(ring, acc, PP ? 0 : cw * MI * 64 * 128, kb, ke, s, ph, lane);
+      int prev;
+      if constexpr (SW)
+        prev = mma_k_tiles<Mma, B_K, true, 64>(SwappedRing<RingT>{ring}, acc, 0, kb, ke, s, ph, lane, PP ? 0 : cw * WM * 128);
+      else
+        prev = mma_k_tiles<Mma, A_K, B_K, 64>(ring, acc, PP ? 0 : cw * MI * 64 * 128, kb, ke, s, ph, lane);
       if (PP && u + step < total) pingpong_pass(cw);
       finish_k_tiles<false>(ring, acc, prev, lane);
       if (PP) skip_unit(u + step);
@@ -249,7 +264,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       if (SPLITK > 1) {
         constexpr int GT = PP ? 128 : 128 * CONSUMERS;  // threads holding the tile
         const NamedGroup group{(PP || CONSUMERS == 1) ? 1 + cw : 5, GT};
-        if (!tt_splitk::reduce<MI * BN / 2, GT, SPLITK, BM * BN>(&acc[0][0], splitk_ws, (long long)mb * tiles_n + nb,
+        if (!tt_splitk::reduce<MI * NACC, GT, SPLITK, BM * BN>(&acc[0][0], splitk_ws, (long long)mb * tiles_n + nb,
                                                                  tiles, u / tiles, PP ? tid : threadIdx.x - 128, group))
           continue;
       }
@@ -270,15 +285,32 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       TT_UNROLL
       for (int ch = 0; ch < BN / EN; ++ch) {
         named_sync(1 + cw, 128);  // the previous chunk's staging reads finished
-        TT_UNROLL
-        for (int mi = 0; mi < MI; ++mi) {
+        if (SW) {
+          // The chunk's 32 channels are rows of one m64 held by two of the four warps (16 each), each
+          // thread's values in pairs of pixels: scalar writes, every bank once a warp.
+          if (warp / 2 == ch % 2) {
+            const int c = (warp % 2) * 16 + (lane >> 2);
+            TT_UNROLL
+            for (int j = 0; j < WM / 8; ++j) {
+              const float* f = &acc[(ch * EN) / 64][j * 4];
+              const int row = j * 8 + 2 * (lane & 3);
+              stg[tt_wgconv::staged_float(row, c)] = f[0];
+              stg[tt_wgconv::staged_float(row + 1, c)] = f[1];
+              stg[tt_wgconv::staged_float(row, c + 8)] = f[2];
+              stg[tt_wgconv::staged_float(row + 1, c + 8)] = f[3];
+            }
+          }
+        } else {
           TT_UNROLL
-          for (int j = 0; j < EN / 8; ++j) {
-            const float* f = &acc[mi][(ch * EN / 8 + j) * 4];
-            const int col = j * 8 + 2 * (lane & 3);
-            const int row = mi * 64 + warp * 16 + (lane >> 2);
-            *reinterpret_cast<float2*>(stg + tt_wgconv::staged_float(row, col)) = make_float2(f[0], f[1]);
-            *reinterpret_cast<float2*>(stg + tt_wgconv::staged_float(row + 8, col)) = make_float2(f[2], f[3]);
+          for (int mi = 0; mi < MI; ++mi) {
+            TT_UNROLL
+            for (int j = 0; j < EN / 8; ++j) {
+              const float* f = &acc[mi][(ch * EN / 8 + j) * 4];
+              const int col = j * 8 + 2 * (lane & 3);
+              const int row = mi * 64 + warp * 16 + (lane >> 2);
+              *reinterpret_cast<float2*>(stg + tt_wgconv::staged_float(row, col)) = make_float2(f[0], f[1]);
+              *reinterpret_cast<float2*>(stg + tt_wgconv::staged_float(row + 8, col)) = make_float2(f[2], f[3]);
+            }
           }
         }
         named_sync(1 + cw, 128);

@@ -31,6 +31,12 @@
 #               and h200_tile_staging_probe.json tuned (every measurement kept: CLAIM 0 / 1, BN 128 / 160 /
 #               192, STG 0 / 1 timed in one sweep each) and vs_torch on the other nets' layers they serve
 #               (OUT/unrun_probes.tgz). What validates and wins goes into the shipped spaces.
+#   swap:       wgmma_conv's SWAP 1 (channels as wgmma's M; built without a GPU): its GPU sample with the
+#               sanitizers, then configs/probes/h200_swap_probe.json tuned (SWAP 0 / 1 in one sweep, every
+#               measurement kept) and vs_torch on its layers (OUT/swap.tgz).
+#   search_depth: configs/probes/h200_resnet_search_depth_probe.json (ResNet-50's layers below cuDNN) by model
+#               search at the shipped budget (64) and at 256, every measurement kept: whether the space holds
+#               faster kernels than the model's first 64 (OUT/search_depth.tgz).
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -145,7 +151,31 @@ for STEP in ${STEPS//,/ }; do
       echo "vs_torch exit $?"; grep -E '^\| conv ' "$D/vs_torch.md"
       rm -f "$D"/*.db*
       pack unrun_probes ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|unrun_tests|unrun_probes[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    swap)
+      gtest_and_sanitizers "$T" 'WgmmaConvGpu.SwappedOperandsSanitizerSample' swap 60
+      tune_probe configs/probes/h200_swap_probe.json 120 sw
+      show_all "$D/sw.db" > "$D/db_show.txt" 2>&1
+      for set in shipped:l1_3x3_64 untuned:unet_3x3_64,5x5_48; do
+        PYTHONUNBUFFERED=1 timeout 80 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/sw.db" \
+          --set "${set%%:*}" --only conv --names "${set#*:}" --conv-dtype bf16 --rounds 2 --out "$D/vs_torch_${set%%:*}.md" \
+          --label "$LABEL, bf16" > "$D/vs_torch_${set%%:*}.log" 2>&1
+        echo "vs_torch ${set%%:*} exit $?"; grep -E '^\| conv (fwd|dgrad)' "$D/vs_torch_${set%%:*}.md"
+      done
+      rm -f "$D"/*.db*
+      pack swap ;;
+    search_depth)
+      for budget in 64 256; do
+        start=$(date +%s)
+        timeout 250 "$B/tiletune" tune configs/probes/h200_resnet_search_depth_probe.json --backend cuda --no-vendor \
+          --search model --budget "$budget" --db "$D/b$budget.db" > "$D/tune_b$budget.log" 2>&1
+        echo "budget $budget: tune exit $? after $(( $(date +%s) - start )) s"
+        grep -E '^summary' "$D/tune_b$budget.log"
+        show_all "$D/b$budget.db" > "$D/db_show_b$budget.txt" 2>&1
+        awk '/^problem/ {p = $2; getline; getline; k = ""; for (i = 1; i <= NF; ++i) if ($i ~ /_.*-/) k = $i; print "problem", p, $3, k}' "$D/db_show_b$budget.txt"
+      done
+      rm -f "$D"/*.db*
+      pack search_depth ;;
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|unrun_tests|unrun_probes|swap|search_depth[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done

@@ -168,6 +168,47 @@ TEST(WgmmaConvCompile, PhaseDgradsClaimingUnitsCompileWithoutSpills) {
   expect_no_spills(*compiler, cands, ps, dev, 0);
 }
 
+// SWAP 1 (channels as wgmma's M): 64-channel outputs (fwd K = 64, dgrad C = 64) with partial pixel
+// tiles, 128 channels of a 5x5 with a partial chunk (C = 48: two m64 of channels), a strided dgrad by
+// its phases, fp32 output; cooperative consumers of 64 and 128 pixels, one of 256, ping-pong of 128,
+// split-K. For the compile test and the GPU sample.
+std::vector<Problem> wgmma_conv_swap_problems() {
+  using D = DataType;
+  constexpr ConvDirection DG = ConvDirection::BackwardData;
+  return {wgmma_conv(D::BF16, D::BF16, 2, 64, 20, 20, 64, 3, 3, 1, 1, 1, 1),
+          wgmma_conv(D::F16, D::F32, 2, 64, 19, 17, 128, 3, 3, 1, 1, 1, 1, 1, 1, DG),
+          wgmma_conv(D::BF16, D::BF16, 2, 48, 17, 17, 128, 5, 5, 1, 1, 2, 2),
+          wgmma_conv(D::BF16, D::BF16, 4, 64, 16, 16, 64, 3, 3, 2, 2, 1, 1, 1, 1, DG)};
+}
+std::vector<tuner::Candidate> wgmma_conv_swap_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
+  std::vector<WgmmaConvVariant> vs;
+  for (const auto& [problem, bm, bn, consumers, pingpong, splitk, phase] : std::vector<std::array<int, 7>>{
+           {0, 256, 64, 2, 0, 1, 0}, {0, 256, 64, 1, 0, 1, 0}, {0, 128, 64, 2, 1, 1, 0}, {1, 128, 64, 2, 0, 2, 0},
+           {1, 256, 64, 2, 0, 1, 0}, {2, 128, 128, 2, 0, 1, 0}, {2, 256, 128, 2, 0, 1, 0}, {3, 256, 64, 2, 0, 1, 1}})
+    vs.push_back({std::size_t(problem),
+                  {{"BM", bm}, {"BN", bn}, {"CONSUMERS", consumers}, {"PINGPONG", pingpong}, {"SPLITK", splitk},
+                   {"STAGES", 4}, {"PHASE", phase}, {"SWAP", 1}}});
+  return wgmma_conv_variants(ps, dev, vs);
+}
+
+TEST(WgmmaConvCompile, SwappedOperandsCompileWithoutSpills) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const std::vector<Problem> ps = wgmma_conv_swap_problems();
+  const auto cands = wgmma_conv_swap_candidates(ps, dev);
+  ASSERT_EQ(cands.size(), 8u);
+  // Where SWAP holds: the gradients and 128-channel tiles do not take it.
+  const KernelTemplate& t = *cands[0].tmpl;
+  Solution wgrad = cands[0].solution;
+  ConvProblem w = ps[0].conv();
+  w.direction = ConvDirection::BackwardFilter;
+  EXPECT_TRUE(t.violation(t.variables(wgrad, Problem{w}, dev)));
+  Solution wide = cands[0].solution;
+  wide.params["BN"] = 256;
+  EXPECT_TRUE(t.violation(t.variables(wide, ps[0], dev)));
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+  expect_no_spills(*compiler, cands, ps, dev, 0);
+}
+
 TEST(WgmmaConvCompile, DeepSplitKCompilesForSm90a) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = wgmma_conv_deep_split_problems();
@@ -520,6 +561,18 @@ TEST(WgmmaConvGpu, PhaseDgradsClaimingUnitsSanitizerSample) {
   const std::vector<Problem> ps = wgmma_conv_phase_claim_problems();
   const auto cands = wgmma_conv_phase_claim_candidates(ps, dev->info());
   ASSERT_EQ(cands.size(), 6u);
+  EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
+}
+
+// SWAP 1 (wgmma_conv_swap_candidates): valid twice against the reference. Small enough for
+// compute-sanitizer.
+TEST(WgmmaConvGpu, SwappedOperandsSanitizerSample) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
+  const std::vector<Problem> ps = wgmma_conv_swap_problems();
+  const auto cands = wgmma_conv_swap_candidates(ps, dev->info());
+  ASSERT_EQ(cands.size(), 8u);
   EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
 }
 
