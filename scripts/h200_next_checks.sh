@@ -34,6 +34,8 @@
 #   swap:       wgmma_conv's SWAP 1 (channels as wgmma's M; built without a GPU): its GPU sample with the
 #               sanitizers, then configs/probes/h200_swap_probe.json tuned (SWAP 0 / 1 in one sweep, every
 #               measurement kept) and vs_torch on its layers (OUT/swap.tgz).
+#   swap_budget: configs/probes/h200_resnet_swap_budget_probe.json (the ResNet config's SWAP and budget 96 on the
+#               layers they were made for) tuned, then vs_torch on them in bf16 and fp16 (OUT/swap_budget.tgz).
 #   search_depth: configs/probes/h200_resnet_search_depth_probe.json (ResNet-50's layers below cuDNN) by model
 #               search at the shipped budget (64) and at 256, every measurement kept: whether the space holds
 #               faster kernels than the model's first 64 (OUT/search_depth.tgz).
@@ -163,6 +165,9 @@ for STEP in ${STEPS//,/ }; do
       done
       rm -f "$D"/*.db*
       pack swap ;;
+    swap_budget)
+      tune_then_vs_torch configs/probes/h200_resnet_swap_budget_probe.json 150 conv l1_3x3_64,l4_1x1_2048 "bf16 fp16"
+      pack swap_budget ;;
     search_depth)
       for budget in 64 256; do
         start=$(date +%s)
@@ -175,7 +180,7 @@ for STEP in ${STEPS//,/ }; do
       done
       rm -f "$D"/*.db*
       pack search_depth ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|unrun_tests|unrun_probes|swap|search_depth[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|unrun_tests|unrun_probes|swap|swap_budget|search_depth[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done
