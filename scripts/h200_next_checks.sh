@@ -35,7 +35,8 @@
 #               sanitizers, then configs/probes/h200_swap_probe.json tuned (SWAP 0 / 1 in one sweep, every
 #               measurement kept) and vs_torch on its layers (OUT/swap.tgz).
 #   swap_budget: configs/probes/h200_resnet_swap_budget_probe.json (the ResNet config's SWAP and budget 96 on the
-#               layers they were made for) tuned, then vs_torch on them in bf16 and fp16 (OUT/swap_budget.tgz).
+#               layers they were made for) tuned, then vs_torch on them in bf16 and fp16 (DTYPES="bf16": one)
+#               (OUT/swap_budget.tgz).
 #   search_depth: configs/probes/h200_resnet_search_depth_probe.json (ResNet-50's layers below cuDNN) by model
 #               search at the shipped budget (64) and at 256, every measurement kept: whether the space holds
 #               faster kernels than the model's first 64 (OUT/search_depth.tgz).
@@ -166,7 +167,7 @@ for STEP in ${STEPS//,/ }; do
       rm -f "$D"/*.db*
       pack swap ;;
     swap_budget)
-      tune_then_vs_torch configs/probes/h200_resnet_swap_budget_probe.json 150 conv l1_3x3_64,l4_1x1_2048 "bf16 fp16"
+      tune_then_vs_torch configs/probes/h200_resnet_swap_budget_probe.json 150 conv l1_3x3_64,l4_1x1_2048 "${DTYPES:-bf16 fp16}"
       pack swap_budget ;;
     search_depth)
       for budget in 64 256; do
