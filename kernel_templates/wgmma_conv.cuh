@@ -77,9 +77,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   constexpr bool PP = PINGPONG != 0;
   constexpr bool DYN = CLAIM != 0;  // units claimed from a counter (above)
   constexpr bool SW = SWAP != 0;     // channels as wgmma's M (above)
+  constexpr bool SW2 = SWAP == 2;    // ... with a chunk of the epilogue written by all four warps
   constexpr int WM = PP ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
   constexpr int MI = SW ? BN / 64 : WM / 64;    // m64 sub-tiles per consumer
   constexpr int NACC = SW ? WM / 2 : BN / 2;    // accumulators per m64 and thread
+  static_assert(SWAP >= 0 && SWAP <= 2, "SWAP: 0, 1 or 2");
   static_assert(SWAP == 0 || (DIR != 2 && (BN == 64 || BN == 128) && (WM == 64 || WM == 128 || WM == 256)),
                 "SWAP: fwd or dgrad, 64 or 128 channels, 64, 128 or 256 pixels per consumer");
   static_assert(WM % 64 == 0 && ((MI >= 1 && MI <= 2) || SW), "BM / CONSUMERS must be 64 or 128");
@@ -287,7 +289,20 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       TT_UNROLL
       for (int ch = 0; ch < BN / EN; ++ch) {
         named_sync(1 + cw, 128);  // the previous chunk's staging reads finished
-        if (SW) {
+        // SWAP 2: chunk ch is half h of the pixels by the 64 channels of m64 mi2 (swap2_row).
+        const int mi2 = ch / 2, h = ch % 2;
+        if constexpr (SW2) {
+          const int c = (warp % 2) * 16 + (lane >> 2);
+          TT_UNROLL
+          for (int j = 0; j < WM / 16; ++j) {
+            const float* f = &acc[mi2][(h * (WM / 16) + j) * 4];
+            const int row = tt_wgconv::swap2_staged_row(WM, warp, j, lane);
+            stg[tt_wgconv::staged_float(row, c)] = f[0];
+            stg[tt_wgconv::staged_float(row + 1, c)] = f[1];
+            stg[tt_wgconv::staged_float(row, c + 8)] = f[2];
+            stg[tt_wgconv::staged_float(row + 1, c + 8)] = f[3];
+          }
+        } else if constexpr (SW) {
           // The chunk's 32 channels are rows of one m64 held by two of the four warps (16 each), each
           // thread's values in pairs of pixels: scalar writes, every bank once a warp.
           if (warp / 2 == ch % 2) {
@@ -317,11 +332,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         }
         named_sync(1 + cw, 128);
         const int c = (tid % TPR) * V;
-        const int gn = n_tile + ch * EN + c;
         if (vec_ok) {
           TT_UNROLL
           for (int k = 0; k < RPT; ++k) {
-            const int r = tid / TPR + k * RPP, gm = m_base + r;
+            // SWAP 2: staging row r is the pixel of the thread's row kk (swap2_row; its dst).
+            const int r = tid / TPR + k * RPP, kk = SW2 ? h * (RPT / 2) + k % (RPT / 2) : k;
+            const tt_wgconv::Swap2Row x2 = tt_wgconv::swap2_row(WM, h, r);
+            const int gm = m_base + (SW2 ? x2.pixel : r);
+            const int gn = SW2 ? n_tile + mi2 * 64 + x2.channel + c : n_tile + ch * EN + c;
             if (gm < M && gn < N) {  // N % V == 0: a vector is all in or all out
               float v[V];
               TT_UNROLL
@@ -339,8 +357,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                     }
                     CVec<TC, V>::store(Y + (((long long)b.n * cv.h + b.h + dh) * cv.w + b.w + dw) * ldy + gn, v);
                   }
-              } else if (dst[k] >= 0) {
-                CVec<TC, V>::store(Y + dst[k] * ldy + gn, v);
+              } else if (dst[kk] >= 0) {
+                CVec<TC, V>::store(Y + dst[kk] * ldy + gn, v);
               }
             }
           }
@@ -350,7 +368,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 #pragma unroll 1
           for (int i = tid; i < WM * EN; i += 128) {
             const int r = i / EN, cc = i % EN;
-            const int gm = m_base + r, g = n_tile + ch * EN + cc;
+            const tt_wgconv::Swap2Row x2 = tt_wgconv::swap2_row(WM, h, r);
+            const int gm = m_base + (SW2 ? x2.pixel : r);
+            const int g = SW2 ? n_tile + mi2 * 64 + x2.channel + cc : n_tile + ch * EN + cc;
             if (gm < M && g < N) {
               const TC v = tt_from_float<TC>(stg[tt_wgconv::staged_float(r, cc)]);
               if (DIR == 1 && scatter) {

@@ -186,6 +186,21 @@ TT_CONV_FN long long phase_dx_row(const TtConvParams& p, const PhaseGrid& g, con
 // floats left the writes 2-way conflicted).
 TT_CONV_FN int staged_float(int r, int c) { return r * 32 + ((((c >> 2) ^ (5 * r)) & 7) << 2) + (c & 3); }
 
+// SWAP's transposed accumulators (channel rows, pixel columns: lane l of warp w holds channels
+// 16 w + l / 4 (+ 8) and, per n8 block j, pixels 8 j + 2 (l % 4) (+ 1)). SWAP 2 stages a chunk as half
+// h of a consumer's wm pixels by the 64 channels of one m64: staging rows [0, wm / 2) hold channels
+// 0-31 of the half's pixels, rows [wm / 2, wm) channels 32-63, so that all four warps write.
+// The staging row of warp w's n8 block j (of the half) for lane l, at column 16 (w % 2) + l / 4:
+TT_CONV_FN int swap2_staged_row(int wm, int w, int j, int l) { return (w / 2) * (wm / 2) + j * 8 + 2 * (l & 3); }
+// Staging row r of half h: the consumer tile's pixel row and the first of its 32 channels.
+struct Swap2Row {
+  int pixel, channel;
+};
+TT_CONV_FN Swap2Row swap2_row(int wm, int h, int r) {
+  const int half = r / (wm / 2);
+  return {h * (wm / 2) + r - half * (wm / 2), 32 * half};
+}
+
 }  // namespace tt_wgconv
 
 #endif

@@ -31,9 +31,9 @@
 #               and h200_tile_staging_probe.json tuned (every measurement kept: CLAIM 0 / 1, BN 128 / 160 /
 #               192, STG 0 / 1 timed in one sweep each) and vs_torch on the other nets' layers they serve
 #               (OUT/unrun_probes.tgz). What validates and wins goes into the shipped spaces.
-#   swap:       wgmma_conv's SWAP 1 (channels as wgmma's M; built without a GPU): its GPU sample with the
-#               sanitizers, then configs/probes/h200_swap_probe.json tuned (SWAP 0 / 1 in one sweep, every
-#               measurement kept) and vs_torch on its layers (OUT/swap.tgz).
+#   swap:       wgmma_conv's SWAP 1 and 2 (channels as wgmma's M; 2, its epilogue staged by all four warps, built
+#               without a GPU): their GPU sample with the sanitizers, then configs/probes/h200_swap_probe.json tuned
+#               (SWAP 0 / 1 / 2 in one sweep, every measurement kept) and vs_torch on its layers (OUT/swap.tgz).
 #   swap_budget: configs/probes/h200_resnet_swap_budget_probe.json (the ResNet config's SWAP and budget 96 on the
 #               layers they were made for) tuned, then vs_torch on them in bf16 and fp16 (DTYPES="bf16": one)
 #               (OUT/swap_budget.tgz).

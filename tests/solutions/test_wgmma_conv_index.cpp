@@ -448,3 +448,42 @@ TEST(WgmmaConvIndex, EpilogueStagingIsFreeOfBankConflicts) {
     }
   }
 }
+
+// SWAP 2's staging (swap2_staged_row, swap2_row): each chunk (half of a consumer's pixels by 64
+// channels) fills every staging cell once, each cell read back as the pixel and channel whose
+// accumulator was written there, each warp's scalar writes meeting every bank once; and the kernel's
+// rows of the vector store (thread row kk of its precomputed destinations) are the pixels read.
+TEST(WgmmaConvIndex, SwapTwoStagingHoldsEachChunkOnceWithoutBankConflicts) {
+  using tt_wgconv::staged_float;
+  for (int wm : {64, 128, 256})
+    for (int h = 0; h < 2; ++h) {
+      std::vector<int> written(wm * 32, 0);
+      for (int w = 0; w < 4; ++w)
+        for (int j = 0; j < wm / 16; ++j)
+          for (int e = 0; e < 4; ++e) {
+            std::set<int> banks;
+            for (int lane = 0; lane < 32; ++lane) {
+              const int channel = 16 * w + lane / 4 + 8 * (e >> 1);
+              const int pixel = (h * (wm / 16) + j) * 8 + 2 * (lane & 3) + (e & 1);
+              const int row = tt_wgconv::swap2_staged_row(wm, w, j, lane) + (e & 1);
+              const int col = 16 * (w % 2) + lane / 4 + 8 * (e >> 1);
+              ASSERT_LT(row, wm);
+              ++written[row * 32 + col];
+              const tt_wgconv::Swap2Row x = tt_wgconv::swap2_row(wm, h, row);
+              EXPECT_EQ(x.pixel, pixel) << "wm " << wm << " h " << h << " row " << row;
+              EXPECT_EQ(x.channel + col, channel) << "wm " << wm << " row " << row;
+              banks.insert(staged_float(row, col) % 32);
+            }
+            EXPECT_EQ(banks.size(), 32u) << "wm " << wm << " warp " << w << " j " << j << " e " << e;
+          }
+      for (int cell : written) ASSERT_EQ(cell, 1) << "wm " << wm << " h " << h;
+      for (int tpr : {4, 8}) {  // 16-bit output: 4 threads a row; fp32: 8
+        const int rpp = 128 / tpr, rpt = wm / rpp;
+        for (int tid = 0; tid < 128; ++tid)
+          for (int k = 0; k < rpt; ++k) {
+            const int r = tid / tpr + k * rpp, kk = h * (rpt / 2) + k % (rpt / 2);
+            EXPECT_EQ(tt_wgconv::swap2_row(wm, h, r).pixel, tid / tpr + kk * rpp) << "wm " << wm << " tid " << tid;
+          }
+      }
+    }
+}

@@ -168,7 +168,7 @@ TEST(WgmmaConvCompile, PhaseDgradsClaimingUnitsCompileWithoutSpills) {
   expect_no_spills(*compiler, cands, ps, dev, 0);
 }
 
-// SWAP 1 (channels as wgmma's M): 64-channel outputs (fwd K = 64, dgrad C = 64) with partial pixel
+// SWAP 1 and 2 (channels as wgmma's M; 2: the epilogue's chunks staged by all four warps): 64-channel outputs (fwd K = 64, dgrad C = 64) with partial pixel
 // tiles, 128 channels of a 5x5 with a partial chunk (C = 48: two m64 of channels), a strided dgrad by
 // its phases, fp32 output; cooperative consumers of 64 and 128 pixels, one of 256, ping-pong of 128,
 // split-K. For the compile test and the GPU sample.
@@ -182,12 +182,13 @@ std::vector<Problem> wgmma_conv_swap_problems() {
 }
 std::vector<tuner::Candidate> wgmma_conv_swap_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
   std::vector<WgmmaConvVariant> vs;
-  for (const auto& [problem, bm, bn, consumers, pingpong, splitk, phase] : std::vector<std::array<int, 7>>{
-           {0, 256, 64, 2, 0, 1, 0}, {0, 256, 64, 1, 0, 1, 0}, {0, 128, 64, 2, 1, 1, 0}, {1, 128, 64, 2, 0, 2, 0},
-           {1, 256, 64, 2, 0, 1, 0}, {2, 128, 128, 2, 0, 1, 0}, {2, 256, 128, 2, 0, 1, 0}, {3, 256, 64, 2, 0, 1, 1}})
-    vs.push_back({std::size_t(problem),
-                  {{"BM", bm}, {"BN", bn}, {"CONSUMERS", consumers}, {"PINGPONG", pingpong}, {"SPLITK", splitk},
-                   {"STAGES", 4}, {"PHASE", phase}, {"SWAP", 1}}});
+  for (int swap : {1, 2})
+    for (const auto& [problem, bm, bn, consumers, pingpong, splitk, phase] : std::vector<std::array<int, 7>>{
+             {0, 256, 64, 2, 0, 1, 0}, {0, 256, 64, 1, 0, 1, 0}, {0, 128, 64, 2, 1, 1, 0}, {1, 128, 64, 2, 0, 2, 0},
+             {1, 256, 64, 2, 0, 1, 0}, {2, 128, 128, 2, 0, 1, 0}, {2, 256, 128, 2, 0, 1, 0}, {3, 256, 64, 2, 0, 1, 1}})
+      vs.push_back({std::size_t(problem),
+                    {{"BM", bm}, {"BN", bn}, {"CONSUMERS", consumers}, {"PINGPONG", pingpong}, {"SPLITK", splitk},
+                     {"STAGES", 4}, {"PHASE", phase}, {"SWAP", swap}}});
   return wgmma_conv_variants(ps, dev, vs);
 }
 
@@ -195,7 +196,7 @@ TEST(WgmmaConvCompile, SwappedOperandsCompileWithoutSpills) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = wgmma_conv_swap_problems();
   const auto cands = wgmma_conv_swap_candidates(ps, dev);
-  ASSERT_EQ(cands.size(), 8u);
+  ASSERT_EQ(cands.size(), 16u);
   // Where SWAP holds: the gradients and 128-channel tiles do not take it.
   const KernelTemplate& t = *cands[0].tmpl;
   Solution wgrad = cands[0].solution;
@@ -564,7 +565,7 @@ TEST(WgmmaConvGpu, PhaseDgradsClaimingUnitsSanitizerSample) {
   EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
 }
 
-// SWAP 1 (wgmma_conv_swap_candidates): valid twice against the reference. Small enough for
+// SWAP 1 and 2 (wgmma_conv_swap_candidates): valid twice against the reference. Small enough for
 // compute-sanitizer.
 TEST(WgmmaConvGpu, SwappedOperandsSanitizerSample) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
@@ -572,7 +573,7 @@ TEST(WgmmaConvGpu, SwappedOperandsSanitizerSample) {
   if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
   const std::vector<Problem> ps = wgmma_conv_swap_problems();
   const auto cands = wgmma_conv_swap_candidates(ps, dev->info());
-  ASSERT_EQ(cands.size(), 8u);
+  ASSERT_EQ(cands.size(), 16u);
   EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
 }
 
