@@ -289,7 +289,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       TT_UNROLL
       for (int ch = 0; ch < BN / EN; ++ch) {
         named_sync(1 + cw, 128);  // the previous chunk's staging reads finished
-        // SWAP 2: chunk ch is half h of the pixels by the 64 channels of m64 mi2 (swap2_row).
+        // SWAP 2: chunk ch is half h of the pixels by the 64 channels of m64 mi2, all four warps writing
+        // (swap2_row); scalar writes as SWAP 1's below.
         const int mi2 = ch / 2, h = ch % 2;
         if constexpr (SW2) {
           const int c = (warp % 2) * 16 + (lane >> 2);
@@ -302,7 +303,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             stg[tt_wgconv::staged_float(row, c + 8)] = f[2];
             stg[tt_wgconv::staged_float(row + 1, c + 8)] = f[3];
           }
-        } else if constexpr (SW) {
+        } else if (SW) {
           // The chunk's 32 channels are rows of one m64 held by two of the four warps (16 each), each
           // thread's values in pairs of pixels: scalar writes, every bank once a warp.
           if (warp / 2 == ch % 2) {
@@ -332,15 +333,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         }
         named_sync(1 + cw, 128);
         const int c = (tid % TPR) * V;
+        const int gn = n_tile + ch * EN + c;
         if (vec_ok) {
           TT_UNROLL
           for (int k = 0; k < RPT; ++k) {
-            // SWAP 2: staging row r is the pixel of the thread's row kk (swap2_row; its dst).
+            // SWAP 2: staging row r is the pixel of the thread's row kk (swap2_row), whose dst is found.
             const int r = tid / TPR + k * RPP, kk = SW2 ? h * (RPT / 2) + k % (RPT / 2) : k;
-            const tt_wgconv::Swap2Row x2 = tt_wgconv::swap2_row(WM, h, r);
-            const int gm = m_base + (SW2 ? x2.pixel : r);
-            const int gn = SW2 ? n_tile + mi2 * 64 + x2.channel + c : n_tile + ch * EN + c;
-            if (gm < M && gn < N) {  // N % V == 0: a vector is all in or all out
+            const int gm = m_base + (SW2 ? tt_wgconv::swap2_row(WM, h, r).pixel : r);
+            const int gnk = SW2 ? n_tile + mi2 * 64 + tt_wgconv::swap2_row(WM, h, r).channel + c : gn;
+            if (gm < M && gnk < N) {  // N % V == 0: a vector is all in or all out
               float v[V];
               TT_UNROLL
               for (int q = 0; q < V / 4; ++q) {
@@ -355,10 +356,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                       TT_UNROLL
                       for (int i = 0; i < V; ++i) v[i] = 0.0f;
                     }
-                    CVec<TC, V>::store(Y + (((long long)b.n * cv.h + b.h + dh) * cv.w + b.w + dw) * ldy + gn, v);
+                    CVec<TC, V>::store(Y + (((long long)b.n * cv.h + b.h + dh) * cv.w + b.w + dw) * ldy + gnk, v);
                   }
               } else if (dst[kk] >= 0) {
-                CVec<TC, V>::store(Y + dst[kk] * ldy + gn, v);
+                CVec<TC, V>::store(Y + dst[kk] * ldy + gnk, v);
               }
             }
           }
