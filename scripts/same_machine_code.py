@@ -7,6 +7,8 @@ today's through TILETUNE_TEMPLATE_PATH, a config's variants of the template are 
 ways (tiletune tune --compile-only), and the .text section of each pair of code objects (the
 machine code; symbol names differ) is compared. Variants pair on the problem and the parameters
 both revisions have: a parameter added since REV must be at its default (the old behaviour).
+Today's side is the build's templates as embedded at its last build, not the working tree's files:
+rebuild tiletune after editing kernel_templates/, or the comparison is of a stale binary.
 
 Usage: scripts/same_machine_code.py --rev REV --template NAME --config CONFIG.json
            [--build build-h200] [--arch sm_90a] [--backend cuda] [--opcodes]
