@@ -168,10 +168,11 @@ TEST(WgmmaConvCompile, PhaseDgradsClaimingUnitsCompileWithoutSpills) {
   expect_no_spills(*compiler, cands, ps, dev, 0);
 }
 
-// SWAP 1 and 2 (channels as wgmma's M; 2: the epilogue's chunks staged by all four warps): 64-channel outputs (fwd K = 64, dgrad C = 64) with partial pixel
-// tiles, 128 channels of a 5x5 with a partial chunk (C = 48: two m64 of channels), a strided dgrad by
-// its phases, fp32 output; cooperative consumers of 64 and 128 pixels, one of 256, ping-pong of 128,
-// split-K. For the compile test and the GPU sample.
+// SWAP 1 and 2 (channels as wgmma's M; 2: the epilogue's chunks staged by all four warps): 64-channel
+// outputs (fwd K = 64, dgrad C = 64) with partial pixel tiles, 128 channels of a 5x5 with a partial
+// chunk (C = 48: two m64 of channels), a strided dgrad by its phases, fp32 output; cooperative
+// consumers of 64 and 128 pixels, one of 256, ping-pong of 128, split-K. For the compile test and the
+// GPU sample.
 std::vector<Problem> wgmma_conv_swap_problems() {
   using D = DataType;
   constexpr ConvDirection DG = ConvDirection::BackwardData;
