@@ -339,8 +339,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           for (int k = 0; k < RPT; ++k) {
             // SWAP 2: staging row r is the pixel of the thread's row kk (swap2_row), whose dst is found.
             const int r = tid / TPR + k * RPP, kk = SW2 ? h * (RPT / 2) + k % (RPT / 2) : k;
-            const int gm = m_base + (SW2 ? tt_wgconv::swap2_row(WM, h, r).pixel : r);
-            const int gnk = SW2 ? n_tile + mi2 * 64 + tt_wgconv::swap2_row(WM, h, r).channel + c : gn;
+            const tt_wgconv::Swap2Row x2 = tt_wgconv::swap2_row(WM, h, r);
+            const int gm = m_base + (SW2 ? x2.pixel : r);
+            const int gnk = SW2 ? n_tile + mi2 * 64 + x2.channel + c : gn;
             if (gm < M && gnk < N) {  // N % V == 0: a vector is all in or all out
               float v[V];
               TT_UNROLL
