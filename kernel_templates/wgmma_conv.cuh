@@ -21,16 +21,18 @@
 // grid walking the work units in grouped raster order, cooperative consumers (each owns
 // BM / CONSUMERS rows of a tile) or ping-pong ones (PINGPONG: whole units in turn, one's epilogue
 // overlapping the other's main loop).
-// PHASE walks the phases heaviest first. A stride phase's tiles cost its taps (1, 2, 2 and 4 of a
-// stride-2 3x3), so every SMs-th unit per block ends unevenly; with CLAIM (cooperative consumers)
-// each block's producer claims its next unit from a counter in the workspace's first 256 bytes
-// (unit_claims.h) and hands it to the consumers beside the unit's first stage, so that the shortest
-// units fill in last. Measured 2-4% slower than CLAIM 0 (heaviest first alone) on four strided 3x3
-// input gradients on an H100, so the space holds 0.
+// PHASE walks the phases heaviest first: a stride phase's tiles cost its taps (1, 2, 2 and 4 of a
+// stride-2 3x3), and every SMs-th unit per block then ends most evenly. (Claiming units from a
+// counter instead was 2-4% slower on an H100: benchmarks/results/conv/2026-12-05_h200_conv_tables_
+// claim_bn160_stg_648d293.md.)
 // Split-K (SPLITK > 1, for grids that would leave multiprocessors idle, above all wgrad, whose
 // filter tensor makes few tiles from a long N*P*Q reduction): a unit is one contiguous K range of
 // one tile, split-major; the splits meet in the workspace and the last one sums them in split
 // order (splitk_reduce.h), so results do not depend on timing.
+// Stream-K (SCHED 1, cooperative consumers): the tiles of the last partial wave (all of them where
+// there are fewer tiles than multiprocessors: l4_3x3_512's wgrad makes 72 of 256 x 128) are cut
+// along their K steps into one even run per block, where split-K's units come in whole waves (72 x 2
+// on 132 multiprocessors is two waves of half-tiles, no faster than one of whole ones).
 // SWAP (fwd, dgrad): the consumers compute the transposed tile, the channels as wgmma's M and the
 // pixels as its N, from the same stages (the filters' stage as A, the im2col stage as B). A 64-channel
 // tile (C or K = 64: ResNet's first stage) otherwise runs m64n64 wgmmas, each B read once per m64 of
@@ -43,9 +45,9 @@
 // scalars when the output is not 16-byte aligned.
 #include "conv_tma_params.h"
 #include "splitk_reduce.h"
-#include "unit_claims.h"
 #include "wgmma_conv_index.h"
 #include "wgmma_common.h"
+#include "wgmma_sched.h"
 
 namespace tt_wgconv {
 
@@ -62,7 +64,7 @@ TT_DEVICE void tma_im2col_4d(unsigned dst, const TtTensorMap* map, unsigned bar,
 }  // namespace tt_wgconv
 
 template <typename TA, typename TC, int DIR, int BM, int BN, int STAGES, int CONSUMERS, int RASTER, int GROUP,
-          int PINGPONG, int SPLITK, int PHASE = 0, int CLAIM = 0, int SWAP = 0>
+          int PINGPONG, int SPLITK, int PHASE = 0, int SWAP = 0, int SCHED = 0>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     wgmma_conv(const __grid_constant__ TtConvTmaParams p) {
   using namespace tt_wg;
@@ -72,10 +74,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   static_assert(PINGPONG == 0 || CONSUMERS == 2, "ping-pong needs two consumers");
   static_assert(SPLITK >= 1, "SPLITK: K splits per tile");
   static_assert(PHASE == 0 || DIR == 1, "PHASE: strided input gradients");
-  static_assert(CLAIM == 0 || (PHASE != 0 && PINGPONG == 0), "CLAIM: phases of cooperative consumers");
+  static_assert(SCHED == 0 || (SCHED == 1 && SPLITK == 1 && PINGPONG == 0 && PHASE == 0),
+                "SCHED 1: stream-K instead of split-K, cooperative consumers, no phases");
   constexpr bool PH = PHASE != 0;
   constexpr bool PP = PINGPONG != 0;
-  constexpr bool DYN = CLAIM != 0;  // units claimed from a counter (above)
   constexpr bool SW = SWAP != 0;     // channels as wgmma's M (above)
   constexpr bool SW2 = SWAP == 2;    // ... with a chunk of the epilogue written by all four warps
   constexpr int WM = PP ? BM : BM / CONSUMERS;  // rows per consumer warpgroup
@@ -100,14 +102,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const RingT ring(smem_raw, CONSUMERS * WM * EN * 4);  // staging: CONSUMERS x WM x EN floats
   const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
-  // DYN: the unit whose first K step a stage holds, written by the producer before the stage's
-  // full barrier completes (-1: no more units), after the barriers (SMEM_BYTES counts it).
-  int* const unit_ids = reinterpret_cast<int*>(reinterpret_cast<unsigned char*>(ring.staging) +
-                                               CONSUMERS * WM * EN * 4 + 16 * STAGES);
 
   const TtConvParams& cv = p.c;
-  int* const claims = reinterpret_cast<int*>(cv.workspace);  // DYN: unit_claims.h's two counters
-  void* const splitk_ws = reinterpret_cast<unsigned char*>(cv.workspace) + (DYN ? 256 : 0);
   // PHASE: the M tiles walk the stride phases in turn, tpp tiles of one phase's grid each, and M
   // is a phase's pixels (wgmma_conv_index.h).
   const tt_wgconv::PhaseGrid pg = PH ? tt_wgconv::phase_grid(cv) : tt_wgconv::PhaseGrid{0, 0, 0, 0};
@@ -135,6 +131,25 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     }
     tt_splitk::k_range<SPLITK>(kt_all, split, kb, ke);
   };
+  // SCHED 1 (wgmma_sched.h): the tiles past the last full wave streamed along the K steps over all
+  // gridDim.x blocks, so that fewer tiles than multiprocessors (a wgrad's filter tensor) still keep
+  // every one busy; the loops walk this block's items 0, 1, ... instead of units (SCHED 0's loops
+  // read blockIdx.x, total and gridDim.x as they always did).
+  const bool streams = SCHED == 1 && tt_sched::sched_streams(tiles, gridDim.x, KT);
+  const int sk_first = streams ? 0 : (int)blockIdx.x, sk_step = streams ? 1 : (int)gridDim.x;
+  const int sk_total = streams ? tt_sched::items(1, tiles, gridDim.x, KT, blockIdx.x) : total;
+  // Unit (SCHED 1: item) u as unit_tile gives it; `it`: a streamed tile's part (parts 1 otherwise).
+  auto unit_of = [&](int u, int& mb, int& nb, int& kb, int& ke, tt_sched::Item& it) {
+    it.parts = 1;
+    if (SCHED == 1 && streams) {
+      it = tt_sched::item(1, tiles, gridDim.x, KT, blockIdx.x, u);
+      int b;
+      tile_coords<RASTER, GROUP>(it.t, tiles_m, tiles_n, mb, nb, b);
+      kb = it.kb, ke = it.ke;
+    } else {
+      unit_tile(u, mb, nb, kb, ke);
+    }
+  };
 
   if (threadIdx.x == 0) ring.init(1, PP ? 4 : CONSUMERS * 4);  // empty: one arrival per consuming warp
   __syncthreads();
@@ -148,11 +163,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       prefetch_map(&p.map_tiled);
       int s = 0;
       u32 ph = 0;
-      int next = 0;
-      for (int u = blockIdx.x; u < total; u = DYN ? next : u + (int)gridDim.x) {
-        if (DYN) next = tt_claims::next(claims, (int)gridDim.x);  // used after this unit's copies
+      for (int u = SCHED ? sk_first : blockIdx.x; u < (SCHED ? sk_total : total); u += SCHED ? sk_step : (int)gridDim.x) {
         int mb, nb, kb, ke;
-        unit_tile(u, mb, nb, kb, ke);
+        tt_sched::Item it;
+        unit_of(u, mb, nb, kb, ke, it);
         const int m0 = mb * BM, n0 = nb * BN;
         if (DIR == 2) {
           for (int kt = kb; kt < ke; ++kt) {
@@ -181,7 +195,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           for (int kt = kb; kt < ke; ++kt) {
             const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
             mbar_wait(empty, ph ^ 1);
-            if (DYN && kt == kb) unit_ids[s] = u;
             mbar_arrive_expect_tx(full, STAGE_BYTES);
             const u32 a = sA + s * A_STAGE;
             const unsigned short off_w = (unsigned short)(PH ? tt_wgconv::phase_off_w(cv, pg, x, k.s) : k.s * cv.dil_w);
@@ -206,13 +219,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             if (++s == STAGES) { s = 0; ph ^= 1; }
           }
         }
-      }
-      if (DYN) {
-        // No more units: a stage without copies tells the consumers.
-        mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
-        unit_ids[s] = -1;
-        mbar_arrive(bars + 8 * s);
-        tt_claims::done(claims, (int)gridDim.x);
       }
     }
   } else {
@@ -243,17 +249,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const int first = blockIdx.x, step = gridDim.x;
     if (PP && cw == 1) skip_unit(first);
     const int u_step = PP ? 2 * step : step;
-    // DYN: the unit is the one the producer put beside the next stage (-1: none left). Lane 0 reads
-    // it for its warp: lane 0's release of the stage is what orders the read before the producer's
-    // next write there (mbarrier.arrive releases the arriving thread's accesses only).
-    auto next_unit = [&](int u) {
-      if (!DYN) return u + u_step;
-      mbar_wait(bars + 8 * s, ph);
-      return __shfl_sync(0xffffffffu, lane == 0 ? unit_ids[s] : 0, 0);
-    };
-    for (int u = DYN ? next_unit(0) : first + (PP ? cw * step : 0); (!DYN || u >= 0) && u < total; u = next_unit(u)) {
+    for (int u = SCHED ? sk_first : first + (PP ? cw * step : 0); u < (SCHED ? sk_total : total);
+         u += SCHED ? sk_step : u_step) {
       int mb, nb, kb, ke;
-      unit_tile(u, mb, nb, kb, ke);
+      tt_sched::Item it;
+      unit_of(u, mb, nb, kb, ke, it);
       if (PP && u != first) pingpong_wait(cw);
       // The constraints keep KT >= SPLITK, so every unit has a K step and leaves a stage to release.
       int prev;
@@ -265,10 +265,22 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       finish_k_tiles<false>(ring, acc, prev, lane);
       if (PP) skip_unit(u + step);
 
+      // SCHED 1: a streamed tile's parts meet in the workspace (a counter per streamed tile, then a
+      // slot per part), the last to arrive summing them in K order; it then stores the tile whole.
+      if constexpr (SCHED == 1) {
+        if (it.parts > 1) {
+          constexpr int GT = 128 * CONSUMERS;
+          const NamedGroup group{CONSUMERS == 1 ? 1 : 5, GT};
+          float4* slots = reinterpret_cast<float4*>(tt_sched::part_slots(cv.workspace, gridDim.x, it, BM * BN));
+          if (!tt_splitk::reduce_slots<MI * NACC, GT, BM * BN, 1, false, 4>(&acc[0][0], tt_sched::part_counter(cv.workspace, it),
+                                                                           slots, it.part, it.parts, threadIdx.x - 128, group))
+            continue;
+        }
+      }
       if (SPLITK > 1) {
         constexpr int GT = PP ? 128 : 128 * CONSUMERS;  // threads holding the tile
         const NamedGroup group{(PP || CONSUMERS == 1) ? 1 + cw : 5, GT};
-        if (!tt_splitk::reduce<MI * NACC, GT, SPLITK, BM * BN>(&acc[0][0], splitk_ws, (long long)mb * tiles_n + nb,
+        if (!tt_splitk::reduce<MI * NACC, GT, SPLITK, BM * BN>(&acc[0][0], cv.workspace, (long long)mb * tiles_n + nb,
                                                                  tiles, u / tiles, PP ? tid : threadIdx.x - 128, group))
           continue;
       }

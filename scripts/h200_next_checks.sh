@@ -25,18 +25,15 @@
 #               (OUT/diagnose.tgz);
 #   diagnose_conv: the same for l4_3x3_512's weight gradient, then Nsight Compute at do_bench's
 #               clocks on it and on MobileNet's 1x1 input gradient beside cuDNN (OUT/diagnose_conv.tgz);
-#   unrun_tests, unrun_probes: the three paths built without a GPU on 2026-12-05 (wgmma_conv's CLAIM 1,
-#               wgmma_gemm's BN 160 and STG 1; one call each): their GPU samples with the sanitizers
-#               (OUT/unrun_tests.tgz); then configs/probes/h200_phase_claim_probe.json, h200_bn160_probe.json
-#               and h200_tile_staging_probe.json tuned (every measurement kept: CLAIM 0 / 1, BN 128 / 160 /
-#               192, STG 0 / 1 timed in one sweep each) and vs_torch on the other nets' layers they serve
-#               (OUT/unrun_probes.tgz). What validates and wins goes into the shipped spaces.
 #   swap:       wgmma_conv's SWAP 1 and 2 (channels as wgmma's M; 2, its epilogue staged by all four warps, built
 #               without a GPU): their GPU sample with the sanitizers, then configs/probes/h200_swap_probe.json tuned
 #               (SWAP 0 / 1 / 2 in one sweep, every measurement kept) and vs_torch on its layers (OUT/swap.tgz).
 #   swap_budget: configs/probes/h200_resnet_swap_budget_probe.json (the ResNet config's SWAP and budget 96 on the
 #               layers they were made for) tuned, then vs_torch on them in bf16 and fp16 (DTYPES="bf16": one)
 #               (OUT/swap_budget.tgz).
+#   stream_k:   wgmma_conv's SCHED 1 (stream-K, built without a GPU on 2026-12-06) and SWAP 2: their GPU samples
+#               with the sanitizers, then configs/probes/h200_conv_stream_k_probe.json tuned (SCHED 0 / 1 in one
+#               sweep, every measurement kept) and vs_torch on its layers in bf16 and fp16 (OUT/stream_k.tgz).
 #   search_depth: configs/probes/h200_resnet_search_depth_probe.json (ResNet-50's layers below cuDNN) by model
 #               search at the shipped budget (64) and at 256, every measurement kept: whether the space holds
 #               faster kernels than the model's first 64 (OUT/search_depth.tgz).
@@ -138,22 +135,6 @@ for STEP in ${STEPS//,/ }; do
       rm -f "$D"/t.db*
       "$(dirname "$0")/h200_conv_ncu.sh" "$B" "$D/ncu" 'l4_tap_pack|l4_wgrad_cudnn|mbnet_dgrad'
       pack diagnose_conv ;;
-    unrun_tests)
-      gtest_and_sanitizers "$T" 'WgmmaConvGpu.PhaseDgradsClaimingUnitsSanitizerSample:Conv1x1Gpu.OneHundredSixtyColumnTilesMatchTheReference' conv 90
-      gtest_and_sanitizers "$G" 'CudaDevice.SanitizerSampleOfWgmmaTileStaging' gemm 60
-      pack unrun_tests ;;
-    unrun_probes)
-      for probe in phase_claim bn160 tile_staging; do
-        tune_probe "configs/probes/h200_${probe}_probe.json" 120 "$probe"
-        show_all "$D/$probe.db" > "$D/db_show_$probe.txt" 2>&1
-      done
-      "$B/tiletune" db merge "$D/phase_claim.db" "$D/bn160.db" "$D/tile_staging.db" > "$D/merge.log" 2>&1
-      PYTHONUNBUFFERED=1 timeout 80 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/phase_claim.db" \
-        --set untuned --only conv --names stride2_3x3_128,incep_1x1_96_160,effnet_1x1_240_40,mbnet_1x1_144_24 \
-        --conv-dtype bf16 --rounds 2 --out "$D/vs_torch.md" --label "$LABEL, bf16" > "$D/vs_torch.log" 2>&1
-      echo "vs_torch exit $?"; grep -E '^\| conv ' "$D/vs_torch.md"
-      rm -f "$D"/*.db*
-      pack unrun_probes ;;
     swap)
       gtest_and_sanitizers "$T" 'WgmmaConvGpu.SwappedOperandsSanitizerSample' swap 60
       tune_probe configs/probes/h200_swap_probe.json 120 sw
@@ -169,6 +150,19 @@ for STEP in ${STEPS//,/ }; do
     swap_budget)
       tune_then_vs_torch configs/probes/h200_resnet_swap_budget_probe.json 150 conv l1_3x3_64,l4_1x1_2048 "${DTYPES:-bf16 fp16}"
       pack swap_budget ;;
+    stream_k)
+      gtest_and_sanitizers "$T" 'WgmmaConvGpu.StreamKSanitizerSample:WgmmaConvGpu.SwappedOperandsSanitizerSample' sk 90
+      tune_probe configs/probes/h200_conv_stream_k_probe.json 150 sk
+      show_all "$D/sk.db" > "$D/db_show.txt" 2>&1
+      for dtype in bf16 fp16; do  # (fp16: the probe tunes l4_3x3_512 alone)
+        names=l4_3x3_512; [ "$dtype" = bf16 ] && names=l4_3x3_512,l3_3x3_256,l2_3x3_128,l4_1x1_2048,l3_1x1_1024
+        PYTHONUNBUFFERED=1 timeout 80 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/sk.db" \
+          --set shipped --only conv --names "$names" --conv-dtype "$dtype" \
+          --rounds 2 --out "$D/vs_torch_$dtype.md" --label "$LABEL, $dtype" > "$D/vs_torch_$dtype.log" 2>&1
+        echo "vs_torch $dtype exit $?"; grep -E '^\| conv wgrad' "$D/vs_torch_$dtype.md"
+      done
+      rm -f "$D"/*.db*
+      pack stream_k ;;
     search_depth)
       for budget in 64 256; do
         start=$(date +%s)
@@ -181,7 +175,7 @@ for STEP in ${STEPS//,/ }; do
       done
       rm -f "$D"/*.db*
       pack search_depth ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|unrun_tests|unrun_probes|swap|swap_budget|search_depth[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done

@@ -6,15 +6,17 @@ renamed NAME_old, their #includes and the kernel function renamed with them) are
 today's through TILETUNE_TEMPLATE_PATH, a config's variants of the template are compiled both
 ways (tiletune tune --compile-only), and the .text section of each pair of code objects (the
 machine code; symbol names differ) is compared. Variants pair on the problem and the parameters
-both revisions have: a parameter added since REV must be at its default (the old behaviour).
+both revisions have: a parameter added since REV must be at its default (the old behaviour), one removed
+since REV at its default there.
 Today's side is the build's templates as embedded at its last build, not the working tree's files:
 rebuild tiletune after editing kernel_templates/, or the comparison is of a stale binary.
 
 Usage: scripts/same_machine_code.py --rev REV --template NAME --config CONFIG.json
            [--build build-h200] [--arch sm_90a] [--backend cuda] [--opcodes]
 Exit 0 when every pair is byte-identical, 1 when one differs, 2 on a usage or tool error.
-Needs readelf (binutils) and a build with the backend's compiler (NVRTC / hipRTC). --opcodes: for
-the first pair that differs, the instructions whose counts differ (CUDA: cuobjdump and nvdisasm on
+Needs readelf (binutils) and a build with the backend's compiler (NVRTC / hipRTC). --opcodes: of the
+pairs that differ, how many have the same count of every instruction, and for the first that has not,
+the instructions whose counts differ (CUDA: cuobjdump and nvdisasm on
 PATH, e.g. from PyPI's nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm), to tell a change of loads,
 stores or math from one of address arithmetic and scheduling.
 """
@@ -132,18 +134,24 @@ def main():
         rows = sqlite3.connect(db).execute(
             "select s.template, s.params, co.bytes, c.problem_id from code_objects co join solutions s on "
             "s.id = co.solution_id join compiled c on c.code_object_id = co.id where co.ok = 1").fetchall()
-        default = json.load(open(os.path.join("kernel_templates", a.template + ".json"))).get("default", {})
+        today = json.load(open(os.path.join("kernel_templates", a.template + ".json")))
+        default = today.get("default", {})
+        new_params = set(today.get("parameters", {})) | set(default)
+        old_default = spec.get("default", {})
         pairs = collections.defaultdict(dict)
         for template, params, blob, problem in rows:
             p = json.loads(params)
             if template == a.template and any(default.get(k) != v for k, v in p.items() if k not in old_params):
                 continue  # a parameter added since rev, off its default: nothing to compare with
-            key = (problem, json.dumps({k: v for k, v in p.items() if k in old_params}, sort_keys=True))
+            if template != a.template and any(old_default.get(k) != v for k, v in p.items() if k not in new_params):
+                continue  # a parameter removed since rev, off its default there: nothing today does that
+            key = (problem, json.dumps({k: v for k, v in p.items() if k in old_params and k in new_params}, sort_keys=True))
             pairs[key][template] = blob
         if not pairs:
             sys.exit(f"same_machine_code: nothing compiled: the config's variants are all pruned (try tiletune tune "
                      f"{a.config} --backend {a.backend} --compile-only --arch {a.arch} --list-pruned)")
         same, differ, unpaired = 0, [], 0
+        same_counts, first_diff = 0, None  # --opcodes: differing pairs of the same instruction counts
         for key, d in sorted(pairs.items()):
             if len(d) != 2:
                 unpaired += 1
@@ -154,19 +162,23 @@ def main():
             if new == old:
                 same += 1
             else:
-                if a.opcodes and not differ:
+                if a.opcodes:
                     scratch = os.path.join(tmp, "x.cubin")
                     was, now = (opcode_counts(d[t], scratch) for t in (a.template + "_old", a.template))
-                    first_diff = [f"{op} {was[op]} -> {now[op]}" for op in sorted(set(was) | set(now))
-                                  if was[op] != now[op]]
+                    counts_differ = [f"{op} {was[op]} -> {now[op]}" for op in sorted(set(was) | set(now))
+                                     if was[op] != now[op]]
+                    if counts_differ and first_diff is None:
+                        first_diff = counts_differ
+                    same_counts += not counts_differ
                 differ.append(key)
         print(f"{a.template} against {a.rev} ({a.arch}): {same} variants the same machine code, {len(differ)} not, "
               f"{unpaired} unpaired")
         for problem, params in differ[:20]:
             print(f"  differs: problem {problem} {params}")
         if a.opcodes and differ:
-            print("  the first pair's instructions whose counts differ (old -> new): " +
-                  (", ".join(first_diff) or "none"))
+            print(f"  of those, {same_counts} with the same count of every instruction (scheduled or addressed "
+                  "differently)" + (f"; the first whose counts differ (old -> new): {', '.join(first_diff)}"
+                                    if first_diff else ""))
         sys.exit(1 if differ or same == 0 else 0)
 
 

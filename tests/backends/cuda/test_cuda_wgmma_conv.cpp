@@ -137,33 +137,37 @@ std::vector<tuner::Candidate> wgmma_conv_deep_split_candidates(const std::vector
   return wgmma_conv_variants(ps, dev, vs);
 }
 
-// Strided dgrads by their phases, most with more units than an H200 has multiprocessors (196 units
-// of 128 x 64, 136 of 64 x 64 in two splits; 132 run at a time), so that blocks claim units from the
-// workspace's counter (CLAIM 1; with split-K the split-K area starts past the counter) or walk
-// them heaviest first in a fixed share (CLAIM 0). For the compile test and the GPU sample.
-std::vector<Problem> wgmma_conv_phase_claim_problems() {
+// Stream-K (SCHED 1): weight gradients of fewer tiles than multiprocessors (every tile streamed;
+// reductions ending inside a 64-pixel step, K off BM, fp32 out), forward passes and an input
+// gradient with a partial last wave (one after two whole waves), SWAP 1 and 2 among them. For the
+// compile test and the GPU sample (on a 132-multiprocessor Hopper: on others the constraints may
+// take variants out).
+std::vector<Problem> wgmma_conv_stream_k_problems() {
   using D = DataType;
-  constexpr ConvDirection DG = ConvDirection::BackwardData;
-  return {wgmma_conv(D::BF16, D::BF16, 8, 64, 56, 56, 64, 3, 3, 2, 2, 1, 1, 1, 1, DG),
-          wgmma_conv(D::F16, D::F32, 4, 64, 33, 31, 1024, 3, 3, 2, 2, 1, 1, 1, 1, DG)};
+  constexpr ConvDirection DG = ConvDirection::BackwardData, WG = ConvDirection::BackwardFilter;
+  return {wgmma_conv(D::BF16, D::BF16, 2, 512, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, WG),
+          wgmma_conv(D::F16, D::F32, 4, 256, 14, 14, 192, 3, 3, 1, 1, 1, 1, 1, 1, WG),
+          wgmma_conv(D::BF16, D::F32, 2, 128, 40, 40, 256, 3, 3, 1, 1, 1, 1),
+          wgmma_conv(D::BF16, D::BF16, 2, 64, 48, 48, 320, 3, 3, 1, 1, 1, 1),
+          wgmma_conv(D::F16, D::F16, 4, 64, 30, 30, 256, 3, 3, 1, 1, 1, 1, 1, 1, DG)};
 }
-std::vector<tuner::Candidate> wgmma_conv_phase_claim_candidates(const std::vector<Problem>& ps,
-                                                                const gpu::DeviceInfo& dev) {
+std::vector<tuner::Candidate> wgmma_conv_stream_k_candidates(const std::vector<Problem>& ps,
+                                                             const gpu::DeviceInfo& dev) {
   std::vector<WgmmaConvVariant> vs;
-  for (const auto& [problem, bm, consumers, pingpong, splitk, stages, claim] : std::vector<std::array<int, 7>>{
-           {0, 128, 2, 0, 1, 4, 1}, {0, 256, 2, 0, 1, 3, 1}, {0, 128, 2, 1, 1, 4, 0},
-           {1, 64, 1, 0, 2, 4, 1}, {1, 256, 2, 0, 1, 3, 1}, {1, 128, 2, 0, 1, 4, 0}})
+  for (const auto& [problem, bm, bn, consumers, swap] : std::vector<std::array<int, 5>>{
+           {0, 128, 128, 2, 0}, {0, 64, 256, 1, 0}, {1, 128, 64, 2, 0}, {2, 128, 128, 2, 0}, {2, 128, 64, 2, 1},
+           {3, 64, 64, 1, 0}, {4, 64, 64, 1, 1}, {4, 64, 64, 1, 2}})
     vs.push_back({std::size_t(problem),
-                  {{"BM", bm}, {"BN", 64}, {"CONSUMERS", consumers}, {"PINGPONG", pingpong}, {"SPLITK", splitk},
-                   {"STAGES", stages}, {"PHASE", 1}, {"CLAIM", claim}}});
+                  {{"BM", bm}, {"BN", bn}, {"CONSUMERS", consumers}, {"PINGPONG", 0}, {"SPLITK", 1}, {"STAGES", 4},
+                   {"PHASE", 0}, {"SWAP", swap}, {"SCHED", 1}}});
   return wgmma_conv_variants(ps, dev, vs);
 }
 
-TEST(WgmmaConvCompile, PhaseDgradsClaimingUnitsCompileWithoutSpills) {
+TEST(WgmmaConvCompile, StreamKCompilesWithoutSpills) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  const std::vector<Problem> ps = wgmma_conv_phase_claim_problems();
-  const auto cands = wgmma_conv_phase_claim_candidates(ps, dev);
-  ASSERT_EQ(cands.size(), 6u);
+  const std::vector<Problem> ps = wgmma_conv_stream_k_problems();
+  const auto cands = wgmma_conv_stream_k_candidates(ps, dev);
+  ASSERT_EQ(cands.size(), 8u);
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   expect_no_spills(*compiler, cands, ps, dev, 0);
 }
@@ -553,16 +557,16 @@ TEST(WgmmaConvGpu, DeepSplitKSanitizerSample) {
   EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
 }
 
-// Units claimed from the workspace's counter: valid twice against the reference (the second launch
-// starts from the counter the first left), the workspace left zeroed. Small enough for
-// compute-sanitizer.
-TEST(WgmmaConvGpu, PhaseDgradsClaimingUnitsSanitizerSample) {
+// Stream-K (wgmma_conv_stream_k_candidates): valid against the reference, the workspace's counters
+// and slots left zeroed. Small enough for compute-sanitizer.
+TEST(WgmmaConvGpu, StreamKSanitizerSample) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
   if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
-  const std::vector<Problem> ps = wgmma_conv_phase_claim_problems();
-  const auto cands = wgmma_conv_phase_claim_candidates(ps, dev->info());
-  ASSERT_EQ(cands.size(), 6u);
+  if (dev->info().multiprocessors != 132) GTEST_SKIP() << "the sample is sized for 132 multiprocessors";
+  const std::vector<Problem> ps = wgmma_conv_stream_k_problems();
+  const auto cands = wgmma_conv_stream_k_candidates(ps, dev->info());
+  ASSERT_EQ(cands.size(), 8u);
   EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
 }
 
