@@ -47,10 +47,12 @@ source "$(dirname "$0")/h200_env.sh"
 show_all() {  # every measurement of every problem of a database (which variant of each kind won, and by how much)
   for id in $("$B/tiletune" db problems "$1" | awk 'NR > 1 {print $1}'); do "$B/tiletune" db show "$1" "$id"; done
 }
-gtest_and_sanitizers() {  # BINARY FILTER NAME LIMIT_S: the filter's tests, then under memcheck and racecheck
-  timeout "$4" "$1" --gtest_filter="$2" > "$D/gtest_$3.log" 2>&1
-  echo "$3 exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$D/gtest_$3.log" | sort -u | head
-  for tool in memcheck racecheck; do
+gtest_and_sanitizers() {  # BINARY FILTER NAME LIMIT_S [TOOLS]: the filter's tests, then under memcheck and racecheck
+  if [ -z "${5:-}" ]; then
+    timeout "$4" "$1" --gtest_filter="$2" > "$D/gtest_$3.log" 2>&1
+    echo "$3 exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$D/gtest_$3.log" | sort -u | head
+  fi
+  for tool in ${5:-memcheck racecheck}; do
     timeout "$(( $4 * 2 ))" compute-sanitizer --tool "$tool" --print-limit 5 "$1" --gtest_filter="$2" > "$D/${tool}_$3.log" 2>&1
     echo "$tool ($3) exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$D/${tool}_$3.log" | tail -1)"
   done
@@ -151,7 +153,10 @@ for STEP in ${STEPS//,/ }; do
       tune_then_vs_torch configs/probes/h200_resnet_swap_budget_probe.json 150 conv l1_3x3_64,l4_1x1_2048 "${DTYPES:-bf16 fp16}"
       pack swap_budget ;;
     stream_k)
-      gtest_and_sanitizers "$T" 'WgmmaConvGpu.StreamKSanitizerSample:WgmmaConvGpu.SwappedOperandsSanitizerSample' sk 90
+      # the samples plain, the timings, then the sanitizers: what a call cut at its limit leaves is the least needed
+      sample='WgmmaConvGpu.StreamKSanitizerSample:WgmmaConvGpu.SwappedOperandsSanitizerSample'
+      timeout 90 "$T" --gtest_filter="$sample" > "$D/gtest_sk.log" 2>&1
+      echo "sk exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$D/gtest_sk.log" | sort -u | head
       tune_probe configs/probes/h200_conv_stream_k_probe.json 150 sk
       show_all "$D/sk.db" > "$D/db_show.txt" 2>&1
       for dtype in bf16 fp16; do  # (fp16: the probe tunes l4_3x3_512 alone)
@@ -162,6 +167,7 @@ for STEP in ${STEPS//,/ }; do
         echo "vs_torch $dtype exit $?"; grep -E '^\| conv wgrad' "$D/vs_torch_$dtype.md"
       done
       rm -f "$D"/*.db*
+      gtest_and_sanitizers "$T" "$sample" sk 90 "memcheck racecheck"
       pack stream_k ;;
     search_depth)
       for budget in 64 256; do
