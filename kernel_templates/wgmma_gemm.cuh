@@ -94,12 +94,9 @@
 // accumulators, converted to C's type, into a staging buffer laid out as the TMA boxes of C
 // (128-byte lines down each column, 128-byte swizzle; stmatrix.trans for 16-bit C) and one
 // thread issues a bulk tensor store per box, which clips at M and N; two buffers alternate for
-// 16-bit C, so that writing a chunk overlaps the store of the one before. STG 1: a buffer per chunk
-// of the consumer's tile (2 to 8), so that no chunk of a tile waits for the bulk store of another
-// to have read its buffer: for tiles of one or two K steps (a 1x1 layer of 24-40 channels), whose
-// epilogue is all their work and whose consumers otherwise wait at its handshakes. Within 1% of STG 0 on
-// those layers on an H100 (benchmarks/results/conv/2026-12-05_h200_conv_tables_claim_bn160_stg_648d293.md),
-// so the JSON's space holds 0. Needs C, ldc and the
+// 16-bit C, so that writing a chunk overlaps the store of the one before (a buffer per chunk of the
+// tile was within 1% of two on 1x1 layers of 24-40 channels, whose epilogue is all their work:
+// benchmarks/results/conv/2026-12-05_h200_conv_tables_claim_bn160_stg_648d293.md). Needs C, ldc and the
 // batch stride 16-byte aligned (the constraint reads ALIGN_C, which the runtime lowers to the
 // pointer's alignment); beta != 0 takes the path below.
 // Epilogue, stores from the threads (EPI = 0, and EPI = 1 with beta != 0): accumulators (times alpha) go through a padded fp32 staging buffer in
@@ -292,7 +289,7 @@ TT_DEVICE int mma_k_tiles_areg(const R& ring, float (&acc)[MI][NACC], u32 a_off,
 
 template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
           int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER, int CLUSTER, int SPLITK = 1, int OCC = 1,
-          int COOPN = 0, int EPI = 0, int COOPK = 0, int CLUSTERN = 1, int AREG = 0, int SCHED = 0, int STG = 0>
+          int COOPN = 0, int EPI = 0, int COOPK = 0, int CLUSTERN = 1, int AREG = 0, int SCHED = 0>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
@@ -360,16 +357,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr int EN = tt_wgmma_epilogue_chunk(WN);  // epilogue chunk (columns), map_c's box width
   static_assert(WN % EN == 0, "epilogue chunks tile the consumer's columns");
   constexpr int EP = WM + 4;  // staging pitch (floats): conflict-free fragment writes
-  static_assert(STG == 0 || (STG == 1 && EPI == 1), "STG: a buffer per chunk of the TMA store");
   constexpr int CB = (int)sizeof(TC);
   constexpr int RB = 128 / CB;                      // TMA store: rows of C per 128-byte box line
-  constexpr int NB = STG ? WN / EN : CB == 2 ? 2 : 1;  // TMA store: chunk buffers (two fit for 16-bit C)
+  constexpr int NB = CB == 2 ? 2 : 1;                // TMA store: chunk buffers (two fit for 16-bit C)
   constexpr u32 CHUNK_BYTES = (u32)(WM * EN * CB);  // TMA store: one chunk, WM / RB boxes of EN lines
   // Staging per consumer, for 32 columns whatever the chunk; with the TMA store 512 bytes more, so
   // that every consumer's share starts on a 1024-byte boundary (the 128-byte swizzle's period,
-  // which the boxes assume); STG 1: the tile's chunks where they take more.
-  constexpr u32 STG_FLOATS_BYTES = 32 * EP * 4 + (EPI == 1 ? 512 : 0);
-  constexpr u32 STG_BYTES = STG && NB * CHUNK_BYTES > STG_FLOATS_BYTES ? NB * CHUNK_BYTES : STG_FLOATS_BYTES;
+  // which the boxes assume).
+  constexpr u32 STG_BYTES = 32 * EP * 4 + (EPI == 1 ? 512 : 0);
   static_assert(EPI != 1 || (NB * CHUNK_BYTES <= STG_BYTES && STG_BYTES % 1024 == 0), "TMA store staging");
   constexpr bool BF = IsBf16<TA>::value;
   typedef typename Pick<EB == 1, TtWgmma8<WNM, INT8>,

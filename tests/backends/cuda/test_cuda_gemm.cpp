@@ -310,29 +310,6 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC) {
   }
 }
 
-// STG 1 (a TMA-store buffer per chunk of a consumer's tile): the shapes of a 1x1 input gradient
-// of few channels (K = 24 and 40: one K step a tile; M = 144 and 240 past whole tiles), 2 to 8
-// chunks of 32, 24 and 16 columns, one and two consumers, ping-pong, consumers splitting N, fp32
-// C; on the full grid (tiles after tiles reusing the buffers) and on two CTAs. Small enough for
-// compute-sanitizer.
-TEST_F(CudaDevice, SanitizerSampleOfWgmmaTileStaging) {
-  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
-  const std::vector<GemmProblem> problems = {gemm(DataType::BF16, DataType::BF16, false, false, 144, 6000, 24),
-                                             gemm(DataType::F16, DataType::F32, false, false, 240, 3000, 40)};
-  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, coopn, stages; };
-  const std::vector<Case> cases = {{0, 256, 128, 2, 0, 0, 3}, {0, 128, 128, 2, 1, 0, 4}, {0, 128, 256, 2, 0, 1, 3},
-                                   {0, 64, 80, 1, 0, 0, 4},   {0, 64, 72, 1, 0, 0, 4},   {1, 128, 128, 2, 0, 0, 3},
-                                   {0, 64, 256, 2, 1, 0, 3},  {1, 64, 128, 2, 1, 0, 4}};
-  for (const Case& c : cases) {
-    const GemmProblem& p = problems[c.problem];
-    const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers},
-                                                    {"PINGPONG", c.pingpong}, {"COOPN", c.coopn}, {"EPI", 1},
-                                                    {"STG", 1}, {"STAGES", c.stages}});
-    ASSERT_TRUE(w.kernel);
-    expect_valid_on_full_and_two_cta_grids(*dev_, w, p);
-  }
-}
-
 // The wgmma arrangements outside the default space, for the sanitizers too: clusters of 2 and 4
 // and 2-D ones (B and A multicast, remote releases, the producer's tail wait instead of a closing cluster barrier)
 // and consumers splitting N or K, on both majors of B and an edge in every dimension, on a grid of two
