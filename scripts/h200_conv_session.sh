@@ -7,9 +7,11 @@
 #   probes: their probes and vs_torch on the probed layers (h200_grad_probes.sh probes);
 #   tables: ResNet-50 in all three directions from configs/h200/h200_conv_resnet50.json in bf16, and
 #           the other nets' layers in bf16 (h200_conv_grad.sh, h200_untuned.sh conv);
+#   sk_tables: where one call is all that comes: the stream-K and SWAP samples plain, ResNet-50 in bf16, then the
+#           stream-K sample under memcheck and racecheck.
 #   tables_fp16: ResNet-50 in fp16. (At the config's budget of 96 a problem a dtype's sweep takes ~4 minutes:
 #           both dtypes and the other nets no longer fit one call.)
-# Usage: scripts/h200_conv_session.sh check|probes|tables|tables_fp16 BUILD_DIR TESTS_BINARY OUT_DIR LABEL
+# Usage: scripts/h200_conv_session.sh check|probes|tables|tables_fp16|sk_tables BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 set -uo pipefail
 STEP=$1 B=$2 T=$3 OUT=$4 LABEL=$5
 here=$(dirname "$0")
@@ -26,7 +28,18 @@ case "$STEP" in
     "$here/h200_conv_grad.sh" "$B" "$OUT/$STEP/resnet50_$dtype" "$LABEL, $dtype" 280 configs/h200/h200_conv_resnet50.json "$dtype"
     rm -f "$OUT/$STEP/resnet50_$dtype"/*.db*
     [ "$STEP" = tables ] && "$here/h200_untuned.sh" conv "$B" "$OUT/$STEP/other_bf16" "$LABEL, bf16" 120 bf16 ;;
-  *) echo "usage: $0 check|probes|tables|tables_fp16 BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2; exit 2 ;;
+  sk_tables)  # one call when only one comes: the stream-K and SWAP samples plain, ResNet-50 bf16, then the sanitizers
+    sample='WgmmaConvGpu.StreamKSanitizerSample:WgmmaConvGpu.SwappedOperandsSanitizerSample'
+    timeout 90 "$T" --gtest_filter="$sample" > "$OUT/$STEP/gtest_samples.log" 2>&1
+    echo "samples exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$OUT/$STEP/gtest_samples.log" | sort -u
+    "$here/h200_conv_grad.sh" "$B" "$OUT/$STEP/resnet50_bf16" "$LABEL, bf16" 250 configs/h200/h200_conv_resnet50.json bf16
+    rm -f "$OUT/$STEP/resnet50_bf16"/*.db*
+    for tool in memcheck racecheck; do
+      timeout 60 compute-sanitizer --tool "$tool" --print-limit 5 "$T" --gtest_filter='WgmmaConvGpu.StreamKSanitizerSample' \
+        > "$OUT/$STEP/${tool}_stream_k.log" 2>&1
+      echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$STEP/${tool}_stream_k.log" | tail -1)"
+    done ;;
+  *) echo "usage: $0 check|probes|tables|tables_fp16|sk_tables BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2; exit 2 ;;
 esac
 rm -f "$OUT/$STEP"/*.db "$OUT/$STEP"/*/*.db
 tar czf "$OUT/$STEP.tgz" -C "$OUT" "$STEP" && rm -rf "${OUT:?}/$STEP"
