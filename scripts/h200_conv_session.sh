@@ -34,6 +34,7 @@ case "$STEP" in
     echo "samples exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$OUT/$STEP/gtest_samples.log" | sort -u
     "$here/h200_conv_grad.sh" "$B" "$OUT/$STEP/resnet50_bf16" "$LABEL, bf16" 250 configs/h200/h200_conv_resnet50.json bf16
     rm -f "$OUT/$STEP/resnet50_bf16"/*.db*
+    tar czf "$OUT/$STEP.tgz" -C "$OUT" "$STEP"  # so far, in one file: a call cut short brings back 8 files at most
     for tool in memcheck racecheck; do
       timeout 60 compute-sanitizer --tool "$tool" --print-limit 5 "$T" --gtest_filter='WgmmaConvGpu.StreamKSanitizerSample' \
         > "$OUT/$STEP/${tool}_stream_k.log" 2>&1
