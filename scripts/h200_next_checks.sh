@@ -167,8 +167,9 @@ for STEP in ${STEPS//,/ }; do
         echo "vs_torch $dtype exit $?"; grep -E '^\| conv wgrad' "$D/vs_torch_$dtype.md"
       done
       rm -f "$D"/*.db*
+      pack stream_k  # before the sanitizers: a call cut short brings back 8 files at most
       gtest_and_sanitizers "$T" "$sample" sk 90 "memcheck racecheck"
-      pack stream_k ;;
+      pack stream_k_sanitizers ;;
     search_depth)
       for budget in 64 256; do
         start=$(date +%s)
