@@ -15,6 +15,8 @@
 #include "common/error.h"
 #include "kernel_templates/host_types.h"
 #include "solutions/gemm_problem.h"
+#include "solutions/problem.h"
+#include "solutions/selection.h"
 #include "solutions/solution.h"
 #include "tests/test_util.h"
 
@@ -297,6 +299,12 @@ TEST(GemmProblem, MixedFp8Inputs) {
   std::set<std::string> keys{m.key(), r.key(), both.key(), json::parse(R"({"dtype":"fp8","transA":"T","m":64,"n":32,"k":128})").get<GemmProblem>().key()};
   EXPECT_EQ(keys.size(), 4u);
   // JSON names B's type only where it differs, and reads it back.
+  // The pool never lends a kernel of one type pair to another.
+  GemmProblem one = m;
+  one.b_type.reset();
+  EXPECT_TRUE(std::isinf(problem_distance(Problem(m), Problem(one))));
+  EXPECT_EQ(problem_distance(Problem(m), Problem(m)), 0.0);
+  EXPECT_NE(Problem(m).describe().find("e4m3.e5m2>bf16"), std::string::npos) << Problem(m).describe();
   const json j = m;
   EXPECT_EQ(j.at("b_type"), "e5m2");
   EXPECT_EQ(j.get<GemmProblem>().key(), m.key());
