@@ -304,14 +304,8 @@ tiletune_status_t tiletune_gemm_choice(tiletune_handle_t h, tiletune_operation_t
                                        int64_t stride_a, int64_t ldb, int64_t stride_b, tiletune_datatype_t c_type,
                                        int64_t ldc, int64_t stride_c, int64_t batch, int beta_is_zero,
                                        tiletune_compute_t compute, tiletune_choice_t* choice) {
-  return choice_into(
-      h,
-      [&] {
-        return tiletune::Problem(make_problem(raw(op_a), raw(op_b), m, n, k, raw(ab_type), raw(ab_type), lda, stride_a,
-                                              ldb, stride_b, raw(c_type), ldc, stride_c, batch, beta_is_zero != 0,
-                                              raw(compute)));
-      },
-      choice);
+  return tiletune_gemm_choice_mixed(h, op_a, op_b, m, n, k, ab_type, ab_type, lda, stride_a, ldb, stride_b, c_type, ldc,
+                                    stride_c, batch, beta_is_zero, compute, choice);
 }
 
 tiletune_status_t tiletune_gemm_choice_mixed(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b,
