@@ -65,9 +65,10 @@ typedef enum { TILETUNE_OP_N = 0, TILETUNE_OP_T = 1 } tiletune_operation_t;
  *    TILETUNE_R_32F output, fp32 accumulation. There are no separate scale pointers: alpha is the
  *    product of A's and B's per-tensor scales (cuBLASLt's A and B scale factors, torch._scaled_mm's
  *    scale_a * scale_b). A and B may be of two fp8 types (e4m3 x e5m2, e5m2 x e4m3: the backward
- *    pass's products) through tiletune_gemm_strided_batched_mixed; e5m2 x e5m2 runs on the tuned
- *    wgmma kernels, but cuBLASLt has none, so its vendor rung answers TILETUNE_ERROR_NOT_SUPPORTED
- *    or a launch error naming why. fp8 types are inputs only, and never mix with other types.
+ *    pass's products) through tiletune_gemm_strided_batched_mixed. e5m2 x e5m2 runs on tuned
+ *    kernels only: cuBLASLt has none, so its vendor rung declines it, and an untuned one fails as any
+ *    problem no rung serves, with tiletune_last_error() saying so. fp8 types are inputs only, and
+ *    an fp8 operand never goes with a non-fp8 one.
  *  - TILETUNE_R_8I inputs with TILETUNE_R_32I output, int32 accumulation (cublasLt's and
  *    torch._int_mm's int8 GEMM): exact, wrapping on int32 overflow. alpha and beta must be
  *    integers (C = alpha * A B + beta * C in int32); other values answer TILETUNE_ERROR_INVALID_VALUE.
