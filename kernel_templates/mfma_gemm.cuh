@@ -203,16 +203,18 @@ template <> struct Mfma<tt_bf16, 16, 8> {
 // fp8: TAB is one OCP type or tt_ab<A's, B's>; both operands e4m3 or e5m2 (bf8) in any pair.
 #if TT_MFMA_KPL_FP8 == 8
 // gfx942: one builtin per pair of operand formats (fp8 = e4m3, bf8 = e5m2, both read as FNUZ).
-#define TT_MFMA_FP8_PAIR(TAB, AB)                                                                            \
-  template <> struct Mfma<TAB, 32, 8> {                                                                     \
-    static TT_DEVICE void run(f32x16& acc, i32x2 a, i32x2 b) {                                              \
-      acc = __builtin_amdgcn_mfma_f32_32x32x16_##AB(__builtin_bit_cast(long, a), __builtin_bit_cast(long, b), acc, 0, 0, 0); \
-    }                                                                                                       \
-  };                                                                                                        \
-  template <> struct Mfma<TAB, 16, 8> {                                                                     \
-    static TT_DEVICE void run(f32x4& acc, i32x2 a, i32x2 b) {                                               \
-      acc = __builtin_amdgcn_mfma_f32_16x16x32_##AB(__builtin_bit_cast(long, a), __builtin_bit_cast(long, b), acc, 0, 0, 0); \
-    }                                                                                                       \
+#define TT_MFMA_FP8_PAIR(TAB, AB)                                                           \
+  template <> struct Mfma<TAB, 32, 8> {                                                    \
+    static TT_DEVICE void run(f32x16& acc, i32x2 a, i32x2 b) {                             \
+      acc = __builtin_amdgcn_mfma_f32_32x32x16_##AB(__builtin_bit_cast(long, a),           \
+                                                    __builtin_bit_cast(long, b), acc, 0, 0, 0); \
+    }                                                                                      \
+  };                                                                                       \
+  template <> struct Mfma<TAB, 16, 8> {                                                    \
+    static TT_DEVICE void run(f32x4& acc, i32x2 a, i32x2 b) {                              \
+      acc = __builtin_amdgcn_mfma_f32_16x16x32_##AB(__builtin_bit_cast(long, a),           \
+                                                    __builtin_bit_cast(long, b), acc, 0, 0, 0); \
+    }                                                                                      \
   };
 typedef tt_ab<tt_e4m3, tt_e5m2> tt_e4m3_e5m2;  // the macro's argument holds no comma
 typedef tt_ab<tt_e5m2, tt_e4m3> tt_e5m2_e4m3;

@@ -93,7 +93,8 @@ __device__ inline float tt_to_float(tt_bf16 x) { return tt_detail::u2f((unsigned
 // 0x7f / 0xff only) or e5m2 (exponent 31: infinity or NaN); subnormals man * 2^(1 - bias - M).
 template <int E> __device__ inline float tt_fp8_to_float(unsigned char bits) {
   const int M = 7 - E, BIAS = (1 << (E - 1)) - 1, EMAX = (1 << E) - 1;
-  const unsigned sign = (unsigned)(bits & 0x80u) << 24, exp = (bits >> M) & (unsigned)EMAX, man = bits & ((1u << M) - 1u);
+  const unsigned sign = (unsigned)(bits & 0x80u) << 24, exp = (bits >> M) & (unsigned)EMAX;
+  const unsigned man = bits & ((1u << M) - 1u);
   if (E == 4 && exp == (unsigned)EMAX && man == 7u) return tt_detail::u2f(sign | 0x7fc00000u);
   if (E == 5 && exp == (unsigned)EMAX) return tt_detail::u2f(sign | 0x7f800000u | (man << (23 - M)));
   if (exp == 0)

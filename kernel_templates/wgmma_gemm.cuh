@@ -115,8 +115,8 @@
 // bf16 / fp16 in any layout; fp32 inputs as tf32 with both operands K-major (TN) by TMA or
 // cp.async, any other layout through LOADER 2's transpose: tf32 wgmma has no transpose; or, with
 // an MN-major A, A read into registers from its MN-major stage (AREG, above). 8-bit
-// inputs (e4m3 / e5m2 -> fp32 accumulators, A and B of either fp8 type; s8 -> s32) K-major only, i.e. TN, by TMA or cp.async: 8-bit
-// wgmma has no transpose either, and LOADER 2's transpose moves 4-byte elements. BK is one
+// inputs (e4m3 / e5m2 -> fp32 accumulators, A and B of either fp8 type; s8 -> s32) K-major only,
+// i.e. TN, by TMA or cp.async: 8-bit wgmma has no transpose either, and LOADER 2's transpose moves 4-byte elements. BK is one
 // 128-byte atom: 128 8-bit, 64 16-bit or 32 fp32 elements; the shared layouts, descriptors and
 // k-steps (32 bytes: k32 for 8-bit) are the same bytes for every type.
 // int8 (s8 -> s32): the int32 accumulators live in the float arrays as raw bits (wgmma_ops.h), and

@@ -336,8 +336,8 @@ tiletune_status_t tiletune_explain(tiletune_handle_t h, tiletune_operation_t op_
   return explain_into(
       h,
       [&] {
-        return tiletune::Problem(make_problem(raw(op_a), raw(op_b), m, n, k, raw(ab_type), raw(ab_type), lda, 0, ldb, 0, raw(c_type),
-                                              ldc, 0, batch, beta_is_zero != 0, raw(compute)));
+        return tiletune::Problem(make_problem(raw(op_a), raw(op_b), m, n, k, raw(ab_type), raw(ab_type), lda, 0, ldb, 0,
+                                              raw(c_type), ldc, 0, batch, beta_is_zero != 0, raw(compute)));
       },
       text, text_size);
 }

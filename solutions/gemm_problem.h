@@ -13,7 +13,7 @@ namespace tiletune {
 // E4M3: fp8 (1 sign, 4 exponent, 3 mantissa bits, no infinities), GEMM inputs only. S8 / S32: the
 // integer GEMM's inputs and its output (int8 x int8 -> int32, as cuBLASLt's and torch._int_mm).
 // E5M2: OCP fp8 (1 sign, 5 exponent bits, bias 15, 2 mantissa bits, infinities and NaNs), GEMM
-// inputs only. Appended so that the values stored in databases and keys keep their meaning.
+// inputs only. Values are appended, never renumbered.
 enum class DataType { F32, F16, BF16, E4M3, S8, S32, E5M2 };
 
 const char* to_string(DataType t);              // "f32", "f16", "bf16", "e4m3", "s8", "s32", "e5m2"

@@ -240,7 +240,7 @@ TEST(DataType, E5m2) {
   EXPECT_TRUE(is_fp8(DataType::E4M3));
   EXPECT_FALSE(is_fp8(DataType::S8));
   EXPECT_FALSE(is_integer(DataType::E5M2));
-  // Appended: the enum's values are stored (runtime keys, databases' problem rows through their names).
+  // Appended, never renumbered.
   EXPECT_EQ(int(DataType::E4M3), 3);
   EXPECT_EQ(int(DataType::S32), 5);
   EXPECT_EQ(int(DataType::E5M2), 6);
