@@ -49,7 +49,8 @@ template <int E> inline float tt_host_fp8_to_float(unsigned char bits) {
   constexpr int M = 7 - E, BIAS = (1 << (E - 1)) - 1, EMAX = (1 << E) - 1;
   const unsigned sign = unsigned(bits & 0x80u) << 24, exp = (bits >> M) & unsigned(EMAX), man = bits & ((1u << M) - 1);
   if (E == 4 && exp == unsigned(EMAX) && man == 7) return tt_host_bits_to_float(sign | 0x7fc00000u);
-  if (E == 5 && exp == unsigned(EMAX)) return tt_host_bits_to_float(sign | 0x7f800000u | (man << (23 - M)));
+  if (E == 5 && exp == unsigned(EMAX))  // infinity, or a quiet NaN keeping the payload
+    return tt_host_bits_to_float(sign | 0x7f800000u | (man << (23 - M)) | (man ? 0x400000u : 0u));
   if (exp == 0) {
     const float v = float(man) * tt_host_bits_to_float(unsigned(127 + 1 - BIAS - M) << 23);
     return sign ? -v : v;

@@ -96,7 +96,8 @@ template <int E> __device__ inline float tt_fp8_to_float(unsigned char bits) {
   const unsigned sign = (unsigned)(bits & 0x80u) << 24, exp = (bits >> M) & (unsigned)EMAX;
   const unsigned man = bits & ((1u << M) - 1u);
   if (E == 4 && exp == (unsigned)EMAX && man == 7u) return tt_detail::u2f(sign | 0x7fc00000u);
-  if (E == 5 && exp == (unsigned)EMAX) return tt_detail::u2f(sign | 0x7f800000u | (man << (23 - M)));
+  if (E == 5 && exp == (unsigned)EMAX)  // infinity, or a quiet NaN keeping the payload
+    return tt_detail::u2f(sign | 0x7f800000u | (man << (23 - M)) | (man ? 0x400000u : 0u));
   if (exp == 0)
     return tt_detail::u2f(tt_detail::f2u((float)man * tt_detail::u2f((unsigned)(127 + 1 - BIAS - M) << 23)) | sign);
   return tt_detail::u2f(sign | ((exp + 127u - BIAS) << 23) | (man << (23 - M)));

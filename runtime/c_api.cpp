@@ -299,13 +299,29 @@ extern "C++" tiletune::Problem conv_of(const tiletune_conv_desc_t* desc, tiletun
 }
 }  // namespace
 
+namespace {
+// Both choice calls meet here with every enum as raw()'s int (forwarding one as its enum type loads it).
+tiletune_status_t gemm_choice(tiletune_handle_t h, int op_a, int op_b, int64_t m, int64_t n, int64_t k, int a_type,
+                              int b_type, int64_t lda, int64_t stride_a, int64_t ldb, int64_t stride_b, int c_type,
+                              int64_t ldc, int64_t stride_c, int64_t batch, int beta_is_zero, int compute,
+                              tiletune_choice_t* choice) {
+  return choice_into(
+      h,
+      [&] {
+        return tiletune::Problem(make_problem(op_a, op_b, m, n, k, a_type, b_type, lda, stride_a, ldb, stride_b, c_type,
+                                              ldc, stride_c, batch, beta_is_zero != 0, compute));
+      },
+      choice);
+}
+}  // namespace
+
 tiletune_status_t tiletune_gemm_choice(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b,
                                        int64_t m, int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda,
                                        int64_t stride_a, int64_t ldb, int64_t stride_b, tiletune_datatype_t c_type,
                                        int64_t ldc, int64_t stride_c, int64_t batch, int beta_is_zero,
                                        tiletune_compute_t compute, tiletune_choice_t* choice) {
-  return tiletune_gemm_choice_mixed(h, op_a, op_b, m, n, k, ab_type, ab_type, lda, stride_a, ldb, stride_b, c_type, ldc,
-                                    stride_c, batch, beta_is_zero, compute, choice);
+  return gemm_choice(h, raw(op_a), raw(op_b), m, n, k, raw(ab_type), raw(ab_type), lda, stride_a, ldb, stride_b,
+                     raw(c_type), ldc, stride_c, batch, beta_is_zero, raw(compute), choice);
 }
 
 tiletune_status_t tiletune_gemm_choice_mixed(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b,
@@ -314,14 +330,8 @@ tiletune_status_t tiletune_gemm_choice_mixed(tiletune_handle_t h, tiletune_opera
                                              int64_t stride_b, tiletune_datatype_t c_type, int64_t ldc,
                                              int64_t stride_c, int64_t batch, int beta_is_zero,
                                              tiletune_compute_t compute, tiletune_choice_t* choice) {
-  return choice_into(
-      h,
-      [&] {
-        return tiletune::Problem(make_problem(raw(op_a), raw(op_b), m, n, k, raw(a_type), raw(b_type), lda, stride_a,
-                                              ldb, stride_b, raw(c_type), ldc, stride_c, batch, beta_is_zero != 0,
-                                              raw(compute)));
-      },
-      choice);
+  return gemm_choice(h, raw(op_a), raw(op_b), m, n, k, raw(a_type), raw(b_type), lda, stride_a, ldb, stride_b,
+                     raw(c_type), ldc, stride_c, batch, beta_is_zero, raw(compute), choice);
 }
 
 tiletune_status_t tiletune_conv_choice(tiletune_handle_t h, const tiletune_conv_desc_t* desc,

@@ -104,14 +104,14 @@ void GemmProblem::validate() const {
   }
 }
 
+std::string GemmProblem::input_types() const {
+  return mixed_inputs() ? std::string(to_string(a_type)) + "." + to_string(type_b()) : to_string(a_type);
+}
+
 std::string GemmProblem::key() const {
   GemmProblem c = canonical();
   std::string s = "gemm|";
-  s += to_string(c.a_type);
-  if (c.b_type) {
-    s += '.';
-    s += to_string(*c.b_type);
-  }
+  s += c.input_types();
   s += ">";
   s += to_string(c.c_type);
   s += c.compute_tf32 ? "|tf32|" : is_integer(c.a_type) ? "|acc_s32|" : "|acc_f32|";

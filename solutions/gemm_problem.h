@@ -50,6 +50,8 @@ struct GemmProblem {
   // canonical, e.g. "gemm|f32>f32|NN|m4096|n4096|k4096|b1|lda4096|..."; inputs of two types read
   // "gemm|e4m3.e5m2>bf16|...", one type as before ("gemm|e4m3>bf16|...").
   std::string key() const;
+  // The input types as keys and labels name them: "bf16", or "e4m3.e5m2" where B's differs from A's.
+  std::string input_types() const;
   DataType type_b() const { return b_type.value_or(a_type); }
   bool mixed_inputs() const { return type_b() != a_type; }
   double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
