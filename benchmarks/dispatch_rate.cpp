@@ -82,10 +82,11 @@ int main(int argc, char** argv) {
       ops::GemmInputs data(*dev, p, /*rotate=*/false);
       const TtGemmParams a = data.params(0);
       auto ours = [&]() {
-        rt.gemm_strided_batched_ex(p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
-                                   p.m, p.n, p.k, a.alpha, a.a, api_type(p.a_type), p.lda, p.stride_a, a.b, p.ldb,
-                                   p.stride_b, a.beta, a.c, api_type(p.c_type), p.ldc, p.stride_c, p.batch,
-                                   p.compute_tf32 ? TILETUNE_COMPUTE_32F_FAST_TF32 : TILETUNE_COMPUTE_32F);
+        rt.gemm_strided_batched_mixed(p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
+                                      p.m, p.n, p.k, a.alpha, a.a, api_type(p.a_type), p.lda, p.stride_a, a.b,
+                                      api_type(p.type_b()), p.ldb, p.stride_b, a.beta, a.c, api_type(p.c_type), p.ldc,
+                                      p.stride_c, p.batch,
+                                      p.compute_tf32 ? TILETUNE_COMPUTE_32F_FAST_TF32 : TILETUNE_COMPUTE_32F);
       };
       auto theirs = [&]() { vendor->run(p, a); };
       // Which path the runtime takes for this problem (exact winner, nearest tuned, fallback).
@@ -107,13 +108,14 @@ int main(int argc, char** argv) {
       }
       const double o = median(r_ours), t = median(r_theirs), ratio = t > 0 ? o / t : 0;
       char name[96];
-      std::snprintf(name, sizeof name, "%s>%s %c%c %lldx%lldx%lld", to_string(p.a_type), to_string(p.c_type),
+      std::snprintf(name, sizeof name, "%s>%s %c%c %lldx%lldx%lld", p.input_types().c_str(), to_string(p.c_type),
                     p.trans_a ? 'T' : 'N', p.trans_b ? 'T' : 'N', (long long)p.m, (long long)p.n, (long long)p.k);
-      char why[512] = "";
-      check(tiletune_explain(rt.get(), p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
-                             p.m, p.n, p.k, api_type(p.a_type), p.lda, p.ldb, api_type(p.c_type), p.ldc, p.batch,
-                             p.beta_zero ? 1 : 0, p.compute_tf32 ? TILETUNE_COMPUTE_32F_FAST_TF32 : TILETUNE_COMPUTE_32F,
-                             why, sizeof why));
+      char why[512] = "(tiletune_explain takes one input type)";
+      if (!p.mixed_inputs())
+        check(tiletune_explain(rt.get(), p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
+                               p.m, p.n, p.k, api_type(p.a_type), p.lda, p.ldb, api_type(p.c_type), p.ldc, p.batch,
+                               p.beta_zero ? 1 : 0, p.compute_tf32 ? TILETUNE_COMPUTE_32F_FAST_TF32 : TILETUNE_COMPUTE_32F,
+                               why, sizeof why));
       const std::string kernel = why;
       std::printf("%-44s %14.0f %14.0f %7.3f  %s\n", name, o, t, ratio, path);
       char line[512];

@@ -23,7 +23,7 @@ using namespace tiletune;
 namespace {
 
 std::string shape_text(const GemmProblem& p) {
-  return std::string(to_string(p.a_type)) + ">" + to_string(p.c_type) + " " + (p.trans_a ? "T" : "N") +
+  return p.input_types() + ">" + to_string(p.c_type) + " " + (p.trans_a ? "T" : "N") +
          (p.trans_b ? "T" : "N") + " " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) +
          (p.batch > 1 ? " b" + std::to_string(p.batch) : "");
 }
@@ -64,10 +64,11 @@ int main(int argc, char** argv) {
       const GemmProblem p = w.problem.gemm().canonical();
       ops::GemmInputs data(*dev, p);
       auto ours = [&](const TtGemmParams& a) {
-        rt.gemm_strided_batched_ex(p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
-                                   p.m, p.n, p.k, a.alpha, a.a, api_type(p.a_type), p.lda, p.stride_a, a.b, p.ldb,
-                                   p.stride_b, a.beta, a.c, api_type(p.c_type), p.ldc, p.stride_c, p.batch,
-                                   p.compute_tf32 ? TILETUNE_COMPUTE_32F_FAST_TF32 : TILETUNE_COMPUTE_32F);
+        rt.gemm_strided_batched_mixed(p.trans_a ? TILETUNE_OP_T : TILETUNE_OP_N, p.trans_b ? TILETUNE_OP_T : TILETUNE_OP_N,
+                                      p.m, p.n, p.k, a.alpha, a.a, api_type(p.a_type), p.lda, p.stride_a, a.b,
+                                      api_type(p.type_b()), p.ldb, p.stride_b, a.beta, a.c, api_type(p.c_type), p.ldc,
+                                      p.stride_c, p.batch,
+                                      p.compute_tf32 ? TILETUNE_COMPUTE_32F_FAST_TF32 : TILETUNE_COMPUTE_32F);
       };
       auto theirs = [&](const TtGemmParams& a) { vendor->run(p, a); };
       const std::uint64_t fallbacks_before = rt.stats().fallbacks;
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
                       {"tiletune_valid", v_ours.ok}, {"ran_winner", ran_winner},
                       {"tiletune_rel_error", v_ours.rel_error}, {"vendor_rel_error", v_theirs.rel_error}});
       if (v_ours.ok && v_theirs.ok && ran_winner)
-        summary.add(std::string(to_string(p.a_type)) + (p.compute_tf32 ? " (tf32)" : ""), shape_text(p), ratio,
+        summary.add(p.input_types() + (p.compute_tf32 ? " (tf32)" : ""), shape_text(p), ratio,
                     ratio_means);
       if (!v_ours.ok) std::fprintf(stderr, "winner %s is INVALID on %s: %s\n", kernel.c_str(), p.key().c_str(), v_ours.reason.c_str());
     }

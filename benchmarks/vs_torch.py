@@ -8,7 +8,8 @@ tensor cores, PyTorch with allow_tf32; fp32: exact fp32 on both sides). Every 16
 also timed through a Triton matmul autotuned over 12 tile configurations (benchmarks/triton_matmul.py),
 and the table gives the ratio against the faster of PyTorch and Triton. --dtype fp8 / int8: the GEMMs of configs/h200/h200_gemm_fp8_int8.json
 (gemm.json's shapes as TN, 16-byte aligned) in that type, against torch._scaled_mm (e4m3 in, bf16
-out, per-tensor scales; cuBLASLt) and torch._int_mm (int8 in, int32 out; cuBLASLt); tiletune gets
+out, per-tensor scales; cuBLASLt; the config's problems with "b_type": "e5m2" as e4m3 A x e5m2 B, a
+kind of their own, through tiletune_gemm_strided_batched_mixed) and torch._int_mm (int8 in, int32 out; cuBLASLt); tiletune gets
 the product of the two scales as alpha. Each problem runs on the same PyTorch tensors, in one process, through
 tiletune_gemm / tiletune_conv_* on PyTorch's current stream, and through PyTorch itself
 (torch.matmul on cuBLAS; convolutions in cuDNN benchmark mode). Both are timed with
@@ -37,7 +38,7 @@ import triton.testing
 
 import triton_matmul
 
-R_32F, R_16F, R_16BF, R_8F_E4M3, R_8I, R_32I = 0, 1, 2, 3, 4, 5
+R_32F, R_16F, R_16BF, R_8F_E4M3, R_8I, R_32I, R_8F_E5M2 = 0, 1, 2, 3, 4, 5, 6
 DT = {torch.float32: R_32F, torch.float16: R_16F, torch.bfloat16: R_16BF}
 # The GEMM types by name: (torch dtype, tiletune compute type, Triton's dot precision).
 GEMM_TYPES = {"bf16": (torch.bfloat16, 0, "ieee"), "fp16": (torch.float16, 0, "ieee"),
@@ -47,6 +48,10 @@ GEMM_TYPES = {"bf16": (torch.bfloat16, 0, "ieee"), "fp16": (torch.float16, 0, "i
 class Stats(C.Structure):
     _fields_ = [(n, C.c_uint64) for n in ("calls", "tuned", "nearest", "fallbacks", "jit_compiles", "vendor",
                                           "user_tuned", "online", "online_tuned")]
+
+
+class Choice(C.Structure):
+    _fields_ = [("rung", C.c_int), ("kernel", C.c_int), ("vendor_ratio", C.c_double)]
 
 
 class ConvDesc(C.Structure):
@@ -68,6 +73,13 @@ class Tiletune:
             C.c_void_p, C.c_int, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_float, C.c_void_p, C.c_int, C.c_int64,
             C.c_int64, C.c_void_p, C.c_int64, C.c_int64, C.c_float, C.c_void_p, C.c_int, C.c_int64, C.c_int64, C.c_int64,
             C.c_int, C.c_void_p]
+        L.tiletune_gemm_strided_batched_mixed.argtypes = [
+            C.c_void_p, C.c_int, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_float, C.c_void_p, C.c_int, C.c_int64,
+            C.c_int64, C.c_void_p, C.c_int, C.c_int64, C.c_int64, C.c_float, C.c_void_p, C.c_int, C.c_int64, C.c_int64,
+            C.c_int64, C.c_int, C.c_void_p]
+        L.tiletune_gemm_choice_mixed.argtypes = [
+            C.c_void_p, C.c_int, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_int, C.c_int, C.c_int64, C.c_int64,
+            C.c_int64, C.c_int64, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_int, C.c_int, C.POINTER(Choice)]
         L.tiletune_explain.argtypes = [C.c_void_p, C.c_int, C.c_int, C.c_int64, C.c_int64, C.c_int64, C.c_int,
                                        C.c_int64, C.c_int64, C.c_int, C.c_int64, C.c_int64, C.c_int, C.c_int,
                                        C.c_char_p, C.c_size_t]
@@ -143,14 +155,15 @@ def gemm_case(tt, name, ta, tb, m, n, k, dtype):
                 theirs=theirs, triton=triton_mm, check_triton=check_triton, check=check, explain=explain)
 
 
-def eightbit_case(tt, name, m, n, k, dtype):
+def eightbit_case(tt, name, m, n, k, dtype, b_type=None):
     """TN, as tiletune's 8-bit kernels and cuBLASLt take it: A stored k x m and B k x n column-major,
     i.e. row-major a (m x k) and b (n x k), both K-contiguous; C column-major m x n is row-major
     (n x m) = b @ a^T, which is what torch._scaled_mm / torch._int_mm compute (mat1 row-major,
-    mat2 column-major)."""
+    mat2 column-major). b_type "e5m2": B in e5m2 (the backward pass's e4m3 x e5m2 products)."""
+    e5m2_b = b_type == "e5m2"
     if dtype == "fp8":
         a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
-        b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device="cuda").to(torch.float8_e5m2 if e5m2_b else torch.float8_e4m3fn)
         scale_a = torch.tensor(0.5, device="cuda")
         scale_b = torch.tensor(0.25, device="cuda")
         c = torch.empty((n, m), device="cuda", dtype=torch.bfloat16)
@@ -168,9 +181,14 @@ def eightbit_case(tt, name, m, n, k, dtype):
         except RuntimeError:  # it wants more than 16 rows in its first operand (skinny16): the transposed product
             theirs = lambda: torch._int_mm(a, b.t()).t()
     why = C.create_string_buffer(1024)
-    args = (tt.h, 1, 0, m, n, k, alpha, a.data_ptr(), ab, k, b.data_ptr(), k, 0.0, c.data_ptr(), ct, m,
-            torch.cuda.current_stream().cuda_stream)
-    fn = tt.lib.tiletune_gemm
+    stream = torch.cuda.current_stream().cuda_stream
+    if e5m2_b:
+        args = (tt.h, 1, 0, m, n, k, alpha, a.data_ptr(), ab, k, 0, b.data_ptr(), R_8F_E5M2, k, 0, 0.0, c.data_ptr(),
+                ct, m, 0, 1, 0, stream)
+        fn = tt.lib.tiletune_gemm_strided_batched_mixed
+    else:
+        args = (tt.h, 1, 0, m, n, k, alpha, a.data_ptr(), ab, k, b.data_ptr(), k, 0.0, c.data_ptr(), ct, m, stream)
+        fn = tt.lib.tiletune_gemm
 
     def ours():
         if fn(*args):
@@ -182,16 +200,23 @@ def eightbit_case(tt, name, m, n, k, dtype):
         return rel_err(c, theirs())
 
     def explain():
+        if e5m2_b:  # tiletune_explain takes one input type; the choice names the rung
+            choice = Choice()
+            tt.check(tt.lib.tiletune_gemm_choice_mixed(tt.h, 1, 0, m, n, k, ab, R_8F_E5M2, k, 0, k, 0, ct, m, 0, 1, 1,
+                                                       0, C.byref(choice)))
+            rung = ("tuned", "pool", "vendor", "default")[choice.rung]
+            return rung + (": a kernel" if choice.kernel else ": the vendor library")
         tt.check(tt.lib.tiletune_explain(tt.h, 1, 0, m, n, k, ab, k, k, ct, m, 1, 1, 0, why, 1024))
         return why.value.decode()
 
-    return dict(kind="gemm " + dtype, name=name, shape=f"TN {m}x{n}x{k}", flops=2.0 * m * n * k, ours=ours,
+    kind = "gemm " + dtype + (" e4m3 x e5m2" if e5m2_b else "")
+    return dict(kind=kind, name=name, shape=f"TN {m}x{n}x{k}", flops=2.0 * m * n * k, ours=ours,
                 theirs=theirs, check=check, explain=explain)
 
 
 def eightbit_gemms(root, dtype):
     spec = json.load(open(os.path.join(root, "configs/h200/h200_gemm_fp8_int8.json")))
-    return [(g["name"], g["m"], g["n"], g["k"], dtype) for g in spec["problems"] if g["dtype"] == dtype]
+    return [(g["name"], g["m"], g["n"], g["k"], dtype, g.get("b_type")) for g in spec["problems"] if g["dtype"] == dtype]
 
 
 def conv_case(tt, direction, name, n, c, h, w, k, r, s, stride, pad, dtype=torch.bfloat16):

@@ -50,7 +50,8 @@ Problem parse_problem_json(const std::string& text) {
   }
   if (!j.is_object()) throw Error("bad problem JSON: expected an object such as {\"dtype\": \"f32\", \"m\": 512, \"n\": 512, \"k\": 512}, got " + j.dump());
   const bool conv = j.contains("kind") && j["kind"] == "conv";
-  static const std::set<std::string> gemm_fields = {"kind", "dtype", "a_type", "c_type", "compute", "transA", "transB",
+  static const std::set<std::string> gemm_fields = {"kind", "dtype", "a_type", "b_type", "c_type", "compute", "transA",
+                                                    "transB",
                                                     "m", "n", "k", "batch", "lda", "ldb", "ldc",
                                                     "stride_a", "stride_b", "stride_c", "beta_zero"};
   static const std::set<std::string> conv_fields = {"kind", "direction", "layout", "dtype", "in_type", "out_type",

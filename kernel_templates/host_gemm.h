@@ -25,12 +25,15 @@ inline void tt_host_store(int& out, int acc, float alpha, float beta) {
   out = int(v);
 }
 
-template <typename TA, typename TC, bool TRANSA, bool TRANSB, int MT0, int MT1, int KU, int TT0, int TT1>
+// TAB: one input type, or tt_ab<A's, B's> (host_types.h).
+template <typename TAB, typename TC, bool TRANSA, bool TRANSB, int MT0, int MT1, int KU, int TT0, int TT1>
 void host_gemm(const void* arg, unsigned bx, unsigned by, unsigned bz) {
   static_assert(MT0 % TT0 == 0 && MT1 % TT1 == 0, "thread tile must divide the macro tile");
+  typedef typename tt_input_a<TAB>::type TA;
+  typedef typename tt_input_b<TAB>::type TB;
   const TtGemmParams& p = *static_cast<const TtGemmParams*>(arg);
   const TA* A = static_cast<const TA*>(p.a) + (long long)bz * p.stride_a;
-  const TA* B = static_cast<const TA*>(p.b) + (long long)bz * p.stride_b;
+  const TB* B = static_cast<const TB*>(p.b) + (long long)bz * p.stride_b;
   TC* C = static_cast<TC*>(p.c) + (long long)bz * p.stride_c;
   const int i0 = int(bx) * MT0, j0 = int(by) * MT1;
   const int mt = p.m - i0 < MT0 ? p.m - i0 : MT0;

@@ -80,6 +80,7 @@ template <> struct ArchKpl<float> { static constexpr int value = 1; };
 template <> struct ArchKpl<tt_half> { static constexpr int value = TT_MFMA_KPL16; };
 template <> struct ArchKpl<tt_bf16> { static constexpr int value = TT_MFMA_KPL16; };
 template <> struct ArchKpl<tt_e4m3> { static constexpr int value = TT_MFMA_KPL_FP8; };
+template <> struct ArchKpl<tt_e5m2> { static constexpr int value = TT_MFMA_KPL_FP8; };
 template <> struct ArchKpl<signed char> { static constexpr int value = TT_MFMA_KPL_INT8; };
 
 template <int N> struct IntFrag { typedef int T __attribute__((ext_vector_type(N))); };
@@ -103,12 +104,14 @@ template <int KPL> struct Operand16 {
 };
 template <int KPL> struct Operand<tt_half, KPL> : Operand16<KPL> {};
 template <int KPL> struct Operand<tt_bf16, KPL> : Operand16<KPL> {};
-template <int KPL> struct Operand<tt_e4m3, KPL> {
+template <int KPL> struct Operand8 {
   using Raw = unsigned char;
   using Frag = typename IntFrag<KPL / 4>::T;
   using AccE = float;
   static constexpr bool INTEGER = false;
 };
+template <int KPL> struct Operand<tt_e4m3, KPL> : Operand8<KPL> {};
+template <int KPL> struct Operand<tt_e5m2, KPL> : Operand8<KPL> {};
 template <int KPL> struct Operand<signed char, KPL> {
   using Raw = unsigned char;
   using Frag = typename IntFrag<KPL / 4>::T;
@@ -197,28 +200,48 @@ template <> struct Mfma<tt_bf16, 16, 8> {
   }
 };
 #endif
+// fp8: TAB is one OCP type or tt_ab<A's, B's>; both operands e4m3 or e5m2 (bf8) in any pair.
 #if TT_MFMA_KPL_FP8 == 8
-template <> struct Mfma<tt_e4m3, 32, 8> {
-  static TT_DEVICE void run(f32x16& acc, i32x2 a, i32x2 b) {
-    acc = __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8(__builtin_bit_cast(long, a), __builtin_bit_cast(long, b), acc, 0, 0, 0);
-  }
-};
-template <> struct Mfma<tt_e4m3, 16, 8> {
-  static TT_DEVICE void run(f32x4& acc, i32x2 a, i32x2 b) {
-    acc = __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(__builtin_bit_cast(long, a), __builtin_bit_cast(long, b), acc, 0, 0, 0);
-  }
-};
+// gfx942: one builtin per pair of operand formats (fp8 = e4m3, bf8 = e5m2, both read as FNUZ).
+#define TT_MFMA_FP8_PAIR(TAB, AB)                                                           \
+  template <> struct Mfma<TAB, 32, 8> {                                                    \
+    static TT_DEVICE void run(f32x16& acc, i32x2 a, i32x2 b) {                             \
+      acc = __builtin_amdgcn_mfma_f32_32x32x16_##AB(__builtin_bit_cast(long, a),           \
+                                                    __builtin_bit_cast(long, b), acc, 0, 0, 0); \
+    }                                                                                      \
+  };                                                                                       \
+  template <> struct Mfma<TAB, 16, 8> {                                                    \
+    static TT_DEVICE void run(f32x4& acc, i32x2 a, i32x2 b) {                              \
+      acc = __builtin_amdgcn_mfma_f32_16x16x32_##AB(__builtin_bit_cast(long, a),           \
+                                                    __builtin_bit_cast(long, b), acc, 0, 0, 0); \
+    }                                                                                      \
+  };
+typedef tt_ab<tt_e4m3, tt_e5m2> tt_e4m3_e5m2;  // the macro's argument holds no comma
+typedef tt_ab<tt_e5m2, tt_e4m3> tt_e5m2_e4m3;
+TT_MFMA_FP8_PAIR(tt_e4m3, fp8_fp8)
+TT_MFMA_FP8_PAIR(tt_e5m2, bf8_bf8)
+TT_MFMA_FP8_PAIR(tt_e4m3_e5m2, fp8_bf8)
+TT_MFMA_FP8_PAIR(tt_e5m2_e4m3, bf8_fp8)
+#undef TT_MFMA_FP8_PAIR
 #elif TT_MFMA_KPL_FP8 == 32
-// gfx950's f8f6f4 instructions through the scaled builtin: formats 0 (cbsz, blgp) = fp8 e4m3 for
-// A and B, scales 0, which clang selects as the unscaled v_mfma_f32_*_f8f6f4.
-template <> struct Mfma<tt_e4m3, 32, 32> {
+// gfx950's f8f6f4 instructions through the scaled builtin: the operand formats are fields (cbsz
+// for A, blgp for B: 0 = fp8 e4m3, 1 = bf8 e5m2, both OCP), scales 0, which clang selects as the
+// unscaled v_mfma_f32_*_f8f6f4. Only fp8 has 32 values per lane here.
+template <class T> struct F8f6f4Format;
+template <> struct F8f6f4Format<tt_e4m3> { static constexpr int value = 0; };
+template <> struct F8f6f4Format<tt_e5m2> { static constexpr int value = 1; };
+template <class TAB> struct Mfma<TAB, 32, 32> {
+  static constexpr int FA = F8f6f4Format<typename tt_input_a<TAB>::type>::value;
+  static constexpr int FB = F8f6f4Format<typename tt_input_b<TAB>::type>::value;
   static TT_DEVICE void run(f32x16& acc, i32x8 a, i32x8 b) {
-    acc = __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(a, b, acc, 0, 0, 0, 0, 0, 0);
+    acc = __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(a, b, acc, FA, FB, 0, 0, 0, 0);
   }
 };
-template <> struct Mfma<tt_e4m3, 16, 32> {
+template <class TAB> struct Mfma<TAB, 16, 32> {
+  static constexpr int FA = F8f6f4Format<typename tt_input_a<TAB>::type>::value;
+  static constexpr int FB = F8f6f4Format<typename tt_input_b<TAB>::type>::value;
   static TT_DEVICE void run(f32x4& acc, i32x8 a, i32x8 b) {
-    acc = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, b, acc, 0, 0, 0, 0, 0, 0);
+    acc = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, b, acc, FA, FB, 0, 0, 0, 0);
   }
 };
 #endif
@@ -278,13 +301,13 @@ template <> struct OutMath<int> {
 };
 
 // gfx942 reads fp8 as FNUZ: remap a staged vector's OCP special codes (mfma_fp8.h).
-template <int VW> TT_DEVICE void ocp_to_fnuz(Vec<unsigned char, VW>& r) {
+template <unsigned SPECIAL, int VW> TT_DEVICE void ocp_to_fnuz(Vec<unsigned char, VW>& r) {
   TT_UNROLL
   for (int w = 0; w < (VW + 3) / 4; ++w) {
     unsigned x = 0;
     TT_UNROLL
     for (int q = 0; q < 4 && 4 * w + q < VW; ++q) x |= (unsigned)r.v[4 * w + q] << (8 * q);
-    x = ocp_to_fnuz4(x);
+    x = ocp_to_fnuz4<SPECIAL>(x);
     TT_UNROLL
     for (int q = 0; q < 4 && 4 * w + q < VW; ++q) r.v[4 * w + q] = (unsigned char)(x >> (8 * q));
   }
@@ -300,18 +323,23 @@ TT_DEVICE void zero_acc(Acc (&acc)[FM][FN]) {
       for (int r = 0; r < NR; ++r) acc[i][j][r] = 0;
 }
 
-template <bool FNUZ> struct Fp8Load {
+// FNUZ: 0 (no conversion) or the OCP type's first code without an FNUZ twin (mfma_fp8.h).
+template <unsigned FNUZ> struct Fp8Load {
+  template <int VW> static TT_DEVICE void fix(Vec<unsigned char, VW>& r) { ocp_to_fnuz<FNUZ>(r); }
+};
+template <> struct Fp8Load<0> {
   template <class V> static TT_DEVICE void fix(V&) {}
 };
-template <> struct Fp8Load<true> {
-  template <int VW> static TT_DEVICE void fix(Vec<unsigned char, VW>& r) { ocp_to_fnuz(r); }
-};
+// What an operand of type T staged for gfx942's FNUZ MFMAs converts (Fp8Load); 0 elsewhere.
+template <class T> struct FnuzSpecial { static constexpr unsigned value = 0; };
+template <> struct FnuzSpecial<tt_e4m3> { static constexpr unsigned value = TT_MFMA_FP8_FNUZ ? kOcpSpecialE4m3 : 0; };
+template <> struct FnuzSpecial<tt_e5m2> { static constexpr unsigned value = TT_MFMA_FP8_FNUZ ? kOcpSpecialE5m2 : 0; };
 
 // Global -> register -> LDS staging of one operand tile, CONT x STRD as it lies in global memory.
 // CONT_IS_K: the contiguous dimension is k (A transposed, B not transposed): rows of the LDS tile
 // are then written as vectors; otherwise each element goes to its own (mn, k) slot. FNUZ: fp8
-// loaded for gfx942's FNUZ MFMAs (mfma_fp8.h).
-template <class Raw, int CONT, int STRD, int VW, int THREADS, bool CONT_IS_K, int SP, bool FNUZ = false>
+// loaded for gfx942's FNUZ MFMAs (FnuzSpecial).
+template <class Raw, int CONT, int STRD, int VW, int THREADS, bool CONT_IS_K, int SP, unsigned FNUZ = 0>
 struct Stage {
   static constexpr int VPL = CONT / VW;
   static constexpr int TOTAL = CONT * STRD / VW;
@@ -368,10 +396,14 @@ struct Stage {
 
 }  // namespace tt_mfma
 
-template <typename TA, typename TC, bool TRANSA, bool TRANSB, int MT0, int MT1, int DU, int WM, int WN,
+// TAB: the input type, or tt_ab<A's, B's> for fp8 A and B of two types (tt_types.h).
+template <typename TAB, typename TC, bool TRANSA, bool TRANSB, int MT0, int MT1, int DU, int WM, int WN,
           int MI, int VW, int PAD, int DB>
 __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_gemm(TtGemmParams p) {
   using namespace tt_mfma;
+  typedef typename tt_input_a<TAB>::type TA;
+  typedef typename tt_input_b<TAB>::type TB;
+  static_assert(sizeof(TB) == sizeof(TA), "mfma_gemm: A and B of one width");
   constexpr int KPL = ArchKpl<TA>::value;  // as the JSON's derived KPL
   static_assert(KPL > 0, "this arch has no MFMA for the input type");
   using Op = Operand<TA, KPL>;
@@ -416,8 +448,8 @@ __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_gemm(TtGemm
 
   // A: op(A) is M x K; not transposed it is stored M x K (contiguous along m), transposed K x M.
   // B: op(B) is K x N; not transposed stored K x N (contiguous along k), transposed N x K.
-  using StageA = Stage<Raw, TRANSA ? DU : MT0, TRANSA ? MT0 : DU, VW, THREADS, TRANSA, SP, FNUZ>;
-  using StageB = Stage<Raw, TRANSB ? MT1 : DU, TRANSB ? DU : MT1, VW, THREADS, !TRANSB, SP, FNUZ>;
+  using StageA = Stage<Raw, TRANSA ? DU : MT0, TRANSA ? MT0 : DU, VW, THREADS, TRANSA, SP, FnuzSpecial<TA>::value>;
+  using StageB = Stage<Raw, TRANSB ? MT1 : DU, TRANSB ? DU : MT1, VW, THREADS, !TRANSB, SP, FnuzSpecial<TB>::value>;
   StageA sa;
   StageB sb;
 
@@ -460,7 +492,7 @@ __global__ void __launch_bounds__((MT0 / WM) * (MT1 / WN) * 64) mfma_gemm(TtGemm
       TT_UNROLL
       for (int i = 0; i < FM; ++i)
         TT_UNROLL
-        for (int j = 0; j < FN; ++j) Mfma<TA, MI, KPL>::run(acc[i][j], a[i], b[j]);
+        for (int j = 0; j < FN; ++j) Mfma<TAB, MI, KPL>::run(acc[i][j], a[i], b[j]);
     }
 
     if (more) {

@@ -4,14 +4,17 @@
 #include "gemm_params.h"
 #include "tt_types.h"
 
-template <typename TA, bool TRANSA, bool TRANSB>
+// TAB: one input type, or tt_ab<A's, B's> (tt_types.h).
+template <typename TAB, bool TRANSA, bool TRANSB>
 __global__ void reference_gemm(TtGemmParams p) {
+  typedef typename tt_input_a<TAB>::type TA;
+  typedef typename tt_input_b<TAB>::type TB;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long j = (long long)blockIdx.y;
   const long long b = (long long)blockIdx.z;
   if (i >= p.m) return;
   const TA* A = (const TA*)p.a + b * p.stride_a;
-  const TA* B = (const TA*)p.b + b * p.stride_b;
+  const TB* B = (const TB*)p.b + b * p.stride_b;
   double s = 0;
   for (long long l = 0; l < p.k; ++l) {
     double x = tt_to_float(TRANSA ? A[l + i * p.lda] : A[i + l * p.lda]);

@@ -12,6 +12,14 @@
 struct tt_half { unsigned short bits; };  // IEEE 754 binary16
 struct tt_bf16 { unsigned short bits; };  // bfloat16: the upper half of an fp32
 struct tt_e4m3 { unsigned char bits; };   // fp8 e4m3 (bias 7, no infinities, 0x7f NaN): GEMM inputs only
+struct tt_e5m2 { unsigned char bits; };   // fp8 e5m2 (bias 15, infinities and NaNs): GEMM inputs only
+// A GEMM whose A and B differ in type (fp8 e4m3 x e5m2) names the pair where a template takes its
+// input type (TA); tt_input_a / tt_input_b give each operand's type, a single type for both.
+template <class A, class B> struct tt_ab {};
+template <class T> struct tt_input_a { typedef T type; };
+template <class T> struct tt_input_b { typedef T type; };
+template <class A, class B> struct tt_input_a<tt_ab<A, B> > { typedef A type; };
+template <class A, class B> struct tt_input_b<tt_ab<A, B> > { typedef B type; };
 // int8 GEMMs read signed char and write int: plain C types.
 
 namespace tt_detail {
@@ -80,14 +88,22 @@ __device__ inline float tt_to_float(tt_half x) {
 
 __device__ inline float tt_to_float(tt_bf16 x) { return tt_detail::u2f((unsigned)x.bits << 16); }
 
-// Exact: every e4m3 value is an fp32. Integer arithmetic, so the reference kernels need no fp8
-// conversion instructions (sm_89+) and compile for every target.
-__device__ inline float tt_to_float(tt_e4m3 x) {
-  const unsigned sign = (unsigned)(x.bits & 0x80u) << 24, exp = (x.bits >> 3) & 0xfu, man = x.bits & 7u;
-  if (exp == 0xfu && man == 7u) return tt_detail::u2f(sign | 0x7fc00000u);
-  if (exp == 0) return tt_detail::u2f(tt_detail::f2u((float)man * 0.001953125f) | sign);  // man * 2^-9
-  return tt_detail::u2f(sign | ((exp + 120u) << 23) | (man << 20));
+// Exact: every fp8 value is an fp32. Integer arithmetic, so the reference kernels need no fp8
+// conversion instructions (sm_89+) and compile for every target. E exponent bits: e4m3 (NaN at
+// 0x7f / 0xff only) or e5m2 (exponent 31: infinity or NaN); subnormals man * 2^(1 - bias - M).
+template <int E> __device__ inline float tt_fp8_to_float(unsigned char bits) {
+  const int M = 7 - E, BIAS = (1 << (E - 1)) - 1, EMAX = (1 << E) - 1;
+  const unsigned sign = (unsigned)(bits & 0x80u) << 24, exp = (bits >> M) & (unsigned)EMAX;
+  const unsigned man = bits & ((1u << M) - 1u);
+  if (E == 4 && exp == (unsigned)EMAX && man == 7u) return tt_detail::u2f(sign | 0x7fc00000u);
+  if (E == 5 && exp == (unsigned)EMAX)  // infinity, or a quiet NaN keeping the payload
+    return tt_detail::u2f(sign | 0x7f800000u | (man << (23 - M)) | (man ? 0x400000u : 0u));
+  if (exp == 0)
+    return tt_detail::u2f(tt_detail::f2u((float)man * tt_detail::u2f((unsigned)(127 + 1 - BIAS - M) << 23)) | sign);
+  return tt_detail::u2f(sign | ((exp + 127u - BIAS) << 23) | (man << (23 - M)));
 }
+__device__ inline float tt_to_float(tt_e4m3 x) { return tt_fp8_to_float<4>(x.bits); }
+__device__ inline float tt_to_float(tt_e5m2 x) { return tt_fp8_to_float<5>(x.bits); }
 __device__ inline float tt_to_float(signed char x) { return (float)x; }
 
 template <class T> __device__ inline T tt_from_float(float f);

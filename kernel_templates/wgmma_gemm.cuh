@@ -115,8 +115,8 @@
 // bf16 / fp16 in any layout; fp32 inputs as tf32 with both operands K-major (TN) by TMA or
 // cp.async, any other layout through LOADER 2's transpose: tf32 wgmma has no transpose; or, with
 // an MN-major A, A read into registers from its MN-major stage (AREG, above). 8-bit
-// inputs (e4m3 -> fp32 accumulators, s8 -> s32) K-major only, i.e. TN, by TMA or cp.async: 8-bit
-// wgmma has no transpose either, and LOADER 2's transpose moves 4-byte elements. BK is one
+// inputs (e4m3 / e5m2 -> fp32 accumulators, A and B of either fp8 type; s8 -> s32) K-major only,
+// i.e. TN, by TMA or cp.async: 8-bit wgmma has no transpose either, and LOADER 2's transpose moves 4-byte elements. BK is one
 // 128-byte atom: 128 8-bit, 64 16-bit or 32 fp32 elements; the shared layouts, descriptors and
 // k-steps (32 bytes: k32 for 8-bit) are the same bytes for every type.
 // int8 (s8 -> s32): the int32 accumulators live in the float arrays as raw bits (wgmma_ops.h), and
@@ -287,14 +287,18 @@ TT_DEVICE int mma_k_tiles_areg(const R& ring, float (&acc)[MI][NACC], u32 a_off,
 
 }  // namespace tt_wg
 
-template <typename TA, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
+// TAB: the input type, or tt_ab<A's, B's> for fp8 A and B of two types (tt_types.h).
+template <typename TAB, typename TC, bool TRANSA, bool TRANSB, int BM, int BN, int BK, int STAGES,
           int CONSUMERS, int RASTER, int GROUP, int PINGPONG, int LOADER, int CLUSTER, int SPLITK = 1, int OCC = 1,
           int COOPN = 0, int EPI = 0, int COOPK = 0, int CLUSTERN = 1, int AREG = 0, int SCHED = 0>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     wgmma_gemm(const __grid_constant__ TtGemmTmaParams p) {
   using namespace tt_wg;
-  constexpr int EB = (int)sizeof(TA);  // 1: e4m3 / s8; 2: bf16 / fp16; 4: fp32 read as tf32
+  typedef typename tt_input_a<TAB>::type TA;
+  typedef typename tt_input_b<TAB>::type TB;
+  constexpr int EB = (int)sizeof(TA);  // 1: e4m3 / e5m2 / s8; 2: bf16 / fp16; 4: fp32 read as tf32
   constexpr bool INT8 = IsInt8<TA>::value;
+  static_assert(sizeof(TB) == sizeof(TA), "wgmma_gemm: A and B of one width");
   static_assert(EB == 1 || EB == 2 || EB == 4, "wgmma_gemm: 8-bit, 16-bit or tf32 inputs");
   static_assert(BK * EB == 128, "BK is one 128-byte swizzle atom");
   static_assert(EB == 2 || (TRANSA && !TRANSB) || LOADER == 2 || (AREG && !TRANSB),
@@ -367,7 +371,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr u32 STG_BYTES = 32 * EP * 4 + (EPI == 1 ? 512 : 0);
   static_assert(EPI != 1 || (NB * CHUNK_BYTES <= STG_BYTES && STG_BYTES % 1024 == 0), "TMA store staging");
   constexpr bool BF = IsBf16<TA>::value;
-  typedef typename Pick<EB == 1, TtWgmma8<WNM, INT8>,
+  typedef typename Pick<EB == 1, TtWgmma8<WNM, TA, TB>,
                         typename Pick<EB == 4, typename Pick<AREG != 0, TtWgmmaTf32Rs<WNM>, TtWgmmaTf32<WNM>>::type,
                                       TtWgmma<WNM, BF, A_SK ? 0 : 1, B_SK ? 0 : 1>>::type>::type Mma;
   typedef Epi<TC> E;
@@ -464,7 +468,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     if (LOADER >= 1) {
       const int tid = threadIdx.x;
       const TA* A = reinterpret_cast<const TA*>(p.g.a);
-      const TA* Bm = reinterpret_cast<const TA*>(p.g.b);
+      const TB* Bm = reinterpret_cast<const TB*>(p.g.b);
       int s = 0, issued = 0;
       u32 ph = 0;
       // Stage j (in issue order) is complete: with LOADER 2 its MN-major operands move from their
@@ -489,7 +493,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         tt_sched::Item it;
         unit_tile(u, mb, nb, b, split, kb, ke, it);
         const TA* Ab = A + (long long)b * p.g.stride_a;
-        const TA* Bb = Bm + (long long)b * p.g.stride_b;
+        const TB* Bb = Bm + (long long)b * p.g.stride_b;
 #pragma unroll 1
         for (int kt = kb; kt < ke; ++kt) {
           mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);

@@ -26,6 +26,7 @@ double load_element(const std::uint8_t* base, std::int64_t index, DataType t) {
       return tt_host_to_float(h);
     }
     case DataType::E4M3: return tt_host_to_float(tt_e4m3{base[index]});
+    case DataType::E5M2: return tt_host_to_float(tt_e5m2{base[index]});
     case DataType::S8: return double(static_cast<signed char>(base[index]));
     case DataType::S32: {
       std::int32_t v;
@@ -50,6 +51,7 @@ void store_element(std::uint8_t* base, std::int64_t index, DataType t, float v) 
       break;
     }
     case DataType::E4M3: base[index] = tt_host_from_float<tt_e4m3>(v).bits; break;
+    case DataType::E5M2: base[index] = tt_host_from_float<tt_e5m2>(v).bits; break;
     case DataType::S8: base[index] = static_cast<std::uint8_t>(static_cast<signed char>(std::lrint(v))); break;
     case DataType::S32: {
       const auto i = static_cast<std::int32_t>(std::lrint(v));

@@ -29,6 +29,7 @@ double epsilon(DataType t) {
     case DataType::F16: return std::ldexp(1.0, -11);
     case DataType::BF16: return std::ldexp(1.0, -8);
     case DataType::E4M3: return std::ldexp(1.0, -4);
+    case DataType::E5M2: return std::ldexp(1.0, -3);
     case DataType::S8:
     case DataType::S32: return 0;
   }
@@ -43,12 +44,12 @@ double tolerance(const Problem& problem) {
   if (is_integer(p.c_type)) return 0;
   // tf32 rounds both inputs to 10 mantissa bits: a product's relative error is up to 2^-10.
   double inputs = p.compute_tf32 ? 4 * std::ldexp(1.0, -11) : 0;
-  // fp8 inputs are exact (the reference reads the same e4m3 values) and so are their products,
+  // fp8 inputs are exact (the reference reads the same e4m3 / e5m2 values) and so are their products,
   // but Hopper's fp8 wgmma adds them into the fp32 accumulators with fewer mantissa bits (about
   // 14 rather than 24, as measured by the DeepSeek-V3 report): the sums' error grows like
   // 2^-14 sqrt(K) instead of 2^-24 sqrt(K) (the margin, 8 rather than 16, keeps a K = 4096 bound
   // near 3%, well below the error of a skipped k-step).
-  const double sums = p.a_type == DataType::E4M3 ? 8 * std::ldexp(1.0, -14) : 16 * std::ldexp(1.0, -24);
+  const double sums = is_fp8(p.a_type) ? 8 * std::ldexp(1.0, -14) : 16 * std::ldexp(1.0, -24);
   return 4 * epsilon(p.c_type) + inputs + sums * std::sqrt(double(p.k)) + 1e-7;
 }
 

@@ -13,6 +13,7 @@ inline tiletune_datatype_t api_type(DataType t) {
     case DataType::F16: return TILETUNE_R_16F;
     case DataType::BF16: return TILETUNE_R_16BF;
     case DataType::E4M3: return TILETUNE_R_8F_E4M3;
+    case DataType::E5M2: return TILETUNE_R_8F_E5M2;
     case DataType::S8: return TILETUNE_R_8I;
     case DataType::S32: return TILETUNE_R_32I;
   }

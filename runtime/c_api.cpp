@@ -66,6 +66,7 @@ tiletune::DataType dtype(int t) {
     case TILETUNE_R_16F: return tiletune::DataType::F16;
     case TILETUNE_R_16BF: return tiletune::DataType::BF16;
     case TILETUNE_R_8F_E4M3: return tiletune::DataType::E4M3;
+    case TILETUNE_R_8F_E5M2: return tiletune::DataType::E5M2;
     case TILETUNE_R_8I: return tiletune::DataType::S8;
     case TILETUNE_R_32I: return tiletune::DataType::S32;
   }
@@ -82,11 +83,13 @@ void need_pointers(std::initializer_list<const void*> ptrs, const char* names) {
     if (!p) throw tiletune::Error(std::string("null pointer among ") + names);
 }
 
-tiletune::GemmProblem make_problem(int op_a, int op_b, int64_t m, int64_t n, int64_t k, int ab_type, int64_t lda,
-                                   int64_t stride_a, int64_t ldb, int64_t stride_b, int c_type, int64_t ldc,
-                                   int64_t stride_c, int64_t batch, bool beta_zero, int compute) {
+// b_type: the entry points without a B type of its own pass A's.
+tiletune::GemmProblem make_problem(int op_a, int op_b, int64_t m, int64_t n, int64_t k, int a_type, int b_type,
+                                   int64_t lda, int64_t stride_a, int64_t ldb, int64_t stride_b, int c_type,
+                                   int64_t ldc, int64_t stride_c, int64_t batch, bool beta_zero, int compute) {
   tiletune::GemmProblem p;
-  p.a_type = dtype(ab_type);
+  p.a_type = dtype(a_type);
+  if (b_type != a_type) p.b_type = dtype(b_type);
   p.c_type = dtype(c_type);
   p.trans_a = op(op_a);
   p.trans_b = op(op_b);
@@ -204,13 +207,13 @@ tiletune_status_t tiletune_destroy(tiletune_handle_t handle) {
 
 namespace {
 tiletune_status_t gemm(tiletune_handle_t h, int op_a, int op_b, int64_t m, int64_t n, int64_t k, float alpha,
-                       const void* a, int ab_type, int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
+                       const void* a, int a_type, int64_t lda, int64_t stride_a, const void* b, int b_type, int64_t ldb,
                        int64_t stride_b, float beta, void* c, int c_type, int64_t ldc, int64_t stride_c, int64_t batch,
                        int compute, void* stream) {
   if (auto s = need_handle(h)) return s;
   tiletune::GemmProblem p;
   tiletune_status_t s = guarded(TILETUNE_ERROR_INVALID_VALUE, [&] {
-    p = make_problem(op_a, op_b, m, n, k, ab_type, lda, stride_a, ldb, stride_b, c_type, ldc, stride_c, batch,
+    p = make_problem(op_a, op_b, m, n, k, a_type, b_type, lda, stride_a, ldb, stride_b, c_type, ldc, stride_c, batch,
                      beta == 0.0f, compute);
     // The int8 kernels scale in int32: a fractional alpha or beta would be truncated silently.
     if (tiletune::is_integer(p.c_type) && (alpha != std::nearbyint(alpha) || beta != std::nearbyint(beta)))
@@ -230,8 +233,20 @@ tiletune_status_t tiletune_gemm_strided_batched_ex(tiletune_handle_t h, tiletune
                                                    int64_t stride_b, float beta, void* c, tiletune_datatype_t c_type,
                                                    int64_t ldc, int64_t stride_c, int64_t batch,
                                                    tiletune_compute_t compute, void* stream) {
-  return gemm(h, raw(op_a), raw(op_b), m, n, k, alpha, a, raw(ab_type), lda, stride_a, b, ldb, stride_b, beta, c,
-              raw(c_type), ldc, stride_c, batch, raw(compute), stream);
+  return gemm(h, raw(op_a), raw(op_b), m, n, k, alpha, a, raw(ab_type), lda, stride_a, b, raw(ab_type), ldb, stride_b,
+              beta, c, raw(c_type), ldc, stride_c, batch, raw(compute), stream);
+}
+
+tiletune_status_t tiletune_gemm_strided_batched_mixed(tiletune_handle_t h, tiletune_operation_t op_a,
+                                                      tiletune_operation_t op_b, int64_t m, int64_t n, int64_t k,
+                                                      float alpha, const void* a, tiletune_datatype_t a_type,
+                                                      int64_t lda, int64_t stride_a, const void* b,
+                                                      tiletune_datatype_t b_type, int64_t ldb, int64_t stride_b,
+                                                      float beta, void* c, tiletune_datatype_t c_type, int64_t ldc,
+                                                      int64_t stride_c, int64_t batch, tiletune_compute_t compute,
+                                                      void* stream) {
+  return gemm(h, raw(op_a), raw(op_b), m, n, k, alpha, a, raw(a_type), lda, stride_a, b, raw(b_type), ldb, stride_b,
+              beta, c, raw(c_type), ldc, stride_c, batch, raw(compute), stream);
 }
 
 tiletune_status_t tiletune_gemm_strided_batched(tiletune_handle_t h, tiletune_operation_t op_a,
@@ -240,16 +255,16 @@ tiletune_status_t tiletune_gemm_strided_batched(tiletune_handle_t h, tiletune_op
                                                 int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
                                                 int64_t stride_b, float beta, void* c, tiletune_datatype_t c_type,
                                                 int64_t ldc, int64_t stride_c, int64_t batch, void* stream) {
-  return gemm(h, raw(op_a), raw(op_b), m, n, k, alpha, a, raw(ab_type), lda, stride_a, b, ldb, stride_b, beta, c,
-              raw(c_type), ldc, stride_c, batch, TILETUNE_COMPUTE_32F, stream);
+  return gemm(h, raw(op_a), raw(op_b), m, n, k, alpha, a, raw(ab_type), lda, stride_a, b, raw(ab_type), ldb, stride_b,
+              beta, c, raw(c_type), ldc, stride_c, batch, TILETUNE_COMPUTE_32F, stream);
 }
 
 tiletune_status_t tiletune_gemm(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m,
                                 int64_t n, int64_t k, float alpha, const void* a, tiletune_datatype_t ab_type,
                                 int64_t lda, const void* b, int64_t ldb, float beta, void* c,
                                 tiletune_datatype_t c_type, int64_t ldc, void* stream) {
-  return gemm(h, raw(op_a), raw(op_b), m, n, k, alpha, a, raw(ab_type), lda, 0, b, ldb, 0, beta, c, raw(c_type), ldc,
-              0, 1, TILETUNE_COMPUTE_32F, stream);
+  return gemm(h, raw(op_a), raw(op_b), m, n, k, alpha, a, raw(ab_type), lda, 0, b, raw(ab_type), ldb, 0, beta, c,
+              raw(c_type), ldc, 0, 1, TILETUNE_COMPUTE_32F, stream);
 }
 
 namespace {
@@ -284,18 +299,39 @@ extern "C++" tiletune::Problem conv_of(const tiletune_conv_desc_t* desc, tiletun
 }
 }  // namespace
 
+namespace {
+// Both choice calls meet here with every enum as raw()'s int (forwarding one as its enum type loads it).
+tiletune_status_t gemm_choice(tiletune_handle_t h, int op_a, int op_b, int64_t m, int64_t n, int64_t k, int a_type,
+                              int b_type, int64_t lda, int64_t stride_a, int64_t ldb, int64_t stride_b, int c_type,
+                              int64_t ldc, int64_t stride_c, int64_t batch, int beta_is_zero, int compute,
+                              tiletune_choice_t* choice) {
+  return choice_into(
+      h,
+      [&] {
+        return tiletune::Problem(make_problem(op_a, op_b, m, n, k, a_type, b_type, lda, stride_a, ldb, stride_b, c_type,
+                                              ldc, stride_c, batch, beta_is_zero != 0, compute));
+      },
+      choice);
+}
+}  // namespace
+
 tiletune_status_t tiletune_gemm_choice(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b,
                                        int64_t m, int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda,
                                        int64_t stride_a, int64_t ldb, int64_t stride_b, tiletune_datatype_t c_type,
                                        int64_t ldc, int64_t stride_c, int64_t batch, int beta_is_zero,
                                        tiletune_compute_t compute, tiletune_choice_t* choice) {
-  return choice_into(
-      h,
-      [&] {
-        return tiletune::Problem(make_problem(raw(op_a), raw(op_b), m, n, k, raw(ab_type), lda, stride_a, ldb, stride_b,
-                                              raw(c_type), ldc, stride_c, batch, beta_is_zero != 0, raw(compute)));
-      },
-      choice);
+  return gemm_choice(h, raw(op_a), raw(op_b), m, n, k, raw(ab_type), raw(ab_type), lda, stride_a, ldb, stride_b,
+                     raw(c_type), ldc, stride_c, batch, beta_is_zero, raw(compute), choice);
+}
+
+tiletune_status_t tiletune_gemm_choice_mixed(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b,
+                                             int64_t m, int64_t n, int64_t k, tiletune_datatype_t a_type,
+                                             tiletune_datatype_t b_type, int64_t lda, int64_t stride_a, int64_t ldb,
+                                             int64_t stride_b, tiletune_datatype_t c_type, int64_t ldc,
+                                             int64_t stride_c, int64_t batch, int beta_is_zero,
+                                             tiletune_compute_t compute, tiletune_choice_t* choice) {
+  return gemm_choice(h, raw(op_a), raw(op_b), m, n, k, raw(a_type), raw(b_type), lda, stride_a, ldb, stride_b,
+                     raw(c_type), ldc, stride_c, batch, beta_is_zero, raw(compute), choice);
 }
 
 tiletune_status_t tiletune_conv_choice(tiletune_handle_t h, const tiletune_conv_desc_t* desc,
@@ -310,8 +346,8 @@ tiletune_status_t tiletune_explain(tiletune_handle_t h, tiletune_operation_t op_
   return explain_into(
       h,
       [&] {
-        return tiletune::Problem(make_problem(raw(op_a), raw(op_b), m, n, k, raw(ab_type), lda, 0, ldb, 0, raw(c_type),
-                                              ldc, 0, batch, beta_is_zero != 0, raw(compute)));
+        return tiletune::Problem(make_problem(raw(op_a), raw(op_b), m, n, k, raw(ab_type), raw(ab_type), lda, 0, ldb, 0,
+                                              raw(c_type), ldc, 0, batch, beta_is_zero != 0, raw(compute)));
       },
       text, text_size);
 }

@@ -25,7 +25,7 @@ namespace tiletune::runtime {
 
 ProblemKey::ProblemKey(const GemmProblem& p)
     : v{0, std::int64_t(p.a_type), std::int64_t(p.c_type), p.trans_a, p.trans_b, p.m, p.n, p.k, p.batch, p.lda, p.ldb,
-        p.ldc, p.stride_a, p.stride_b, p.stride_c, p.beta_zero, p.compute_tf32, 0, 0, 0} {}
+        p.ldc, p.stride_a, p.stride_b, p.stride_c, p.beta_zero, p.compute_tf32, std::int64_t(p.type_b()), 0, 0} {}
 
 ProblemKey::ProblemKey(const ConvProblem& p)
     : v{1, std::int64_t(p.direction) | std::int64_t(p.layout) << 2 | std::int64_t(p.in_type) << 4 |
@@ -610,7 +610,7 @@ void Runtime::gemm(const GemmProblem& problem, float alpha, const void* a, const
   if (!a || !b || !c) throw Error("a null matrix pointer was passed");
   // A pointer off its element boundary would fault on the device and take the context with it.
   check_element_aligned("A", a, size_of(problem.a_type));
-  check_element_aligned("B", b, size_of(problem.a_type));
+  check_element_aligned("B", b, size_of(problem.type_b()));
   check_element_aligned("C", c, size_of(problem.c_type));
   Call call;
   const GemmProblem p = problem.canonical();

@@ -61,9 +61,14 @@ typedef enum {
 
 typedef enum { TILETUNE_OP_N = 0, TILETUNE_OP_T = 1 } tiletune_operation_t;
 /* 8-bit GEMM types (GEMMs only; convolutions answer TILETUNE_ERROR_INVALID_VALUE):
- *  - TILETUNE_R_8F_E4M3 inputs with TILETUNE_R_16BF, TILETUNE_R_16F or TILETUNE_R_32F output, fp32
- *    accumulation. There are no separate scale pointers: alpha is the product of A's and B's
- *    per-tensor scales (cuBLASLt's A and B scale factors, torch._scaled_mm's scale_a * scale_b).
+ *  - TILETUNE_R_8F_E4M3 / TILETUNE_R_8F_E5M2 (OCP fp8) inputs with TILETUNE_R_16BF, TILETUNE_R_16F or
+ *    TILETUNE_R_32F output, fp32 accumulation. There are no separate scale pointers: alpha is the
+ *    product of A's and B's per-tensor scales (cuBLASLt's A and B scale factors, torch._scaled_mm's
+ *    scale_a * scale_b). A and B may be of two fp8 types (e4m3 x e5m2, e5m2 x e4m3: the backward
+ *    pass's products) through tiletune_gemm_strided_batched_mixed. e5m2 x e5m2 runs on tuned
+ *    kernels only: cuBLASLt has none, so its vendor rung declines it, and an untuned one fails as any
+ *    problem no rung serves, with tiletune_last_error() saying so. fp8 types are inputs only, and
+ *    an fp8 operand never goes with a non-fp8 one.
  *  - TILETUNE_R_8I inputs with TILETUNE_R_32I output, int32 accumulation (cublasLt's and
  *    torch._int_mm's int8 GEMM): exact, wrapping on int32 overflow. alpha and beta must be
  *    integers (C = alpha * A B + beta * C in int32); other values answer TILETUNE_ERROR_INVALID_VALUE.
@@ -76,7 +81,8 @@ typedef enum {
   TILETUNE_R_16BF = 2,
   TILETUNE_R_8F_E4M3 = 3,
   TILETUNE_R_8I = 4,
-  TILETUNE_R_32I = 5
+  TILETUNE_R_32I = 5,
+  TILETUNE_R_8F_E5M2 = 6
 } tiletune_datatype_t;
 /* Accumulation is always fp32; FAST_TF32 lets fp32 inputs run on tf32 tensor cores (as cuBLAS's
  * CUBLAS_COMPUTE_32F_FAST_TF32). It is part of the problem key: tf32 and fp32 problems are tuned apart. */
@@ -148,6 +154,18 @@ tiletune_status_t tiletune_gemm_strided_batched_ex(tiletune_handle_t handle, til
                                                    int64_t ldc, int64_t stride_c, int64_t batch,
                                                    tiletune_compute_t compute, void* stream);
 
+/* As tiletune_gemm_strided_batched_ex, with B's type named apart from A's: fp8 A and B may differ
+ * (TILETUNE_R_8F_E4M3 x TILETUNE_R_8F_E5M2 and the reverse); with a_type == b_type it is
+ * tiletune_gemm_strided_batched_ex. Any other pair answers TILETUNE_ERROR_INVALID_VALUE. */
+tiletune_status_t tiletune_gemm_strided_batched_mixed(tiletune_handle_t handle, tiletune_operation_t op_a,
+                                                      tiletune_operation_t op_b, int64_t m, int64_t n, int64_t k,
+                                                      float alpha, const void* a, tiletune_datatype_t a_type,
+                                                      int64_t lda, int64_t stride_a, const void* b,
+                                                      tiletune_datatype_t b_type, int64_t ldb, int64_t stride_b,
+                                                      float beta, void* c, tiletune_datatype_t c_type, int64_t ldc,
+                                                      int64_t stride_c, int64_t batch, tiletune_compute_t compute,
+                                                      void* stream);
+
 /* One line saying which kernel a problem would get and why (exact winner, nearest, fallback). */
 tiletune_status_t tiletune_explain(tiletune_handle_t handle, tiletune_operation_t op_a, tiletune_operation_t op_b,
                                    int64_t m, int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda,
@@ -179,6 +197,13 @@ tiletune_status_t tiletune_gemm_choice(tiletune_handle_t handle, tiletune_operat
                                        int64_t stride_a, int64_t ldb, int64_t stride_b, tiletune_datatype_t c_type,
                                        int64_t ldc, int64_t stride_c, int64_t batch, int beta_is_zero,
                                        tiletune_compute_t compute, tiletune_choice_t* choice);
+/* As tiletune_gemm_choice, with B's type named apart from A's (tiletune_gemm_strided_batched_mixed). */
+tiletune_status_t tiletune_gemm_choice_mixed(tiletune_handle_t handle, tiletune_operation_t op_a,
+                                             tiletune_operation_t op_b, int64_t m, int64_t n, int64_t k,
+                                             tiletune_datatype_t a_type, tiletune_datatype_t b_type, int64_t lda,
+                                             int64_t stride_a, int64_t ldb, int64_t stride_b,
+                                             tiletune_datatype_t c_type, int64_t ldc, int64_t stride_c, int64_t batch,
+                                             int beta_is_zero, tiletune_compute_t compute, tiletune_choice_t* choice);
 tiletune_status_t tiletune_conv_choice(tiletune_handle_t handle, const tiletune_conv_desc_t* desc,
                                        tiletune_conv_direction_t direction, tiletune_choice_t* choice);
 

@@ -73,6 +73,15 @@ class Handle {
     check(tiletune_gemm_strided_batched_ex(h_, op_a, op_b, m, n, k, alpha, a, ab_type, lda, stride_a, b, ldb, stride_b,
                                            beta, c, c_type, ldc, stride_c, batch, compute, stream));
   }
+  // B's type apart from A's: fp8 A and B of two types (tiletune_gemm_strided_batched_mixed).
+  void gemm_strided_batched_mixed(tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m, int64_t n,
+                                  int64_t k, float alpha, const void* a, tiletune_datatype_t a_type, int64_t lda,
+                                  int64_t stride_a, const void* b, tiletune_datatype_t b_type, int64_t ldb,
+                                  int64_t stride_b, float beta, void* c, tiletune_datatype_t c_type, int64_t ldc,
+                                  int64_t stride_c, int64_t batch, tiletune_compute_t compute, void* stream = nullptr) {
+    check(tiletune_gemm_strided_batched_mixed(h_, op_a, op_b, m, n, k, alpha, a, a_type, lda, stride_a, b, b_type, ldb,
+                                              stride_b, beta, c, c_type, ldc, stride_c, batch, compute, stream));
+  }
   tiletune_stats_t stats() const {
     tiletune_stats_t s{};
     check(tiletune_get_stats(h_, &s));

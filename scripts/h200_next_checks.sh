@@ -37,6 +37,10 @@
 #   search_depth: configs/probes/h200_resnet_search_depth_probe.json (ResNet-50's layers below cuDNN) by model
 #               search at the shipped budget (64) and at 256, every measurement kept: whether the space holds
 #               faster kernels than the model's first 64 (OUT/search_depth.tgz).
+#   e5m2:       fp8 e5m2 (compile-verified only on 2026-12-06): the 8-bit wgmma sample with e4m3 x e5m2,
+#               e5m2 x e4m3 and e5m2 x e5m2 under the sanitizers, cuBLASLt's mixed fp8 and its refusal of
+#               e5m2 x e5m2, the device reference of the pairs; then configs/probes/h200_gemm_e5m2_probe.json
+#               tuned (six shapes, e4m3 and e4m3 x e5m2) and vs_torch --dtype fp8 on them (OUT/e5m2.tgz).
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -182,7 +186,15 @@ for STEP in ${STEPS//,/ }; do
       done
       rm -f "$D"/*.db*
       pack search_depth ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    e5m2)
+      gtest_and_sanitizers "$T" 'CudaDevice.SanitizerSampleOfWgmmaEightBit' eight_bit 120
+      timeout 120 "$T" --gtest_filter='CudaDevice.VendorRunsEightBitGemmsThroughCublasLt:CudaDevice.DeviceReferenceMatchesTheHostReference:CudaDevice.EightBitWgmmaSampleValidates' \
+        > "$D/gtest_e5m2_rest.log" 2>&1
+      echo "vendor, reference, sample exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|Failure' "$D/gtest_e5m2_rest.log" | sort -u
+      tune_then_vs_torch configs/probes/h200_gemm_e5m2_probe.json 300 gemm \
+        sq4096,llm_qkv_fwd,llm_down_dgrad,llm_down_wgrad,odd1000,skinny16 fp8
+      pack e5m2 ;;
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done

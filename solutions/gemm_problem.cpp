@@ -13,6 +13,7 @@ const char* to_string(DataType t) {
     case DataType::F16: return "f16";
     case DataType::BF16: return "bf16";
     case DataType::E4M3: return "e4m3";
+    case DataType::E5M2: return "e5m2";
     case DataType::S8: return "s8";
     case DataType::S32: return "s32";
   }
@@ -24,9 +25,10 @@ DataType dtype_from_string(const std::string& s) {
   if (s == "f16" || s == "fp16" || s == "half") return DataType::F16;
   if (s == "bf16") return DataType::BF16;
   if (s == "e4m3" || s == "fp8" || s == "fp8_e4m3") return DataType::E4M3;
+  if (s == "e5m2" || s == "fp8_e5m2") return DataType::E5M2;
   if (s == "s8" || s == "int8") return DataType::S8;
   if (s == "s32" || s == "int32") return DataType::S32;
-  throw Error("unknown data type '" + s + "' (expected f32, f16, bf16, e4m3, s8 or s32)");
+  throw Error("unknown data type '" + s + "' (expected f32, f16, bf16, e4m3, e5m2, s8 or s32)");
 }
 
 int size_of(DataType t) {
@@ -36,6 +38,7 @@ int size_of(DataType t) {
     case DataType::F16:
     case DataType::BF16: return 2;
     case DataType::E4M3:
+    case DataType::E5M2:
     case DataType::S8: return 1;
   }
   return 4;
@@ -47,6 +50,7 @@ const char* device_type_name(DataType t) {
     case DataType::F16: return "tt_half";
     case DataType::BF16: return "tt_bf16";
     case DataType::E4M3: return "tt_e4m3";
+    case DataType::E5M2: return "tt_e5m2";
     case DataType::S8: return "signed char";
     case DataType::S32: return "int";
   }
@@ -54,9 +58,11 @@ const char* device_type_name(DataType t) {
 }
 
 bool is_integer(DataType t) { return t == DataType::S8 || t == DataType::S32; }
+bool is_fp8(DataType t) { return t == DataType::E4M3 || t == DataType::E5M2; }
 
 GemmProblem GemmProblem::canonical() const {
   GemmProblem p = *this;
+  if (p.b_type == p.a_type) p.b_type.reset();
   if (p.lda == 0) p.lda = p.rows_a();
   if (p.ldb == 0) p.ldb = p.rows_b();
   if (p.ldc == 0) p.ldc = p.m;
@@ -75,8 +81,11 @@ void GemmProblem::validate() const {
   auto fail = [](const std::string& what) { throw Error("invalid GEMM problem: " + what); };
   if (compute_tf32 && a_type != DataType::F32) fail("tf32 compute needs f32 inputs");
   if (a_type == DataType::S32) fail("s32 is an output type only (int8 GEMMs read s8)");
-  if (c_type == DataType::E4M3 || c_type == DataType::S8)
+  if (is_fp8(c_type) || c_type == DataType::S8)
     fail(std::string(to_string(c_type)) + " is an input type only (outputs are f32, f16, bf16 or s32)");
+  if (mixed_inputs() && !(is_fp8(a_type) && is_fp8(type_b())))
+    fail(std::string("A and B may differ in type only as two fp8 types (got ") + to_string(a_type) + " x " +
+         to_string(type_b()) + ")");
   if ((a_type == DataType::S8) != (c_type == DataType::S32))
     fail(std::string("int8 GEMMs take s8 inputs and write s32 (got ") + to_string(a_type) + " > " + to_string(c_type) + ")");
   if (m < 1 || n < 1 || k < 1)
@@ -95,10 +104,14 @@ void GemmProblem::validate() const {
   }
 }
 
+std::string GemmProblem::input_types() const {
+  return mixed_inputs() ? std::string(to_string(a_type)) + "." + to_string(type_b()) : to_string(a_type);
+}
+
 std::string GemmProblem::key() const {
   GemmProblem c = canonical();
   std::string s = "gemm|";
-  s += to_string(c.a_type);
+  s += c.input_types();
   s += ">";
   s += to_string(c.c_type);
   s += c.compute_tf32 ? "|tf32|" : is_integer(c.a_type) ? "|acc_s32|" : "|acc_f32|";
@@ -170,6 +183,11 @@ RepackPlan repack_plan(const GemmProblem& problem) {
   return plan;
 }
 
+std::string input_type_name(const GemmProblem& p) {
+  if (!p.mixed_inputs()) return device_type_name(p.a_type);
+  return std::string("tt_ab<") + device_type_name(p.a_type) + ", " + device_type_name(p.type_b()) + ">";
+}
+
 void to_json(nlohmann::json& j, const GemmProblem& p) {
   j = nlohmann::json{{"a_type", to_string(p.a_type)},
                      {"c_type", to_string(p.c_type)},
@@ -180,6 +198,7 @@ void to_json(nlohmann::json& j, const GemmProblem& p) {
                      {"stride_a", p.stride_a}, {"stride_b", p.stride_b}, {"stride_c", p.stride_c},
                      {"beta_zero", p.beta_zero}};
   if (p.compute_tf32) j["compute"] = "tf32";
+  if (p.mixed_inputs()) j["b_type"] = to_string(p.type_b());
 }
 
 static bool parse_trans(const nlohmann::json& j, const char* name) {
@@ -198,7 +217,7 @@ void from_json(const nlohmann::json& j, GemmProblem& p) {
       p.compute_tf32 = dt == "tf32";  // shapes files name fp32-through-tf32 problems "tf32"
       p.a_type = p.c_type = p.compute_tf32 ? DataType::F32 : dtype_from_string(dt);
       // An 8-bit dtype names the inputs; the output is the usual one (torch._scaled_mm's bf16, int32).
-      if (p.a_type == DataType::E4M3) p.c_type = DataType::BF16;
+      if (is_fp8(p.a_type)) p.c_type = DataType::BF16;
       if (p.a_type == DataType::S8) p.c_type = DataType::S32;
     }
     if (j.contains("compute")) {
@@ -207,6 +226,7 @@ void from_json(const nlohmann::json& j, GemmProblem& p) {
       p.compute_tf32 = c == "tf32";
     }
     if (j.contains("a_type")) p.a_type = dtype_from_string(j.at("a_type").get<std::string>());
+    if (j.contains("b_type")) p.b_type = dtype_from_string(j.at("b_type").get<std::string>());
     if (j.contains("c_type")) p.c_type = dtype_from_string(j.at("c_type").get<std::string>());
     p.trans_a = parse_trans(j, "transA");
     p.trans_b = parse_trans(j, "transB");

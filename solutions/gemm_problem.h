@@ -3,6 +3,7 @@
 // strides, and whether beta is zero. Dropping a field here silently loses tuned results.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -11,19 +12,27 @@ namespace tiletune {
 
 // E4M3: fp8 (1 sign, 4 exponent, 3 mantissa bits, no infinities), GEMM inputs only. S8 / S32: the
 // integer GEMM's inputs and its output (int8 x int8 -> int32, as cuBLASLt's and torch._int_mm).
-enum class DataType { F32, F16, BF16, E4M3, S8, S32 };
+// E5M2: OCP fp8 (1 sign, 5 exponent bits, bias 15, 2 mantissa bits, infinities and NaNs), GEMM
+// inputs only. Values are appended, never renumbered.
+enum class DataType { F32, F16, BF16, E4M3, S8, S32, E5M2 };
 
-const char* to_string(DataType t);              // "f32", "f16", "bf16", "e4m3", "s8", "s32"
-DataType dtype_from_string(const std::string&);  // also fp32/float, fp16/half, fp8/fp8_e4m3, int8, int32
+const char* to_string(DataType t);              // "f32", "f16", "bf16", "e4m3", "s8", "s32", "e5m2"
+DataType dtype_from_string(const std::string&);  // also fp32/float, fp16/half, fp8/fp8_e4m3, fp8_e5m2, int8, int32
 int size_of(DataType t);
 const char* device_type_name(DataType t);        // type name in kernel templates: float, tt_half, tt_bf16, ...
 bool is_integer(DataType t);                     // S8, S32: exact arithmetic, integer alpha and beta
+bool is_fp8(DataType t);                         // E4M3, E5M2
 
 // The pairs of input and output types a GEMM may have: f32, f16, bf16 in and out in any pair;
-// e4m3 in, f32 / f16 / bf16 out (fp32 accumulation; per-tensor scales folded into alpha); s8 in,
-// s32 out (int32 accumulation, alpha and beta integers).
+// fp8 in, f32 / f16 / bf16 out (fp32 accumulation; per-tensor scales folded into alpha); s8 in,
+// s32 out (int32 accumulation, alpha and beta integers). A and B share one type, except that fp8
+// A and B may differ (e4m3 x e5m2, e5m2 x e4m3: the mixed products of fp8 training's backward pass).
 struct GemmProblem {
-  DataType a_type = DataType::F32;  // A and B share one input type
+  DataType a_type = DataType::F32;
+  // B's type where it differs from A's; unset means A's. Optional rather than a plain field so that
+  // every problem built before B had a type of its own (and every one built by code that names
+  // a_type only) keeps meaning "both inputs a_type"; canonical() unsets it where it equals a_type.
+  std::optional<DataType> b_type;
   DataType c_type = DataType::F32;
   bool trans_a = false;
   bool trans_b = false;
@@ -38,7 +47,13 @@ struct GemmProblem {
   GemmProblem canonical() const;
   // Throws Error naming the offending field (sizes < 1, ld smaller than packed, ...).
   void validate() const;
-  std::string key() const;  // canonical, e.g. "gemm|f32>f32|NN|m4096|n4096|k4096|b1|lda4096|..."
+  // canonical, e.g. "gemm|f32>f32|NN|m4096|n4096|k4096|b1|lda4096|..."; inputs of two types read
+  // "gemm|e4m3.e5m2>bf16|...", one type as before ("gemm|e4m3>bf16|...").
+  std::string key() const;
+  // The input types as keys and labels name them: "bf16", or "e4m3.e5m2" where B's differs from A's.
+  std::string input_types() const;
+  DataType type_b() const { return b_type.value_or(a_type); }
+  bool mixed_inputs() const { return type_b() != a_type; }
   double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
 
   std::int64_t rows_a() const { return trans_a ? k : m; }  // stored shape of A, column-major
@@ -50,6 +65,11 @@ struct GemmProblem {
   std::int64_t elements_b() const;
   std::int64_t elements_c() const;
 };
+
+// What a template's TA names: the input type, or "tt_ab<A's, B's>" where A and B differ. A problem of
+// one input type keeps the single name, and with it the name expression its stored code objects
+// were compiled as.
+std::string input_type_name(const GemmProblem& p);
 
 void to_json(nlohmann::json& j, const GemmProblem& p);
 void from_json(const nlohmann::json& j, GemmProblem& p);  // throws Error on bad fields

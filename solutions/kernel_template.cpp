@@ -70,6 +70,10 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
     const std::string arguments = j.value("arguments", std::string("gemm"));
     t.fallback_rank_ = j.value("fallback_rank", -1);
     t.repack_ = j.value("repack", false);
+    // A template that does not say it reads A and B of two types (TA then names tt_ab<A's, B's>:
+    // gemm_problem.h, input_type_name) never sees such a problem.
+    if (!j.value("mixed_inputs", false))
+      t.constraints_.emplace(t.constraints_.begin(), "one_input_type", Expression::parse("MIXED_AB == 0"));
     const std::string kind = j.value("problem", std::string("gemm"));
     if (kind != "gemm" && kind != "conv") throw Error(where + ": unknown \"problem\" kind '" + kind + "' (gemm or conv)");
     t.kind_ = kind == "conv" ? ProblemKind::Conv : ProblemKind::Gemm;
@@ -185,10 +189,11 @@ static void gemm_variables(const GemmProblem& problem, Variables& v) {
   v["LDB"] = p.ldb;
   v["LDC"] = p.ldc;
   v["ALIGN_A"] = alignment_elements(p.lda, p.stride_a, p.batch, size_of(p.a_type));
-  v["ALIGN_B"] = alignment_elements(p.ldb, p.stride_b, p.batch, size_of(p.a_type));
+  v["ALIGN_B"] = alignment_elements(p.ldb, p.stride_b, p.batch, size_of(p.type_b()));
   v["ALIGN_C"] = alignment_elements(p.ldc, p.stride_c, p.batch, size_of(p.c_type));
   v["COMPUTE_TF32"] = p.compute_tf32;
   v["INT8"] = p.a_type == DataType::S8;  // s8 x s8 -> s32: integer accumulators
+  v["MIXED_AB"] = p.mixed_inputs();
 }
 
 Variables KernelTemplate::variables(const Solution& s, const Problem& problem, const gpu::DeviceInfo& dev) const {
@@ -204,6 +209,7 @@ Variables KernelTemplate::variables(const Solution& s, const Problem& problem, c
 
 void KernelTemplate::add_fixed_variables(const Problem& problem, bool repack, const gpu::DeviceInfo& dev,
                                          Variables& v) const {
+  v["MIXED_AB"] = 0;  // convolutions read one input type
   if (problem.is_conv()) {
     conv_variables(problem.conv(), v);
     // The GEMM's names (M, N, K in its order, TRANSA, LDA, ALIGN_A, ...) over the implicit GEMM's,
@@ -279,19 +285,20 @@ std::optional<ModelShape> KernelTemplate::model_shape(const Variables& vars) con
 
 std::string KernelTemplate::name_expression(const Solution& s, const Problem& problem) const {
   // Types and layout tokens; the other kind's tokens stay as written (and fail to compile).
-  DataType ta, tc;
+  std::string ta;
+  DataType tc;
   bool trans_a = false, trans_b = false, nchw = false;
   int dir = 0;
   if (problem.is_conv()) {
     const ConvProblem& c = problem.conv();
-    ta = c.in_type, tc = c.out_type, nchw = c.layout == ConvLayout::NCHW, dir = int(c.direction);
+    ta = device_type_name(c.in_type), tc = c.out_type, nchw = c.layout == ConvLayout::NCHW, dir = int(c.direction);
     if (arguments_ == Arguments::ConvAsGemmWithTma) {
       const GemmProblem& g = problem.conv_gemm().gemm;
       trans_a = g.trans_a, trans_b = g.trans_b;
     }
   } else {
     const GemmProblem& g = problem.gemm();
-    ta = g.a_type, tc = g.c_type, trans_a = g.trans_a, trans_b = g.trans_b;
+    ta = input_type_name(g), tc = g.c_type, trans_a = g.trans_a, trans_b = g.trans_b;
   }
   const bool conv = problem.is_conv();
   const bool gemm_layout = !conv || arguments_ == Arguments::ConvAsGemmWithTma;  // TRANSA, TRANSB
@@ -306,7 +313,7 @@ std::string KernelTemplate::name_expression(const Solution& s, const Problem& pr
       std::optional<std::int64_t> value;
       if (auto it = s.params.find(id); it != s.params.end()) value = it->second;
       else if (auto d = defaults_.find(id); d != defaults_.end()) value = d->second;
-      if (id == "TA") out += device_type_name(ta);
+      if (id == "TA") out += ta;
       else if (id == "TC") out += device_type_name(tc);
       else if (id == "TRANSA" && gemm_layout) out += trans_a ? "true" : "false";
       else if (id == "TRANSB" && gemm_layout) out += trans_b ? "true" : "false";

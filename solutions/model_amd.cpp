@@ -33,6 +33,10 @@ CodeFigures code_figures_from_json(const std::string& json) {
   return f;
 }
 
+// The arch table lists the fp8 MFMAs once, as e4m3's: e5m2 (bf8) and the mixed pairs take the
+// same shapes at the same rate.
+static std::string mfma_type(DataType t) { return is_fp8(t) ? to_string(DataType::E4M3) : to_string(t); }
+
 std::optional<ModelMachine> amd_model_machine(const gpu::DeviceInfo& dev, const GemmProblem& p) {
   const hip::AmdArch* arch = hip::amd_arch(dev.arch);
   const hip::AmdModelFigures* fig = hip::amd_model_figures(dev.arch);
@@ -40,7 +44,7 @@ std::optional<ModelMachine> amd_model_machine(const gpu::DeviceInfo& dev, const 
   ModelMachine m;
   const double clock = arch->clock_mhz * 1e6;
   const double cus = std::max(1, dev.multiprocessors);
-  m.flops_per_s = arch->peak_flops(to_string(p.a_type));
+  m.flops_per_s = arch->peak_flops(mfma_type(p.a_type));
   // The table's L2 rate is the whole device's; a measured device with fewer CUs (a partition)
   // has its share.
   m.l2_bytes_per_s = fig->l2_bytes_per_clock * clock * std::min(1.0, cus / arch->compute_units);
@@ -77,7 +81,7 @@ double amd_instruction_flops_per_cu(const std::string& arch_name, DataType a, st
   const hip::AmdArch* arch = hip::amd_arch(arch_name);
   const hip::AmdModelFigures* fig = hip::amd_model_figures(arch_name);
   if (!arch || !fig) return 0;
-  const hip::MfmaShape* shape = arch->shape(to_string(a), int(m), int(k));
+  const hip::MfmaShape* shape = arch->shape(mfma_type(a), int(m), int(k));
   if (!shape) return 0;
   return double(shape->flops()) / shape->cycles * fig->simds_per_cu * arch->clock_mhz * 1e6;
 }

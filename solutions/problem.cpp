@@ -72,7 +72,7 @@ std::string Problem::describe() const {
     return s;
   }
   const GemmProblem& p = std::get<0>(v_);
-  return std::string(to_string(p.a_type)) + ">" + to_string(p.c_type) + " " + (p.trans_a ? "T" : "N") +
+  return p.input_types() + ">" + to_string(p.c_type) + " " + (p.trans_a ? "T" : "N") +
          (p.trans_b ? "T" : "N") + " " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) +
          (p.batch > 1 ? " b" + std::to_string(p.batch) : "");
 }

@@ -24,8 +24,8 @@ double problem_distance(const Problem& pa, const Problem& pb) {
   if (pa.is_conv()) return conv_distance(pa.conv(), pb.conv());
   const GemmProblem& a = pa.gemm();
   const GemmProblem& b = pb.gemm();
-  if (a.a_type != b.a_type || a.c_type != b.c_type || a.trans_a != b.trans_a || a.trans_b != b.trans_b ||
-      a.compute_tf32 != b.compute_tf32)
+  if (a.a_type != b.a_type || a.type_b() != b.type_b() || a.c_type != b.c_type || a.trans_a != b.trans_a ||
+      a.trans_b != b.trans_b || a.compute_tf32 != b.compute_tf32)
     return std::numeric_limits<double>::infinity();
   return log_ratio(a.m, b.m) + log_ratio(a.n, b.n) + log_ratio(a.k, b.k) + log_ratio(a.batch, b.batch);
 }

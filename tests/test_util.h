@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -21,6 +24,29 @@
 #include "tuner/sweep.h"
 
 namespace tiletune::testing {
+
+// cuobjdump, where one is found ("" otherwise: the SASS checks that need it are skipped).
+inline std::string cuobjdump() {
+  if (const char* env = std::getenv("TILETUNE_CUOBJDUMP")) return env;
+  for (const char* path : {"/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/bin/cuobjdump",
+                           "/usr/local/cuda/bin/cuobjdump"})
+    if (std::ifstream(path).good()) return path;
+  return "";
+}
+
+// The SASS of a cubin, by `tool` (cuobjdump -sass); `name` keeps concurrent callers' files apart.
+inline std::string sass_of(const std::vector<std::uint8_t>& cubin, const std::string& tool, const std::string& name) {
+  const std::string file = ::testing::TempDir() + name + ".cubin";
+  std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(cubin.data()), std::streamsize(cubin.size()));
+  std::string out;
+  if (FILE* f = ::popen((tool + " -sass " + file + " 2>&1").c_str(), "r")) {
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+    ::pclose(f);
+  }
+  std::remove(file.c_str());
+  return out;
+}
 
 // Bytes of machine code of the kernel `code.symbol` in an ELF64 code object (a cubin's section
 // ".text.<symbol>"), 0 where there is none. The compile tests bound it: a kernel whose rarely run

@@ -73,7 +73,7 @@ void add_conv_problems(const json& spec, std::vector<Problem>& out) {
 
 void add_problems(const json& spec, std::vector<Problem>& out) {
   if (spec.is_object() && spec.contains("kind") && spec["kind"] != "gemm") return add_conv_problems(spec, out);
-  only_keys(spec, {"kind", "dtype", "a_type", "c_type", "compute", "transA", "transB", "m", "n", "k", "batch", "lda", "ldb", "ldc",
+  only_keys(spec, {"kind", "dtype", "a_type", "b_type", "c_type", "compute", "transA", "transB", "m", "n", "k", "batch", "lda", "ldb", "ldc",
                    "stride_a", "stride_b", "stride_c", "beta_zero", "name", "calls"},
             "problem " + spec.dump());
   for (const char* f : {"m", "n", "k"})

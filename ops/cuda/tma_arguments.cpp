@@ -74,6 +74,7 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
       case DataType::F32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
       // 8-bit inputs move as bytes (TMA only copies them); the int8 GEMM's int32 output.
       case DataType::E4M3:
+      case DataType::E5M2:
       case DataType::S8: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
       case DataType::S32: return CU_TENSOR_MAP_DATA_TYPE_INT32;
       default: throw Error(std::string("wgmma_gemm: unsupported ") + what + " type");

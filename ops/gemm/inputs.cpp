@@ -34,7 +34,7 @@ GemmInputs::GemmInputs(gpu::Device& dev, const GemmProblem& problem, bool rotate
   std::mt19937_64 rng(seed ? seed : std::random_device{}());
   const GemmProblem& p = problem_;
   fill_random(host_a_, p.elements_a(), p.rows_a(), p.cols_a(), p.lda, p.stride_a, p.batch, p.a_type, rng());
-  fill_random(host_b_, p.elements_b(), p.rows_b(), p.cols_b(), p.ldb, p.stride_b, p.batch, p.a_type, rng());
+  fill_random(host_b_, p.elements_b(), p.rows_b(), p.cols_b(), p.ldb, p.stride_b, p.batch, p.type_b(), rng());
   fill_random(host_c0_, p.elements_c(), p.m, p.n, p.ldc, p.stride_c, p.batch, p.c_type, rng());
   std::uniform_real_distribution<float> dist(0.5f, 1.5f);
   alpha_ = dist(rng);
@@ -85,7 +85,7 @@ void GemmInputs::products_on_device() {
   const GemmProblem& p = problem_;
   const gpu::CompileRequest req = reference_kernel_request(
       dev_.info(), "reference_gemm.cuh",
-      std::string("reference_gemm<") + device_type_name(p.a_type) + ", " + (p.trans_a ? "true" : "false") + ", " +
+      std::string("reference_gemm<") + input_type_name(p) + ", " + (p.trans_a ? "true" : "false") + ", " +
           (p.trans_b ? "true" : "false") + ">");
   gpu::CompileResult r = dev_.compiler().compile(req);
   if (!r.ok) throw Error("compiling the reference kernel failed: " + r.log);
@@ -147,7 +147,7 @@ void GemmInputs::products_on_host() {
         at[i * p.k + l] = load_element(host_a_.data(), b * p.stride_a + (p.trans_a ? l + i * p.lda : i + l * p.lda), p.a_type);
     for (std::int64_t j = 0; j < p.n; ++j)
       for (std::int64_t l = 0; l < p.k; ++l)
-        bt[j * p.k + l] = load_element(host_b_.data(), b * p.stride_b + (p.trans_b ? j + l * p.ldb : l + j * p.ldb), p.a_type);
+        bt[j * p.k + l] = load_element(host_b_.data(), b * p.stride_b + (p.trans_b ? j + l * p.ldb : l + j * p.ldb), p.type_b());
     auto work = [&](unsigned t) {
       for (std::int64_t j = t; j < p.n; j += threads)
         for (std::int64_t i = 0; i < p.m; ++i) {

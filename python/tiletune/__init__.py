@@ -15,8 +15,8 @@ import threading
 
 from . import _capi
 from ._capi import (COMPUTE_32F, COMPUTE_32F_FAST_TF32, CONV_BACKWARD_DATA, CONV_BACKWARD_FILTER, CONV_FORWARD,
-                    LAYOUT_NCHW, LAYOUT_NHWC, OP_N, OP_T, R_16BF, R_16F, R_32F, R_8F_E4M3, R_8I, R_32I, ConvDesc,
-                    exe_path, library_path)
+                    LAYOUT_NCHW, LAYOUT_NHWC, OP_N, OP_T, R_16BF, R_16F, R_32F, R_8F_E4M3, R_8F_E5M2, R_8I, R_32I,
+                    ConvDesc, exe_path, library_path)
 
 __version__ = "0.1.0"
 __all__ = ["Runtime", "Error", "ConvDesc", "version", "library_path", "exe_path"]

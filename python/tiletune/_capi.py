@@ -15,6 +15,7 @@ SUCCESS, INVALID_VALUE, DATABASE, DEVICE, NOT_SUPPORTED, LAUNCH, INTERNAL = rang
 # tiletune_datatype_t, tiletune_operation_t, tiletune_conv_layout_t, tiletune_conv_direction_t
 R_32F, R_16F, R_16BF = 0, 1, 2
 R_8F_E4M3, R_8I, R_32I = 3, 4, 5  # fp8 e4m3 in (bf16 / fp16 / fp32 out), int8 in with int32 out
+R_8F_E5M2 = 6  # fp8 e5m2 in, as e4m3 (tiletune_gemm_strided_batched_mixed for A and B of two fp8 types)
 OP_N, OP_T = 0, 1
 LAYOUT_NHWC, LAYOUT_NCHW = 0, 1
 CONV_FORWARD, CONV_BACKWARD_DATA, CONV_BACKWARD_FILTER = 0, 1, 2

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "db/database.h"
@@ -282,6 +284,72 @@ TEST_F(Ladder, EightBitGemmsRunAndBadScalarsOrTypePairsAreRefused) {
                           c.data(), TILETUNE_R_32F, 4, nullptr),
             TILETUNE_ERROR_INVALID_VALUE);
   EXPECT_NE(std::string(tiletune_last_error()).find("s32"), std::string::npos) << tiletune_last_error();
+  tiletune_destroy(h);
+}
+
+// e5m2 GEMMs through the C API: e5m2 x e5m2 through the old entry points, e4m3 x e5m2 and the
+// reverse through tiletune_gemm_strided_batched_mixed, all correct on the host's default kernel;
+// every pair that is not two fp8 types, an fp8 output and an unknown type are refused by name.
+TEST_F(Ladder, E5m2AndMixedFp8GemmsRunAndBadPairsAreRefused) {
+  tiletune_handle_t h = open("");
+  GemmProblem p;
+  p.m = 40, p.n = 24, p.k = 200, p.trans_a = true, p.c_type = DataType::BF16;
+  for (auto [a, b] : {std::pair{DataType::E5M2, DataType::E5M2}, std::pair{DataType::E4M3, DataType::E5M2},
+                      std::pair{DataType::E5M2, DataType::E4M3}}) {
+    p.a_type = a, p.b_type = b;
+    expect_correct(h, p.canonical());
+  }
+  GemmProblem same = p.canonical();
+  same.a_type = DataType::E4M3, same.b_type = DataType::E4M3;
+  tiletune_choice_t c{}, c_mixed{};
+  auto ask = [&](tiletune_datatype_t ta, tiletune_datatype_t tb, tiletune_choice_t* out) {
+    return tiletune_gemm_choice_mixed(h, TILETUNE_OP_T, TILETUNE_OP_N, 40, 24, 200, ta, tb, 200, 0, 200, 0,
+                                      TILETUNE_R_16BF, 40, 0, 1, 1, TILETUNE_COMPUTE_32F, out);
+  };
+  EXPECT_EQ(ask(TILETUNE_R_8F_E4M3, TILETUNE_R_8F_E5M2, &c_mixed), TILETUNE_SUCCESS) << tiletune_last_error();
+  EXPECT_EQ(c_mixed.rung, TILETUNE_RUNG_DEFAULT);
+  // One type through the mixed entry point is the old call.
+  EXPECT_EQ(ask(TILETUNE_R_8F_E4M3, TILETUNE_R_8F_E4M3, &c_mixed), TILETUNE_SUCCESS);
+  c = choice(h, same);
+  EXPECT_EQ(c.rung, c_mixed.rung);
+  EXPECT_EQ(c.kernel, c_mixed.kernel);
+
+  std::vector<std::uint8_t> x(64 * 64);
+  std::vector<float> out(64 * 64);
+  struct Bad {
+    int a, b, c;
+    const char* expect;
+  };
+  const Bad bad[] = {{TILETUNE_R_8F_E5M2, TILETUNE_R_16BF, TILETUNE_R_16BF, "only as two fp8 types (got e5m2 x bf16)"},
+                     {TILETUNE_R_16F, TILETUNE_R_8F_E5M2, TILETUNE_R_32F, "only as two fp8 types (got f16 x e5m2)"},
+                     {TILETUNE_R_8F_E5M2, TILETUNE_R_8I, TILETUNE_R_32I, "only as two fp8 types (got e5m2 x s8)"},
+                     {TILETUNE_R_8F_E4M3, TILETUNE_R_8F_E5M2, TILETUNE_R_8F_E5M2, "e5m2 is an input type only"},
+                     {TILETUNE_R_8F_E5M2, TILETUNE_R_8F_E5M2, TILETUNE_R_32I, "int8"},
+                     {TILETUNE_R_8F_E4M3, 7, TILETUNE_R_16BF, "unknown data type 7"}};
+  for (const Bad& bb : bad) {
+    tiletune_datatype_t ta, tb, tc;
+    std::memcpy(&ta, &bb.a, sizeof ta), std::memcpy(&tb, &bb.b, sizeof tb), std::memcpy(&tc, &bb.c, sizeof tc);
+    EXPECT_EQ(tiletune_gemm_strided_batched_mixed(h, TILETUNE_OP_T, TILETUNE_OP_N, 8, 8, 8, 1.0f, x.data(), ta, 8, 0,
+                                                  x.data(), tb, 8, 0, 0.0f, out.data(), tc, 8, 0, 1,
+                                                  TILETUNE_COMPUTE_32F, nullptr),
+              TILETUNE_ERROR_INVALID_VALUE);
+    EXPECT_NE(std::string(tiletune_last_error()).find(bb.expect), std::string::npos) << tiletune_last_error();
+  }
+  // An out-of-range enum through either choice call: an error, not a load of an invalid enum value (a
+  // sanitized build aborts on one).
+  tiletune_datatype_t wild;
+  const int thousand = 1000;
+  std::memcpy(&wild, &thousand, sizeof wild);
+  EXPECT_EQ(tiletune_gemm_choice(h, TILETUNE_OP_T, TILETUNE_OP_N, 8, 8, 8, wild, 8, 0, 8, 0, TILETUNE_R_16BF, 8, 0, 1, 1,
+                                 TILETUNE_COMPUTE_32F, &c),
+            TILETUNE_ERROR_INVALID_VALUE);
+  EXPECT_NE(std::string(tiletune_last_error()).find("unknown data type 1000"), std::string::npos) << tiletune_last_error();
+  EXPECT_EQ(ask(TILETUNE_R_8F_E4M3, wild, &c), TILETUNE_ERROR_INVALID_VALUE);
+  // e5m2 output through the old entry point too.
+  EXPECT_EQ(tiletune_gemm(h, TILETUNE_OP_T, TILETUNE_OP_N, 8, 8, 8, 1.0f, x.data(), TILETUNE_R_8F_E5M2, 8, x.data(), 8,
+                          0.0f, out.data(), TILETUNE_R_8F_E5M2, 8, nullptr),
+            TILETUNE_ERROR_INVALID_VALUE);
+  EXPECT_NE(std::string(tiletune_last_error()).find("input type only"), std::string::npos) << tiletune_last_error();
   tiletune_destroy(h);
 }
 

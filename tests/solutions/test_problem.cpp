@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <functional>
 #include <random>
 #include <set>
@@ -12,7 +13,10 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kernel_templates/host_types.h"
 #include "solutions/gemm_problem.h"
+#include "solutions/problem.h"
+#include "solutions/selection.h"
 #include "solutions/solution.h"
 #include "tests/test_util.h"
 
@@ -224,6 +228,147 @@ TEST(GemmProblem, KeyEqualForEquivalentDescriptions) {
   b.stride_a = 12345;
   b.stride_c = 999;
   EXPECT_EQ(a.key(), b.key());
+}
+
+TEST(DataType, E5m2) {
+  EXPECT_EQ(dtype_from_string("e5m2"), DataType::E5M2);
+  EXPECT_EQ(dtype_from_string("fp8_e5m2"), DataType::E5M2);
+  EXPECT_STREQ(to_string(DataType::E5M2), "e5m2");
+  EXPECT_EQ(size_of(DataType::E5M2), 1);
+  EXPECT_STREQ(device_type_name(DataType::E5M2), "tt_e5m2");
+  EXPECT_TRUE(is_fp8(DataType::E5M2));
+  EXPECT_TRUE(is_fp8(DataType::E4M3));
+  EXPECT_FALSE(is_fp8(DataType::S8));
+  EXPECT_FALSE(is_integer(DataType::E5M2));
+  // Appended, never renumbered.
+  EXPECT_EQ(int(DataType::E4M3), 3);
+  EXPECT_EQ(int(DataType::S32), 5);
+  EXPECT_EQ(int(DataType::E5M2), 6);
+}
+
+// Solution databases find their winners by these keys, and their code objects by the name the
+// template instantiates: a problem whose A and B share a type keeps both exactly as before B had
+// a type of its own (the strings below are what the commit before e5m2 wrote), whether b_type is
+// left unset or set to A's.
+TEST(GemmProblem, OneInputTypeKeepsItsKeyAndJson) {
+  struct Pinned {
+    const char* problem;
+    const char* key;
+    const char* json;
+  };
+  const Pinned pinned[] = {
+      {R"({"dtype":"fp8","transA":"T","m":64,"n":32,"k":128})",
+       "gemm|e4m3>bf16|acc_f32|TN|m64|n32|k128|b1|lda128|ldb128|ldc64|sa0|sb0|sc0|beta0",
+       R"({"a_type":"e4m3","batch":1,"beta_zero":true,"c_type":"bf16","k":128,"lda":128,"ldb":128,"ldc":64,"m":64,"n":32,"stride_a":0,"stride_b":0,"stride_c":0,"transA":"T","transB":"N"})"},
+      {R"({"dtype":"bf16","transA":"T","transB":"N","m":4096,"n":512,"k":4096,"batch":3,"beta_zero":false})",
+       "gemm|bf16>bf16|acc_f32|TN|m4096|n512|k4096|b3|lda4096|ldb4096|ldc4096|sa16777216|sb2097152|sc2097152|beta1",
+       R"({"a_type":"bf16","batch":3,"beta_zero":false,"c_type":"bf16","k":4096,"lda":4096,"ldb":4096,"ldc":4096,"m":4096,"n":512,"stride_a":16777216,"stride_b":2097152,"stride_c":2097152,"transA":"T","transB":"N"})"},
+  };
+  for (const Pinned& pin : pinned) {
+    GemmProblem p = json::parse(pin.problem).get<GemmProblem>();
+    for (int same_b = 0; same_b < 2; ++same_b) {
+      if (same_b) p.b_type = p.a_type;
+      EXPECT_FALSE(p.mixed_inputs());
+      EXPECT_EQ(p.key(), pin.key);
+      EXPECT_EQ(json(p.canonical()).dump(), pin.json);
+      EXPECT_FALSE(p.canonical().b_type.has_value());
+      EXPECT_EQ(input_type_name(p), device_type_name(p.a_type));
+    }
+  }
+}
+
+// fp8 A and B of two types (the backward pass's e4m3 x e5m2): the key, the JSON and the config's
+// dtype say both; only fp8 pairs are valid, and fp8 is never an output.
+TEST(GemmProblem, MixedFp8Inputs) {
+  GemmProblem m = json{{"dtype", "e4m3"}, {"b_type", "e5m2"}, {"transA", "T"}, {"m", 64}, {"n", 32}, {"k", 128}}
+                      .get<GemmProblem>();
+  EXPECT_EQ(m.a_type, DataType::E4M3);
+  EXPECT_EQ(m.type_b(), DataType::E5M2);
+  EXPECT_EQ(m.c_type, DataType::BF16);
+  EXPECT_TRUE(m.mixed_inputs());
+  EXPECT_NO_THROW(m.validate());
+  EXPECT_EQ(m.key(), "gemm|e4m3.e5m2>bf16|acc_f32|TN|m64|n32|k128|b1|lda128|ldb128|ldc64|sa0|sb0|sc0|beta0");
+  EXPECT_EQ(input_type_name(m), "tt_ab<tt_e4m3, tt_e5m2>");
+  GemmProblem r = m;
+  r.a_type = DataType::E5M2, r.b_type = DataType::E4M3;
+  EXPECT_EQ(r.key().rfind("gemm|e5m2.e4m3>bf16|", 0), 0u) << r.key();
+  GemmProblem both = m;
+  both.a_type = DataType::E5M2, both.b_type = DataType::E5M2;
+  EXPECT_NO_THROW(both.validate());  // wgmma reads it; cuBLASLt does not (its vendor rung says so)
+  EXPECT_EQ(both.key().rfind("gemm|e5m2>bf16|", 0), 0u) << both.key();
+  std::set<std::string> keys{m.key(), r.key(), both.key(), json::parse(R"({"dtype":"fp8","transA":"T","m":64,"n":32,"k":128})").get<GemmProblem>().key()};
+  EXPECT_EQ(keys.size(), 4u);
+  // JSON names B's type only where it differs, and reads it back.
+  // The pool never lends a kernel of one type pair to another.
+  GemmProblem one = m;
+  one.b_type.reset();
+  EXPECT_TRUE(std::isinf(problem_distance(Problem(m), Problem(one))));
+  EXPECT_EQ(problem_distance(Problem(m), Problem(m)), 0.0);
+  EXPECT_NE(Problem(m).describe().find("e4m3.e5m2>bf16"), std::string::npos) << Problem(m).describe();
+  const json j = m;
+  EXPECT_EQ(j.at("b_type"), "e5m2");
+  EXPECT_EQ(j.get<GemmProblem>().key(), m.key());
+  EXPECT_FALSE(json(both).contains("b_type"));
+  struct Bad {
+    DataType a, b, c;
+    const char* expect;
+  };
+  const Bad bad[] = {{DataType::E5M2, DataType::BF16, DataType::BF16, "only as two fp8 types (got e5m2 x bf16)"},
+                     {DataType::BF16, DataType::E5M2, DataType::BF16, "only as two fp8 types (got bf16 x e5m2)"},
+                     {DataType::E5M2, DataType::S8, DataType::S32, "only as two fp8 types (got e5m2 x s8)"},
+                     {DataType::E4M3, DataType::E5M2, DataType::E5M2, "e5m2 is an input type only"},
+                     {DataType::F32, DataType::F32, DataType::E5M2, "e5m2 is an input type only"},
+                     {DataType::E5M2, DataType::E5M2, DataType::S32, "int8"}};
+  for (const Bad& b : bad) {
+    GemmProblem p = make(8, 8, 8);
+    p.a_type = b.a, p.b_type = b.b, p.c_type = b.c;
+    std::string msg = error_of([&] { p.validate(); });
+    EXPECT_NE(msg.find(b.expect), std::string::npos) << msg;
+  }
+}
+
+// e5m2 is the top byte of an fp16 (1 sign, 5 exponent bits, bias 15): every one of its 256 codes
+// decodes to what the binary16 with that byte on top and zeros below decodes to, infinities and
+// NaNs included; e4m3's decode by its own rules. Encoding rounds to nearest even and saturates.
+TEST(Fp8, EveryCodeDecodesExactly) {
+  auto bits = [](float f) { return tt_host_float_to_bits(f); };
+  for (unsigned c = 0; c < 256; ++c) {
+    const float e5 = tt_host_to_float(tt_e5m2{(unsigned char)c});
+    const float h = tt_host_to_float(tt_half{(unsigned short)(c << 8)});
+    if (std::isnan(h)) {
+      EXPECT_TRUE(std::isnan(e5)) << c;
+    } else {
+      EXPECT_EQ(bits(e5), bits(h)) << "e5m2 code " << c;
+      // Every finite code (and infinity: saturated to the largest finite) encodes back to itself.
+      const unsigned back = tt_host_from_float<tt_e5m2>(e5).bits;
+      EXPECT_EQ(back, std::isinf(e5) ? (c & 0x80u) | 0x7bu : c) << "e5m2 code " << c;
+    }
+    // e4m3: sign, exponent bits 6..3 (bias 7), mantissa 2..0; exponent 0 is man * 2^-9; only
+    // S.1111.111 is NaN.
+    const float e4 = tt_host_to_float(tt_e4m3{(unsigned char)c});
+    const unsigned ex = (c >> 3) & 15u, man = c & 7u;
+    if (ex == 15 && man == 7) {
+      EXPECT_TRUE(std::isnan(e4)) << c;
+      continue;
+    }
+    const double mag = ex == 0 ? std::ldexp(double(man), -9) : std::ldexp(1.0 + man / 8.0, int(ex) - 7);
+    EXPECT_EQ(double(e4), (c & 0x80u) ? -mag : mag) << "e4m3 code " << c;
+    EXPECT_EQ(unsigned(tt_host_from_float<tt_e4m3>(e4).bits), c) << "e4m3 code " << c;
+  }
+  EXPECT_EQ(tt_host_to_float(tt_e5m2{0x7b}), 57344.0f);           // largest finite
+  EXPECT_EQ(tt_host_to_float(tt_e5m2{0x01}), std::ldexp(1.0f, -16));  // smallest subnormal
+  EXPECT_TRUE(std::isinf(tt_host_to_float(tt_e5m2{0xfc})) && tt_host_to_float(tt_e5m2{0xfc}) < 0);
+  EXPECT_EQ(tt_host_from_float<tt_e5m2>(1e9f).bits, 0x7b);          // satfinite
+  EXPECT_EQ(tt_host_from_float<tt_e5m2>(-INFINITY).bits, 0xfb);
+  EXPECT_TRUE(std::isnan(tt_host_to_float(tt_host_from_float<tt_e5m2>(NAN))));
+  // Ties to even: 1.125 lies halfway between 1 (0x3c) and 1.25 (0x3d); 1.375 between 0x3d and 1.5 (0x3e).
+  EXPECT_EQ(tt_host_from_float<tt_e5m2>(1.125f).bits, 0x3c);
+  EXPECT_EQ(tt_host_from_float<tt_e5m2>(1.375f).bits, 0x3e);
+  EXPECT_EQ(tt_host_from_float<tt_e5m2>(1.126f).bits, 0x3d);
+  // Subnormal ties: 1.5 * 2^-16 rounds to 2 * 2^-16 (even), 0.5 * 2^-16 to zero.
+  EXPECT_EQ(tt_host_from_float<tt_e5m2>(std::ldexp(1.5f, -16)).bits, 0x02);
+  EXPECT_EQ(tt_host_from_float<tt_e5m2>(std::ldexp(0.5f, -16)).bits, 0x00);
+  EXPECT_EQ(tt_host_from_float<tt_e4m3>(1e9f).bits, 0x7e);
 }
 
 TEST(GemmProblem, KeyChangesWithEveryField) {

@@ -51,19 +51,20 @@ std::vector<std::string> uncovered(const tuner::TuningConfig& config, const std:
 // Awkward GEMMs of each type signature the config tunes: sizes of 1 and odd sizes, odd K, an odd
 // leading dimension (padded by one), an odd batch stride, all four layouts.
 std::vector<Problem> awkward_gemms(const tuner::TuningConfig& config) {
-  std::set<std::tuple<DataType, DataType, bool, bool>> types;
+  std::set<std::tuple<DataType, DataType, DataType, bool, bool>> types;
   for (const Problem& p : config.problems)
-    if (!p.is_conv()) types.insert({p.gemm().a_type, p.gemm().c_type, p.gemm().compute_tf32, p.gemm().beta_zero});
+    if (!p.is_conv())
+      types.insert({p.gemm().a_type, p.gemm().type_b(), p.gemm().c_type, p.gemm().compute_tf32, p.gemm().beta_zero});
   const std::int64_t sizes[][3] = {{1, 1, 1},       {1, 4096, 4096}, {4096, 1, 4096}, {7, 13, 29},  {96, 96, 96},
                                    {777, 1333, 2049}, {4096, 4096, 4095}, {4096, 8, 4096}, {50257, 2048, 768},
                                    {1000, 1000, 1000}, {64, 64, 100000}};
   std::vector<Problem> out;
-  for (const auto& [a, c, tf32, beta_zero] : types)
+  for (const auto& [a, b, c, tf32, beta_zero] : types)
     for (const auto& s : sizes)
       for (int layout = 0; layout < 4; ++layout)
         for (int variant = 0; variant < 3; ++variant) {
           GemmProblem p;
-          p.a_type = a, p.c_type = c, p.compute_tf32 = tf32, p.beta_zero = beta_zero;
+          p.a_type = a, p.b_type = b, p.c_type = c, p.compute_tf32 = tf32, p.beta_zero = beta_zero;
           p.trans_a = layout & 1, p.trans_b = layout & 2;
           p.m = s[0], p.n = s[1], p.k = s[2];
           if (variant == 1) {  // every leading dimension one past packed
@@ -128,9 +129,13 @@ INSTANTIATE_TEST_SUITE_P(H200, ShippedSpace,
 
 // The fp8 / int8 config: its kernels (wgmma_gemm) read 8-bit operands K-major only, so it covers
 // TN, every awkward size and odd leading dimension and batch stride of it (operand repacking copies
-// rows off 16 bytes); the other layouts have no 8-bit kernel on the GPU, which the test states too.
+// rows off 16 bytes), for e4m3, e4m3 x e5m2 and int8; the other layouts have no 8-bit kernel on the
+// GPU, which the test states too.
 TEST(ShippedSpaceTest, EightBitConfigCoversEveryTnProblem) {
   const tuner::TuningConfig config = shipped("h200_gemm_fp8_int8.json");
+  const auto mixed = std::count_if(config.problems.begin(), config.problems.end(),
+                                   [](const Problem& p) { return p.gemm().mixed_inputs(); });
+  EXPECT_EQ(mixed, 6) << "the config's e4m3 x e5m2 problems";
   std::vector<Problem> tn, other;
   for (const Problem& p : awkward_gemms(config)) (p.gemm().trans_a && !p.gemm().trans_b ? tn : other).push_back(p);
   ASSERT_EQ(tn.size() * 3, other.size());

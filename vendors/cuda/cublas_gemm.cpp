@@ -134,6 +134,7 @@ cudaDataType cuda_type(DataType t) {
     case DataType::F16: return CUDA_R_16F;
     case DataType::BF16: return CUDA_R_16BF;
     case DataType::E4M3: return CUDA_R_8F_E4M3;
+    case DataType::E5M2: return CUDA_R_8F_E5M2;
     case DataType::S8: return CUDA_R_8I;
     case DataType::S32: return CUDA_R_32I;
   }
@@ -174,12 +175,14 @@ class CublasGemm final : public VendorGemm {
     return lt().ok ? "cuBLASLt " + std::to_string(lt().version()) : "cuBLASLt";
   }
   // 8-bit GEMMs run through cuBLASLt only (cublasGemmEx has no fp8), as cuBLASLt takes them:
-  // A transposed and B not, fp8 from sm_89 on.
+  // A transposed and B not, fp8 from sm_89 on, at least one fp8 operand e4m3.
   std::string unsupported(const GemmProblem& p) const override {
     if (size_of(p.a_type) != 1) return "";
     if (!lt_) return "cuBLASLt is not available (fp8 and int8 GEMMs need it)";
     if (!p.trans_a || p.trans_b) return "cuBLASLt's fp8 and int8 GEMMs take A transposed and B not (TN) only";
-    if (p.a_type == DataType::E4M3 && dev_.info().compute_capability < 89) return "fp8 GEMMs need sm_89 or newer";
+    if (is_fp8(p.a_type) && dev_.info().compute_capability < 89) return "fp8 GEMMs need sm_89 or newer";
+    if (p.a_type == DataType::E5M2 && p.type_b() == DataType::E5M2)
+      return "cuBLASLt has no e5m2 x e5m2 GEMM (e4m3 x e4m3, e4m3 x e5m2 and e5m2 x e4m3 only)";
     return "";
   }
 
@@ -275,17 +278,17 @@ class CublasGemm final : public VendorGemm {
   struct Plan {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-    cudaDataType in = CUDA_R_32F, out = CUDA_R_32F, scale = CUDA_R_32F;
+    cudaDataType in = CUDA_R_32F, in_b = CUDA_R_32F, out = CUDA_R_32F, scale = CUDA_R_32F;
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
     std::map<VendorChoice, std::optional<Algo>> algos;
   };
   // Everything a plan's descriptors say: the problem's fields and the call's batch strides, as
   // integers (no key text is built on a call).
-  using PlanKey = std::array<std::int64_t, 16>;
+  using PlanKey = std::array<std::int64_t, 17>;
   static PlanKey plan_key(const GemmProblem& problem, const TtGemmParams& a) {
     const GemmProblem p = problem.canonical();
     return {std::int64_t(p.a_type), std::int64_t(p.c_type), p.trans_a, p.trans_b, p.m, p.n, p.k, p.batch, p.lda,
-            p.ldb, p.ldc, p.beta_zero, p.compute_tf32, a.stride_a, a.stride_b, a.stride_c};
+            p.ldb, p.ldc, p.beta_zero, p.compute_tf32, a.stride_a, a.stride_b, a.stride_c, std::int64_t(p.type_b())};
   }
 
   static cublasComputeType_t compute(const GemmProblem& p) {
@@ -305,8 +308,8 @@ class CublasGemm final : public VendorGemm {
     const PlanKey key = plan_key(p, a);
     if (auto it = plans_.find(key); it != plans_.end()) return it->second.op ? &it->second : nullptr;
     Plan& plan = plans_[key];
-    const cudaDataType in = cuda_type(p.a_type), out = cuda_type(p.c_type);
-    plan.in = in, plan.out = out, plan.scale = scale_type(p), plan.compute = compute(p);
+    const cudaDataType in = cuda_type(p.a_type), in_b = cuda_type(p.type_b()), out = cuda_type(p.c_type);
+    plan.in = in, plan.in_b = in_b, plan.out = out, plan.scale = scale_type(p), plan.compute = compute(p);
     auto layout = [&](cublasLtMatrixLayout_t* l, cudaDataType t, std::int64_t rows, std::int64_t cols,
                       std::int64_t ld, std::int64_t stride) {
       if (lt().layout_create(l, t, std::uint64_t(rows), std::uint64_t(cols), ld) != CUBLAS_STATUS_SUCCESS) return false;
@@ -321,7 +324,7 @@ class CublasGemm final : public VendorGemm {
               lt().desc_set(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) == CUBLAS_STATUS_SUCCESS &&
               lt().desc_set(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) == CUBLAS_STATUS_SUCCESS &&
               layout(&plan.a, in, p.rows_a(), p.cols_a(), a.lda, a.stride_a) &&
-              layout(&plan.b, in, p.rows_b(), p.cols_b(), a.ldb, a.stride_b) &&
+              layout(&plan.b, in_b, p.rows_b(), p.cols_b(), a.ldb, a.stride_b) &&
               layout(&plan.c, out, a.m, a.n, a.ldc, a.stride_c);
     if (!ok && plan.op) {
       lt().desc_destroy(plan.op);
@@ -352,7 +355,7 @@ class CublasGemm final : public VendorGemm {
         auto f = choice.find(name);
         return f == choice.end() ? std::int64_t{0} : f->second;
       };
-      bool ok = lt().algo_init(lt_, plan.compute, plan.scale, plan.in, plan.in, plan.out, plan.out,
+      bool ok = lt().algo_init(lt_, plan.compute, plan.scale, plan.in, plan.in_b, plan.out, plan.out,
                                int(field("ALGO")), &algo) == CUBLAS_STATUS_SUCCESS;
       for (const AlgoField& f : kAlgoFields) {
         if (!ok || f.attr == CUBLASLT_ALGO_CONFIG_ID) continue;

@@ -68,6 +68,7 @@ int rb_type(DataType t) {
     case DataType::BF16: return kBF16;
     case DataType::F32: return kF32;
     case DataType::E4M3:
+    case DataType::E5M2:
     case DataType::S8:
     case DataType::S32: break;  // declined by unsupported()
   }

@@ -484,6 +484,65 @@ TEST(CudaCompile, NvrtcCompilesEightBitWgmmaWithoutSpills) {
   }
 }
 
+// e5m2 inputs on wgmma_gemm: e4m3 x e5m2, e5m2 x e4m3 and e5m2 x e5m2 (TN, BK 128) compile without
+// spills in the arrangements the e4m3 test takes, and their machine code multiplies the operands
+// in their own types (where cuobjdump is found). One input type keeps its instantiation's name (the
+// name a database's code objects were compiled as); two say both. The device reference reads
+// e5m2 and both pairs; templates that do not read two input types never see such a problem.
+TEST(CudaCompile, NvrtcCompilesE5m2WgmmaWithoutSpills) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  auto fp8 = [](DataType a, DataType b) {
+    GemmProblem p = gemm(a, DataType::BF16, true, false, 4096, 4096, 4112);
+    p.b_type = b;
+    return p;
+  };
+  const GemmProblem pairs[] = {fp8(DataType::E4M3, DataType::E5M2), fp8(DataType::E5M2, DataType::E4M3),
+                               fp8(DataType::E5M2, DataType::E5M2)};
+  struct Shape { int bm, bn, pingpong, coopn, loader, epi; };
+  const std::vector<Shape> shapes = {{128, 128, 1, 0, 0, 1}, {64, 256, 0, 1, 0, 0}, {128, 128, 0, 0, 1, 0},
+                                     {128, 80, 1, 0, 0, 0}};
+  std::vector<std::pair<Solution, GemmProblem>> jobs;
+  for (const GemmProblem& p : pairs)
+    for (const Shape& sh : shapes) {
+      Solution s = t.default_solution();
+      s.params["BK"] = 128, s.params["BM"] = sh.bm, s.params["BN"] = sh.bn, s.params["PINGPONG"] = sh.pingpong;
+      s.params["COOPN"] = sh.coopn, s.params["LOADER"] = sh.loader, s.params["EPI"] = sh.epi;
+      const auto broken = t.violation(t.variables(s, p, dev));
+      ASSERT_FALSE(broken) << s.kernel_name() << " on " << p.key() << ": " << *broken;
+      jobs.emplace_back(s, p);
+    }
+  expect_compiles_without_spills(t, jobs);
+  if (const std::string tool = tiletune::testing::cuobjdump(); !tool.empty()) {
+    auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+    const char* expect[] = {".E4M3.E5M2", ".E5M2.E4M3", ".E5M2.E5M2"};
+    for (std::size_t i = 0; i < 3; ++i) {
+      const gpu::CompileResult r = compiler->compile(t.compile_request(jobs[i * shapes.size()].first, pairs[i], dev));
+      ASSERT_TRUE(r.ok) << r.log;
+      const std::string sass = tiletune::testing::sass_of(r.code.bytes, tool, "wgmma_e5m2_" + std::to_string(i));
+      EXPECT_NE(sass.find(expect[i]), std::string::npos) << pairs[i].key() << ": no HGMMA " << expect[i];
+    }
+  }
+  // The instantiation's name: e4m3 alone as before, the pair as tt_ab.
+  Solution s = jobs[0].first;
+  const std::string one = t.name_expression(s, gemm(DataType::E4M3, DataType::BF16, true, false, 4096, 4096, 4112));
+  EXPECT_EQ(one.rfind("wgmma_gemm<tt_e4m3, tt_bf16, true, false, 128, 128, 128,", 0), 0u) << one;
+  const std::string two = t.name_expression(s, pairs[0]);
+  EXPECT_EQ(two.rfind("wgmma_gemm<tt_ab<tt_e4m3, tt_e5m2>, tt_bf16, true, false, 128, 128, 128,", 0), 0u) << two;
+  EXPECT_EQ(t.name_expression(s, pairs[2]).rfind("wgmma_gemm<tt_e5m2, tt_bf16,", 0), 0u);
+  // A template that reads one input type is not offered the pair.
+  const KernelTemplate& mma = find_template("mma_gemm");
+  const auto refused = mma.violation(mma.variables(mma.default_solution(), pairs[0], dev));
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused->find("one_input_type"), std::string::npos) << *refused;
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+  for (const char* ta : {"tt_e5m2", "tt_ab<tt_e4m3, tt_e5m2>", "tt_ab<tt_e5m2, tt_e4m3>"}) {
+    gpu::CompileResult r = compiler->compile(ops::reference_kernel_request(
+        dev, "reference_gemm.cuh", std::string("reference_gemm<") + ta + ", true, false>"));
+    EXPECT_TRUE(r.ok) << ta << "\n" << r.log;
+  }
+}
+
 // SPLITK and L2PROMO reach the kernel and the tensor maps; a solution from a database written
 // before they existed gets the defaults, i.e. the kernel and maps it was tuned with.
 TEST(CudaCompile, WgmmaSplitKAndL2PromotionDefaultsAndConstraints) {

@@ -35,6 +35,12 @@ using namespace tiletune::testing;
 
 namespace {
 
+// `p` with B of type `b` (fp8 A and B of two types).
+GemmProblem with_b(GemmProblem p, DataType b) {
+  p.b_type = b;
+  return p;
+}
+
 // Device::hold keeps the stream busy for the time asked, and what is enqueued behind it runs
 // after it: the timing loop relies on both to time short kernels without launch gaps.
 TEST_F(CudaDevice, HoldKeepsTheStreamBusyForTheTimeAsked) {
@@ -62,7 +68,9 @@ TEST_F(CudaDevice, DeviceReferenceMatchesTheHostReference) {
   for (auto p : {gemm(DataType::BF16, DataType::F32, true, false, 300, 170, 520, 2, false),
                  gemm(DataType::F32, DataType::F32, false, true, 129, 64, 1000),
                  gemm(DataType::E4M3, DataType::BF16, true, false, 200, 72, 640),
-                 gemm(DataType::S8, DataType::S32, false, true, 130, 50, 700, 2, false)}) {
+                 gemm(DataType::S8, DataType::S32, false, true, 130, 50, 700, 2, false),
+                 with_b(gemm(DataType::E4M3, DataType::BF16, true, false, 200, 72, 640), DataType::E5M2),
+                 with_b(gemm(DataType::E5M2, DataType::F32, false, true, 129, 64, 300, 2, false), DataType::E4M3)}) {
     ops::GemmInputs host(*dev_, p, false, 42, /*device_reference_flops=*/1e300);
     ops::GemmInputs device(*dev_, p, false, 42, /*device_reference_flops=*/0);
     ASSERT_EQ(host.reference().size(), device.reference().size());
@@ -330,7 +338,8 @@ TEST_F(CudaDevice, EightBitWgmmaSampleValidates) {
 // Small 8-bit problems, cheap enough for compute-sanitizer (memcheck, racecheck): both loaders,
 // cooperative, ping-pong and split-N consumers, 80-column tiles, a cluster pair, the TMA store and
 // the threads' stores (beta != 0 takes them), split-K for fp8, batches; each on the full grid and
-// on two CTAs.
+// on two CTAs. fp8 as e4m3, and as e4m3 x e5m2, e5m2 x e4m3 (the backward pass's products) and
+// e5m2 x e5m2.
 TEST_F(CudaDevice, SanitizerSampleOfWgmmaEightBit) {
   if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
   // fp8's K: 9 K tiles, enough for split-K 2 (its constraint wants 4 per split); every K is a
@@ -338,7 +347,10 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaEightBit) {
   const std::vector<GemmProblem> problems = {gemm(DataType::E4M3, DataType::BF16, true, false, 200, 136, 1040),
                                              gemm(DataType::E4M3, DataType::F32, true, false, 136, 200, 1040, 2, false),
                                              gemm(DataType::S8, DataType::S32, true, false, 200, 136, 400),
-                                             gemm(DataType::S8, DataType::S32, true, false, 136, 200, 528, 2, false)};
+                                             gemm(DataType::S8, DataType::S32, true, false, 136, 200, 528, 2, false),
+                                             with_b(gemm(DataType::E4M3, DataType::BF16, true, false, 200, 136, 1040), DataType::E5M2),
+                                             with_b(gemm(DataType::E5M2, DataType::F32, true, false, 136, 200, 1040, 2, false), DataType::E4M3),
+                                             with_b(gemm(DataType::E5M2, DataType::BF16, true, false, 1008, 520, 2064), DataType::E5M2)};
   struct Case { int bm, bn, pingpong, coopn, loader, epi, cluster, splitk; };
   const std::vector<Case> cases = {{128, 128, 1, 0, 0, 1, 1, 1}, {128, 128, 0, 0, 0, 0, 2, 1}, {64, 128, 0, 1, 0, 1, 1, 1},
                                    {128, 80, 1, 0, 0, 0, 1, 1},  {128, 64, 0, 0, 1, 0, 1, 1},  {128, 256, 0, 0, 0, 1, 1, 1}};
@@ -346,7 +358,7 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaEightBit) {
   for (std::size_t pi = 0; pi < problems.size(); ++pi) {
     const GemmProblem& p = problems[pi];
     std::vector<Case> mine = cases;
-    if (p.a_type == DataType::E4M3) mine.push_back({128, 64, 0, 0, 0, 0, 1, 2});
+    if (is_fp8(p.a_type)) mine.push_back({128, 64, 0, 0, 0, 0, 1, 2});
     for (const Case& c : mine) {
       const std::map<std::string, std::int64_t> params = {
           {"BK", 128},          {"BM", c.bm},         {"BN", c.bn},           {"PINGPONG", c.pingpong},
@@ -357,17 +369,21 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaEightBit) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 4 * cases.size() + 2);
+  EXPECT_EQ(checked, problems.size() * cases.size() + 5);
 }
 
 // The vendor rung runs fp8 and int8 TN GEMMs through cuBLASLt (its default algorithm and each of
-// its alternatives), and declines the other layouts with the reason.
+// its alternatives), fp8 as e4m3 and as the mixed e4m3 x e5m2 and e5m2 x e4m3, and declines the
+// other layouts with the reason; and e5m2 x e5m2, which cuBLASLt lacks, with that reason rather
+// than a failure inside cuBLASLt.
 TEST_F(CudaDevice, VendorRunsEightBitGemmsThroughCublasLt) {
   std::string why;
   auto vendor = gpu::make_vendor_gemm(*dev_, &why);
   if (!vendor) GTEST_SKIP() << why;
   for (const GemmProblem& p : {gemm(DataType::E4M3, DataType::BF16, true, false, 1024, 512, 2048),
-                               gemm(DataType::S8, DataType::S32, true, false, 512, 1024, 2048, 1, false)}) {
+                               gemm(DataType::S8, DataType::S32, true, false, 512, 1024, 2048, 1, false),
+                               with_b(gemm(DataType::E4M3, DataType::BF16, true, false, 1024, 512, 2048), DataType::E5M2),
+                               with_b(gemm(DataType::E5M2, DataType::F32, true, false, 512, 1024, 2048), DataType::E4M3)}) {
     ASSERT_EQ(vendor->unsupported(p), "") << p.key();
     ops::GemmInputs data(*dev_, p, false);
     std::vector<gpu::VendorChoice> choices = vendor->alternatives(p, data.call_params(0).gemm, 4);
@@ -379,6 +395,15 @@ TEST_F(CudaDevice, VendorRunsEightBitGemmsThroughCublasLt) {
     GemmProblem nn = p;
     nn.trans_a = false;
     EXPECT_NE(vendor->unsupported(nn).find("TN"), std::string::npos) << vendor->unsupported(nn);
+  }
+  const GemmProblem both = with_b(gemm(DataType::E5M2, DataType::BF16, true, false, 256, 256, 256), DataType::E5M2);
+  EXPECT_NE(vendor->unsupported(both).find("no e5m2 x e5m2"), std::string::npos) << vendor->unsupported(both);
+  ops::GemmInputs data(*dev_, both, false);
+  try {
+    vendor->run(both, data.call_params(0).gemm, nullptr, gpu::VendorChoice{});
+    ADD_FAILURE() << "cuBLASLt ran e5m2 x e5m2";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no e5m2 x e5m2"), std::string::npos) << e.what();
   }
 }
 

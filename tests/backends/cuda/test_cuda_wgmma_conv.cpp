@@ -76,27 +76,6 @@ std::vector<Problem> wgmma_problems() {
   };
 }
 
-std::string cuobjdump() {
-  if (const char* env = std::getenv("TILETUNE_CUOBJDUMP")) return env;
-  for (const char* path : {"/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/bin/cuobjdump",
-                           "/usr/local/cuda/bin/cuobjdump"})
-    if (std::ifstream(path).good()) return path;
-  return "";
-}
-
-std::string sass_of(const std::vector<std::uint8_t>& cubin, const std::string& tool, int index) {
-  const std::string file = ::testing::TempDir() + "wgmma_conv_" + std::to_string(index) + ".cubin";
-  std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(cubin.data()), std::streamsize(cubin.size()));
-  std::string out;
-  if (FILE* f = ::popen((tool + " -sass " + file + " 2>&1").c_str(), "r")) {
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
-    ::pclose(f);
-  }
-  std::remove(file.c_str());
-  return out;
-}
-
 // Deep split-K on two weight gradients of few tiles and long reductions (N*P*Q 25,088 and 19,600):
 // 16 and 32 parts meeting in two levels (64 accumulators a thread, splitk_tree.h), and one of 128
 // accumulators a thread, which meets in one level. For the compile test and the GPU sample.
@@ -293,7 +272,7 @@ TEST(WgmmaConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
     EXPECT_LE(code, 160u * 1024) << c.solution.kernel_name() << " for " << p.key();
     std::string hgmma = "no cuobjdump";
     if (!tool.empty()) {
-      const std::string sass = sass_of(r.code.bytes, tool, int(i));
+      const std::string sass = sass_of(r.code.bytes, tool, "wgmma_conv_" + std::to_string(i));
       EXPECT_NE(sass.find("HGMMA.64x"), std::string::npos) << c.solution.kernel_name() << ": no HGMMA in its SASS";
       EXPECT_NE(sass.find("UTMALDG.4D.IM2COL"), std::string::npos) << c.solution.kernel_name() << ": no im2col TMA";
       hgmma = "HGMMA ok";

@@ -27,6 +27,7 @@
 #include "gpu/hip/code_object_info.h"
 #include "gpu/hip/hip_backend.h"
 #include "gpu/hip/traits.h"
+#include "kernel_templates/host_types.h"
 #include "kernel_templates/mfma_fp8.h"
 #include "kernel_templates/mfma_layout.h"
 #include "solutions/kernel_template.h"
@@ -254,49 +255,63 @@ TEST(MfmaEmulation, DetectsABrokenLayout) {
   EXPECT_NE(emulate_tile(unaligned), "");
 }
 
-// gfx942's FNUZ reading of OCP e4m3 (kernel_templates/mfma_fp8.h), on every byte, against decoders
-// of both formats written from their definitions.
-double ocp_e4m3(unsigned b) {
-  const int e = (b >> 3) & 15, m = b & 7;
-  if (e == 15 && m == 7) return std::nan("");
-  const double mag = e == 0 ? std::ldexp(m, -9) : std::ldexp(8 + m, e - 10);  // bias 7
+// gfx942's FNUZ reading of OCP e4m3 and e5m2 (kernel_templates/mfma_fp8.h), on every byte,
+// against decoders of the formats written from their definitions (E exponent bits, bias B).
+double fp8_value(unsigned b, int e_bits, int bias) {
+  const int mb = 7 - e_bits, e = int(b >> mb) & ((1 << e_bits) - 1), m = int(b) & ((1 << mb) - 1);
+  const double mag = e == 0 ? std::ldexp(m, 1 - bias - mb) : std::ldexp((1 << mb) + m, e - bias - mb);
   return b & 0x80 ? -mag : mag;
 }
-double fnuz_e4m3(unsigned b) {
-  if (b == 0x80) return std::nan("");
-  const int e = (b >> 3) & 15, m = b & 7;
-  const double mag = e == 0 ? std::ldexp(m, -10) : std::ldexp(8 + m, e - 11);  // bias 8
-  return b & 0x80 ? -mag : mag;
+double ocp_e4m3(unsigned b) { return (b & 0x7f) == 0x7f ? std::nan("") : fp8_value(b, 4, 7); }
+double ocp_e5m2(unsigned b) {
+  if ((b & 0x7f) > 0x7c) return std::nan("");
+  if ((b & 0x7f) == 0x7c) return b & 0x80 ? -INFINITY : INFINITY;
+  return fp8_value(b, 5, 15);
 }
+double fnuz_e4m3(unsigned b) { return b == 0x80 ? std::nan("") : fp8_value(b, 4, 8); }
+double fnuz_e5m2(unsigned b) { return b == 0x80 ? std::nan("") : fp8_value(b, 5, 16); }
 
-TEST(MfmaFp8, Gfx942ReadsEveryOcpByteAsHalfItsValue) {
+// Every byte: finite OCP values read as half of themselves in FNUZ; NaN (and e5m2's infinities,
+// which FNUZ lacks) as FNUZ's NaN; no byte leaks into its neighbour, alone or in a word of four.
+template <unsigned SPECIAL>
+void expect_half_value_reading(double (*ocp)(unsigned), double (*fnuz)(unsigned), int specials) {
   int nans = 0;
   for (unsigned b = 0; b < 256; ++b) {
     SCOPED_TRACE(b);
-    const unsigned f = tt_mfma::ocp_to_fnuz4(b) & 0xffu;
-    EXPECT_EQ(tt_mfma::ocp_to_fnuz4(b) >> 8, 0u) << "a byte leaked into its neighbour";
-    if (std::isnan(ocp_e4m3(b))) {
-      EXPECT_TRUE(std::isnan(fnuz_e4m3(f)));
+    const unsigned f = tt_mfma::ocp_to_fnuz4<SPECIAL>(b) & 0xffu;
+    EXPECT_EQ(tt_mfma::ocp_to_fnuz4<SPECIAL>(b) >> 8, 0u) << "a byte leaked into its neighbour";
+    if (!std::isfinite(ocp(b))) {
+      EXPECT_TRUE(std::isnan(fnuz(f)));
       ++nans;
     } else {
-      EXPECT_EQ(fnuz_e4m3(f), ocp_e4m3(b) / 2);  // -0 becomes +0, which compares equal
-      EXPECT_FALSE(std::isnan(fnuz_e4m3(f)));
+      EXPECT_EQ(fnuz(f), ocp(b) / 2);  // -0 becomes +0, which compares equal
+      EXPECT_FALSE(std::isnan(fnuz(f)));
     }
   }
-  EXPECT_EQ(nans, 2);
-  EXPECT_EQ(fnuz_e4m3(tt_mfma::ocp_to_fnuz4(0x7e)), 224.0);  // OCP's largest, 448, halved
-  // Four bytes at once, each as on its own, in every position.
+  EXPECT_EQ(nans, specials);
   for (unsigned b = 0; b < 256; ++b)
-    for (unsigned other : {0x00u, 0x7fu, 0x80u, 0xffu, 0x3cu})
+    for (unsigned other : {0x00u, 0x7fu, 0x80u, 0xffu, 0x3cu, 0x7cu, 0xfcu})
       for (int pos = 0; pos < 4; ++pos) {
         unsigned w = 0, want = 0;
         for (int q = 0; q < 4; ++q) {
           const unsigned byte = q == pos ? b : other;
           w |= byte << (8 * q);
-          want |= tt_mfma::ocp_to_fnuz4(byte) << (8 * q);
+          want |= tt_mfma::ocp_to_fnuz4<SPECIAL>(byte) << (8 * q);
         }
-        ASSERT_EQ(tt_mfma::ocp_to_fnuz4(w), want) << std::hex << w;
+        ASSERT_EQ(tt_mfma::ocp_to_fnuz4<SPECIAL>(w), want) << std::hex << w;
       }
+}
+
+TEST(MfmaFp8, Gfx942ReadsEveryOcpByteAsHalfItsValue) {
+  expect_half_value_reading<tt_mfma::kOcpSpecialE4m3>(ocp_e4m3, fnuz_e4m3, 2);
+  EXPECT_EQ(fnuz_e4m3(tt_mfma::ocp_to_fnuz4<tt_mfma::kOcpSpecialE4m3>(0x7e)), 224.0);  // OCP's largest, 448, halved
+  expect_half_value_reading<tt_mfma::kOcpSpecialE5m2>(ocp_e5m2, fnuz_e5m2, 8);  // 2 infinities, 6 NaNs
+  EXPECT_EQ(fnuz_e5m2(tt_mfma::ocp_to_fnuz4<tt_mfma::kOcpSpecialE5m2>(0x7b)), 28672.0);  // 57344 halved
+  // The decoders agree with tiletune's own (kernel_templates/host_types.h) on every finite code.
+  for (unsigned b = 0; b < 256; ++b) {
+    if (std::isfinite(ocp_e5m2(b))) EXPECT_EQ(ocp_e5m2(b), tt_host_to_float(tt_e5m2{(unsigned char)b})) << b;
+    if (std::isfinite(ocp_e4m3(b))) EXPECT_EQ(ocp_e4m3(b), tt_host_to_float(tt_e4m3{(unsigned char)b})) << b;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

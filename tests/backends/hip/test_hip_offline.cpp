@@ -18,6 +18,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -356,6 +357,7 @@ struct OfflineCompiled {
   std::string error;
   hipb::AmdKernelInfo info;
   std::set<std::string> mfma;
+  std::string disassembly;
 };
 
 OfflineCompiled compile_solution(const tiletune::gpu::Compiler& compiler, const tiletune::KernelTemplate& t, const Solution& s,
@@ -366,7 +368,8 @@ OfflineCompiled compile_solution(const tiletune::gpu::Compiler& compiler, const 
   for (const auto& k : hipb::read_amd_code_object(res.code.bytes))
     if (k.name == res.code.symbol) c.info = k;
   if (c.info.name.empty()) return c.error = "kernel " + res.code.symbol + " not in the metadata", c;
-  const std::string dis = hipb::disassemble_amd(res.code.bytes, arch);
+  c.disassembly = hipb::disassemble_amd(res.code.bytes, arch);
+  const std::string& dis = c.disassembly;
   static const std::regex mfma(R"(\bv_mfma_[a-z0-9_]+)");
   for (std::sregex_iterator it(dis.begin(), dis.end(), mfma), end; it != end; ++it) c.mfma.insert(it->str());
   return c;
@@ -482,6 +485,68 @@ TEST(OfflineCompile, MfmaGemmShapesFollowTheArch) {
     shapes.push_back({c.arch, problem(c.type), c.params, c.instruction});
   }
   expect_shapes("mfma_gemm", shapes);
+}
+
+// e5m2 in mfma_gemm, alone and against e4m3: gfx942 issues the MFMA of the operand formats
+// (fp8 = e4m3, bf8 = e5m2, read as FNUZ after the conversion on load), gfx950 its f8f6f4 with the
+// formats as fields (cbsz for A, blgp for B: 1 = bf8); e4m3 alone keeps fp8_fp8 and format 0. No
+// scratch, the LDS the template computes.
+TEST(OfflineCompile, MfmaGemmE5m2TakesTheInstructionOfItsOperandFormats) {
+  REQUIRE_TOOLCHAIN();
+  const auto& t = tiletune::find_template("mfma_gemm");
+  auto compiler = tiletune::gpu::with_compile_cache(hipb::make_clang_compiler());
+  auto problem = [](DataType a, DataType b) {
+    tiletune::GemmProblem g = tiletune::testing::gemm(a, DataType::BF16, true, false, 4096, 4096, 4096, 1);
+    g.b_type = b;
+    return Problem(g.canonical());
+  };
+  const Params p942 = {{"MT0", 64}, {"MT1", 64}, {"DU", 64},  {"WM", 32}, {"WN", 32},
+                       {"MI", 32},  {"VW", 16},  {"PAD", 16}, {"DB", 1}};
+  const Params p950 = with({{"MI", 16}, {"DU", 128}}, p942);
+  struct Case {
+    std::string arch;
+    DataType a, b;
+    std::string instruction, formats;  // formats: what the disassembly says of gfx950's operand formats
+  };
+  const std::vector<Case> cases = {
+      {"gfx942", DataType::E5M2, DataType::E5M2, "v_mfma_f32_32x32x16_bf8_bf8", ""},
+      {"gfx942", DataType::E4M3, DataType::E5M2, "v_mfma_f32_32x32x16_fp8_bf8", ""},
+      {"gfx942", DataType::E5M2, DataType::E4M3, "v_mfma_f32_32x32x16_bf8_fp8", ""},
+      {"gfx950", DataType::E4M3, DataType::E4M3, "v_mfma_f32_16x16x128_f8f6f4", ""},
+      {"gfx950", DataType::E5M2, DataType::E5M2, "v_mfma_f32_16x16x128_f8f6f4", "cbsz:1 blgp:1"},
+      {"gfx950", DataType::E4M3, DataType::E5M2, "v_mfma_f32_16x16x128_f8f6f4", "blgp:1"},
+      {"gfx950", DataType::E5M2, DataType::E4M3, "v_mfma_f32_16x16x128_f8f6f4", "cbsz:1"},
+  };
+  std::vector<std::future<OfflineCompiled>> results;
+  for (const Case& c : cases) {
+    const Solution s{"mfma_gemm", c.arch == "gfx950" ? p950 : p942};
+    const Problem pr = problem(c.a, c.b);
+    const auto why = t.violation(t.variables(s, pr, device_for(c.arch)));
+    ASSERT_FALSE(why.has_value()) << c.arch << " " << pr.key() << ": " << *why;
+    results.push_back(std::async(std::launch::async, [&, s, pr] { return compile_solution(*compiler, t, s, pr, c.arch); }));
+  }
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const Solution s{"mfma_gemm", c.arch == "gfx950" ? p950 : p942};
+    const Problem pr = problem(c.a, c.b);
+    SCOPED_TRACE(c.arch + " " + pr.key());
+    const OfflineCompiled r = results[i].get();
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.mfma, std::set<std::string>{c.instruction});
+    EXPECT_EQ(r.info.private_bytes, 0) << "scratch memory";
+    EXPECT_EQ(r.info.lds_bytes, t.variables(s, pr, device_for(c.arch)).at("LDS_BYTES"));
+    // The MFMA lines of gfx950 name a format only where it is not fp8 e4m3's 0.
+    std::set<std::string> formats;
+    static const std::regex field(R"(\b(cbsz|blgp):[0-9]+)");
+    std::istringstream lines(r.disassembly);
+    for (std::string line; std::getline(lines, line);)
+      if (line.find(c.instruction) != std::string::npos) {
+        std::string f;
+        for (std::sregex_iterator it(line.begin(), line.end(), field), end; it != end; ++it) f += (f.empty() ? "" : " ") + it->str();
+        formats.insert(f);
+      }
+    EXPECT_EQ(formats, std::set<std::string>{c.formats});
+  }
 }
 
 // The HIP backend's compiler hands hipRTC's refusals (gfx942: Debian's hipRTC aborts on it) to

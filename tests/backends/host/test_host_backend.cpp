@@ -11,6 +11,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -77,8 +78,10 @@ struct Variant {
   DataType a, c;
   bool ta, tb;
   Solution sol;
+  std::optional<DataType> b = std::nullopt;  // B's type where it is not A's
   std::string key() const {
-    return std::string(to_string(a)) + ">" + to_string(c) + (ta ? "T" : "N") + (tb ? "T" : "N") + sol.kernel_name();
+    return std::string(to_string(a)) + (b ? std::string(".") + to_string(*b) : "") + ">" + to_string(c) +
+           (ta ? "T" : "N") + (tb ? "T" : "N") + sol.kernel_name();
   }
 };
 
@@ -102,12 +105,16 @@ class HostBackend : public ::testing::Test {
     variants.push_back({DataType::F32, DataType::F32, false, false, other_solution()});
     variants.push_back({DataType::E4M3, DataType::BF16, true, false, def});
     variants.push_back({DataType::E4M3, DataType::F32, false, true, def});
+    variants.push_back({DataType::E5M2, DataType::BF16, true, false, def});
+    variants.push_back({DataType::E4M3, DataType::BF16, true, false, def, DataType::E5M2});
+    variants.push_back({DataType::E5M2, DataType::F32, false, true, def, DataType::E4M3});
     variants.push_back({DataType::S8, DataType::S32, true, false, def});
     variants.push_back({DataType::S8, DataType::S32, false, false, def});
 
     std::vector<std::pair<std::string, std::future<gpu::CompileResult>>> jobs;
     for (const auto& v : variants) {
       GemmProblem p = make(8, 8, 8, v.a, v.c, v.ta, v.tb);
+      p.b_type = v.b;
       gpu::CompileRequest req = t.compile_request(v.sol, p, dev_->info());
       jobs.emplace_back(v.key(), std::async(std::launch::async, [req] { return dev_->compiler().compile(req); }));
     }
@@ -151,7 +158,7 @@ class HostBackend : public ::testing::Test {
   // Runs the host_gemm variant matching `p` and `sol` on fresh random data and validates it.
   static ValidationResult run_gemm(const GemmProblem& p, const Solution& sol, gpu::Kernel* k = nullptr) {
     const KernelTemplate& t = find_template("host_gemm");
-    if (!k) k = &kernel(Variant{p.a_type, p.c_type, p.trans_a, p.trans_b, sol}.key());
+    if (!k) k = &kernel(Variant{p.a_type, p.c_type, p.trans_a, p.trans_b, sol, p.canonical().b_type}.key());
     GemmInputs data(*dev_, p, /*rotate=*/false);
     gpu::LaunchDims dims = t.launch_dims(t.variables(sol, p, dev_->info()));
     return data.validate([&](const TtGemmParams& prm) { dev_->launch(*k, dims, &prm, sizeof prm); });
@@ -261,6 +268,24 @@ TEST_F(HostBackend, Fp8Inputs) {
   p.batch = 2;
   p.beta_zero = false;
   EXPECT_VALID(run_gemm(p, def));
+}
+
+// e5m2 inputs, alone and against e4m3 (the backward pass's mixed products): the host template
+// reads each operand in its own type, validated against the fp64 reference decoding the same codes.
+TEST_F(HostBackend, E5m2Inputs) {
+  const Solution def = find_template("host_gemm").default_solution();
+  EXPECT_VALID(run_gemm(make(64, 48, 256, DataType::E5M2, DataType::BF16, true, false), def));
+  GemmProblem mixed = make(rand_in(1, 120), rand_in(1, 120), rand_in(1, 300), DataType::E4M3, DataType::BF16, true, false);
+  mixed.b_type = DataType::E5M2;
+  EXPECT_VALID(run_gemm(mixed, def));
+  GemmProblem p = make(37, 29, 53, DataType::E5M2, DataType::F32, false, true);
+  p.b_type = DataType::E4M3;
+  p.batch = 2;
+  p.beta_zero = false;
+  EXPECT_VALID(run_gemm(p, def));
+  // The name the template instantiates says both types; one type keeps its single name.
+  EXPECT_NE(find_template("host_gemm").name_expression(def, p).find("host_gemm<tt_ab<tt_e5m2, tt_e4m3>, float,"),
+            std::string::npos);
 }
 
 TEST_F(HostBackend, Int8IsExact) {
