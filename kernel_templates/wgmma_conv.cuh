@@ -23,8 +23,8 @@
 // overlapping the other's main loop).
 // PHASE walks the phases heaviest first: a stride phase's tiles cost its taps (1, 2, 2 and 4 of a
 // stride-2 3x3), and every SMs-th unit per block then ends most evenly. (Claiming units from a
-// counter instead was 2-4% slower on an H100: benchmarks/results/conv/2026-12-05_h200_conv_tables_
-// claim_bn160_stg_648d293.md.)
+// counter instead was 2-4% slower on an H100, in
+// benchmarks/results/conv/2026-12-05_h200_conv_tables_claim_bn160_stg_648d293.md.)
 // Split-K (SPLITK > 1, for grids that would leave multiprocessors idle, above all wgrad, whose
 // filter tensor makes few tiles from a long N*P*Q reduction): a unit is one contiguous K range of
 // one tile, split-major; the splits meet in the workspace and the last one sums them in split
