@@ -9,8 +9,8 @@
 #           the other nets' layers in bf16 (h200_conv_grad.sh, h200_untuned.sh conv);
 #   sk_tables: where one call is all that comes: the stream-K and SWAP samples plain, ResNet-50 in bf16, then the
 #           stream-K sample under memcheck and racecheck.
-#   tables_fp16: ResNet-50 in fp16. (At the config's budget of 96 a problem a dtype's sweep takes ~4 minutes:
-#           both dtypes and the other nets no longer fit one call.)
+#   tables_fp16: the same in fp16. (At the config's budget of 96 a problem a dtype's sweep takes ~4 minutes:
+#           both dtypes no longer fit one call.)
 # Usage: scripts/h200_conv_session.sh check|probes|tables|tables_fp16|sk_tables BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 set -uo pipefail
 STEP=$1 B=$2 T=$3 OUT=$4 LABEL=$5
@@ -27,7 +27,7 @@ case "$STEP" in
     dtype=bf16; [ "$STEP" = tables_fp16 ] && dtype=fp16
     "$here/h200_conv_grad.sh" "$B" "$OUT/$STEP/resnet50_$dtype" "$LABEL, $dtype" 280 configs/h200/h200_conv_resnet50.json "$dtype"
     rm -f "$OUT/$STEP/resnet50_$dtype"/*.db*
-    [ "$STEP" = tables ] && "$here/h200_untuned.sh" conv "$B" "$OUT/$STEP/other_bf16" "$LABEL, bf16" 120 bf16 ;;
+    "$here/h200_untuned.sh" conv "$B" "$OUT/$STEP/other_$dtype" "$LABEL, $dtype" 120 "$dtype" ;;
   sk_tables)  # one call when only one comes: the stream-K and SWAP samples plain, ResNet-50 bf16, then the sanitizers
     sample='WgmmaConvGpu.StreamKSanitizerSample:WgmmaConvGpu.SwappedOperandsSanitizerSample'
     timeout 90 "$T" --gtest_filter="$sample" > "$OUT/$STEP/gtest_samples.log" 2>&1
