@@ -50,8 +50,7 @@ TT_DEVICE void k_range(int KT, int split, int& begin, int& end) {
 
 // The sum, in order, of `count` slots `stride` slots apart from `slots` (float4 q of thread tid at
 // q * THREADS + tid): into acc, every slot read zeroed; or (TO_FIRST) into the first slot, the
-// others zeroed, with no accumulator live (a run's sum in two-level meetings, which would spill
-// kernels that hold 128 accumulators a thread). U: slots whose loads are in flight at once.
+// others zeroed (a run's sum in two-level meetings). U: float4 loads in flight at once.
 template <int R, int THREADS, int TILE, int U, bool TO_FIRST = false>
 TT_DEVICE void sum_slots(float* acc, float4* slots, int count, int stride, int tid) {
   const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -87,31 +86,43 @@ TT_DEVICE void sum_slots(float* acc, float4* slots, int count, int stride, int t
     }
   }
 #else
+  // U float4 reads are issued before their sums and zeroing stores, so that U are in flight at once
+  // (the last group reads its tile's partials alone, and one read at a time made this tail as long
+  // as the main loop): U / Q whole slots a batch where a slot holds fewer than U of this thread's
+  // float4s (Q), e.g. a 64 x 64 tile's run of 8 parts in 2 L2 round trips at U = 32, not 8; else U
+  // slots of one float4 each. Shallow splits of kernels held to few registers pass U = 1. acc holds
+  // the running sums in either mode (at a meeting the group's own partial is already in its slot),
+  // zeroed a batch at a time so that TO_FIRST keeps only the batch's live. Summed in slot order.
+  constexpr int Q = R / 4;
+  constexpr int QB = Q < U ? Q : 1;  // float4s of a slot per batch: all of them where they are fewer than U
+  constexpr int SB = Q < U ? U / Q : U;  // slots per batch
   TT_UNROLL
-  for (int q = 0; q < R / 4; ++q) {
-    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-    // Deep splits: the loads of U slots are issued before their sums and zeroing stores, so that U
-    // reads are in flight at once (the last group reads SPLITK partial tiles alone, and one read at a
-    // time made this tail as long as the main loop). Shallow splits read one at a time: their tail
-    // is short, and the U registers would spill kernels held to 128 registers. Summed in slot order.
-    for (int sp0 = 0; sp0 < count; sp0 += U) {
-      float4 v[U];
+  for (int q0 = 0; q0 < Q; q0 += QB) {
+    TT_UNROLL  // zeroed batch by batch: only the batch's sums are live before their stores (TO_FIRST)
+    for (int i = 4 * q0; i < 4 * (q0 + QB) && i < R; ++i) acc[i] = 0.0f;
+    for (int sp0 = 0; sp0 < count; sp0 += SB) {
+      float4 v[SB][QB];
       TT_UNROLL
-      for (int u = 0; u < U; ++u)  // this split's own slot too: its registers need not stay live
-        if (sp0 + u < count) v[u] = load_cg(slots + (long long)(sp0 + u) * stride * (TILE / 4) + q * THREADS + tid);
+      for (int b = 0; b < SB; ++b)
+        TT_UNROLL
+        for (int u = 0; u < QB; ++u)
+          if (sp0 + b < count && q0 + u < Q)
+            v[b][u] = load_cg(slots + (long long)(sp0 + b) * stride * (TILE / 4) + (q0 + u) * THREADS + tid);
       TT_UNROLL
-      for (int u = 0; u < U; ++u)
-        if (sp0 + u < count) {
-          s.x += v[u].x; s.y += v[u].y; s.z += v[u].z; s.w += v[u].w;
-          if (sp0 + u > 0 || !TO_FIRST)
-            store_cg(slots + (long long)(sp0 + u) * stride * (TILE / 4) + q * THREADS + tid,
-                     make_float4(0.f, 0.f, 0.f, 0.f));
-        }
+      for (int b = 0; b < SB; ++b)
+        TT_UNROLL
+        for (int u = 0; u < QB; ++u)
+          if (sp0 + b < count && q0 + u < Q) {
+            const int q = q0 + u;
+            acc[4 * q] += v[b][u].x; acc[4 * q + 1] += v[b][u].y; acc[4 * q + 2] += v[b][u].z; acc[4 * q + 3] += v[b][u].w;
+            if (sp0 + b > 0 || !TO_FIRST)
+              store_cg(slots + (long long)(sp0 + b) * stride * (TILE / 4) + q * THREADS + tid, make_float4(0.f, 0.f, 0.f, 0.f));
+          }
     }
     if (TO_FIRST) {
-      store_cg(slots + q * THREADS + tid, s);
-    } else {
-      acc[4 * q] = s.x; acc[4 * q + 1] = s.y; acc[4 * q + 2] = s.z; acc[4 * q + 3] = s.w;
+      TT_UNROLL
+      for (int q = q0; q < q0 + QB && q < Q; ++q)
+        store_cg(slots + q * THREADS + tid, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
     }
   }
 #endif
@@ -184,11 +195,18 @@ TT_DEVICE bool reduce_slots(float* acc, int* counter, float4* slots, int part, i
   return true;
 }
 
+// The float4 reads in flight a wgmma consumer can hold beside R accumulators without a spill
+// (compiled at 168 registers a thread for two consumers, 255 for one; R = 64 spilled at 8), else
+// `otherwise`: a 64 x 64 tile's run of 8 parts is read in 2 L2 round trips, not 8.
+constexpr int loads_beside(int R, int otherwise) { return R <= 32 ? 32 : otherwise; }
+
 // acc: the R fp32 accumulators of thread `tid` (0 <= tid < THREADS) of the group that computed
 // split `split` of tile `tile_id`. Group: sync() is a barrier of the group's threads, any(p) a
 // barrier returning whether p held on any of them; any() must work again and again (the two-level
 // meeting asks twice).
-template <int R, int THREADS, int SPLITK, int TILE, class Group>
+// LOADS: the float4 reads in flight in the last groups' sums; 0 is 8 for splits of 8 and more, else
+// 1 (kernels held to few registers: a 4 * LOADS register array lives beside the accumulators).
+template <int R, int THREADS, int SPLITK, int TILE, int LOADS = 0, class Group>
 TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long all_tiles, int split, int tid,
                       const Group& group) {
   const long long cnt_bytes = (all_tiles * 4 + 255) / 256 * 256;
@@ -199,8 +217,9 @@ TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long 
   // Nor past 4 runs of 63 parts, what the counter's 6-bit fields count: narrow_wgrad's 264 and 528
   // and tap_wgrad's 264 rows of blocks (more than a wave) meet in one level, as before the tree.
   constexpr bool TREE = SPLITK >= 16 && SPLITK <= 4 * 63 && R < 128;
-  return reduce_slots<R, THREADS, TILE, (SPLITK >= 8 ? 8 : 1), TREE>(acc, static_cast<int*>(workspace) + tile_id, slots,
-                                                                     split, SPLITK, tid, group);
+  constexpr int U = LOADS > 0 ? LOADS : SPLITK >= 8 ? 8 : 1;
+  return reduce_slots<R, THREADS, TILE, U, TREE>(acc, static_cast<int*>(workspace) + tile_id, slots, split, SPLITK, tid,
+                                                 group);
 }
 
 }  // namespace tt_splitk

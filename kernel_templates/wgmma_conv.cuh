@@ -280,8 +280,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       if (SPLITK > 1) {
         constexpr int GT = PP ? 128 : 128 * CONSUMERS;  // threads holding the tile
         const NamedGroup group{(PP || CONSUMERS == 1) ? 1 + cw : 5, GT};
-        if (!tt_splitk::reduce<MI * NACC, GT, SPLITK, BM * BN>(&acc[0][0], cv.workspace, (long long)mb * tiles_n + nb,
-                                                                 tiles, u / tiles, PP ? tid : threadIdx.x - 128, group))
+        if (!tt_splitk::reduce<MI * NACC, GT, SPLITK, BM * BN, tt_splitk::loads_beside(MI * NACC, 0)>(
+                &acc[0][0], cv.workspace, (long long)mb * tiles_n + nb, tiles, u / tiles, PP ? tid : threadIdx.x - 128,
+                group))
           continue;
       }
 
