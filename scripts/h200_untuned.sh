@@ -13,11 +13,12 @@
 # PyTorch (vs_torch.py --set untuned --only OP). Prints the tuning seconds per problem.
 # ONLY=REGEX keeps the problems whose name matches (conv: "DIRECTION_LAYER", e.g. ONLY='^dgrad_'), and
 # vs_torch times their layers (all three directions of each; the untuned ones on their rung).
-# Usage: [ONLY=REGEX] scripts/h200_untuned.sh conv|gemm BUILD_DIR OUT_DIR LABEL [TUNE_LIMIT_S] [DTYPE bf16|fp16] [BUDGET]
+# SHIPPED=CONFIG (conv): the templates and benchmark settings of another config than the ResNet one.
+# Usage: [ONLY=REGEX] [SHIPPED=CONFIG] scripts/h200_untuned.sh conv|gemm BUILD_DIR OUT_DIR LABEL [TUNE_LIMIT_S] [DTYPE bf16|fp16] [BUDGET]
 set -uo pipefail
 OP=$1 B=$2 OUT=$3 LABEL=$4 LIMIT=${5:-300} DTYPE=${6:-bf16} BUDGET=${7:-16}
 case "$OP" in
-  conv) SHIPPED=configs/h200/h200_conv_resnet50.json VENDOR=--no-vendor DFLAG=--conv-dtype ;;
+  conv) SHIPPED=${SHIPPED:-configs/h200/h200_conv_resnet50.json} VENDOR=--no-vendor DFLAG=--conv-dtype ;;
   gemm) SHIPPED=configs/h200/h200_gemm_$DTYPE.json VENDOR= DFLAG=--dtype ;;
   *) echo "usage: $0 conv|gemm BUILD_DIR OUT_DIR LABEL [TUNE_LIMIT_S] [DTYPE] [BUDGET]" >&2; exit 2 ;;
 esac
