@@ -51,7 +51,7 @@ TT_DEVICE void k_range(int KT, int split, int& begin, int& end) {
 // The sum, in order, of `count` slots `stride` slots apart from `slots` (float4 q of thread tid at
 // q * THREADS + tid): into acc, every slot read zeroed; or (TO_FIRST) into the first slot, the
 // others zeroed (a run's sum in two-level meetings). U: float4 loads in flight at once.
-template <int R, int THREADS, int TILE, int U, bool TO_FIRST = false>
+template <int R, int THREADS, int TILE, int U, bool TO_FIRST = false, bool WHOLE = false>
 TT_DEVICE void sum_slots(float* acc, float4* slots, int count, int stride, int tid) {
   const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
 #if defined(TT_HIP)
@@ -88,14 +88,16 @@ TT_DEVICE void sum_slots(float* acc, float4* slots, int count, int stride, int t
 #else
   // U float4 reads are issued before their sums and zeroing stores, so that U are in flight at once
   // (the last group reads its tile's partials alone, and one read at a time made this tail as long
-  // as the main loop): U / Q whole slots a batch where a slot holds fewer than U of this thread's
-  // float4s (Q), e.g. a 64 x 64 tile's run of 8 parts in 2 L2 round trips at U = 32, not 8; else U
-  // slots of one float4 each. Shallow splits of kernels held to few registers pass U = 1. acc holds
+  // as the main loop): with WHOLE, U / Q whole slots a batch where a slot holds fewer than U of this
+  // thread's float4s (Q), e.g. a 64 x 64 tile's run of 8 parts in 2 L2 round trips at U = 32, not 8;
+  // else U slots of one float4 each (the code of kernels held to few registers: narrow_wgrad spilled
+  // with whole slots at its U = 8). Shallow splits of kernels held to few registers pass U = 1. acc holds
   // the running sums in either mode (at a meeting the group's own partial is already in its slot),
   // zeroed a batch at a time so that TO_FIRST keeps only the batch's live. Summed in slot order.
   constexpr int Q = R / 4;
-  constexpr int QB = Q < U ? Q : 1;  // float4s of a slot per batch: all of them where they are fewer than U
-  constexpr int SB = Q < U ? U / Q : U;  // slots per batch
+  constexpr bool W = WHOLE && Q < U;
+  constexpr int QB = W ? Q : 1;      // float4s of a slot per batch
+  constexpr int SB = W ? U / Q : U;  // slots per batch
   TT_UNROLL
   for (int q0 = 0; q0 < Q; q0 += QB) {
     TT_UNROLL  // zeroed batch by batch: only the batch's sums are live before their stores (TO_FIRST)
@@ -159,8 +161,8 @@ TT_DEVICE void sum_slots_batched(float* acc, float4* slots, int count, int tid) 
 // The meeting of one tile's `parts` partials (a run-time count): this group's is part `part`,
 // stored in slots[part]; `counter` counts the arrivals. The contract above, with SPLITK = parts;
 // TREE: in two levels (splitk_tree.h; parts <= 4 * 63); QB > 0 (one level): the last group's sum
-// slot by slot, QB reads in flight (sum_slots_batched).
-template <int R, int THREADS, int TILE, int U, bool TREE, int QB = 0, class Group>
+// slot by slot, QB reads in flight (sum_slots_batched). WHOLE: sum_slots'.
+template <int R, int THREADS, int TILE, int U, bool TREE, int QB = 0, bool WHOLE = false, class Group>
 TT_DEVICE bool reduce_slots(float* acc, int* counter, float4* slots, int part, int parts, int tid, const Group& group) {
   static_assert(R % 4 == 0 && R * THREADS == TILE, "the group's accumulators cover the tile");
   float4* mine = slots + (long long)part * (TILE / 4);
@@ -176,7 +178,7 @@ TT_DEVICE bool reduce_slots(float* acc, int* counter, float4* slots, int part, i
     if constexpr (QB > 0)
       sum_slots_batched<R, THREADS, TILE, QB>(acc, slots, parts, tid);
     else
-      sum_slots<R, THREADS, TILE, U>(acc, slots, parts, 1, tid);
+      sum_slots<R, THREADS, TILE, U, false, WHOLE>(acc, slots, parts, 1, tid);
   } else {
     const Tree t = tree(parts);
     const int run = part / t.size;
@@ -184,12 +186,12 @@ TT_DEVICE bool reduce_slots(float* acc, int* counter, float4* slots, int part, i
     if (!group.any(tid == 0 && run_complete(atomicAdd(counter, run_arrival(run)), run, run_parts(t, parts, run))))
       return false;
     __threadfence();
-    sum_slots<R, THREADS, TILE, U, true>(acc, first, run_parts(t, parts, run), 1, tid);
+    sum_slots<R, THREADS, TILE, U, true, WHOLE>(acc, first, run_parts(t, parts, run), 1, tid);
     __threadfence();
     group.sync();
     if (!group.any(tid == 0 && tree_complete(atomicAdd(counter, RUN_FINISHED), t))) return false;
     __threadfence();
-    sum_slots<R, THREADS, TILE, U>(acc, slots, t.runs, t.size, tid);
+    sum_slots<R, THREADS, TILE, U, false, WHOLE>(acc, slots, t.runs, t.size, tid);
   }
   if (tid == 0) *counter = 0;
   return true;
@@ -218,8 +220,8 @@ TT_DEVICE bool reduce(float* acc, void* workspace, long long tile_id, long long 
   // and tap_wgrad's 264 rows of blocks (more than a wave) meet in one level, as before the tree.
   constexpr bool TREE = SPLITK >= 16 && SPLITK <= 4 * 63 && R < 128;
   constexpr int U = LOADS > 0 ? LOADS : SPLITK >= 8 ? 8 : 1;
-  return reduce_slots<R, THREADS, TILE, U, TREE>(acc, static_cast<int*>(workspace) + tile_id, slots, split, SPLITK, tid,
-                                                 group);
+  return reduce_slots<R, THREADS, TILE, U, TREE, 0, (LOADS > 0)>(acc, static_cast<int*>(workspace) + tile_id, slots,
+                                                                split, SPLITK, tid, group);
 }
 
 }  // namespace tt_splitk
