@@ -688,16 +688,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         const u32 buf0 = smem_addr(stg);
         TT_UNROLL
         for (int ch = 0; ch < WN / EN; ++ch) {
-          // Chunks wholly past N and 16-row slices wholly past M (the second 128-row tile of a 1x1
-          // layer's 144 channels) are neither staged nor stored: conditions alike across the group
-          // (chunks) or the warp (slices), so every barrier is met.
-          if (n_tile + ch * EN >= N) break;
           const u32 buf = buf0 + (u32)(chunks_stored % NB) * CHUNK_BYTES;
           if (tid == 0) bulk_wait_read<NB - 1>();  // the buffer's previous store has read it
           named_sync(1 + cw, 128);
           TT_UNROLL
           for (int mi = 0; mi < MI; ++mi) {
-            if (m_base + mi * 64 + warp * 16 >= M) continue;
             if constexpr (CB == 2) {
               // Two 8-column groups per stmatrix.x4; a last odd group (EN 24) by .x2.
               TT_UNROLL
@@ -739,8 +734,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
           if (tid == 0) {
             TT_UNROLL
             for (int bx = 0; bx < WM / RB; ++bx)
-              if (m_base + bx * RB < M)
-                tma_store_3d(&p.map_c, buf + (u32)(bx * EN * 128), m_base + bx * RB, n_tile + ch * EN, b);
+              tma_store_3d(&p.map_c, buf + (u32)(bx * EN * 128), m_base + bx * RB, n_tile + ch * EN, b);
             bulk_commit();
           }
           ++chunks_stored;
@@ -750,7 +744,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       TC* C = reinterpret_cast<TC*>(p.g.c) + (long long)b * p.g.stride_c;
       TT_UNROLL
       for (int ch = 0; ch < WN / EN; ++ch) {
-        if (n_tile + ch * EN >= N) break;  // as above
         named_sync(1 + cw, 128);  // previous chunk's staging reads finished
         TT_UNROLL
         for (int mi = 0; mi < MI; ++mi) {
