@@ -41,6 +41,14 @@
 #               e5m2 x e4m3 and e5m2 x e5m2 under the sanitizers, cuBLASLt's mixed fp8 and its refusal of
 #               e5m2 x e5m2, the device reference of the pairs; then configs/probes/h200_gemm_e5m2_probe.json
 #               tuned (six shapes, e4m3 and e4m3 x e5m2) and vs_torch --dtype fp8 on them (OUT/e5m2.tgz).
+#   flush_l2:   the other nets' layers (bf16, budget 16) tuned twice on the ResNet config's templates, with its
+#               benchmark settings as shipped and with benchmark.flush_l2 (each timed run alone behind an L2
+#               overwrite, as do_bench times), each then through vs_torch: whether tuning under do_bench's conditions
+#               picks kernels that do better under do_bench (tune-time and do_bench times part by 15-20% on the
+#               1x1 weight gradients) (OUT/flush_l2.tgz).
+#   epilogue:   the samples of wgmma_gemm's TMA-store epilogue and wgmma_conv's / wgmma_conv1x1's (plain, then
+#               memcheck and racecheck): for branch epilogue-skip (2895663: chunks wholly past N, 16-row slices
+#               and boxes wholly past M neither staged nor stored), run with that branch's build (OUT/epilogue.tgz).
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -194,7 +202,21 @@ for STEP in ${STEPS//,/ }; do
       tune_then_vs_torch configs/probes/h200_gemm_e5m2_probe.json 300 gemm \
         sq4096,llm_qkv_fwd,llm_down_dgrad,llm_down_wgrad,odd1000,skinny16 fp8
       pack e5m2 ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    flush_l2)
+      python3 -c "import json,sys; c=json.load(open(sys.argv[1])); c['benchmark']['flush_l2']=True; json.dump(c,open(sys.argv[2],'w'),indent=1)" \
+        configs/h200/h200_conv_resnet50.json "$D/resnet_flush.json"
+      TILETUNE_SHAPES_DIR=$PWD/configs/shapes "$(dirname "$0")/h200_untuned.sh" conv "$B" "$D/other_std" "$LABEL, bf16, flush_l2 off" 120 bf16
+      TILETUNE_SHAPES_DIR=$PWD/configs/shapes SHIPPED="$D/resnet_flush.json" \
+        "$(dirname "$0")/h200_untuned.sh" conv "$B" "$D/other_flush" "$LABEL, bf16, flush_l2 on" 150 bf16
+      rm -f "$D"/other_*/*.db
+      pack flush_l2 ;;
+    epilogue)
+      gtest_and_sanitizers "$G" 'CudaDevice.SanitizerSampleOfWgmmaTmaStore' tma_store 60
+      gtest_and_sanitizers "$T" 'WgmmaConvGpu.SanitizerSample:Conv1x1Gpu.SampleMatchesTheReference:Conv1x1Gpu.OneHundredSixtyColumnTilesMatchTheReference' conv 60
+      timeout 100 "$G" --gtest_filter=CudaDevice.WgmmaSplitKValidatesOnOddShapesDeterministically > "$D/gtest_odd.log" 2>&1
+      echo "odd shapes exit $?"
+      pack epilogue ;;
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|epilogue[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done
