@@ -339,17 +339,36 @@ tiletune_status_t tiletune_conv_choice(tiletune_handle_t h, const tiletune_conv_
   return choice_into(h, [&] { return conv_of(desc, direction); }, choice);
 }
 
+namespace {
+// Both GEMM explain calls meet here, every enum as raw()'s int (as the choice calls).
+tiletune_status_t gemm_explain(tiletune_handle_t h, int op_a, int op_b, int64_t m, int64_t n, int64_t k, int a_type,
+                               int b_type, int64_t lda, int64_t ldb, int c_type, int64_t ldc, int64_t batch,
+                               int beta_is_zero, int compute, char* text, size_t text_size) {
+  return explain_into(
+      h,
+      [&] {
+        return tiletune::Problem(make_problem(op_a, op_b, m, n, k, a_type, b_type, lda, 0, ldb, 0, c_type, ldc, 0, batch,
+                                              beta_is_zero != 0, compute));
+      },
+      text, text_size);
+}
+}  // namespace
+
 tiletune_status_t tiletune_explain(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b, int64_t m,
                                    int64_t n, int64_t k, tiletune_datatype_t ab_type, int64_t lda, int64_t ldb,
                                    tiletune_datatype_t c_type, int64_t ldc, int64_t batch, int beta_is_zero,
                                    tiletune_compute_t compute, char* text, size_t text_size) {
-  return explain_into(
-      h,
-      [&] {
-        return tiletune::Problem(make_problem(raw(op_a), raw(op_b), m, n, k, raw(ab_type), raw(ab_type), lda, 0, ldb, 0,
-                                              raw(c_type), ldc, 0, batch, beta_is_zero != 0, raw(compute)));
-      },
-      text, text_size);
+  return gemm_explain(h, raw(op_a), raw(op_b), m, n, k, raw(ab_type), raw(ab_type), lda, ldb, raw(c_type), ldc, batch,
+                      beta_is_zero, raw(compute), text, text_size);
+}
+
+tiletune_status_t tiletune_explain_mixed(tiletune_handle_t h, tiletune_operation_t op_a, tiletune_operation_t op_b,
+                                         int64_t m, int64_t n, int64_t k, tiletune_datatype_t a_type,
+                                         tiletune_datatype_t b_type, int64_t lda, int64_t ldb,
+                                         tiletune_datatype_t c_type, int64_t ldc, int64_t batch, int beta_is_zero,
+                                         tiletune_compute_t compute, char* text, size_t text_size) {
+  return gemm_explain(h, raw(op_a), raw(op_b), m, n, k, raw(a_type), raw(b_type), lda, ldb, raw(c_type), ldc, batch,
+                      beta_is_zero, raw(compute), text, text_size);
 }
 
 tiletune_status_t tiletune_explain_conv(tiletune_handle_t h, const tiletune_conv_desc_t* desc,

@@ -172,6 +172,13 @@ tiletune_status_t tiletune_explain(tiletune_handle_t handle, tiletune_operation_
                                    int64_t ldb, tiletune_datatype_t c_type, int64_t ldc, int64_t batch,
                                    int beta_is_zero, tiletune_compute_t compute, char* text, size_t text_size);
 
+/* As tiletune_explain, with B's type named apart from A's (tiletune_gemm_strided_batched_mixed). */
+tiletune_status_t tiletune_explain_mixed(tiletune_handle_t handle, tiletune_operation_t op_a,
+                                         tiletune_operation_t op_b, int64_t m, int64_t n, int64_t k,
+                                         tiletune_datatype_t a_type, tiletune_datatype_t b_type, int64_t lda,
+                                         int64_t ldb, tiletune_datatype_t c_type, int64_t ldc, int64_t batch,
+                                         int beta_is_zero, tiletune_compute_t compute, char* text, size_t text_size);
+
 typedef enum {
   TILETUNE_CONV_FORWARD = 0,
   TILETUNE_CONV_BACKWARD_DATA = 1,
