@@ -116,9 +116,11 @@ TT_DEVICE void sum_slots(float* acc, float4* slots, int count, int stride, int t
         for (int u = 0; u < QB; ++u)
           if (sp0 + b < count && q0 + u < Q) {
             const int q = q0 + u;
-            acc[4 * q] += v[b][u].x; acc[4 * q + 1] += v[b][u].y; acc[4 * q + 2] += v[b][u].z; acc[4 * q + 3] += v[b][u].w;
+            const float4 x = v[b][u];
+            acc[4 * q] += x.x; acc[4 * q + 1] += x.y; acc[4 * q + 2] += x.z; acc[4 * q + 3] += x.w;
             if (sp0 + b > 0 || !TO_FIRST)
-              store_cg(slots + (long long)(sp0 + b) * stride * (TILE / 4) + q * THREADS + tid, make_float4(0.f, 0.f, 0.f, 0.f));
+              store_cg(slots + (long long)(sp0 + b) * stride * (TILE / 4) + q * THREADS + tid,
+                       make_float4(0.f, 0.f, 0.f, 0.f));
           }
     }
     if (TO_FIRST) {

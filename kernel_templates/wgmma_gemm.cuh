@@ -660,7 +660,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         constexpr int GT = PP ? 128 : 128 * CONSUMERS;  // threads of the group
         const NamedGroup group{(PP || CONSUMERS == 1) ? 1 + cw : 5, GT};
         const long long tile_id = ((long long)b * tiles_m + mb) * tiles_n + nb;
-        if (!tt_splitk::reduce<MI * WN / 2, GT, SPLITK, BM * BN, (OCC == 1 ? tt_splitk::loads_beside(MI * WN / 2, 0) : 0)>(
+        constexpr int LOADS = OCC == 1 ? tt_splitk::loads_beside(MI * WN / 2, 0) : 0;  // OCC 2: 128 registers
+        if (!tt_splitk::reduce<MI * WN / 2, GT, SPLITK, BM * BN, LOADS>(
                 &acc[0][0], p.g.workspace, tile_id, (long long)p.g.batch * tiles_m * tiles_n, split,
                 PP ? tid : threadIdx.x - 128, group))
           continue;

@@ -347,8 +347,8 @@ tiletune_status_t gemm_explain(tiletune_handle_t h, int op_a, int op_b, int64_t 
   return explain_into(
       h,
       [&] {
-        return tiletune::Problem(make_problem(op_a, op_b, m, n, k, a_type, b_type, lda, 0, ldb, 0, c_type, ldc, 0, batch,
-                                              beta_is_zero != 0, compute));
+        return tiletune::Problem(make_problem(op_a, op_b, m, n, k, a_type, b_type, lda, 0, ldb, 0, c_type, ldc, 0,
+                                              batch, beta_is_zero != 0, compute));
       },
       text, text_size);
 }

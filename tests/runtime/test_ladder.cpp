@@ -318,8 +318,9 @@ TEST_F(Ladder, E5m2AndMixedFp8GemmsRunAndBadPairsAreRefused) {
     char buf[1024] = {};
     tiletune_datatype_t a_t, b_t;
     std::memcpy(&a_t, &ta, sizeof a_t), std::memcpy(&b_t, &tb, sizeof b_t);
-    const tiletune_status_t st = tiletune_explain_mixed(h, TILETUNE_OP_T, TILETUNE_OP_N, 40, 24, 200, a_t, b_t, 200, 200,
-                                                        TILETUNE_R_16BF, 40, 1, 1, TILETUNE_COMPUTE_32F, buf, sizeof buf);
+    const tiletune_status_t st = tiletune_explain_mixed(h, TILETUNE_OP_T, TILETUNE_OP_N, 40, 24, 200, a_t, b_t, 200,
+                                                        200, TILETUNE_R_16BF, 40, 1, 1, TILETUNE_COMPUTE_32F, buf,
+                                                        sizeof buf);
     *text = buf;
     return st;
   };
@@ -329,7 +330,8 @@ TEST_F(Ladder, E5m2AndMixedFp8GemmsRunAndBadPairsAreRefused) {
   EXPECT_EQ(why(TILETUNE_R_8F_E4M3, TILETUNE_R_8F_E4M3, &line), TILETUNE_SUCCESS);
   EXPECT_EQ(line, explain(h, same));
   EXPECT_EQ(why(TILETUNE_R_8F_E5M2, TILETUNE_R_16BF, &line), TILETUNE_ERROR_INVALID_VALUE);
-  EXPECT_NE(std::string(tiletune_last_error()).find("only as two fp8 types"), std::string::npos) << tiletune_last_error();
+  EXPECT_NE(std::string(tiletune_last_error()).find("only as two fp8 types"), std::string::npos)
+      << tiletune_last_error();
 
   std::vector<std::uint8_t> x(64 * 64);
   std::vector<float> out(64 * 64);
