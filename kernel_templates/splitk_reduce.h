@@ -90,8 +90,8 @@ TT_DEVICE void sum_slots(float* acc, float4* slots, int count, int stride, int t
   // (the last group reads its tile's partials alone, and one read at a time made this tail as long
   // as the main loop): with WHOLE, U / Q whole slots a batch where a slot holds fewer than U of this
   // thread's float4s (Q), e.g. a 64 x 64 tile's run of 8 parts in 2 L2 round trips at U = 32, not 8;
-  // else U slots of one float4 each (the code of kernels held to few registers: narrow_wgrad spilled
-  // with whole slots at its U = 8). Shallow splits of kernels held to few registers pass U = 1. acc holds
+  // else U slots of one float4 each (kernels held to few registers: narrow_wgrad spilled with whole
+  // slots at its U = 8; their shallow splits pass U = 1). acc holds
   // the running sums in either mode (at a meeting the group's own partial is already in its slot),
   // zeroed a batch at a time so that TO_FIRST keeps only the batch's live. Summed in slot order.
   constexpr int Q = R / 4;

@@ -205,9 +205,8 @@ for STEP in ${STEPS//,/ }; do
     flush_l2)
       python3 -c "import json,sys; c=json.load(open(sys.argv[1])); c['benchmark']['flush_l2']=True; json.dump(c,open(sys.argv[2],'w'),indent=1)" \
         configs/h200/h200_conv_resnet50.json "$D/resnet_flush.json"
-      TILETUNE_SHAPES_DIR=$PWD/configs/shapes "$(dirname "$0")/h200_untuned.sh" conv "$B" "$D/other_std" "$LABEL, bf16, flush_l2 off" 120 bf16
-      TILETUNE_SHAPES_DIR=$PWD/configs/shapes SHIPPED="$D/resnet_flush.json" \
-        "$(dirname "$0")/h200_untuned.sh" conv "$B" "$D/other_flush" "$LABEL, bf16, flush_l2 on" 150 bf16
+      "$(dirname "$0")/h200_untuned.sh" conv "$B" "$D/other_std" "$LABEL, bf16, flush_l2 off" 120 bf16
+      SHIPPED="$D/resnet_flush.json" "$(dirname "$0")/h200_untuned.sh" conv "$B" "$D/other_flush" "$LABEL, bf16, flush_l2 on" 150 bf16
       rm -f "$D"/other_*/*.db
       pack flush_l2 ;;
     epilogue)
