@@ -5,7 +5,9 @@
 # --clock-control none: the clocks as do_bench meets them (ncu's default locks them to base, 1.36 GHz
 # on the H100, where the tap kernel measured level with cuDNN on l3 that do_bench puts at 0.86x; METHOD.md).
 # The stall metrics: per issued instruction, the warps stalled for each reason (where the cycles go).
-# Usage: scripts/h200_conv_ncu.sh BUILD_DIR OUT_DIR [NAME_FILTER]   (NAME_FILTER: a grep -E pattern)
+# SOURCE=1: also the source counters (sampled stall reasons per SASS instruction), exported as OUT/sass_NAME.csv
+# (ncu's source page), which say which instruction each kernel's warps wait at.
+# Usage: [SOURCE=1] scripts/h200_conv_ncu.sh BUILD_DIR OUT_DIR [NAME_FILTER]   (NAME_FILTER: a grep -E pattern)
 set -uo pipefail
 B=$1 OUT=$2 ONLY=${3:-.}
 mkdir -p "$OUT"
@@ -13,6 +15,18 @@ source "$(dirname "$0")/h200_env.sh"
 sections="--clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --section ComputeWorkloadAnalysis
           --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section SchedulerStats
           --section WarpStateStats --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio"
+[ "${SOURCE:-0}" = 1 ] && sections="$sections --section SourceCounters --import-source no"
+profile() {  # NAME COMMAND...: ncu on the command, its report printed to OUT/ncu_NAME.txt (SOURCE=1: and its SASS page)
+  local name=$1; shift
+  if [ "${SOURCE:-0}" != 1 ]; then timeout 90 ncu $sections "$@" > "$OUT/ncu_$name.txt" 2>&1; return; fi
+  timeout 120 ncu $sections -f -o "$OUT/rep_$name" "$@" > "$OUT/run_$name.log" 2>&1
+  local rc=$?
+  ncu -i "$OUT/rep_$name.ncu-rep" > "$OUT/ncu_$name.txt" 2>&1
+  cat "$OUT/run_$name.log" >> "$OUT/ncu_$name.txt"
+  ncu -i "$OUT/rep_$name.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_$name.csv" 2>&1
+  rm -f "$OUT/rep_$name.ncu-rep" "$OUT/run_$name.log"
+  return $rc
+}
 # name direction layer(n,c,h,w,k,r,s,stride,pad) template parameters ("cudnn": PyTorch's cuDNN)
 grep -E "^($ONLY)" <<'LIST' | while read -r name dir layer tpl params; do
 l3_tap wgrad 128,256,14,14,256,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=8,STAGES=4,SW=1,AREG=0
@@ -39,8 +53,8 @@ mbnet_dgrad_cudnn dgrad 64,144,56,56,24,1,1,1,0 cudnn -
 LIST
   read -r n c h w k r s st pad <<< "${layer//,/ }"
   if [ "$tpl" = cudnn ]; then
-    timeout 90 ncu $sections --profile-from-start off python3 benchmarks/probes/torch_conv_once.py "$dir" \
-      $n $c $h $w $k $r $s $st $pad > "$OUT/ncu_$name.txt" 2>&1
+    profile "$name" --profile-from-start off python3 benchmarks/probes/torch_conv_once.py "$dir" \
+      $n $c $h $w $k $r $s $st $pad
     echo "$name: exit $?, $(grep -E '^  [a-zA-Z_0-9]+.*\(|Duration' "$OUT/ncu_$name.txt" | tr -s ' ' | paste -sd';' | cut -c1-400)"
     continue
   fi
@@ -57,8 +71,8 @@ json.dump({"name": "ncu", "problems": [{"kind": "conv", "name": "p", "direction"
 PY
   kernel=$tpl
   [ "$tpl" = wgmma_conv1x1 ] && kernel=wgmma_gemm  # wgmma_gemm's kernel, instantiated for the 1x1 layer
-  timeout 90 ncu $sections -k regex:"$kernel" -c 1 "$B/tiletune" tune "$OUT/$name.json" --backend cuda --no-vendor \
-    --isolation none --db "$OUT/$name.db" > "$OUT/ncu_$name.txt" 2>&1
+  profile "$name" -k regex:"$kernel" -c 1 "$B/tiletune" tune "$OUT/$name.json" --backend cuda --no-vendor \
+    --isolation none --db "$OUT/$name.db"
   echo "$name: exit $?, $(grep -E 'Duration|Compute \(SM\) Throughput|Memory Throughput|benchmarked' "$OUT/ncu_$name.txt" | tr -s ' ' | paste -sd';')"
   rm -f "$OUT/$name".db* "$OUT/$name.json"
 done
