@@ -87,9 +87,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   static_assert(SWAP == 0 || (DIR != 2 && (BN == 64 || BN == 128) && (WM == 64 || WM == 128 || WM == 256)),
                 "SWAP: fwd or dgrad, 64 or 128 channels, 64, 128 or 256 pixels per consumer");
   static_assert(WM % 64 == 0 && ((MI >= 1 && MI <= 2) || SW), "BM / CONSUMERS must be 64 or 128");
-  static_assert(BN % 64 == 0 && BN <= 256, "BN is 64, 128, 192 or 256");
+  // BN 160 (fwd, dgrad): a tile of all the channels of a layer of 144-160 (MobileNet's 1x1 of 144), where
+  // 192 leaves a quarter of each tile empty; dgrad's MN-major filters still come in 64-channel boxes, so its
+  // stage holds three (the last one's channels past the tile are loaded and never read).
+  static_assert((BN % 64 == 0 || (BN == 160 && DIR != 2 && !SW)) && BN <= 256, "BN is 64, 128, 160, 192 or 256");
   constexpr bool A_K = DIR != 2, B_K = DIR == 0;  // operands K-major (else MN-major, 64-line boxes)
-  constexpr u32 A_STAGE = BM * 128, B_STAGE = BN * 128;  // 128-byte lines of 64 K elements or 64 rows
+  constexpr int B_LINES = B_K ? BN : (BN + 63) / 64 * 64;
+  constexpr u32 A_STAGE = BM * 128, B_STAGE = B_LINES * 128;  // 128-byte lines of 64 K elements or 64 rows
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
   constexpr int BOXP = DIR == 2 ? 64 : (BM < 128 ? BM : 128);  // pixels per im2col copy
   constexpr int BOXES = DIR == 2 ? BN / 64 : BM / BOXP;         // im2col copies per stage
@@ -211,7 +215,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             } else {
               const int tap = PH ? k.r * cv.s + k.s : tt_wgconv::flipped_tap(cv, k.r, k.s);
               TT_UNROLL
-              for (int i = 0; i < BN / 64; ++i)
+              for (int i = 0; i < B_LINES / 64; ++i)
                 tma_load_3d(sB + s * B_STAGE + i * 64 * 128, &p.map_tiled, full, n0 + 64 * i, tap, k.chunk * 64);
             }
             if (PH) tt_conv::next_phase_tile(k, chunks, x);

@@ -150,8 +150,9 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
   if (phases && (direction != ConvDirection::BackwardData || p.stride_h * p.stride_w == 1 || p.r < p.stride_h ||
                  p.s < p.stride_w || p.dil_h != 1 || p.dil_w != 1))
     throw Error("wgmma_conv: PHASE 1 is for strided input gradients with dilation 1 and R, S at least the stride");
-  if (p.groups != 1 || red_c % 8 != 0 || p.c % 8 != 0 || p.k % 8 != 0 || bm % 64 != 0 || bm > 256 || bn % 64 != 0 ||
-      bn > 256 || (direction == ConvDirection::BackwardFilter && p.c % 64 != 0) ||
+  const bool bn_ok = (bn % 64 == 0 || (bn == 160 && direction != ConvDirection::BackwardFilter)) && bn <= 256;
+  if (p.groups != 1 || red_c % 8 != 0 || p.c % 8 != 0 || p.k % 8 != 0 || bm % 64 != 0 || bm > 256 || !bn_ok ||
+      (direction == ConvDirection::BackwardFilter && p.c % 64 != 0) ||
       (direction == ConvDirection::BackwardData && (p.stride_h != 1 || p.stride_w != 1) && !tt_wgconv::dgrad_scatters(p) &&
        !phases))
     throw Error("wgmma_conv: needs groups 1, C and K multiples of 8 (C of 64 for wgrad), 64..256-row "

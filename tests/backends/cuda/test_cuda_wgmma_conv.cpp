@@ -176,6 +176,46 @@ std::vector<tuner::Candidate> wgmma_conv_swap_candidates(const std::vector<Probl
   return wgmma_conv_variants(ps, dev, vs);
 }
 
+// BN 160 (fwd, dgrad): tiles across 144-160 channels. A forward pass of 144 output channels (one tile
+// column, its last 16 past K) and of 304 (a second column starting at 160), an input gradient of a 1x1 of
+// 144 channels (MobileNet's shape, its filters' third 64-channel box mostly past C), fp16 -> fp32 of 304
+// through a 3x3, split-K on one, 256 x 160 tiles (160 accumulators a thread) on two.
+std::vector<Problem> wgmma_conv_bn160_problems() {
+  using D = DataType;
+  constexpr ConvDirection DG = ConvDirection::BackwardData;
+  return {wgmma_conv(D::BF16, D::BF16, 2, 64, 15, 13, 144, 3, 3, 1, 1, 1, 1),
+          wgmma_conv(D::F16, D::F16, 2, 72, 11, 9, 304, 1, 1, 1, 1, 0, 0),
+          wgmma_conv(D::BF16, D::BF16, 4, 144, 20, 19, 24, 1, 1, 1, 1, 0, 0, 1, 1, DG),
+          wgmma_conv(D::F16, D::F32, 2, 304, 9, 11, 128, 3, 3, 1, 1, 1, 1, 1, 1, DG)};
+}
+std::vector<tuner::Candidate> wgmma_conv_bn160_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
+  std::vector<WgmmaConvVariant> vs;
+  for (const auto& [problem, bm, consumers, splitk] : std::vector<std::array<int, 4>>{
+           {0, 128, 2, 1}, {0, 64, 1, 1}, {0, 256, 2, 1}, {1, 128, 2, 1}, {2, 128, 2, 1}, {2, 64, 1, 1}, {2, 256, 2, 1},
+           {3, 128, 2, 1}, {3, 128, 2, 2}})
+    vs.push_back({std::size_t(problem),
+                  {{"BM", bm}, {"BN", 160}, {"CONSUMERS", consumers}, {"PINGPONG", 0}, {"SPLITK", splitk},
+                   {"STAGES", bm == 256 ? 3 : 4}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}}});
+  return wgmma_conv_variants(ps, dev, vs);
+}
+
+TEST(WgmmaConvCompile, OneHundredSixtyChannelTilesCompileWithoutSpills) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const std::vector<Problem> ps = wgmma_conv_bn160_problems();
+  const auto cands = wgmma_conv_bn160_candidates(ps, dev);
+  ASSERT_EQ(cands.size(), 9u);
+  // Not for wgrad (its tile columns are 64-column taps), nor swapped.
+  const KernelTemplate& t = *cands[0].tmpl;
+  ConvProblem w = ps[0].conv();
+  w.direction = ConvDirection::BackwardFilter;
+  EXPECT_TRUE(t.violation(t.variables(cands[0].solution, Problem{w}, dev)));
+  Solution swapped = cands[0].solution;
+  swapped.params["SWAP"] = 1;
+  EXPECT_TRUE(t.violation(t.variables(swapped, ps[0], dev)));
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+  expect_no_spills(*compiler, cands, ps, dev, 16);
+}
+
 TEST(WgmmaConvCompile, SwappedOperandsCompileWithoutSpills) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = wgmma_conv_swap_problems();
@@ -558,6 +598,18 @@ TEST(WgmmaConvGpu, SwappedOperandsSanitizerSample) {
   const std::vector<Problem> ps = wgmma_conv_swap_problems();
   const auto cands = wgmma_conv_swap_candidates(ps, dev->info());
   ASSERT_EQ(cands.size(), 16u);
+  EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
+}
+
+// BN 160 (wgmma_conv_bn160_candidates): valid twice against the reference. Small enough for
+// compute-sanitizer.
+TEST(WgmmaConvGpu, OneHundredSixtyChannelTilesSanitizerSample) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
+  const std::vector<Problem> ps = wgmma_conv_bn160_problems();
+  const auto cands = wgmma_conv_bn160_candidates(ps, dev->info());
+  ASSERT_EQ(cands.size(), 9u);
   EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
 }
 
