@@ -305,6 +305,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       }
       TT_UNROLL
       for (int ch = 0; ch < BN / EN; ++ch) {
+        // A chunk wholly past N (a 192-column tile of MobileNet's 144 channels: the last of six) is
+        // neither staged nor stored; the same for every thread of the group, so no barrier is missed.
+        if (!SW && !SW2 && n_tile + ch * EN >= N) break;
         named_sync(1 + cw, 128);  // the previous chunk's staging reads finished
         // SWAP 2: chunk ch is half h of the pixels by the 64 channels of m64 mi2, all four warps writing
         // (swap2_row); scalar writes as SWAP 1's below.
