@@ -46,9 +46,6 @@
 #               overwrite, as do_bench times), each then through vs_torch: whether tuning under do_bench's conditions
 #               picks kernels that do better under do_bench (tune-time and do_bench times part by 15-20% on the
 #               1x1 weight gradients) (OUT/flush_l2.tgz).
-#   epilogue:   the samples of wgmma_gemm's TMA-store epilogue and wgmma_conv's / wgmma_conv1x1's (plain, then
-#               memcheck and racecheck): for branch epilogue-skip (2895663: chunks wholly past N, 16-row slices
-#               and boxes wholly past M neither staged nor stored), run with that branch's build (OUT/epilogue.tgz).
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -209,13 +206,7 @@ for STEP in ${STEPS//,/ }; do
       SHIPPED="$D/resnet_flush.json" "$(dirname "$0")/h200_untuned.sh" conv "$B" "$D/other_flush" "$LABEL, bf16, flush_l2 on" 150 bf16
       rm -f "$D"/other_*/*.db
       pack flush_l2 ;;
-    epilogue)
-      gtest_and_sanitizers "$G" 'CudaDevice.SanitizerSampleOfWgmmaTmaStore' tma_store 60
-      gtest_and_sanitizers "$T" 'WgmmaConvGpu.SanitizerSample:Conv1x1Gpu.SampleMatchesTheReference:Conv1x1Gpu.OneHundredSixtyColumnTilesMatchTheReference' conv 60
-      timeout 100 "$G" --gtest_filter=CudaDevice.WgmmaSplitKValidatesOnOddShapesDeterministically > "$D/gtest_odd.log" 2>&1
-      echo "odd shapes exit $?"
-      pack epilogue ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|epilogue[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done
