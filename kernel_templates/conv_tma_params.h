@@ -1,5 +1,5 @@
 // The by-value argument of templates whose JSON says "arguments": "conv_tma" (the Hopper wgmma
-// convolution, wgmma_conv.cuh): the convolution's parameters plus two TMA tensor maps built on the
+// convolution, wgmma_conv.cuh): the convolution's parameters plus the TMA tensor maps built on the
 // host by gpu/cuda/tma_arguments.cpp (encode_tma_conv_arguments), passed as a __grid_constant__
 // kernel parameter. Compiled by NVRTC and by the host compiler; the host copies a TtConvTmaParams
 // byte for byte into the launch argument.
@@ -22,10 +22,15 @@
 // of the activations (wgmma_tap_wgrad_index.h): map_im2col over x {C, W, H, N}, box {64, PITCH,
 // ROWS, 1} walked with traversal strides {1, stride_w, stride_h, 1} (box dimensions scaled by them);
 // map_tiled over dy {K, Q, P, N}, box {64, dy_box_w, ROWS, 1}; 128-byte swizzle, zero fill.
+// map_out (wgmma_conv EPI 1; zero otherwise): the output as rows of its contiguous channels or filter
+//   elements (fwd y {K, N*P*Q}, dgrad dx {C, N*H*W}, wgrad dW {R*S*C, K}), box {64, 16}: one warp's 16 rows
+//   of a 64-column group, 128-byte swizzle.
+// (map_out comes last, so that the other members keep the offsets of the kernels built before it.)
 struct TtConvTmaParams {
   TtTensorMap map_im2col;
   TtTensorMap map_tiled;
   TtConvParams c;
+  TtTensorMap map_out;
 };
 
 #endif

@@ -86,6 +86,14 @@ TT_DEVICE void stmatrix_x4_trans(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3) {
                : "memory");
 }
 
+// Four 8x8 tiles of 16-bit elements from mma fragments, stored as they are (rows): lane 8 q + i gives
+// the address of tile q's row i.
+TT_DEVICE void stmatrix_x4(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1), "r"(r2),
+               "r"(r3)
+               : "memory");
+}
+
 // The same for two 8x8 tiles (lanes 0-15 give the addresses).
 TT_DEVICE void stmatrix_x2_trans(u32 addr, u32 r0, u32 r1) {
   asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};" ::"r"(addr), "r"(r0), "r"(r1) : "memory");

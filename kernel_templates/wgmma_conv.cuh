@@ -64,7 +64,7 @@ TT_DEVICE void tma_im2col_4d(unsigned dst, const TtTensorMap* map, unsigned bar,
 }  // namespace tt_wgconv
 
 template <typename TA, typename TC, int DIR, int BM, int BN, int STAGES, int CONSUMERS, int RASTER, int GROUP,
-          int PINGPONG, int SPLITK, int PHASE = 0, int SWAP = 0, int SCHED = 0>
+          int PINGPONG, int SPLITK, int PHASE = 0, int SWAP = 0, int SCHED = 0, int EPI = 0>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     wgmma_conv(const __grid_constant__ TtConvTmaParams p) {
   using namespace tt_wg;
@@ -76,6 +76,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   static_assert(PHASE == 0 || DIR == 1, "PHASE: strided input gradients");
   static_assert(SCHED == 0 || (SCHED == 1 && SPLITK == 1 && PINGPONG == 0 && PHASE == 0),
                 "SCHED 1: stream-K instead of split-K, cooperative consumers, no phases");
+  static_assert(EPI == 0 || (EPI == 1 && sizeof(TC) == 2 && SWAP == 0 && PHASE == 0),
+                "EPI 1: 16-bit output, SWAP 0, no phases (the rows of a tile are rows of the output)");
   constexpr bool PH = PHASE != 0;
   constexpr bool PP = PINGPONG != 0;
   constexpr bool SW = SWAP != 0;     // channels as wgmma's M (above)
@@ -104,7 +106,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
   typedef Ring<STAGES, A_STAGE, B_STAGE> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const RingT ring(smem_raw, CONSUMERS * WM * EN * 4);  // staging: CONSUMERS x WM x EN floats
+  // Staging: CONSUMERS x WM x EN floats; EPI 1: two 2 KB boxes a warp (16 rows x 64 columns of 16 bits).
+  constexpr int STG_FLOATS = EPI == 1 ? 4 * 2 * 2048 / 4 : WM * EN;  // per consumer
+  const RingT ring(smem_raw, CONSUMERS * STG_FLOATS * 4);
   const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
 
   const TtConvParams& cv = p.c;
@@ -231,7 +235,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const int cw = wg - 1;
     const int tid = threadIdx.x - 128 * wg;
     const int warp = tid / 32, lane = tid % 32;
-    float* stg = ring.staging + cw * WM * EN;
+    float* stg = ring.staging + cw * STG_FLOATS;
+    int boxes_stored = 0;  // EPI 1: this warp's boxes so far, whose parity picks its buffer
     constexpr int V = 16 / (int)sizeof(TC);  // elements per 16-byte vector of the output
     constexpr int TPR = EN / V;              // threads per row of a chunk
     constexpr int RPP = 128 / TPR;           // rows per pass
@@ -292,6 +297,50 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
       // ---------------------------------------------------------------- epilogue
       const int m_base = (PH ? mb % tpp : mb) * BM + (PP ? 0 : cw * WM);
+      if constexpr (EPI == 1) {
+        // TMA store from each warp on its own: its 16 rows of a 64-column group (stmatrix into one of
+        // its two 2 KB buffers, in the map's 128-byte swizzle), fenced, then one box stored by lane 0.
+        // No barrier between the warps (cuDNN's kernel for MobileNet's 1x1 input gradient stores so;
+        // the staged epilogue below waited at a warpgroup barrier per chunk for a third of its time).
+        // The TMA clips rows past M and columns past N; a group past N or a slice past M is skipped
+        // by the whole warp.
+        const u32 wbuf = smem_addr(stg) + (u32)warp * 4096u;
+        TT_UNROLL
+        for (int g = 0; g < (BN + 63) / 64; ++g) {
+          const int n0 = nb * BN + g * 64;
+          if (n0 >= N) break;
+          TT_UNROLL
+          for (int mi = 0; mi < MI; ++mi) {
+            const int row0 = m_base + mi * 64 + warp * 16;
+            if (row0 >= M) continue;
+            const u32 buf = wbuf + (u32)(boxes_stored & 1) * 2048u;
+            if (lane == 0) bulk_wait_read<1>();  // the buffer's store before last has read it
+            __syncwarp();
+            TT_UNROLL
+            for (int q = 0; q < 4; ++q) {  // fixed trips, so that acc is indexed by constants
+              if (g * 64 + q * 16 >= BN) break;    // BN 160's last group: 32 columns
+              const int j = (g * 64 + q * 16) / 8;  // the 8-column block of the accumulators
+              const float* f0 = &acc[mi][j * 4];
+              const float* f1 = &acc[mi][(j + 1) * 4];
+              const u32 r0 = (u32)tt_from_float<TC>(f0[0]).bits | ((u32)tt_from_float<TC>(f0[1]).bits << 16);
+              const u32 r1 = (u32)tt_from_float<TC>(f0[2]).bits | ((u32)tt_from_float<TC>(f0[3]).bits << 16);
+              const u32 r2 = (u32)tt_from_float<TC>(f1[0]).bits | ((u32)tt_from_float<TC>(f1[1]).bits << 16);
+              const u32 r3 = (u32)tt_from_float<TC>(f1[2]).bits | ((u32)tt_from_float<TC>(f1[3]).bits << 16);
+              // Tiles: rows 0-7 / 8-15 of columns 0-7, then of columns 8-15; lane 8 t + i: tile t's row i.
+              const int t = lane >> 3, r = (t & 1) * 8 + (lane & 7), c16 = 2 * q + (t >> 1);
+              stmatrix_x4(buf + (u32)(r * 128 + ((c16 ^ (r & 7)) << 4)), r0, r1, r2, r3);
+            }
+            fence_async_smem();
+            __syncwarp();
+            if (lane == 0) {
+              tma_store_3d(&p.map_out, buf, n0, row0, 0);
+              bulk_commit();
+            }
+            ++boxes_stored;
+          }
+        }
+        continue;
+      }
       const tt_conv::Phase xo = tt_wgconv::phase_of(cv, pg, PH ? mb / tpp : 0);
       const int n_tile = nb * BN;
       // The rows of Y this thread stores (vector path, not scattered; -1: none), found once a tile
@@ -410,5 +459,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         }
       }
     }
+    // The CTA's shared memory must outlive the TMA stores' reads of it.
+    if (EPI == 1 && lane == 0) bulk_wait_read<0>();
   }
 }

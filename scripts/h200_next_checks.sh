@@ -46,6 +46,10 @@
 #               overwrite, as do_bench times), each then through vs_torch: whether tuning under do_bench's conditions
 #               picks kernels that do better under do_bench (tune-time and do_bench times part by 15-20% on the
 #               1x1 weight gradients) (OUT/flush_l2.tgz).
+#   warp_store: wgmma_conv EPI 1 (the warps' own TMA stores; built without a GPU on 2026-12-06, branch conv-warp-store):
+#               its sample plain, configs/probes/h200_warp_store_probe.json tuned (EPI 0 / 1 in one sweep, every
+#               measurement kept) and vs_torch on the other nets' 1x1 layers, then the sample under memcheck and
+#               racecheck (OUT/warp_store.tgz, OUT/warp_store_sanitizers.tgz).
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -206,7 +210,20 @@ for STEP in ${STEPS//,/ }; do
       SHIPPED="$D/resnet_flush.json" "$(dirname "$0")/h200_untuned.sh" conv "$B" "$D/other_flush" "$LABEL, bf16, flush_l2 on" 150 bf16
       rm -f "$D"/other_*/*.db
       pack flush_l2 ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    warp_store)
+      timeout 90 "$T" --gtest_filter=WgmmaConvGpu.WarpTmaStoreSanitizerSample > "$D/gtest_ws.log" 2>&1
+      echo "sample exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|Failure' "$D/gtest_ws.log" | sort -u | head
+      tune_probe configs/probes/h200_warp_store_probe.json 200 ws
+      show_all "$D/ws.db" > "$D/db_show.txt" 2>&1
+      PYTHONUNBUFFERED=1 timeout 80 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/ws.db" \
+        --set untuned --only conv --names mbnet_1x1_144_24,effnet_1x1_240_40,incep_1x1_96_160 --conv-dtype bf16 \
+        --rounds 2 --out "$D/vs_torch.md" --label "$LABEL, bf16" > "$D/vs_torch.log" 2>&1
+      echo "vs_torch exit $?"; grep -E '^\| conv (fwd|dgrad)' "$D/vs_torch.md"
+      rm -f "$D"/ws.db*
+      pack warp_store
+      gtest_and_sanitizers "$T" 'WgmmaConvGpu.WarpTmaStoreSanitizerSample' ws 90 "memcheck racecheck"
+      pack warp_store_sanitizers ;;
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|warp_store[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done

@@ -135,7 +135,7 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
 
 std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2col, TensorMapEncoder encode_tiled,
                                                     const TtConvParams& p, ConvDirection direction, DataType in_type,
-                                                    int bm, int bn, int phase) {
+                                                    int bm, int bn, int phase, int epi, DataType out_type) {
   if (!encode_im2col || !encode_tiled)
     throw Error("wgmma_conv: cuTensorMapEncodeIm2col is not available (no CUDA driver)");
   CUtensorMapDataType dt;
@@ -213,6 +213,23 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
                      std::int64_t(p.n) * p.p * p.q, p.k, 0, 1, 64, 64, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
       break;
   }
+  // EPI 1: the output as gemm_m rows of gemm_n contiguous elements (y, dx or dW), box {64, 16}: a
+  // warp's 16 rows of a 64-column group.
+  if (epi == 1) {
+    CUtensorMapDataType odt;
+    switch (out_type) {
+      case DataType::BF16: odt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+      case DataType::F16: odt = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+      default: throw Error("wgmma_conv: EPI 1 stores 16-bit outputs only");
+    }
+    if (phases || (direction == ConvDirection::BackwardData && p.stride_h * p.stride_w != 1))
+      throw Error("wgmma_conv: EPI 1 stores rows of the output; a strided dgrad's rows are scattered (EPI 0)");
+    void* out = direction == ConvDirection::Forward ? p.y : direction == ConvDirection::BackwardData ? p.x : p.wt;
+    encode_operand(encode_tiled, &args.map_out, "wgmma_conv output (TMA store)", odt, 2, out, p.gemm_n, p.gemm_m,
+                   p.gemm_n, 0, 1, 64, 16, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+  } else if (epi != 0) {
+    throw Error("wgmma_conv: EPI " + std::to_string(epi) + " (0 the staged epilogue, 1 the warps' TMA stores)");
+  }
   std::vector<std::uint8_t> bytes(sizeof args);
   std::memcpy(bytes.data(), &args, sizeof args);
   return bytes;
@@ -226,9 +243,13 @@ std::vector<std::uint8_t> make_tma_conv_arguments(const TtConvParams& p, const C
     if (it == vars.end()) throw Error(std::string("wgmma_conv: variable ") + name + " missing");
     return static_cast<int>(it->second);
   };
-  auto it = vars.find("PHASE");  // absent in an older database's solutions: 0
+  auto get_or = [&](const char* name, int fallback) {  // absent in an older database's solutions
+    auto it = vars.find(name);
+    return it == vars.end() ? fallback : static_cast<int>(it->second);
+  };
   return encode_tma_conv_arguments(im2col_map_encoder(), tensor_map_encoder(), p, problem.direction,
-                                   problem.in_type, get("BM"), get("BN"), it == vars.end() ? 0 : int(it->second));
+                                   problem.in_type, get("BM"), get("BN"), get_or("PHASE", 0), get_or("EPI", 0),
+                                   problem.out_type);
 }
 
 std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode, const TtConvParams& p,

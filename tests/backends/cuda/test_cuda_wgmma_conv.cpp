@@ -216,6 +216,50 @@ TEST(WgmmaConvCompile, OneHundredSixtyChannelTilesCompileWithoutSpills) {
   expect_no_spills(*compiler, cands, ps, dev, 16);
 }
 
+// EPI 1 (the warps' TMA stores): every direction; bf16 and fp16; tiles of 64-256 columns and 160 across
+// one tile column; edges in M and N inside a warp's rows and a 64-column group; one and two m64 per
+// consumer, ping-pong, split-K and stream-K before the epilogue; several tiles a CTA.
+std::vector<Problem> wgmma_conv_warp_store_problems() {
+  using D = DataType;
+  constexpr ConvDirection DG = ConvDirection::BackwardData, WG = ConvDirection::BackwardFilter;
+  return {wgmma_conv(D::BF16, D::BF16, 2, 64, 15, 13, 200, 3, 3, 1, 1, 1, 1),
+          wgmma_conv(D::F16, D::F16, 4, 144, 20, 19, 24, 1, 1, 1, 1, 0, 0, 1, 1, DG),
+          wgmma_conv(D::BF16, D::BF16, 2, 128, 9, 11, 72, 3, 3, 1, 1, 1, 1, 1, 1, DG),
+          wgmma_conv(D::BF16, D::BF16, 8, 128, 28, 28, 136, 3, 3, 1, 1, 1, 1, 1, 1, WG)};
+}
+std::vector<tuner::Candidate> wgmma_conv_warp_store_candidates(const std::vector<Problem>& ps,
+                                                               const gpu::DeviceInfo& dev) {
+  std::vector<WgmmaConvVariant> vs;
+  for (const auto& [problem, bm, bn, consumers, pingpong, splitk, sched] : std::vector<std::array<int, 7>>{
+           {0, 128, 128, 2, 0, 1, 0}, {0, 64, 256, 1, 0, 1, 0}, {0, 128, 64, 2, 1, 1, 0}, {1, 256, 160, 2, 0, 1, 0},
+           {1, 128, 192, 2, 0, 1, 0}, {1, 128, 128, 1, 0, 1, 0}, {2, 128, 128, 2, 0, 2, 0}, {2, 256, 64, 2, 0, 1, 0},
+           {3, 128, 128, 2, 0, 4, 0}, {3, 128, 64, 2, 0, 1, 1}})
+    vs.push_back({std::size_t(problem),
+                  {{"BM", bm}, {"BN", bn}, {"CONSUMERS", consumers}, {"PINGPONG", pingpong}, {"SPLITK", splitk},
+                   {"STAGES", bm == 256 ? 3 : 4}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", sched}, {"EPI", 1}}});
+  return wgmma_conv_variants(ps, dev, vs);
+}
+
+TEST(WgmmaConvCompile, WarpTmaStoresCompileWithoutSpills) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const std::vector<Problem> ps = wgmma_conv_warp_store_problems();
+  const auto cands = wgmma_conv_warp_store_candidates(ps, dev);
+  ASSERT_EQ(cands.size(), 10u);
+  // Not with SWAP, nor fp32 output, nor BN 160 over several tile columns.
+  const KernelTemplate& t = *cands[0].tmpl;
+  Solution swapped = cands[0].solution;
+  swapped.params["SWAP"] = 1;
+  EXPECT_TRUE(t.violation(t.variables(swapped, ps[0], dev)));
+  ConvProblem f32 = ps[0].conv();
+  f32.out_type = DataType::F32;
+  EXPECT_TRUE(t.violation(t.variables(cands[0].solution, Problem{f32}, dev)));
+  Solution wide = cands[0].solution;
+  wide.params["BN"] = 160;
+  EXPECT_TRUE(t.violation(t.variables(wide, ps[0], dev)));  // 200 channels: two tile columns of 160
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+  expect_no_spills(*compiler, cands, ps, dev, 16);
+}
+
 TEST(WgmmaConvCompile, SwappedOperandsCompileWithoutSpills) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = wgmma_conv_swap_problems();
@@ -544,6 +588,59 @@ TEST(WgmmaConvArguments, EncodesThePhasesMapOfAStridedDgrad) {
                                                     DataType::BF16, 128, 64, 1), Error);
 }
 
+// EPI 1: map_out over the output as gemm_m rows of gemm_n elements, box {64, 16} (a warp's 16 rows of a
+// 64-column group), 128-byte swizzle; the last map encoded. Without EPI 1 map_out stays zero. Refused: an
+// fp32 output, a strided dgrad (scattered rows), an EPI the template lacks.
+TEST(WgmmaConvArguments, EncodesTheOutputMapOfTheWarpsTmaStores) {
+  const ConvProblem cp = wgmma_conv(DataType::BF16, DataType::BF16, 2, 144, 10, 9, 24, 1, 1, 1, 1, 0, 0, 1, 1,
+                                    ConvDirection::BackwardData);
+  alignas(16) static std::uint8_t x[16], w[16], y[16];
+  const TtConvParams p = ops::conv_arguments(cp.canonical(), x, w, y);
+  im2col_seen = tiled_seen = Recorded();
+  auto bytes = gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardData,
+                                                    DataType::BF16, 256, 160, 0, 1, DataType::BF16);
+  TtConvTmaParams args;
+  std::memcpy(&args, bytes.data(), sizeof args);
+  EXPECT_EQ(reinterpret_cast<const std::uint8_t*>(&args.map_out)[0], 0xB2);
+  EXPECT_EQ(tiled_seen.calls, 2);
+  EXPECT_EQ(tiled_seen.base, x);  // dx
+  EXPECT_EQ(tiled_seen.dt, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+  EXPECT_EQ(tiled_seen.dims[0], 144u);
+  EXPECT_EQ(tiled_seen.dims[1], 2u * 10 * 9);
+  EXPECT_EQ(tiled_seen.strides[0], 144u * 2);
+  EXPECT_EQ(tiled_seen.box[0], 64u);
+  EXPECT_EQ(tiled_seen.box[1], 16u);
+  EXPECT_EQ(tiled_seen.swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+  // The forward pass of fp16 stores y; a weight gradient dW (K rows of R*S*C).
+  const ConvProblem fwd = wgmma_conv(DataType::F16, DataType::F16, 2, 64, 10, 9, 96, 3, 3, 1, 1, 1, 1);
+  const TtConvParams pf = ops::conv_arguments(fwd.canonical(), x, w, y);
+  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, pf, ConvDirection::Forward, DataType::F16, 128,
+                                       128, 0, 1, DataType::F16);
+  EXPECT_EQ(tiled_seen.base, y);
+  EXPECT_EQ(tiled_seen.dt, CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+  EXPECT_EQ(tiled_seen.dims[0], 96u);
+  ConvProblem wg = fwd;
+  wg.direction = ConvDirection::BackwardFilter;
+  const TtConvParams pw = ops::conv_arguments(wg.canonical(), x, w, y);
+  gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, pw, ConvDirection::BackwardFilter,
+                                       DataType::F16, 128, 128, 0, 1, DataType::F16);
+  EXPECT_EQ(tiled_seen.base, w);
+  EXPECT_EQ(tiled_seen.dims[0], 3u * 3 * 64);
+  EXPECT_EQ(tiled_seen.dims[1], 96u);
+  bytes = gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardData,
+                                               DataType::BF16, 256, 160);
+  std::memcpy(&args, bytes.data(), sizeof args);
+  EXPECT_EQ(reinterpret_cast<const std::uint8_t*>(&args.map_out)[0], 0);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardData,
+                                                    DataType::BF16, 256, 160, 0, 1, DataType::F32), Error);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardData,
+                                                    DataType::BF16, 256, 160, 0, 2, DataType::BF16), Error);
+  TtConvParams s2 = p;
+  s2.stride_h = s2.stride_w = 2, s2.p = 5, s2.q = 5;
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, s2, ConvDirection::BackwardData,
+                                                    DataType::BF16, 128, 128, 0, 1, DataType::BF16), Error);
+}
+
 TEST(WgmmaConvGpu, SampleMatchesTheReference) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
@@ -610,6 +707,19 @@ TEST(WgmmaConvGpu, OneHundredSixtyChannelTilesSanitizerSample) {
   const std::vector<Problem> ps = wgmma_conv_bn160_problems();
   const auto cands = wgmma_conv_bn160_candidates(ps, dev->info());
   ASSERT_EQ(cands.size(), 9u);
+  EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
+}
+
+// EPI 1 (wgmma_conv_warp_store_candidates): valid twice against the reference. Small enough for
+// compute-sanitizer.
+TEST(WgmmaConvGpu, WarpTmaStoreSanitizerSample) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
+  if (dev->info().multiprocessors != 132) GTEST_SKIP() << "the sample is sized for 132 multiprocessors";
+  const std::vector<Problem> ps = wgmma_conv_warp_store_problems();
+  const auto cands = wgmma_conv_warp_store_candidates(ps, dev->info());
+  ASSERT_EQ(cands.size(), 10u);
   EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
 }
 
