@@ -49,11 +49,15 @@ class ConvOperation final : public Operation {
   }
   // A GEMM template's kernel on the convolution (conv_as_gemm_tma) may also store its output by
   // TMA (EPI 1): all three on 16 bytes.
-  bool admits(const KernelTemplate& t, const Solution&, const Problem& p, const Pointers& ptrs,
+  // wgmma_conv's EPI 1 stores its output by TMA too: all three on 16 bytes.
+  bool admits(const KernelTemplate& t, const Solution& s, const Problem& p, const Pointers& ptrs,
               const gpu::DeviceInfo&) const override {
     switch (t.arguments()) {
       case KernelTemplate::Arguments::Params: return true;
-      case KernelTemplate::Arguments::ParamsWithTma:
+      case KernelTemplate::Arguments::ParamsWithTma: {
+        const auto epi = s.params.find("EPI");
+        return epi != s.params.end() && epi->second == 1 ? all_aligned16(ptrs) : tma_bases_aligned(p, ptrs);
+      }
       case KernelTemplate::Arguments::ConvRowsWithTma: return tma_bases_aligned(p, ptrs);
       case KernelTemplate::Arguments::ConvAsGemmWithTma: break;
     }

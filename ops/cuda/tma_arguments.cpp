@@ -224,6 +224,11 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
     }
     if (phases || (direction == ConvDirection::BackwardData && p.stride_h * p.stride_w != 1))
       throw Error("wgmma_conv: EPI 1 stores rows of the output; a strided dgrad's rows are scattered (EPI 0)");
+    // A box is 64 columns: a tile of BN 160 ends inside its third, whose last 32 columns would land in the next
+    // tile's unless there is none.
+    if (bn % 64 != 0 && p.gemm_n > bn)
+      throw Error("wgmma_conv: EPI 1 with BN " + std::to_string(bn) + " needs one tile column (N " +
+                  std::to_string(p.gemm_n) + ")");
     void* out = direction == ConvDirection::Forward ? p.y : direction == ConvDirection::BackwardData ? p.x : p.wt;
     encode_operand(encode_tiled, &args.map_out, "wgmma_conv output (TMA store)", odt, 2, out, p.gemm_n, p.gemm_m,
                    p.gemm_n, 0, 1, 64, 16, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);

@@ -21,6 +21,7 @@
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
 #include "ops/cuda/tma_arguments.h"
+#include "ops/operation.h"
 #include "kernel_templates/conv_tma_params.h"
 #include "runtime/tiletune.hpp"
 #include "tests/conv_test_util.h"
@@ -639,6 +640,28 @@ TEST(WgmmaConvArguments, EncodesTheOutputMapOfTheWarpsTmaStores) {
   s2.stride_h = s2.stride_w = 2, s2.p = 5, s2.q = 5;
   EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, s2, ConvDirection::BackwardData,
                                                     DataType::BF16, 128, 128, 0, 1, DataType::BF16), Error);
+  TtConvParams wide = p;  // 304 channels: two tile columns of 160
+  wide.c = wide.gemm_n = 304;
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, wide, ConvDirection::BackwardData,
+                                                    DataType::BF16, 256, 160, 0, 1, DataType::BF16), Error);
+}
+
+// The runtime serves wgmma_conv on the TMA loads' two tensors on 16 bytes (dgrad: dy and w), and EPI 1,
+// which stores the third by TMA too, only with all three there.
+TEST(WgmmaConvArguments, TheWarpsTmaStoreNeedsTheOutputOn16Bytes) {
+  const ops::Operation& op = ops::operation(ProblemKind::Conv);
+  const KernelTemplate& t = find_template("wgmma_conv");
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const Problem p(wgmma_conv(DataType::BF16, DataType::BF16, 2, 144, 10, 9, 24, 1, 1, 1, 1, 0, 0, 1, 1,
+                             ConvDirection::BackwardData));
+  alignas(16) static char memory[64];
+  const ops::Pointers dx_off = {memory + 2, memory + 16, memory + 32};  // x (dx here) off 16 bytes
+  Solution staged = t.default_solution(), warps = staged;
+  warps.params["EPI"] = 1;
+  EXPECT_TRUE(op.admits(t, staged, p, dx_off, dev));
+  EXPECT_FALSE(op.admits(t, warps, p, dx_off, dev));
+  const ops::Pointers aligned = {memory, memory + 16, memory + 32};
+  EXPECT_TRUE(op.admits(t, warps, p, aligned, dev));
 }
 
 TEST(WgmmaConvGpu, SampleMatchesTheReference) {
