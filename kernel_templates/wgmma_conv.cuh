@@ -42,7 +42,9 @@
 // layers, so the space holds both.
 // Epilogue: accumulators go through a padded fp32 staging buffer, 32 columns at a time, and are
 // written as 16-byte vectors along the output's rows (ld = N, N % 8 == 0 by constraint), or as
-// scalars when the output is not 16-byte aligned.
+// scalars when the output is not 16-byte aligned. EPI 1 (16-bit output, rows of the tile = rows of
+// the output): each warp stores its own 16 rows of a 64-column group by TMA, with no barrier
+// between the warps (map_out, conv_tma_params.h).
 #include "conv_tma_params.h"
 #include "splitk_reduce.h"
 #include "wgmma_conv_index.h"
