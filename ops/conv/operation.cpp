@@ -47,9 +47,8 @@ class ConvOperation final : public Operation {
     }
     return aligned16(ptrs[0]) && aligned16(ptrs[1]);
   }
-  // A GEMM template's kernel on the convolution (conv_as_gemm_tma) may also store its output by
-  // TMA (EPI 1): all three on 16 bytes.
-  // wgmma_conv's EPI 1 stores its output by TMA too: all three on 16 bytes.
+  // A kernel that also stores its output by TMA (EPI 1 of a GEMM template's kernel on the
+  // convolution, conv_as_gemm_tma, or of wgmma_conv) needs all three on 16 bytes.
   bool admits(const KernelTemplate& t, const Solution& s, const Problem& p, const Pointers& ptrs,
               const gpu::DeviceInfo&) const override {
     switch (t.arguments()) {
