@@ -171,6 +171,35 @@ TEST(Import, TunableOpRowsThatDoNotRead) {
   EXPECT_TRUE(r.calls.empty());
 }
 
+// torch._scaled_mm's TunableOp rows: fp8 GEMMs with per-tensor scales, e4m3 and the mixed pairs, any
+// 16-bit or f32 output; row-wise scales, a bias, ROCm's FNUZ fp8 and an fp8 output are not computed.
+TEST(Import, TunableOpScaledGemms) {
+  const Imported r = import_text(
+      "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e4m3fn_BFloat16_TN,tn_4096_2048_1024_ld_1024_1024_4096_rw_0_bias_None,"
+      "Gemm_Hipblaslt_77,0.0213\n"
+      "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e5m2_Half_TN,tn_1024_512_2048_ld_2048_2048_1024_rw_0_bias_None\n"
+      "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e4m3fn_float_TN,tn_64_32_128_ld_128_128_64\n"  // before rw / bias
+      "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e4m3fn_BFloat16_TN,tn_64_64_64_ld_64_64_64_rw_1_bias_None\n"
+      "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e4m3fn_BFloat16_TN,tn_64_64_64_ld_64_64_64_rw_0_bias_BFloat16\n"
+      "ScaledGemmTunableOp_Float8_e4m3fnuz_Float8_e4m3fnuz_BFloat16_TN,tn_64_64_64_ld_64_64_64_rw_0_bias_None\n"
+      "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e4m3fn_Float8_e4m3fn_TN,tn_64_64_64_ld_64_64_64_rw_0_bias_None\n"
+      "ScaledGemmTunableOp_Float8_e4m3fn_BFloat16_TN,tn_64_64_64_ld_64_64_64_rw_0_bias_None\n"    // two types
+      "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e4m3fn_BFloat16_TN,tn_64_64_64_ld_64_64_64_rw\n",  // rw without a value
+      Format::TunableOp);
+  GemmProblem e4m3 = gemm(DataType::E4M3, true, false, 4096, 2048, 1024, 1024, 1024, 4096);
+  e4m3.c_type = DataType::BF16;
+  GemmProblem mixed = gemm(DataType::E4M3, true, false, 1024, 512, 2048, 2048, 2048, 1024);
+  mixed.b_type = DataType::E5M2, mixed.c_type = DataType::F16;
+  GemmProblem f32_out = gemm(DataType::E4M3, true, false, 64, 32, 128, 128, 128, 64);
+  f32_out.c_type = DataType::F32;
+  EXPECT_EQ(r.calls, (std::map<std::string, std::int64_t>{
+                         {e4m3.canonical().key(), 1}, {mixed.canonical().key(), 1}, {f32_out.canonical().key(), 1}}));
+  EXPECT_NE(mixed.canonical().key().find("e4m3.e5m2"), std::string::npos) << mixed.canonical().key();
+  EXPECT_EQ(skipped(r.report, SkipKind::Unsupported), 4u) << "row-wise scales, a bias, FNUZ, an fp8 output";
+  EXPECT_NE(r.report.skipped.at(SkipKind::Unsupported).first_detail.find("row-wise"), std::string::npos);
+  EXPECT_EQ(skipped(r.report, SkipKind::Unparseable), 2u);
+}
+
 TEST(Import, TorchProfilerTrace) {
   const Imported r = import_fixture("torch_trace.json");
   const GemmProblem addmm = gemm(DataType::BF16, true, false, 160, 96, 64, 64, 64, 160, /*beta_zero=*/false);

@@ -8,12 +8,16 @@ namespace {
 
 [[noreturn]] void unsupported(const std::string& why) { throw Skip{SkipKind::Unsupported, why}; }
 
+// f8_r / bf8_r: OCP e4m3 / e5m2 (PyTorch's Float8_e4m3fn / Float8_e5m2), fp8 inputs only.
 DataType blas_type(const std::string& name, const char* operand) {
   if (name == "f32_r") return DataType::F32;
   if (name == "f16_r") return DataType::F16;
   if (name == "bf16_r") return DataType::BF16;
+  if (name == "f8_r") return DataType::E4M3;
+  if (name == "bf8_r") return DataType::E5M2;
   if (name.empty()) throw Skip{SkipKind::Unparseable, std::string("no type for ") + operand};
-  unsupported(std::string(operand) + " of type " + name + " (tiletune computes f32_r, f16_r and bf16_r)");
+  unsupported(std::string(operand) + " of type " + name +
+              " (tiletune computes f32_r, f16_r and bf16_r, and fp8 f8_r / bf8_r inputs)");
 }
 
 bool transposed(const std::string& t, const char* which) {
@@ -46,8 +50,12 @@ std::int64_t batch_stride(const std::optional<std::int64_t>& s, std::int64_t bat
 GemmProblem to_problem(const BlasGemm& g, const ImportOptions& options) {
   GemmProblem p;
   p.a_type = blas_type(g.a_type, "A");
-  if (blas_type(g.b_type, "B") != p.a_type) unsupported("A of type " + g.a_type + " and B of type " + g.b_type);
+  const DataType b = blas_type(g.b_type, "B");
+  if (b != p.a_type && !(is_fp8(b) && is_fp8(p.a_type)))
+    unsupported("A of type " + g.a_type + " and B of type " + g.b_type);
+  if (b != p.a_type) p.b_type = b;  // e4m3 x e5m2 and the reverse: the backward pass's fp8 products
   p.c_type = blas_type(g.c_type, "C");
+  if (is_fp8(p.c_type)) unsupported("an fp8 output (" + g.c_type + "): tiletune's fp8 GEMMs write f32, f16 or bf16");
   if (!g.d_type.empty() && blas_type(g.d_type, "D") != p.c_type)
     unsupported("C of type " + g.c_type + " and D of type " + g.d_type + " (tiletune writes D in C's place)");
   p.compute_tf32 = tf32_compute(g, p.a_type, options);

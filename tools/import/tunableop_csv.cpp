@@ -7,7 +7,8 @@
 // <op>: GemmTunableOp_<T>_<AB>, GemmAndBiasTunableOp_<T>_<AB>, GemmStridedBatchedTunableOp_<T>_<AB>,
 //   ScaledGemmTunableOp_<TA>_<TB>_<TC>_<AB>, T float, Half, BFloat16, double...; AB the layouts.
 // <params>: "<ab>_<m>_<n>_<k>" (before PyTorch 2.6), "<ab>_<m>_<n>_<k>_ld_<lda>_<ldb>_<ldc>",
-//   batched "<ab>_<m>_<n>_<k>_B_<batch>[_ld_<lda>_<ldb>_<ldc>]".
+//   batched "<ab>_<m>_<n>_<k>_B_<batch>[_ld_<lda>_<ldb>_<ldc>]", scaled "<ab>_<m>_<n>_<k>_ld_<lda>_<ldb>_<ldc>
+//   [_rw_<row-wise scales 0/1>_bias_<None or the bias type>]" (GemmCommon.h's ScaledGemmParams).
 // These are the arguments of PyTorch's at::cuda::blas::gemm / bgemm, column-major BLAS after
 // PyTorch's own row-major swap (nn.Linear's x @ W^T is "TN": m = out_features, A = W), so they map
 // to tiletune one to one (blas_gemm.h). Each row is one distinct GEMM, not a count of calls: it
@@ -15,7 +16,9 @@
 //
 // What the signatures leave out, assumed: batch strides packed; beta 0, except a GemmAndBias op,
 // whose bias PyTorch's addmm hands tiletune as C (tiletune.torch: beta != 0); for float, the
-// compute type by --tf32 (PyTorch's allow_tf32 is not recorded).
+// compute type by --tf32 (PyTorch's allow_tf32 is not recorded). A ScaledGemm (torch._scaled_mm)
+// imports as the fp8 GEMM of its types with per-tensor scales (folded into alpha by the caller);
+// row-wise scales, a bias, ROCm's FNUZ fp8 and an fp8 output are skipped as unsupported.
 #include <cctype>
 
 #include "tools/import/blas_gemm.h"
@@ -39,7 +42,32 @@ std::string blas_type(const std::string& t) {
   if (t == "float") return "f32_r";
   if (t == "Half") return "f16_r";
   if (t == "BFloat16") return "bf16_r";
+  if (t == "Float8_e4m3fn") return "f8_r";
+  if (t == "Float8_e5m2") return "bf8_r";
   return "";
+}
+
+// A ScaledGemm op's "<TA>_<TB>_<TC>" (the names hold underscores themselves: Float8_e4m3fn), split
+// at the type names TunableOp writes.
+std::vector<std::string> scaled_types(const std::string& s) {
+  static const char* const names[] = {"Float8_e4m3fnuz", "Float8_e5m2fnuz", "Float8_e4m3fn", "Float8_e5m2",
+                                      "BFloat16", "Half", "float", "double"};
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at < s.size();) {
+    std::string found;
+    for (const char* n : names) {
+      const std::string name(n);
+      if (s.compare(at, name.size(), name) == 0 && (at + name.size() == s.size() || s[at + name.size()] == '_')) {
+        found = name;
+        break;
+      }
+    }
+    if (found.empty()) unparseable("type names '" + s + "' of a ScaledGemm op");
+    out.push_back(found);
+    at += found.size() + 1;
+  }
+  if (out.size() != 3) unparseable("a ScaledGemm op names three types (A, B, output), got '" + s + "'");
+  return out;
 }
 
 std::vector<Problem> read_row(const std::string& line, const ImportOptions& options) {
@@ -49,8 +77,7 @@ std::vector<Problem> read_row(const std::string& line, const ImportOptions& opti
   const std::size_t at = op.find("TunableOp_");
   if (at == std::string::npos) unparseable("'" + op + "' is not a TunableOp name");
   const std::string kind = op.substr(0, at), rest = op.substr(at + 10);
-  if (kind == "ScaledGemm") throw Skip{SkipKind::Unsupported, "a scaled (fp8) GEMM"};
-  if (kind != "Gemm" && kind != "GemmAndBias" && kind != "GemmStridedBatched")
+  if (kind != "Gemm" && kind != "GemmAndBias" && kind != "GemmStridedBatched" && kind != "ScaledGemm")
     throw Skip{SkipKind::NotGemm, "TunableOp " + kind};
   const std::size_t last = rest.rfind('_');
   if (last == std::string::npos || rest.size() - last != 3) unparseable("no layout at the end of '" + op + "'");
@@ -73,14 +100,38 @@ std::vector<Problem> read_row(const std::string& line, const ImportOptions& opti
     g.batch = parse_int(p[i + 1], "batch");
     i += 2;
   }
+  const bool scaled = kind == "ScaledGemm";
   if (i < p.size()) {
-    if (p[i] != "ld" || p.size() != i + 4) unparseable("params '" + fields[1] + "': expected _ld_<lda>_<ldb>_<ldc> after the sizes");
+    if (p[i] != "ld" || p.size() < i + 4 || (!scaled && p.size() != i + 4))
+      unparseable("params '" + fields[1] + "': expected _ld_<lda>_<ldb>_<ldc> after the sizes");
     g.lda = parse_int(p[i + 1], "lda");
     g.ldb = parse_int(p[i + 2], "ldb");
     g.ldc = parse_int(p[i + 3], "ldc");
+    i += 4;
+  }
+  if (scaled) {
+    // _rw_<0|1>_bias_<None|type>: row-wise scales and a bias vector, which tiletune's fp8 GEMM lacks.
+    for (; i < p.size(); i += 2) {
+      if (i + 1 >= p.size()) unparseable("params '" + fields[1] + "': '" + p[i] + "' without a value");
+      if (p[i] == "rw" && p[i + 1] != "0")
+        throw Skip{SkipKind::Unsupported, "row-wise scales (tiletune's fp8 GEMMs take per-tensor scales)"};
+      if (p[i] == "bias" && p[i + 1] != "None") throw Skip{SkipKind::Unsupported, "a bias vector of a scaled GEMM"};
+      if (p[i] != "rw" && p[i] != "bias") unparseable("params '" + fields[1] + "': unknown field '" + p[i] + "'");
+    }
+    const std::vector<std::string> types = scaled_types(type);
+    for (const std::string& t : types)
+      if (t.find("fnuz") != std::string::npos)
+        throw Skip{SkipKind::Unsupported, "FNUZ fp8 (" + t + "): tiletune's fp8 inputs are OCP e4m3 / e5m2"};
+    for (int o = 0; o < 3; ++o)
+      if (blas_type(types[o]).empty()) throw Skip{SkipKind::Unsupported, "type " + types[o] + " of a scaled GEMM"};
+    g.a_type = blas_type(types[0]);
+    g.b_type = blas_type(types[1]);
+    g.c_type = blas_type(types[2]);
+    return {to_problem(g, options)};
   }
   const std::string t = blas_type(type);
-  if (t.empty()) throw Skip{SkipKind::Unsupported, "type " + type + " (tiletune computes float, Half and BFloat16)"};
+  if (t.empty() || t == "f8_r" || t == "bf8_r")
+    throw Skip{SkipKind::Unsupported, "type " + type + " (tiletune computes float, Half and BFloat16)"};
   g.a_type = g.b_type = g.c_type = t;
   g.beta = kind == "GemmAndBias" ? 1 : 0;
   return {to_problem(g, options)};
