@@ -684,66 +684,45 @@ TEST(WgmmaConvGpu, SanitizerSample) {
   EXPECT_GE(validate_conv_candidates(*dev, conv_sample("wgmma_conv", ps, dev->info(), 1), ps), ps.size());
 }
 
-// Deep split-K (wgmma_conv_deep_split_candidates): valid twice against the reference, the
-// workspace left zeroed. Small enough for compute-sanitizer.
+// A sample of chosen variants (`candidates` of `problems`, built for the device): all `count` of them
+// valid against the reference. Small enough for compute-sanitizer. Skipped without an sm_90 device, and
+// off 132 multiprocessors where the sample is sized for them.
+void expect_variants_valid(std::vector<Problem> (*problems)(),
+                           std::vector<tuner::Candidate> (*candidates)(const std::vector<Problem>&, const gpu::DeviceInfo&),
+                           std::size_t count, bool sized_for_132 = false) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
+  if (sized_for_132 && dev->info().multiprocessors != 132) GTEST_SKIP() << "the sample is sized for 132 multiprocessors";
+  const std::vector<Problem> ps = problems();
+  const auto cands = candidates(ps, dev->info());
+  ASSERT_EQ(cands.size(), count);
+  EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
+}
+
+// Deep split-K: valid twice against the reference, the workspace left zeroed.
 TEST(WgmmaConvGpu, DeepSplitKSanitizerSample) {
-  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
-  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
-  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
-  const std::vector<Problem> ps = wgmma_conv_deep_split_problems();
-  const auto cands = wgmma_conv_deep_split_candidates(ps, dev->info());
-  ASSERT_EQ(cands.size(), 5u);
-  EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
+  expect_variants_valid(wgmma_conv_deep_split_problems, wgmma_conv_deep_split_candidates, 5);
 }
 
-// Stream-K (wgmma_conv_stream_k_candidates): valid against the reference, the workspace's counters
-// and slots left zeroed. Small enough for compute-sanitizer.
+// Stream-K: valid against the reference, the workspace's counters and slots left zeroed.
 TEST(WgmmaConvGpu, StreamKSanitizerSample) {
-  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
-  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
-  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
-  if (dev->info().multiprocessors != 132) GTEST_SKIP() << "the sample is sized for 132 multiprocessors";
-  const std::vector<Problem> ps = wgmma_conv_stream_k_problems();
-  const auto cands = wgmma_conv_stream_k_candidates(ps, dev->info());
-  ASSERT_EQ(cands.size(), 8u);
-  EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
+  expect_variants_valid(wgmma_conv_stream_k_problems, wgmma_conv_stream_k_candidates, 8, true);
 }
 
-// SWAP 1 and 2 (wgmma_conv_swap_candidates): valid twice against the reference. Small enough for
-// compute-sanitizer.
+// SWAP 1 and 2: valid twice against the reference.
 TEST(WgmmaConvGpu, SwappedOperandsSanitizerSample) {
-  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
-  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
-  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
-  const std::vector<Problem> ps = wgmma_conv_swap_problems();
-  const auto cands = wgmma_conv_swap_candidates(ps, dev->info());
-  ASSERT_EQ(cands.size(), 16u);
-  EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
+  expect_variants_valid(wgmma_conv_swap_problems, wgmma_conv_swap_candidates, 16);
 }
 
-// BN 160 (wgmma_conv_bn160_candidates): valid twice against the reference. Small enough for
-// compute-sanitizer.
+// BN 160: valid twice against the reference.
 TEST(WgmmaConvGpu, OneHundredSixtyChannelTilesSanitizerSample) {
-  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
-  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
-  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
-  const std::vector<Problem> ps = wgmma_conv_bn160_problems();
-  const auto cands = wgmma_conv_bn160_candidates(ps, dev->info());
-  ASSERT_EQ(cands.size(), 9u);
-  EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
+  expect_variants_valid(wgmma_conv_bn160_problems, wgmma_conv_bn160_candidates, 9);
 }
 
-// EPI 1 (wgmma_conv_warp_store_candidates): valid twice against the reference. Small enough for
-// compute-sanitizer.
+// EPI 1 (the warps' TMA stores): valid twice against the reference.
 TEST(WgmmaConvGpu, WarpTmaStoreSanitizerSample) {
-  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
-  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
-  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv needs sm_90";
-  if (dev->info().multiprocessors != 132) GTEST_SKIP() << "the sample is sized for 132 multiprocessors";
-  const std::vector<Problem> ps = wgmma_conv_warp_store_problems();
-  const auto cands = wgmma_conv_warp_store_candidates(ps, dev->info());
-  ASSERT_EQ(cands.size(), 10u);
-  EXPECT_EQ(validate_conv_candidates(*dev, cands, ps), cands.size());
+  expect_variants_valid(wgmma_conv_warp_store_problems, wgmma_conv_warp_store_candidates, 10, true);
 }
 
 // A tuned wgmma_conv winner runs the same way in the runtime (tensor maps encoded per call for the
