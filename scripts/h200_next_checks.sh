@@ -50,6 +50,9 @@
 #               its sample plain, configs/probes/h200_warp_store_probe.json tuned (EPI 0 / 1 in one sweep, every
 #               measurement kept) and vs_torch on the other nets' 1x1 layers, then the sample under memcheck and
 #               racecheck (OUT/warp_store.tgz, OUT/warp_store_sanitizers.tgz).
+#   waves_5x5:  configs/probes/h200_5x5_waves_probe.json (Inception's 5x5 of 48 channels, forward and input gradient:
+#               2.33 waves of 128-pixel tiles) exhaustive over BM, stream-K, SWAP and ring depth, every measurement
+#               kept, then vs_torch on it (OUT/waves_5x5.tgz).
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -223,7 +226,16 @@ for STEP in ${STEPS//,/ }; do
       pack warp_store
       gtest_and_sanitizers "$T" 'WgmmaConvGpu.WarpTmaStoreSanitizerSample' ws 90 "memcheck racecheck"
       pack warp_store_sanitizers ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|warp_store[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    waves_5x5)
+      tune_probe configs/probes/h200_5x5_waves_probe.json 240 w5
+      show_all "$D/w5.db" > "$D/db_show.txt" 2>&1
+      PYTHONUNBUFFERED=1 timeout 60 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/w5.db" \
+        --set untuned --only conv --names 5x5_48 --conv-dtype bf16 \
+        --rounds 2 --out "$D/vs_torch.md" --label "$LABEL, bf16" > "$D/vs_torch.log" 2>&1
+      echo "vs_torch exit $?"; grep -E '^\| conv (fwd|dgrad)' "$D/vs_torch.md"
+      rm -f "$D"/w5.db*
+      pack waves_5x5 ;;
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|warp_store|waves_5x5[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done
