@@ -67,6 +67,15 @@ TT_DEVICE void tma_load_3d_multicast(u32 dst, const TtTensorMap* map, u32 bar, i
       : "memory");
 }
 
+// A tiled 4-D box (an NHWC patch: {c, w, h, n}), zero fill wherever it leaves the tensor.
+TT_DEVICE void tma_load_4d(u32 dst, const TtTensorMap* map, u32 bar, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
 // TMA store of one box of shared memory (written through the generic proxy, then fenced with
 // fence_async_smem by every writer and synchronised) to the tensor map's box at the coordinates;
 // one bulk group per commit; wait_read<N>: at most N of this thread's groups still read shared memory.

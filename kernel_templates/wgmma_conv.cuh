@@ -40,6 +40,17 @@
 // channels reads the pixels once, a quarter less (96 bytes a cycle for WM = 128, 80 for WM = 256).
 // Measured 4% faster on ResNet-50's l1_3x3_64 (64 x 256 ping-pong), slower on some other 64-channel
 // layers, so the space holds both.
+// HALO 1 (fwd, stride-1 dgrad; undilated): the activations come as one patch per tile instead of an
+// im2col copy per K step: a tiled TMA box of the padded input rows the tile's pixels and the filter's
+// height reach, all of a row's columns and its halo (WB = output width + S - 1 pixels), one
+// 128-byte line per pixel and 64 channels. The tile walks an image's pixels on that WB-wide grid (the
+// S - 1 halo columns of each row computed and never stored, each tile within one image), so tap
+// (r, s)'s A operand is the patch from line r * WB + s on: a descriptor that many lines in, its
+// base-offset field 0 (as wgmma_tap_wgrad's SHIFT 1 found right on the H100). Each input pixel is read
+// from L2 once a tile rather than once a tap: Inception's 5x5 of 48 channels read 25 im2col copies
+// of every pixel per tile and was bound by L2 bandwidth (BM 64 and stream-K no faster). Two patch
+// buffers, so that the next tile's loads while this one computes; a patch is freed once every
+// wgmma of its tile has retired.
 // Epilogue: accumulators go through a padded fp32 staging buffer, 32 columns at a time, and are
 // written as 16-byte vectors along the output's rows (ld = N, N % 8 == 0 by constraint), or as
 // scalars when the output is not 16-byte aligned. EPI 1 (16-bit output, rows of the tile = rows of
@@ -52,6 +63,41 @@
 #include "wgmma_sched.h"
 
 namespace tt_wgconv {
+
+// HALO: a consumer's K steps [kb, ke) as mma_k_tiles (wgmma_common.h) runs them, A from the
+// tile's patch at a_base (this consumer's first pixel line; chunk c of the channels chunk_bytes on)
+// instead of the ring, B from the ring. Returns the stage of the last group (-1 for none).
+template <class Mma, bool B_K, int MI, int NACC, class R>
+TT_DEVICE int halo_k_tiles(const R& ring, float (&acc)[MI][NACC], tt_wg::u32 a_base, tt_wg::u32 chunk_bytes, int wb, int kb,
+                           int ke, int chunks, int S, int& s, tt_wg::u32& ph, int lane) {
+  using namespace tt_wg;
+  a_base = __shfl_sync(0xffffffffu, a_base, 0);  // uniform, as mma_k_tiles' offsets
+  constexpr u32 KSTEP_B = B_K ? 32 : 2048;
+  const u64 db0 = B_K ? desc(ring.b(0), 16, 1024) : desc(ring.b(0), 64 * 128, 1024);
+  tt_conv::Taps k = tt_conv::taps_of_tile(kb, chunks, S);
+  int prev = -1;
+  for (int kt = kb; kt < ke; ++kt) {
+    const u64 da = desc(a_base + (u32)k.chunk * chunk_bytes + (u32)(k.r * wb + k.s) * 128u, 16, 1024);
+    mbar_wait(ring.full(s), ph);
+    const u64 db = db0 + (u64)((u32)s * (R::B_BYTES >> 4));
+    wg_fence();
+    TT_UNROLL
+    for (int kk = 0; kk < 4; ++kk) {
+      TT_UNROLL
+      for (int mi = 0; mi < MI; ++mi)
+        Mma::mma(acc[mi], da + (mi * 64 * 128 + kk * 32) / 16, db + kk * KSTEP_B / 16, (kt > kb || kk > 0) ? 1 : 0);
+    }
+    wg_commit();
+    if (prev >= 0) {
+      wg_wait<1>();
+      ring.release(prev, lane);
+    }
+    prev = s;
+    R::advance(s, ph);
+    tt_conv::next_tile(k, chunks, S);
+  }
+  return prev;
+}
 
 // One im2col copy of a 4-D (NHWC) tensor: start coordinates {c, w, h, n}, offsets {w, h}.
 TT_DEVICE void tma_im2col_4d(unsigned dst, const TtTensorMap* map, unsigned bar, int c, int w, int h, int n,
@@ -66,7 +112,7 @@ TT_DEVICE void tma_im2col_4d(unsigned dst, const TtTensorMap* map, unsigned bar,
 }  // namespace tt_wgconv
 
 template <typename TA, typename TC, int DIR, int BM, int BN, int STAGES, int CONSUMERS, int RASTER, int GROUP,
-          int PINGPONG, int SPLITK, int PHASE = 0, int SWAP = 0, int SCHED = 0, int EPI = 0>
+          int PINGPONG, int SPLITK, int PHASE = 0, int SWAP = 0, int SCHED = 0, int EPI = 0, int HALO = 0>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     wgmma_conv(const __grid_constant__ TtConvTmaParams p) {
   using namespace tt_wg;
@@ -80,7 +126,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                 "SCHED 1: stream-K instead of split-K, cooperative consumers, no phases");
   static_assert(EPI == 0 || (EPI == 1 && sizeof(TC) == 2 && SWAP == 0 && PHASE == 0),
                 "EPI 1: 16-bit output, SWAP 0, no phases (the rows of a tile are rows of the output)");
+  static_assert(HALO == 0 || (HALO == 1 && DIR != 2 && PHASE == 0 && PINGPONG == 0 && SPLITK == 1 && SCHED == 0 &&
+                               EPI == 0 && SWAP == 0),
+                "HALO 1: fwd or stride-1 dgrad, cooperative consumers, whole tiles, the staged epilogue, SWAP 0");
   constexpr bool PH = PHASE != 0;
+  constexpr bool HL = HALO != 0;
   constexpr bool PP = PINGPONG != 0;
   constexpr bool SW = SWAP != 0;     // channels as wgmma's M (above)
   constexpr bool SW2 = SWAP == 2;    // ... with a chunk of the epilogue written by all four warps
@@ -97,7 +147,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   static_assert((BN % 64 == 0 || (BN == 160 && DIR != 2 && !SW)) && BN <= 256, "BN is 64, 128, 160, 192 or 256");
   constexpr bool A_K = DIR != 2, B_K = DIR == 0;  // operands K-major (else MN-major, 64-line boxes)
   constexpr int B_LINES = B_K ? BN : (BN + 63) / 64 * 64;
-  constexpr u32 A_STAGE = BM * 128, B_STAGE = B_LINES * 128;  // 128-byte lines of 64 K elements or 64 rows
+  // 128-byte lines of 64 K elements or 64 rows; HALO: A from the patches, not the ring
+  constexpr u32 A_STAGE = HL ? 0 : BM * 128, B_STAGE = B_LINES * 128;
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
   constexpr int BOXP = DIR == 2 ? 64 : (BM < 128 ? BM : 128);  // pixels per im2col copy
   constexpr int BOXES = DIR == 2 ? BN / 64 : BM / BOXP;         // im2col copies per stage
@@ -119,9 +170,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   const tt_wgconv::PhaseGrid pg = PH ? tt_wgconv::phase_grid(cv) : tt_wgconv::PhaseGrid{0, 0, 0, 0};
   const tt_wgconv::Im2col view = PH ? tt_wgconv::im2col_phase(cv, pg) : tt_wgconv::im2col_of(cv, DIR);
   const bool scatter = !PH && DIR == 1 && tt_wgconv::dgrad_scatters(cv);
-  const int M = PH ? cv.n * pg.rows * pg.cols : scatter ? cv.n * cv.p * cv.q : cv.gemm_m, N = cv.gemm_n;
+  // HALO: the patch's width (a row of the output and its halo) and rows, an image's pixels on that
+  // grid (the last row's halo left out; M: tpp tiles an image), the bytes of a 64-channel patch: S
+  // lines more than the box, which a halo column's last taps read past the last row (never stored).
+  const int hwb = view.grid_w + cv.s - 1, hpr = (BM + hwb - 2) / hwb + cv.r;
+  const u32 hch_bytes = (u32)((128 * (hwb * hpr + cv.s) + 1023) / 1024 * 1024);
+  const int M = PH ? cv.n * pg.rows * pg.cols : HL ? view.grid_h * hwb - (cv.s - 1)
+                : scatter ? cv.n * cv.p * cv.q : cv.gemm_m, N = cv.gemm_n;
   const int tpp = (M + BM - 1) / BM;
-  const int tiles_m = PH ? cv.stride_h * cv.stride_w * tpp : tpp, tiles_n = (N + BN - 1) / BN;
+  const int tiles_m = PH ? cv.stride_h * cv.stride_w * tpp : HL ? cv.n * tpp : tpp, tiles_n = (N + BN - 1) / BN;
   const int tiles = tiles_m * tiles_n;
   const int total = tiles * SPLITK;
   // fwd, dgrad: K steps per filter tap, the last one's channels past C (K) read as the copies' zero fill.
@@ -161,6 +218,16 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     }
   };
 
+  // HALO: after the ring's barriers, full[2] and empty[2] of the two patch buffers, then the buffers.
+  const u32 pbars = bars + 16 * STAGES, patches = (pbars + 32 + 1023) & ~1023u;
+  const u32 patch_bytes = HL ? (u32)chunks * hch_bytes : 0;
+  int nunit = 0;  // HALO: this block's units so far (buffer nunit % 2, its use nunit / 2)
+  if (HL && threadIdx.x == 0) {
+    for (int b = 0; b < 2; ++b) {
+      mbar_init(pbars + 8 * b, 1);
+      mbar_init(pbars + 16 + 8 * b, CONSUMERS * 4);
+    }
+  }
   if (threadIdx.x == 0) ring.init(1, PP ? 4 : CONSUMERS * 4);  // empty: one arrival per consuming warp
   __syncthreads();
 
@@ -200,6 +267,16 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           tt_wgconv::BoxStart box[BOXES];
           TT_UNROLL
           for (int i = 0; i < BOXES; ++i) box[i] = tt_wgconv::box_start(view, mp + i * BOXP);
+          if (HL) {  // the tile's patch: padded rows row0.. of its image, every column and the halo
+            const int img = mb / tpp, row0 = (mb - img * tpp) * BM / hwb;
+            const u32 b = (u32)nunit & 1u, patch = patches + b * patch_bytes;
+            mbar_wait(pbars + 16 + 8 * b, (((u32)nunit >> 1) & 1u) ^ 1u);
+            mbar_arrive_expect_tx(pbars + 8 * b, (u32)chunks * 128u * (u32)(hwb * hpr));
+            for (int c = 0; c < chunks; ++c)
+              tma_load_4d(patch + (u32)c * hch_bytes, &p.map_im2col, pbars + 8 * b, c * 64, -view.pad_w,
+                          row0 - view.pad_h, img);
+            ++nunit;
+          }
           tt_wgconv::KStep k =
               PH ? tt_conv::phase_taps_of_tile(kb, chunks, x) : tt_conv::taps_of_tile(kb, chunks, cv.s);
           for (int kt = kb; kt < ke; ++kt) {
@@ -211,8 +288,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             const unsigned short off_h = (unsigned short)(PH ? tt_wgconv::phase_off_h(cv, pg, x, k.r) : k.r * cv.dil_h);
             TT_UNROLL
             for (int i = 0; i < BOXES; ++i)
-              tt_wgconv::tma_im2col_4d(a + i * BOXP * 128, &p.map_im2col, full, k.chunk * 64, box[i].w, box[i].h,
-                                       box[i].n, off_w, off_h);
+              if (!HL)
+                tt_wgconv::tma_im2col_4d(a + i * BOXP * 128, &p.map_im2col, full, k.chunk * 64, box[i].w, box[i].h,
+                                         box[i].n, off_w, off_h);
             if (DIR == 0) {
               // The filters as K x (R*S*C) rows, or, where C is not whole chunks, as {C, R*S, K} so that
               // a chunk past C reads zeros, not the next tap's channels (conv_tma_params.h).
@@ -268,12 +346,21 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       if (PP && u != first) pingpong_wait(cw);
       // The constraints keep KT >= SPLITK, so every unit has a K step and leaves a stage to release.
       int prev;
-      if constexpr (SW)
+      u32 hbuf = 0;  // HALO: the tile's patch buffer
+      if constexpr (HL) {
+        const int img = mb / tpp, e0 = (mb - img * tpp) * BM;
+        hbuf = (u32)nunit & 1u;
+        mbar_wait(pbars + 8 * hbuf, ((u32)nunit >> 1) & 1u);
+        ++nunit;
+        const u32 a_base = patches + hbuf * patch_bytes + (u32)(e0 - e0 / hwb * hwb + cw * WM) * 128u;
+        prev = tt_wgconv::halo_k_tiles<Mma, B_K>(ring, acc, a_base, hch_bytes, hwb, kb, ke, chunks, cv.s, s, ph, lane);
+      } else if constexpr (SW)
         prev = mma_k_tiles<Mma, B_K, true, 64>(SwappedRing<RingT>{ring}, acc, 0, kb, ke, s, ph, lane, PP ? 0 : cw * WM * 128);
       else
         prev = mma_k_tiles<Mma, A_K, B_K, 64>(ring, acc, PP ? 0 : cw * MI * 64 * 128, kb, ke, s, ph, lane);
       if (PP && u + step < total) pingpong_pass(cw);
       finish_k_tiles<false>(ring, acc, prev, lane);
+      if (HL && lane == 0) mbar_arrive(pbars + 16 + 8 * hbuf);  // every wgmma reading the patch has retired
       if (PP) skip_unit(u + step);
 
       // SCHED 1: a streamed tile's parts meet in the workspace (a counter per streamed tile, then a
@@ -298,7 +385,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       }
 
       // ---------------------------------------------------------------- epilogue
-      const int m_base = (PH ? mb % tpp : mb) * BM + (PP ? 0 : cw * WM);
+      const int m_base = (PH || HL ? mb % tpp : mb) * BM + (PP ? 0 : cw * WM);
+      // HALO: pixel gm of the image's WB-wide grid -> its output row, -1 for a halo column.
+      auto halo_row = [&](int gm) -> long long {
+        const int img = mb / tpp, y = gm / hwb, xq = gm - y * hwb;
+        return xq < view.grid_w ? ((long long)img * view.grid_h + y) * view.grid_w + xq : -1;
+      };
       if constexpr (EPI == 1) {
         // TMA store from each warp on its own: its 16 rows of a 64-column group (stmatrix into one of
         // its two 2 KB buffers, in the map's 128-byte swizzle), fenced, then one box stored by lane 0.
@@ -352,7 +444,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       TT_UNROLL
       for (int k = 0; k < RPT; ++k) {
         const int gm = m_base + tid / TPR + k * RPP;
-        dst[k] = gm >= M ? -1 : PH ? tt_wgconv::phase_dx_row(cv, pg, xo, gm) : gm;
+        dst[k] = gm >= M ? -1 : PH ? tt_wgconv::phase_dx_row(cv, pg, xo, gm) : HL ? halo_row(gm) : gm;
       }
       TT_UNROLL
       for (int ch = 0; ch < BN / EN; ++ch) {
@@ -453,7 +545,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                     Y[(((long long)b.n * cv.h + b.h + dh) * cv.w + b.w + dw) * ldy + g] =
                         (dh > 0 || dw > 0) ? tt_from_float<TC>(0.0f) : v;
               } else {
-                const long long row = PH ? tt_wgconv::phase_dx_row(cv, pg, xo, gm) : gm;
+                const long long row = PH ? tt_wgconv::phase_dx_row(cv, pg, xo, gm) : HL ? halo_row(gm) : gm;
                 if (row >= 0) Y[row * ldy + g] = v;
               }
             }

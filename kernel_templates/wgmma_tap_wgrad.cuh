@@ -55,14 +55,6 @@
 
 namespace tt_tapr {
 
-TT_DEVICE void tma_load_4d(unsigned dst, const TtTensorMap* map, unsigned bar, int c0, int c1, int c2, int c3) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(dst),
-      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-      : "memory");
-}
-
 // Work unit u (tile-major within a split): its tile of 64 output x 64 input channels x a row
 // group's filter rows, and its K steps.
 struct Unit {
@@ -169,12 +161,12 @@ __global__ void __launch_bounds__(128 * (R + 1), 1) wgmma_tap_wgrad(const __grid
           mbar_wait(ring.empty(s), ph ^ 1);
           mbar_arrive_expect_tx(full, bytes);
           const tt_tapr::Step st = tt_tapr::step(cv, pk, kt);
-          tt_tapr::tma_load_4d(ring.a(s), &p.map_tiled, full, w.k0, st.q0, st.p0, st.n);
+          tma_load_4d(ring.a(s), &p.map_tiled, full, w.k0, st.q0, st.p0, st.n);
           TT_UNROLL
           for (int r = 0; r < R; ++r) {
             TT_UNROLL
             for (int t = 0; t < ROW_COPIES; ++t)  // a tap's own copy, or a residue's
-              tt_tapr::tma_load_4d(ring.b(s) + (r * ROW_COPIES + t) * XR_BYTES, &p.map_im2col, full, c0,
+              tma_load_4d(ring.b(s) + (r * ROW_COPIES + t) * XR_BYTES, &p.map_im2col, full, c0,
                                    tt_tapr::x_copy_w(cv, st, t), tt_tapr::x_copy_h(cv, st, w.r0 + r), st.n);
           }
           RingT::advance(s, ph);

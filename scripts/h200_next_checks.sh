@@ -53,6 +53,10 @@
 #   waves_5x5:  configs/probes/h200_5x5_waves_probe.json (Inception's 5x5 of 48 channels, forward and input gradient:
 #               2.33 waves of 128-pixel tiles) exhaustive over BM, stream-K, SWAP and ring depth, every measurement
 #               kept, then vs_torch on it (OUT/waves_5x5.tgz).
+#   halo:       wgmma_conv HALO 1 (a patch a tile; built without a GPU on 2026-12-06): its sample plain, then (if it
+#               passes) configs/probes/h200_halo_probe.json tuned (HALO 0 / 1 in one sweep, every measurement kept)
+#               and vs_torch on its layers, then the sample under memcheck and racecheck (OUT/halo.tgz,
+#               OUT/halo_sanitizers.tgz).
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -235,7 +239,25 @@ for STEP in ${STEPS//,/ }; do
       echo "vs_torch exit $?"; grep -E '^\| conv (fwd|dgrad)' "$D/vs_torch.md"
       rm -f "$D"/w5.db*
       pack waves_5x5 ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|warp_store|waves_5x5[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    halo)
+      timeout 120 "$T" --gtest_filter=WgmmaConvGpu.HaloPatchSanitizerSample > "$D/gtest_halo.log" 2>&1
+      rc=$?; echo "sample exit $rc"; grep -E '^\[  FAILED  \]|^\[       OK \]|Failure|rel|invalid' "$D/gtest_halo.log" | sort -u | head -20
+      if [ $rc -eq 0 ]; then
+        tune_probe configs/probes/h200_halo_probe.json 240 halo
+        show_all "$D/halo.db" > "$D/db_show.txt" 2>&1
+        for set in untuned shipped; do
+          names=5x5_48,unet_3x3_64; [ $set = shipped ] && names=l1_3x3_64
+          PYTHONUNBUFFERED=1 timeout 80 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/halo.db" \
+            --set $set --only conv --names $names --conv-dtype bf16 --rounds 2 --out "$D/vs_torch_$set.md" \
+            --label "$LABEL, bf16" > "$D/vs_torch_$set.log" 2>&1
+          echo "vs_torch $set exit $?"; grep -E '^\| conv (fwd|dgrad)' "$D/vs_torch_$set.md"
+        done
+        rm -f "$D"/halo.db*
+      fi
+      pack halo
+      gtest_and_sanitizers "$T" 'WgmmaConvGpu.HaloPatchSanitizerSample' halo 120 "memcheck racecheck"
+      pack halo_sanitizers ;;
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|warp_store|waves_5x5|halo[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done

@@ -51,6 +51,27 @@ void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what,
   std::memcpy(map, &m, sizeof m);
 }
 
+// A 16-bit NHWC tensor of ch x w x h x n (innermost first), boxes of box[4] elements taken every
+// step_w-th column and step_h-th row, 128-byte swizzle, zero fill outside the tensor.
+void encode_nhwc(TensorMapEncoder encode, TtTensorMap* map, const char* what, CUtensorMapDataType dt,
+                 const void* base, int ch, int w, int h, int n, const cuuint32_t (&box)[4], int step_w, int step_h) {
+  const cuuint64_t eb = 2;
+  cuuint64_t dims[4] = {cuuint64_t(ch), cuuint64_t(w), cuuint64_t(h), cuuint64_t(n)};
+  cuuint64_t strides[3] = {ch * eb, cuuint64_t(w) * ch * eb, cuuint64_t(h) * w * ch * eb};
+  cuuint32_t elem_strides[4] = {1, cuuint32_t(step_w), cuuint32_t(step_h), 1};
+  CUtensorMap m;
+  std::memset(&m, 0, sizeof m);
+  const CUresult r = encode(&m, dt, 4, const_cast<void*>(base), dims, strides, box, elem_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw Error(std::string("cuTensorMapEncodeTiled failed for ") + what + " (CUresult " + std::to_string(int(r)) +
+                ", NHWC " + std::to_string(n) + "x" + std::to_string(h) + "x" + std::to_string(w) + "x" +
+                std::to_string(ch) + ", box " + std::to_string(box[0]) + "x" + std::to_string(box[1]) + "x" +
+                std::to_string(box[2]) + "x" + std::to_string(box[3]) + ")");
+  std::memcpy(map, &m, sizeof m);
+}
+
 }  // namespace
 
 std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, const TtGemmParams& p,
@@ -135,7 +156,8 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
 
 std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2col, TensorMapEncoder encode_tiled,
                                                     const TtConvParams& p, ConvDirection direction, DataType in_type,
-                                                    int bm, int bn, int phase, int epi, DataType out_type) {
+                                                    int bm, int bn, int phase, int epi, DataType out_type,
+                                                    int halo) {
   if (!encode_im2col || !encode_tiled)
     throw Error("wgmma_conv: cuTensorMapEncodeIm2col is not available (no CUDA driver)");
   CUtensorMapDataType dt;
@@ -168,8 +190,21 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
   TtConvTmaParams args;
   std::memset(&args, 0, sizeof args);
   args.c = p;
+  if (halo == 1 && (direction == ConvDirection::BackwardFilter || phases || p.stride_h != 1 || p.stride_w != 1 ||
+                    p.dil_h != 1 || p.dil_w != 1 || epi != 0))
+    throw Error("wgmma_conv: HALO 1 is for undilated stride-1 forward and input-gradient convolutions with EPI 0");
+  if (halo != 0 && halo != 1)
+    throw Error("wgmma_conv: HALO " + std::to_string(halo) + " (0 im2col copies a K step, 1 a patch a tile)");
   // The im2col side: x (fwd, wgrad) or dy (dgrad), NHWC, dimensions innermost first {C, W, H, N}.
-  {
+  if (halo == 1) {  // HALO: tiled, one patch a tile: box {64, WB, rows, 1}, zero fill past the edges
+    const tt_wgconv::Im2col v = tt_wgconv::im2col_of(p, dir);
+    const int wb = v.grid_w + p.s - 1, rows = (bm + wb - 2) / wb + p.r;
+    if (wb > 256 || rows > 256 || v.pad_h < 0 || v.pad_w < 0)
+      throw Error("wgmma_conv: HALO 1 needs a patch of at most 256 x 256 pixels and padding >= 0 (" +
+                  std::to_string(wb) + " x " + std::to_string(rows) + ")");
+    const cuuint32_t box[4] = {64, cuuint32_t(wb), cuuint32_t(rows), 1};
+    encode_nhwc(encode_tiled, &args.map_im2col, "wgmma_conv patch", dt, act, v.src_c, v.src_w, v.src_h, p.n, box, 1, 1);
+  } else {
     const tt_wgconv::PhaseGrid g = tt_wgconv::phase_grid(p);
     const tt_wgconv::Im2col v = phases ? tt_wgconv::im2col_phase(p, g) : tt_wgconv::im2col_of(p, dir);
     cuuint64_t dims[4] = {cuuint64_t(v.src_c), cuuint64_t(v.src_w), cuuint64_t(v.src_h), cuuint64_t(p.n)};
@@ -254,7 +289,7 @@ std::vector<std::uint8_t> make_tma_conv_arguments(const TtConvParams& p, const C
   };
   return encode_tma_conv_arguments(im2col_map_encoder(), tensor_map_encoder(), p, problem.direction,
                                    problem.in_type, get("BM"), get("BN"), get_or("PHASE", 0), get_or("EPI", 0),
-                                   problem.out_type);
+                                   problem.out_type, get_or("HALO", 0));
 }
 
 std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode, const TtConvParams& p,
@@ -279,22 +314,8 @@ std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode
   // of step_w box_w and step_h rows.
   auto rows_map = [&](TtTensorMap* out, const char* what, const void* base, int ch, int w, int h, int box_w,
                       int step_w, int step_h) {
-    const cuuint64_t eb = 2;
-    cuuint64_t dims[4] = {cuuint64_t(ch), cuuint64_t(w), cuuint64_t(h), cuuint64_t(p.n)};
-    cuuint64_t strides[3] = {ch * eb, cuuint64_t(w) * ch * eb, cuuint64_t(h) * w * ch * eb};
-    cuuint32_t box[4] = {64, cuuint32_t(box_w * step_w), cuuint32_t(k.rows * step_h), cuuint32_t(k.imgs)};
-    cuuint32_t elem_strides[4] = {1, cuuint32_t(step_w), cuuint32_t(step_h), 1};
-    CUtensorMap m;
-    std::memset(&m, 0, sizeof m);
-    const CUresult r = encode(&m, dt, 4, const_cast<void*>(base), dims, strides, box, elem_strides,
-                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-      throw Error(std::string("wgmma_tap_wgrad: cuTensorMapEncodeTiled failed for ") + what + " (CUresult " +
-                  std::to_string(int(r)) + ", NHWC " + std::to_string(p.n) + "x" + std::to_string(h) + "x" +
-                  std::to_string(w) + "x" + std::to_string(ch) + ", box 64x" + std::to_string(box_w) + "x" +
-                  std::to_string(k.rows) + ")");
-    std::memcpy(out, &m, sizeof m);
+    const cuuint32_t box[4] = {64, cuuint32_t(box_w * step_w), cuuint32_t(k.rows * step_h), cuuint32_t(k.imgs)};
+    encode_nhwc(encode, out, what, dt, base, ch, w, h, p.n, box, step_w, step_h);
   };
   TtConvTmaParams args;
   std::memset(&args, 0, sizeof args);

@@ -241,6 +241,54 @@ std::vector<tuner::Candidate> wgmma_conv_warp_store_candidates(const std::vector
   return wgmma_conv_variants(ps, dev, vs);
 }
 
+// HALO 1 (a patch of input rows a tile, each tap's A a descriptor into it): forward and stride-1 input
+// gradients; 5x5 filters of 48 channels (a chunk's zero fill), 96 channels (a second, partial chunk), a
+// valid 3x3 input gradient of 40 output channels (its dy padded by two), several images, tiles running
+// past an image's last pixel, patches of 9 to 122 pixels a row; BM 64-256, one and two consumers, BN
+// 64 and 128 (N past the tile), bf16, fp16 and an fp32 output.
+std::vector<Problem> wgmma_conv_halo_problems() {
+  using D = DataType;
+  constexpr ConvDirection DG = ConvDirection::BackwardData;
+  return {wgmma_conv(D::BF16, D::BF16, 3, 48, 13, 11, 64, 5, 5, 1, 1, 2, 2),
+          wgmma_conv(D::BF16, D::BF16, 2, 48, 12, 17, 64, 5, 5, 1, 1, 2, 2, 1, 1, DG),
+          wgmma_conv(D::F16, D::F16, 2, 96, 9, 20, 72, 3, 3, 1, 1, 1, 1),
+          wgmma_conv(D::BF16, D::BF16, 3, 64, 14, 14, 40, 3, 3, 1, 1, 0, 0, 1, 1, DG),
+          wgmma_conv(D::BF16, D::F32, 2, 64, 7, 7, 128, 3, 3, 1, 1, 1, 1),
+          wgmma_conv(D::BF16, D::BF16, 1, 16, 6, 120, 64, 3, 3, 1, 1, 1, 1)};
+}
+std::vector<tuner::Candidate> wgmma_conv_halo_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
+  std::vector<WgmmaConvVariant> vs;
+  for (const auto& [problem, bm, bn, consumers, stages] : std::vector<std::array<int, 5>>{
+           {0, 128, 64, 2, 4}, {0, 256, 64, 2, 4}, {0, 64, 64, 1, 4}, {1, 128, 64, 2, 4}, {1, 256, 64, 2, 3},
+           {2, 128, 64, 2, 4}, {2, 128, 128, 2, 4}, {3, 128, 64, 1, 6}, {4, 128, 128, 2, 4}, {5, 128, 64, 2, 4}})
+    vs.push_back({std::size_t(problem),
+                  {{"BM", bm}, {"BN", bn}, {"CONSUMERS", consumers}, {"PINGPONG", 0}, {"SPLITK", 1}, {"STAGES", stages},
+                   {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}, {"EPI", 0}, {"HALO", 1}}});
+  return wgmma_conv_variants(ps, dev, vs);
+}
+
+TEST(WgmmaConvCompile, HaloPatchesCompileWithoutSpills) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const std::vector<Problem> ps = wgmma_conv_halo_problems();
+  const auto cands = wgmma_conv_halo_candidates(ps, dev);
+  ASSERT_EQ(cands.size(), 10u);
+  // Not for weight gradients, strides, ping-pong, split-K nor the warps' TMA stores.
+  const KernelTemplate& t = *cands[0].tmpl;
+  ConvProblem w = ps[0].conv();
+  w.direction = ConvDirection::BackwardFilter;
+  EXPECT_TRUE(t.violation(t.variables(cands[0].solution, Problem{w}, dev)));
+  ConvProblem strided = ps[0].conv();
+  strided.stride_h = strided.stride_w = 2;
+  EXPECT_TRUE(t.violation(t.variables(cands[0].solution, Problem{strided}, dev)));
+  for (const auto& [name, value] : std::vector<std::pair<std::string, int>>{{"PINGPONG", 1}, {"SPLITK", 2}, {"EPI", 1}}) {
+    Solution other = cands[0].solution;
+    other.params[name] = value;
+    EXPECT_TRUE(t.violation(t.variables(other, ps[0], dev))) << name;
+  }
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+  expect_no_spills(*compiler, cands, ps, dev, 16);
+}
+
 TEST(WgmmaConvCompile, WarpTmaStoresCompileWithoutSpills) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = wgmma_conv_warp_store_problems();
@@ -646,6 +694,63 @@ TEST(WgmmaConvArguments, EncodesTheOutputMapOfTheWarpsTmaStores) {
                                                     DataType::BF16, 256, 160, 0, 1, DataType::BF16), Error);
 }
 
+// HALO 1: map_im2col holds a tiled map over x (dgrad: dy), box {64 channels, output width + S - 1, the
+// patch's rows, 1 image}, 128-byte swizzle; no im2col map. Refused: a weight gradient, a stride, a
+// patch wider than 256 pixels, EPI 1.
+Recorded tiled_first;
+CUresult CUDAAPI fake_tiled_first(CUtensorMap* map, CUtensorMapDataType dt, cuuint32_t rank, void* base,
+                                  const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                                  const cuuint32_t* elem_strides, CUtensorMapInterleave il, CUtensorMapSwizzle swizzle,
+                                  CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill) {
+  const bool first = tiled_seen.calls == 0;
+  fake_tiled_wgmma(map, dt, rank, base, dims, strides, box, elem_strides, il, swizzle, l2, fill);
+  if (first) tiled_first = tiled_seen;
+  return CUDA_SUCCESS;
+}
+TEST(WgmmaConvArguments, EncodesTheHaloPatchMap) {
+  // dgrad of a 5x5 of 48 channels, pad 2, on 12 x 17: dy (K 64) padded by 2, patch 17 + 4 = 21 wide.
+  const ConvProblem cp = wgmma_conv(DataType::BF16, DataType::BF16, 2, 48, 12, 17, 64, 5, 5, 1, 1, 2, 2, 1, 1,
+                                    ConvDirection::BackwardData);
+  alignas(16) static std::uint8_t x[16], w[16], y[16];
+  const TtConvParams p = ops::conv_arguments(cp.canonical(), x, w, y);
+  im2col_seen = tiled_seen = tiled_first = Recorded();
+  const auto bytes = gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_first, p, ConvDirection::BackwardData,
+                                                          DataType::BF16, 128, 64, 0, 0, DataType::BF16, 1);
+  TtConvTmaParams args;
+  std::memcpy(&args, bytes.data(), sizeof args);
+  EXPECT_EQ(im2col_seen.calls, 0);
+  EXPECT_EQ(tiled_seen.calls, 2);
+  EXPECT_EQ(reinterpret_cast<const std::uint8_t*>(&args.map_im2col)[0], 0xB2);
+  EXPECT_EQ(tiled_first.base, y);  // dy
+  EXPECT_EQ(tiled_first.rank, 4u);
+  EXPECT_EQ(tiled_first.dims[0], 64u);
+  EXPECT_EQ(tiled_first.dims[1], 17u);
+  EXPECT_EQ(tiled_first.dims[2], 12u);
+  EXPECT_EQ(tiled_first.dims[3], 2u);
+  EXPECT_EQ(tiled_first.strides[0], 64u * 2);
+  EXPECT_EQ(tiled_first.strides[1], 17u * 64 * 2);
+  EXPECT_EQ(tiled_first.box[0], 64u);
+  EXPECT_EQ(tiled_first.box[1], 21u);
+  EXPECT_EQ(tiled_first.box[2], (128u + 19) / 21 + 5);  // rows a 128-pixel tile's pixels and the filter reach
+  EXPECT_EQ(tiled_first.box[3], 1u);
+  EXPECT_EQ(tiled_first.swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+  ConvProblem wg = cp;
+  wg.direction = ConvDirection::BackwardFilter;
+  const TtConvParams pw = ops::conv_arguments(wg.canonical(), x, w, y);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, pw, ConvDirection::BackwardFilter,
+                                                    DataType::BF16, 128, 64, 0, 0, DataType::BF16, 1), Error);
+  const ConvProblem s2 = wgmma_conv(DataType::BF16, DataType::BF16, 2, 48, 12, 17, 64, 3, 3, 2, 2, 1, 1);
+  const TtConvParams ps2 = ops::conv_arguments(s2.canonical(), x, w, y);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, ps2, ConvDirection::Forward,
+                                                    DataType::BF16, 128, 64, 0, 0, DataType::BF16, 1), Error);
+  const ConvProblem wide = wgmma_conv(DataType::BF16, DataType::BF16, 1, 48, 4, 300, 64, 3, 3, 1, 1, 1, 1);
+  const TtConvParams pwide = ops::conv_arguments(wide.canonical(), x, w, y);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, pwide, ConvDirection::Forward,
+                                                    DataType::BF16, 128, 64, 0, 0, DataType::BF16, 1), Error);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardData,
+                                                    DataType::BF16, 128, 64, 0, 1, DataType::BF16, 1), Error);
+}
+
 // The runtime serves wgmma_conv on the TMA loads' two tensors on 16 bytes (dgrad: dy and w), and EPI 1,
 // which stores the third by TMA too, only with all three there.
 TEST(WgmmaConvArguments, TheWarpsTmaStoreNeedsTheOutputOn16Bytes) {
@@ -723,6 +828,11 @@ TEST(WgmmaConvGpu, OneHundredSixtyChannelTilesSanitizerSample) {
 // EPI 1 (the warps' TMA stores): valid twice against the reference.
 TEST(WgmmaConvGpu, WarpTmaStoreSanitizerSample) {
   expect_variants_valid(wgmma_conv_warp_store_problems, wgmma_conv_warp_store_candidates, 10, true);
+}
+
+// HALO 1 (a patch a tile): valid twice against the reference.
+TEST(WgmmaConvGpu, HaloPatchSanitizerSample) {
+  expect_variants_valid(wgmma_conv_halo_problems, wgmma_conv_halo_candidates, 10);
 }
 
 // A tuned wgmma_conv winner runs the same way in the runtime (tensor maps encoded per call for the
