@@ -40,11 +40,10 @@ std::vector<std::string> verify_code_objects(Database& db) {
     for (const auto& c : builtin_templates())
       if (c.name() == s.template_name) t = &c;
     if (!t) continue;  // a template this build does not have: the runtime skips such winners anyway
-    const std::string expected = t->name_expression(s, prob->second);
-    if (expected != from->second)
+    if (!t->compiled_as(from->second, s, prob->second))
       faults.push_back("measurement " + std::to_string(m.id) + " (" + s.kernel_name() + "): its code object " +
                        std::to_string(m.code_object_id) + " was compiled as " + from->second +
-                       ", the solution's parameters say " + expected);
+                       ", the solution's parameters say " + t->name_expression(s, prob->second));
   }
   return faults;
 }

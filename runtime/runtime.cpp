@@ -333,9 +333,10 @@ std::shared_ptr<gpu::Kernel> Runtime::load_winner(Loaded& w) {
       std::string refused;
       if (code && code->ok) {
         refused = code->integrity_problem();
-        const std::string expected = w.tmpl->name_expression(w.solution, w.problem);
-        if (refused.empty() && !code->compiled_from.empty() && code->compiled_from != expected)
-          refused = "it was compiled as " + code->compiled_from + ", the winner's parameters say " + expected;
+        if (refused.empty() && !code->compiled_from.empty() &&
+            !w.tmpl->compiled_as(code->compiled_from, w.solution, w.problem))
+          refused = "it was compiled as " + code->compiled_from + ", the winner's parameters say " +
+                    w.tmpl->name_expression(w.solution, w.problem);
         if (refused.empty() && trusted_key_) {
           std::lock_guard<std::mutex> lock(db_mu_);
           refused = trusted_key_->check(*code, w.db->signature(code->id));

@@ -329,6 +329,37 @@ std::string KernelTemplate::name_expression(const Solution& s, const Problem& pr
   return out;
 }
 
+bool KernelTemplate::compiled_as(const std::string& recorded, const Solution& s, const Problem& p) const {
+  const std::string expected = name_expression(s, p);
+  if (recorded == expected) return true;
+  // The instance's arguments and the expression's, split at their top-level commas: one value each.
+  auto commas = [](const std::string& text) {
+    std::vector<size_t> at;
+    int depth = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '<') ++depth;
+      else if (text[i] == '>') --depth;
+      else if (text[i] == ',' && depth == 1) at.push_back(i);
+    }
+    return at;
+  };
+  const std::vector<size_t> in_commas = commas(instance_), ex_commas = commas(expected);
+  if (in_commas.size() != ex_commas.size() || expected.empty() || expected.back() != '>') return false;
+  for (size_t k = in_commas.size(); k-- > 0;) {
+    // Argument k + 1 of the instance: a parameter at its default, or stop.
+    const size_t from = in_commas[k] + 1, to = k + 1 < in_commas.size() ? in_commas[k + 1] : instance_.rfind('>');
+    std::string name = instance_.substr(from, to - from);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    const auto d = defaults_.find(name);
+    if (d == defaults_.end()) return false;
+    const auto v = s.params.find(name);
+    if (v != s.params.end() && v->second != d->second) return false;
+    if (recorded == expected.substr(0, ex_commas[k]) + ">") return true;
+  }
+  return false;
+}
+
 const char* KernelTemplate::arguments_name() const {
   const bool conv = kind_ == ProblemKind::Conv;
   if (arguments_ == Arguments::Params) return conv ? "conv" : "gemm";

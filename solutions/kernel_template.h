@@ -138,6 +138,11 @@ class KernelTemplate {
   // "simt_gemm<float, float, false, false, 128, ...>": the instance pattern with values put in:
   // TA, TC (types), TRANSA, TRANSB (GEMM), DIR (0 fwd, 1 dgrad, 2 wgrad) and NCHW (convolution).
   std::string name_expression(const Solution& s, const Problem& p) const;
+  // Whether a code object recorded as compiled from `recorded` is this solution's kernel: its name
+  // expression, or that expression without trailing template arguments the solution leaves at the
+  // template's defaults (a database compiled before the template grew them, whose kernel took the
+  // C++ template's default for them: the templates keep a parameter at its default the old code).
+  bool compiled_as(const std::string& recorded, const Solution& s, const Problem& p) const;
   // Translation unit and headers for a backend's compiler.
   gpu::CompileRequest compile_request(const Solution& s, const Problem& p, const gpu::DeviceInfo& dev) const;
   // The same without its headers, which are all the kernel sources: enough for its cache key

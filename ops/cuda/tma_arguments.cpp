@@ -320,8 +320,8 @@ std::vector<std::uint8_t> encode_tma_conv_rows_arguments(TensorMapEncoder encode
   TtConvTmaParams args;
   std::memset(&args, 0, sizeof args);
   args.c = p;
-  rows_map(&args.map_im2col, "x", p.x, p.c, p.w, p.h, k.pitch, p.stride_w, p.stride_h);
-  rows_map(&args.map_tiled, "dy", p.y, p.k, p.q, p.p, k.dy_box_w, 1, 1);
+  rows_map(&args.map_im2col, "wgmma_tap_wgrad x", p.x, p.c, p.w, p.h, k.pitch, p.stride_w, p.stride_h);
+  rows_map(&args.map_tiled, "wgmma_tap_wgrad dy", p.y, p.k, p.q, p.p, k.dy_box_w, 1, 1);
   std::vector<std::uint8_t> bytes(sizeof args);
   std::memcpy(bytes.data(), &args, sizeof args);
   return bytes;

@@ -304,6 +304,31 @@ TEST(KernelTemplate, NameExpressionAndCompileRequest) {
   EXPECT_TRUE(r.headers.count("gemm_params.h"));
 }
 
+// A code object compiled before the template grew its last parameters (PAD, DB here) is the kernel of a
+// solution that leaves them at their defaults, and of no other.
+TEST(KernelTemplate, CompiledAsAcceptsTrailingDefaultsOnly) {
+  const KernelTemplate& t = find_template("simt_gemm");
+  Solution s = t.default_solution();
+  s.params["MT0"] = 128;
+  GemmProblem p = make(64, 64, 64, DataType::F16);
+  p.c_type = DataType::F32;
+  p.trans_b = true;
+  EXPECT_TRUE(t.compiled_as("simt_gemm<tt_half, float, false, true, 128, 64, 8, 4, 4, 1, 0, 0>", s, p));
+  EXPECT_TRUE(t.compiled_as("simt_gemm<tt_half, float, false, true, 128, 64, 8, 4, 4, 1, 0>", s, p));
+  EXPECT_TRUE(t.compiled_as("simt_gemm<tt_half, float, false, true, 128, 64, 8, 4, 4, 1>", s, p));
+  // VW (1) at its default as well.
+  EXPECT_TRUE(t.compiled_as("simt_gemm<tt_half, float, false, true, 128, 64, 8, 4, 4>", s, p));
+  EXPECT_FALSE(t.compiled_as("simt_gemm<tt_half, float, false, true, 128, 64, 8, 4, 4, 1, 0, 1>", s, p));
+  EXPECT_FALSE(t.compiled_as("simt_gemm<tt_half, float, false, true, 64, 64, 8, 4, 4, 1, 0>", s, p));
+  EXPECT_FALSE(t.compiled_as("simt_gemm<tt_half, float, false, true, 128, 64, 8, 4, 4, 1, 0, 0, 0>", s, p));
+  s.params["DB"] = 1;  // not at its default: the full name only
+  EXPECT_TRUE(t.compiled_as("simt_gemm<tt_half, float, false, true, 128, 64, 8, 4, 4, 1, 0, 1>", s, p));
+  EXPECT_FALSE(t.compiled_as("simt_gemm<tt_half, float, false, true, 128, 64, 8, 4, 4, 1, 0>", s, p));
+  // MT0 is not at its default (64): dropping down to it stops there.
+  s.params["DB"] = 0;
+  EXPECT_FALSE(t.compiled_as("simt_gemm<tt_half, float, false, true>", s, p));
+}
+
 // ---- config -------------------------------------------------------------------------------------
 
 class ConfigTest : public ::testing::Test {
