@@ -126,9 +126,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                 "SCHED 1: stream-K instead of split-K, cooperative consumers, no phases");
   static_assert(EPI == 0 || (EPI == 1 && sizeof(TC) == 2 && SWAP == 0 && PHASE == 0),
                 "EPI 1: 16-bit output, SWAP 0, no phases (the rows of a tile are rows of the output)");
-  static_assert(HALO == 0 || (HALO == 1 && DIR != 2 && PHASE == 0 && PINGPONG == 0 && SPLITK == 1 && SCHED == 0 &&
-                               EPI == 0 && SWAP == 0),
-                "HALO 1: fwd or stride-1 dgrad, cooperative consumers, whole tiles, the staged epilogue, SWAP 0");
+  static_assert(HALO == 0 || (HALO == 1 && DIR != 2 && PHASE == 0 && SPLITK == 1 && SCHED == 0 && EPI == 0 && SWAP == 0),
+                "HALO 1: fwd or stride-1 dgrad, whole tiles, the staged epilogue, SWAP 0");
   constexpr bool PH = PHASE != 0;
   constexpr bool HL = HALO != 0;
   constexpr bool PP = PINGPONG != 0;
@@ -221,11 +220,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   // HALO: after the ring's barriers, full[2] and empty[2] of the two patch buffers, then the buffers.
   const u32 pbars = bars + 16 * STAGES, patches = (pbars + 32 + 1023) & ~1023u;
   const u32 patch_bytes = HL ? (u32)chunks * hch_bytes : 0;
-  int nunit = 0;  // HALO: this block's units so far (buffer nunit % 2, its use nunit / 2)
+  // HALO: the units so far, the producer's of this block (buffer nunit % 2, its use nunit / 2) or a
+  // consumer's: cooperative ones see every unit; ping-pong consumer cw every other one, all in buffer cw.
+  int nunit = 0;
   if (HL && threadIdx.x == 0) {
     for (int b = 0; b < 2; ++b) {
       mbar_init(pbars + 8 * b, 1);
-      mbar_init(pbars + 16 + 8 * b, CONSUMERS * 4);
+      mbar_init(pbars + 16 + 8 * b, PP ? 4 : CONSUMERS * 4);  // the warps of the consumer(s) reading it
     }
   }
   if (threadIdx.x == 0) ring.init(1, PP ? 4 : CONSUMERS * 4);  // empty: one arrival per consuming warp
@@ -349,10 +350,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       u32 hbuf = 0;  // HALO: the tile's patch buffer
       if constexpr (HL) {
         const int img = mb / tpp, e0 = (mb - img * tpp) * BM;
-        hbuf = (u32)nunit & 1u;
-        mbar_wait(pbars + 8 * hbuf, ((u32)nunit >> 1) & 1u);
+        hbuf = PP ? (u32)cw : (u32)nunit & 1u;
+        mbar_wait(pbars + 8 * hbuf, PP ? (u32)nunit & 1u : ((u32)nunit >> 1) & 1u);
         ++nunit;
-        const u32 a_base = patches + hbuf * patch_bytes + (u32)(e0 - e0 / hwb * hwb + cw * WM) * 128u;
+        const u32 a_base = patches + hbuf * patch_bytes + (u32)(e0 - e0 / hwb * hwb + (PP ? 0 : cw * WM)) * 128u;
         prev = tt_wgconv::halo_k_tiles<Mma, B_K>(ring, acc, a_base, hch_bytes, hwb, kb, ke, chunks, cv.s, s, ph, lane);
       } else if constexpr (SW)
         prev = mma_k_tiles<Mma, B_K, true, 64>(SwappedRing<RingT>{ring}, acc, 0, kb, ke, s, ph, lane, PP ? 0 : cw * WM * 128);

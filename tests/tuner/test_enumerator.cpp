@@ -288,13 +288,23 @@ TEST(KernelTemplate, SetValuesAndConstraints) {
   EXPECT_GT(b.candidates.size(), e.candidates.size());
 }
 
-TEST(KernelTemplate, NameExpressionAndCompileRequest) {
+// simt_gemm at MT0 128, the rest at its defaults, on a 64^3 fp16 -> fp32 problem with B transposed.
+struct SimtSample {
   const KernelTemplate& t = find_template("simt_gemm");
   Solution s = t.default_solution();
-  s.params["MT0"] = 128;
   GemmProblem p = make(64, 64, 64, DataType::F16);
-  p.c_type = DataType::F32;
-  p.trans_b = true;
+  SimtSample() {
+    s.params["MT0"] = 128;
+    p.c_type = DataType::F32;
+    p.trans_b = true;
+  }
+};
+
+TEST(KernelTemplate, NameExpressionAndCompileRequest) {
+  const SimtSample x;
+  const KernelTemplate& t = x.t;
+  const Solution& s = x.s;
+  const GemmProblem& p = x.p;
   EXPECT_EQ(t.name_expression(s, p), "simt_gemm<tt_half, float, false, true, 128, 64, 8, 4, 4, 1, 0, 0>");
   gpu::CompileRequest r = t.compile_request(s, p, cuda_device());
   EXPECT_NE(r.source.find("prelude_cuda.h"), std::string::npos);
@@ -307,12 +317,10 @@ TEST(KernelTemplate, NameExpressionAndCompileRequest) {
 // A code object compiled before the template grew its last parameters (PAD, DB here) is the kernel of a
 // solution that leaves them at their defaults, and of no other.
 TEST(KernelTemplate, CompiledAsAcceptsTrailingDefaultsOnly) {
-  const KernelTemplate& t = find_template("simt_gemm");
-  Solution s = t.default_solution();
-  s.params["MT0"] = 128;
-  GemmProblem p = make(64, 64, 64, DataType::F16);
-  p.c_type = DataType::F32;
-  p.trans_b = true;
+  SimtSample x;
+  const KernelTemplate& t = x.t;
+  Solution& s = x.s;
+  const GemmProblem& p = x.p;
   EXPECT_TRUE(t.compiled_as("simt_gemm<tt_half, float, false, true, 128, 64, 8, 4, 4, 1, 0, 0>", s, p));
   EXPECT_TRUE(t.compiled_as("simt_gemm<tt_half, float, false, true, 128, 64, 8, 4, 4, 1, 0>", s, p));
   EXPECT_TRUE(t.compiled_as("simt_gemm<tt_half, float, false, true, 128, 64, 8, 4, 4, 1>", s, p));
