@@ -53,8 +53,8 @@
 #   waves_5x5:  configs/probes/h200_5x5_waves_probe.json (Inception's 5x5 of 48 channels, forward and input gradient:
 #               2.33 waves of 128-pixel tiles) exhaustive over BM, stream-K, SWAP and ring depth, every measurement
 #               kept, then vs_torch on it (OUT/waves_5x5.tgz).
-#   halo:       wgmma_conv HALO 1 (a patch a tile; its first ten sample variants passed on an H100 on 2026-12-06, the two
-#               ping-pong ones were added after): its sample plain, then (if it
+#   halo:       wgmma_conv HALO 1 (a patch a tile; passed on an H100 on 2026-12-06; for ping-pong consumers drop the
+#               template's halo_ping_pong_not_yet_run and add ping-pong variants to the sample first): its sample plain, then (if it
 #               passes) configs/probes/h200_halo_probe.json tuned (HALO 0 / 1 in one sweep, every measurement kept)
 #               and vs_torch on its layers, then the sample under memcheck and racecheck (OUT/halo.tgz,
 #               OUT/halo_sanitizers.tgz).
