@@ -58,6 +58,10 @@
 #               passes) configs/probes/h200_halo_probe.json tuned (HALO 0 / 1 in one sweep, every measurement kept)
 #               and vs_torch on its layers, then the sample under memcheck and racecheck (OUT/halo.tgz,
 #               OUT/halo_sanitizers.tgz).
+#   halo_chunks: wgmma_conv HALO 2 (a patch a tile and 64-channel chunk; written without a GPU on 2026-12-06): its sample
+#               plain, then (if it passes) configs/probes/h200_halo_chunks_probe.json tuned (HALO 0 / 2, every measurement
+#               kept) and vs_torch on ResNet-50's 3x3 layers, then the sample under memcheck and racecheck
+#               (OUT/halo_chunks.tgz, OUT/halo_chunks_sanitizers.tgz).
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -258,7 +262,22 @@ for STEP in ${STEPS//,/ }; do
       pack halo
       gtest_and_sanitizers "$T" 'WgmmaConvGpu.HaloPatchSanitizerSample' halo 120 "memcheck racecheck"
       pack halo_sanitizers ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|warp_store|waves_5x5|halo[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    halo_chunks)
+      timeout 120 "$T" --gtest_filter=WgmmaConvGpu.HaloChunkPatchSanitizerSample > "$D/gtest_halo_chunks.log" 2>&1
+      rc=$?; echo "sample exit $rc"; grep -E '^\[  FAILED  \]|^\[       OK \]|Failure|rel|invalid' "$D/gtest_halo_chunks.log" | sort -u | head -20
+      if [ $rc -eq 0 ]; then
+        tune_probe configs/probes/h200_halo_chunks_probe.json 300 hc
+        show_all "$D/hc.db" > "$D/db_show.txt" 2>&1
+        PYTHONUNBUFFERED=1 timeout 120 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/hc.db" \
+          --set shipped --only conv --names l2_3x3_128,l3_3x3_256,l4_3x3_512 --conv-dtype bf16 --rounds 2 \
+          --out "$D/vs_torch.md" --label "$LABEL, bf16" > "$D/vs_torch.log" 2>&1
+        echo "vs_torch exit $?"; grep -E '^\| conv (fwd|dgrad)' "$D/vs_torch.md"
+        rm -f "$D"/hc.db*
+      fi
+      pack halo_chunks
+      gtest_and_sanitizers "$T" 'WgmmaConvGpu.HaloChunkPatchSanitizerSample' halo_chunks 120 "memcheck racecheck"
+      pack halo_chunks_sanitizers ;;
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|warp_store|waves_5x5|halo|halo_chunks[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done
