@@ -82,6 +82,27 @@ gtest_and_sanitizers() {  # BINARY FILTER NAME LIMIT_S [TOOLS]: the filter's tes
     echo "$tool ($3) exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$D/${tool}_$3.log" | tail -1)"
   done
 }
+sample_probe_sanitizers() {  # NAME SAMPLE CONFIG LIMIT_S SET:NAMES...: a new kernel's GPU sample plain; if it passes,
+  # the probe tuned (every measurement kept) and vs_torch (bf16) on each SET's NAMES; packed into OUT/NAME.tgz; then the
+  # sample under memcheck and racecheck (OUT/NAME_sanitizers.tgz)
+  local name=$1 sample=$2 config=$3 limit=$4 rc; shift 4
+  timeout 120 "$T" --gtest_filter="$sample" > "$D/gtest_$name.log" 2>&1
+  rc=$?; echo "sample exit $rc"; grep -E '^\[  FAILED  \]|^\[       OK \]|Failure|rel|invalid' "$D/gtest_$name.log" | sort -u | head -20
+  if [ $rc -eq 0 ]; then
+    tune_probe "$config" "$limit" "$name"
+    show_all "$D/$name.db" > "$D/db_show.txt" 2>&1
+    for sn in "$@"; do
+      PYTHONUNBUFFERED=1 timeout 120 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/$name.db" \
+        --set "${sn%%:*}" --only conv --names "${sn#*:}" --conv-dtype bf16 --rounds 2 --out "$D/vs_torch_${sn%%:*}.md" \
+        --label "$LABEL, bf16" > "$D/vs_torch_${sn%%:*}.log" 2>&1
+      echo "vs_torch ${sn%%:*} exit $?"; grep -E '^\| conv (fwd|dgrad)' "$D/vs_torch_${sn%%:*}.md"
+    done
+    rm -f "$D/$name".db*
+  fi
+  pack "$name"
+  gtest_and_sanitizers "$T" "$sample" "$name" 120 "memcheck racecheck"
+  pack "${name}_sanitizers"
+}
 pack() {  # NAME: D's files into OUT/NAME.tgz, D emptied
   (cd "$D" && tar czf "$OUT/$1.tgz" ./* && rm -rf ./*)
 }
@@ -245,38 +266,11 @@ for STEP in ${STEPS//,/ }; do
       rm -f "$D"/w5.db*
       pack waves_5x5 ;;
     halo)
-      timeout 120 "$T" --gtest_filter=WgmmaConvGpu.HaloPatchSanitizerSample > "$D/gtest_halo.log" 2>&1
-      rc=$?; echo "sample exit $rc"; grep -E '^\[  FAILED  \]|^\[       OK \]|Failure|rel|invalid' "$D/gtest_halo.log" | sort -u | head -20
-      if [ $rc -eq 0 ]; then
-        tune_probe configs/probes/h200_halo_probe.json 240 halo
-        show_all "$D/halo.db" > "$D/db_show.txt" 2>&1
-        for set in untuned shipped; do
-          names=5x5_48,unet_3x3_64; [ $set = shipped ] && names=l1_3x3_64
-          PYTHONUNBUFFERED=1 timeout 80 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/halo.db" \
-            --set $set --only conv --names $names --conv-dtype bf16 --rounds 2 --out "$D/vs_torch_$set.md" \
-            --label "$LABEL, bf16" > "$D/vs_torch_$set.log" 2>&1
-          echo "vs_torch $set exit $?"; grep -E '^\| conv (fwd|dgrad)' "$D/vs_torch_$set.md"
-        done
-        rm -f "$D"/halo.db*
-      fi
-      pack halo
-      gtest_and_sanitizers "$T" 'WgmmaConvGpu.HaloPatchSanitizerSample' halo 120 "memcheck racecheck"
-      pack halo_sanitizers ;;
+      sample_probe_sanitizers halo WgmmaConvGpu.HaloPatchSanitizerSample configs/probes/h200_halo_probe.json 240 \
+        untuned:5x5_48,unet_3x3_64 shipped:l1_3x3_64 ;;
     halo_chunks)
-      timeout 120 "$T" --gtest_filter=WgmmaConvGpu.HaloChunkPatchSanitizerSample > "$D/gtest_halo_chunks.log" 2>&1
-      rc=$?; echo "sample exit $rc"; grep -E '^\[  FAILED  \]|^\[       OK \]|Failure|rel|invalid' "$D/gtest_halo_chunks.log" | sort -u | head -20
-      if [ $rc -eq 0 ]; then
-        tune_probe configs/probes/h200_halo_chunks_probe.json 300 hc
-        show_all "$D/hc.db" > "$D/db_show.txt" 2>&1
-        PYTHONUNBUFFERED=1 timeout 120 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/hc.db" \
-          --set shipped --only conv --names l2_3x3_128,l3_3x3_256,l4_3x3_512 --conv-dtype bf16 --rounds 2 \
-          --out "$D/vs_torch.md" --label "$LABEL, bf16" > "$D/vs_torch.log" 2>&1
-        echo "vs_torch exit $?"; grep -E '^\| conv (fwd|dgrad)' "$D/vs_torch.md"
-        rm -f "$D"/hc.db*
-      fi
-      pack halo_chunks
-      gtest_and_sanitizers "$T" 'WgmmaConvGpu.HaloChunkPatchSanitizerSample' halo_chunks 120 "memcheck racecheck"
-      pack halo_chunks_sanitizers ;;
+      sample_probe_sanitizers halo_chunks WgmmaConvGpu.HaloChunkPatchSanitizerSample \
+        configs/probes/h200_halo_chunks_probe.json 300 shipped:l2_3x3_128,l3_3x3_256,l4_3x3_512 ;;
     *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|warp_store|waves_5x5|halo|halo_chunks[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
