@@ -53,12 +53,11 @@
 #   waves_5x5:  configs/probes/h200_5x5_waves_probe.json (Inception's 5x5 of 48 channels, forward and input gradient:
 #               2.33 waves of 128-pixel tiles) exhaustive over BM, stream-K, SWAP and ring depth, every measurement
 #               kept, then vs_torch on it (OUT/waves_5x5.tgz).
-#   halo:       wgmma_conv HALO 1 (a patch a tile; passed on an H100 on 2026-12-06; for ping-pong consumers drop the
-#               template's halo_ping_pong_not_yet_run and add ping-pong variants to the sample first): its sample plain, then (if it
-#               passes) configs/probes/h200_halo_probe.json tuned (HALO 0 / 1 in one sweep, every measurement kept)
+#   halo:       wgmma_conv HALO 1 (a patch a tile; passed on an H100 on 2026-12-06, ping-pong consumers too): its sample
+#               plain, then (if it passes) configs/probes/h200_halo_probe.json tuned (HALO 0 / 1 in one sweep, every measurement kept)
 #               and vs_torch on its layers, then the sample under memcheck and racecheck (OUT/halo.tgz,
 #               OUT/halo_sanitizers.tgz).
-#   halo_chunks: wgmma_conv HALO 2 (a patch a tile and 64-channel chunk; written without a GPU on 2026-12-06): its sample
+#   halo_chunks: wgmma_conv HALO 2 (a patch a tile and 64-channel chunk; valid on an H100 on 2026-12-06, slower): its sample
 #               plain, then (if it passes) configs/probes/h200_halo_chunks_probe.json tuned (HALO 0 / 2, every measurement
 #               kept) and vs_torch on ResNet-50's 3x3 layers, then the sample under memcheck and racecheck
 #               (OUT/halo_chunks.tgz, OUT/halo_chunks_sanitizers.tgz).

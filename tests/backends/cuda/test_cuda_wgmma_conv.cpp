@@ -245,8 +245,8 @@ std::vector<tuner::Candidate> wgmma_conv_warp_store_candidates(const std::vector
 // gradients; 5x5 filters of 48 channels (a chunk's zero fill), 96 channels (a second, partial chunk), a
 // valid 3x3 input gradient of 40 output channels (its dy padded by two), several images, tiles running
 // past an image's last pixel, patches of 9 to 122 pixels a row; BM 64-256, one and two consumers, BN
-// 64 and 128 (N past the tile), bf16, fp16 and an fp32 output. (Ping-pong consumers, which the kernel
-// takes, are not yet among them: the template's constraint keeps them out until they run here.)
+// 64 and 128 (N past the tile), bf16, fp16 and an fp32 output; ping-pong consumers (a patch buffer
+// each) on the 5x5 forward and the valid input gradient.
 std::vector<Problem> wgmma_conv_halo_problems() {
   using D = DataType;
   constexpr ConvDirection DG = ConvDirection::BackwardData;
@@ -261,7 +261,8 @@ std::vector<tuner::Candidate> wgmma_conv_halo_candidates(const std::vector<Probl
   std::vector<WgmmaConvVariant> vs;
   for (const auto& [problem, bm, bn, consumers, stages, pingpong] : std::vector<std::array<int, 6>>{
            {0, 128, 64, 2, 4, 0}, {0, 256, 64, 2, 4, 0}, {0, 64, 64, 1, 4, 0}, {1, 128, 64, 2, 4, 0}, {1, 256, 64, 2, 3, 0},
-           {2, 128, 64, 2, 4, 0}, {2, 128, 128, 2, 4, 0}, {3, 128, 64, 1, 6, 0}, {4, 128, 128, 2, 4, 0}, {5, 128, 64, 2, 4, 0}})
+           {2, 128, 64, 2, 4, 0}, {2, 128, 128, 2, 4, 0}, {3, 128, 64, 1, 6, 0}, {4, 128, 128, 2, 4, 0}, {5, 128, 64, 2, 4, 0},
+           {0, 128, 64, 2, 4, 1}, {3, 64, 64, 2, 8, 1}})
     vs.push_back({std::size_t(problem),
                   {{"BM", bm}, {"BN", bn}, {"CONSUMERS", consumers}, {"PINGPONG", pingpong}, {"SPLITK", 1},
                    {"STAGES", stages}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}, {"EPI", 0}, {"HALO", 1}}});
@@ -272,8 +273,8 @@ TEST(WgmmaConvCompile, HaloPatchesCompileWithoutSpills) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = wgmma_conv_halo_problems();
   const auto cands = wgmma_conv_halo_candidates(ps, dev);
-  ASSERT_EQ(cands.size(), 10u);
-  // Not for weight gradients, strides, ping-pong (not yet run), split-K nor the warps' TMA stores.
+  ASSERT_EQ(cands.size(), 12u);
+  // Not for weight gradients, strides, split-K nor the warps' TMA stores.
   const KernelTemplate& t = *cands[0].tmpl;
   ConvProblem w = ps[0].conv();
   w.direction = ConvDirection::BackwardFilter;
@@ -281,7 +282,7 @@ TEST(WgmmaConvCompile, HaloPatchesCompileWithoutSpills) {
   ConvProblem strided = ps[0].conv();
   strided.stride_h = strided.stride_w = 2;
   EXPECT_TRUE(t.violation(t.variables(cands[0].solution, Problem{strided}, dev)));
-  for (const auto& [name, value] : std::vector<std::pair<std::string, int>>{{"PINGPONG", 1}, {"SPLITK", 2}, {"EPI", 1}}) {
+  for (const auto& [name, value] : std::vector<std::pair<std::string, int>>{{"SPLITK", 2}, {"EPI", 1}}) {
     Solution other = cands[0].solution;
     other.params[name] = value;
     EXPECT_TRUE(t.violation(t.variables(other, ps[0], dev))) << name;
@@ -870,7 +871,7 @@ TEST(WgmmaConvGpu, WarpTmaStoreSanitizerSample) {
 
 // HALO 1 (a patch a tile): valid twice against the reference.
 TEST(WgmmaConvGpu, HaloPatchSanitizerSample) {
-  expect_variants_valid(wgmma_conv_halo_problems, wgmma_conv_halo_candidates, 10);
+  expect_variants_valid(wgmma_conv_halo_problems, wgmma_conv_halo_candidates, 12);
 }
 
 // HALO 2 (a patch a tile and chunk): valid twice against the reference.
