@@ -332,14 +332,38 @@ def under_load(f, seconds, flops):
             flops * calls / took / 1e12)
 
 
-def kernels_of(f):
-    """The names of the GPU kernels one call of f launches (CUPTI sees the C API's launches too)."""
+def kernels_of(f, runs=20):
+    """The GPU work of one call of f as do_bench meets it: f run `runs` times, each behind the same 256 MB L2
+    clear, under the profiler (CUPTI sees the C API's launches too). Each kernel (and memset or copy) of a
+    call with its median duration, then the median span of a call (its first start to its last end: the gaps
+    between its kernels included), in microseconds: where a side's time goes, and whether it is in kernels."""
+    cuda = torch.autograd.DeviceType.CUDA
+    cache = torch.empty(int(256e6 // 4), dtype=torch.int, device="cuda")
     f()  # the first call's one-time work (plans, handles) stays out of the trace
     torch.cuda.synchronize()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        f()
+        cache.zero_()
         torch.cuda.synchronize()
-    return [e.name[:90] for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    clear = {e.name for e in prof.events() if e.device_type == cuda}
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(runs):
+            cache.zero_()
+            f()
+        torch.cuda.synchronize()
+    calls = []
+    for e in sorted((e for e in prof.events() if e.device_type == cuda), key=lambda e: e.time_range.start):
+        if e.name in clear:
+            calls.append([])
+        elif calls:
+            calls[-1].append(e)
+    calls = [c for c in calls if c]
+    if not calls:
+        return "none"
+    width = min(len(c) for c in calls)
+    work = [f"{calls[0][i].name[:70]} {statistics.median(c[i].time_range.end - c[i].time_range.start for c in calls):.1f}"
+            for i in range(width)]
+    span = statistics.median(c[-1].time_range.end - c[0].time_range.start for c in calls)
+    return f"{'; '.join(work)}; span {span:.1f}"
 
 
 def rung_of(text):
@@ -367,7 +391,8 @@ def main():
                     help="the GEMMs' type; fp8 / int8: the 8-bit GEMMs of configs/h200/h200_gemm_fp8_int8.json; "
                          "convolutions run with bf16 only (--conv-dtype)")
     ap.add_argument("--kernels", action="store_true",
-                    help="print the GPU kernels each side launches for one call (torch.profiler): whether a problem "
+                    help="print the GPU kernels each side launches for one call behind an L2 clear, as do_bench runs it, with "
+                         "their median microseconds and a call's span (torch.profiler): whether a problem "
                          "tiletune hands to the vendor runs the kernel torch.matmul runs")
     ap.add_argument("--clocks", type=float, default=0, metavar="SECONDS",
                     help="also run each side back to back for SECONDS, nvidia-smi sampling the SM clock and the "
