@@ -50,9 +50,7 @@
 // from L2 once a tile rather than once a tap: Inception's 5x5 of 48 channels read 25 im2col copies
 // of every pixel per tile and was bound by L2 bandwidth (BM 64 and stream-K no faster). Two patch
 // buffers, so that the next tile's loads while this one computes; a patch is freed once every
-// wgmma of its tile has retired. HALO 2: the same a 64-channel chunk at a time, the K steps taken chunk
-// by chunk (each chunk's taps in turn), one chunk's patch a buffer, for layers of many channels whose
-// whole patch would not fit twice (ResNet-50's 3x3 of 256 on 14 x 14 images: 4 x 23 KB a tile).
+// wgmma of its tile has retired.
 // Epilogue: accumulators go through a padded fp32 staging buffer, 32 columns at a time, and are
 // written as 16-byte vectors along the output's rows (ld = N, N % 8 == 0 by constraint), or as
 // scalars when the output is not 16-byte aligned. EPI 1 (16-bit output, rows of the tile = rows of
@@ -66,52 +64,19 @@
 
 namespace tt_wgconv {
 
-// HALO 2's K-step order: a chunk's taps in turn, then the next chunk's.
-TT_DEVICE void next_tap_of_chunk(tt_conv::Taps& k, int R, int S) {
-  if (++k.s == S) {
-    k.s = 0;
-    if (++k.r == R) {
-      k.r = 0;
-      ++k.chunk;
-    }
-  }
-}
-
-// HALO 2's patches: buffer n % 2 holds the n-th chunk's patch (its use n / 2); `loads` counts them,
-// `buf` is the buffer of the chunk in use.
-struct ChunkPatches {
-  tt_wg::u32 base, bytes, line, bars;  // the buffers, a buffer's bytes, this consumer's first line, full[2] / empty[2]
-  int& loads;
-  tt_wg::u32& buf;
-};
-
 // HALO: a consumer's K steps [kb, ke) as mma_k_tiles (wgmma_common.h) runs them, A from the
 // tile's patch at a_base (this consumer's first pixel line; chunk c of the channels chunk_bytes on)
 // instead of the ring, B from the ring. Returns the stage of the last group (-1 for none).
-// CHUNKED (HALO 2): the steps chunk by chunk, one chunk's patch a buffer (cp; a_base and chunk_bytes
-// unused): a chunk's first step waits for its patch, and the chunk before's buffer is freed once that
-// step's group is the only one in flight. The last chunk's buffer (cp.buf) is the caller's to free
-// once finish_k_tiles has waited for the last group. Whole tiles only (kb = 0).
-template <class Mma, bool B_K, bool CHUNKED, int MI, int NACC, class R>
+template <class Mma, bool B_K, int MI, int NACC, class R>
 TT_DEVICE int halo_k_tiles(const R& ring, float (&acc)[MI][NACC], tt_wg::u32 a_base, tt_wg::u32 chunk_bytes, int wb, int kb,
-                           int ke, int chunks, int S, int& s, tt_wg::u32& ph, int lane, int R_ = 0,
-                           const ChunkPatches* cp = nullptr) {
+                           int ke, int chunks, int S, int& s, tt_wg::u32& ph, int lane) {
   using namespace tt_wg;
   a_base = __shfl_sync(0xffffffffu, a_base, 0);  // uniform, as mma_k_tiles' offsets
   constexpr u32 KSTEP_B = B_K ? 32 : 2048;
   const u64 db0 = B_K ? desc(ring.b(0), 16, 1024) : desc(ring.b(0), 64 * 128, 1024);
   tt_conv::Taps k = tt_conv::taps_of_tile(kb, chunks, S);
-  int prev = -1, to_free = -1;
+  int prev = -1;
   for (int kt = kb; kt < ke; ++kt) {
-    if constexpr (CHUNKED) {
-      if (kt == kb || (k.r == 0 && k.s == 0)) {  // a chunk's first step: its patch
-        if (kt != kb) to_free = (int)cp->buf;
-        cp->buf = (u32)cp->loads & 1u;
-        mbar_wait(cp->bars + 8 * cp->buf, ((u32)cp->loads >> 1) & 1u);
-        ++cp->loads;
-        a_base = __shfl_sync(0xffffffffu, cp->base + cp->buf * cp->bytes + cp->line * 128u, 0);
-      }
-    }
     const u64 da = desc(a_base + (u32)k.chunk * chunk_bytes + (u32)(k.r * wb + k.s) * 128u, 16, 1024);
     mbar_wait(ring.full(s), ph);
     const u64 db = db0 + (u64)((u32)s * (R::B_BYTES >> 4));
@@ -126,15 +91,10 @@ TT_DEVICE int halo_k_tiles(const R& ring, float (&acc)[MI][NACC], tt_wg::u32 a_b
     if (prev >= 0) {
       wg_wait<1>();
       ring.release(prev, lane);
-      if (CHUNKED && to_free >= 0) {  // the chunk before's groups have retired
-        if (lane == 0) mbar_arrive(cp->bars + 16 + 8 * (u32)to_free);
-        to_free = -1;
-      }
     }
     prev = s;
     R::advance(s, ph);
-    if constexpr (CHUNKED) next_tap_of_chunk(k, R_, S);
-    else tt_conv::next_tile(k, chunks, S);
+    tt_conv::next_tile(k, chunks, S);
   }
   return prev;
 }
@@ -166,9 +126,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                 "SCHED 1: stream-K instead of split-K, cooperative consumers, no phases");
   static_assert(EPI == 0 || (EPI == 1 && sizeof(TC) == 2 && SWAP == 0 && PHASE == 0),
                 "EPI 1: 16-bit output, SWAP 0, no phases (the rows of a tile are rows of the output)");
-  static_assert(HALO == 0 || ((HALO == 1 || (HALO == 2 && PINGPONG == 0)) && DIR != 2 && PHASE == 0 && SPLITK == 1 &&
-                               SCHED == 0 && EPI == 0 && SWAP == 0),
-                "HALO 1, 2: fwd or stride-1 dgrad, whole tiles, the staged epilogue, SWAP 0; HALO 2 cooperative consumers");
+  static_assert(HALO == 0 || (HALO == 1 && DIR != 2 && PHASE == 0 && SPLITK == 1 && SCHED == 0 && EPI == 0 && SWAP == 0),
+                "HALO 1: fwd or stride-1 dgrad, whole tiles, the staged epilogue, SWAP 0");
   constexpr bool PH = PHASE != 0;
   constexpr bool HL = HALO != 0;
   constexpr bool PP = PINGPONG != 0;
@@ -260,9 +219,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
   // HALO: after the ring's barriers, full[2] and empty[2] of the two patch buffers, then the buffers.
   const u32 pbars = bars + 16 * STAGES, patches = (pbars + 32 + 1023) & ~1023u;
-  const u32 patch_bytes = HALO == 2 ? hch_bytes : HL ? (u32)chunks * hch_bytes : 0;  // a buffer
-  // HALO: the patches so far, the producer's of this block (buffer nunit % 2, its use nunit / 2) or a
-  // consumer's: cooperative ones see every one; ping-pong consumer cw every other one, all in buffer cw.
+  const u32 patch_bytes = HL ? (u32)chunks * hch_bytes : 0;
+  // HALO: the units so far, the producer's of this block (buffer nunit % 2, its use nunit / 2) or a
+  // consumer's: cooperative ones see every unit; ping-pong consumer cw every other one, all in buffer cw.
   int nunit = 0;
   if (HL && threadIdx.x == 0) {
     for (int b = 0; b < 2; ++b) {
@@ -309,8 +268,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           tt_wgconv::BoxStart box[BOXES];
           TT_UNROLL
           for (int i = 0; i < BOXES; ++i) box[i] = tt_wgconv::box_start(view, mp + i * BOXP);
-          const int img = HL ? mb / tpp : 0, row0 = HL ? (mb - img * tpp) * BM / hwb : 0;
-          if (HALO == 1) {  // the tile's patch: padded rows row0.. of its image, every column and the halo
+          if (HL) {  // the tile's patch: padded rows row0.. of its image, every column and the halo
+            const int img = mb / tpp, row0 = (mb - img * tpp) * BM / hwb;
             const u32 b = (u32)nunit & 1u, patch = patches + b * patch_bytes;
             mbar_wait(pbars + 16 + 8 * b, (((u32)nunit >> 1) & 1u) ^ 1u);
             mbar_arrive_expect_tx(pbars + 8 * b, (u32)chunks * 128u * (u32)(hwb * hpr));
@@ -323,14 +282,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
               PH ? tt_conv::phase_taps_of_tile(kb, chunks, x) : tt_conv::taps_of_tile(kb, chunks, cv.s);
           for (int kt = kb; kt < ke; ++kt) {
             const u32 full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
-            if (HALO == 2 && (kt == kb || (k.r == 0 && k.s == 0))) {  // a chunk's first step: its patch
-              const u32 b = (u32)nunit & 1u;
-              mbar_wait(pbars + 16 + 8 * b, (((u32)nunit >> 1) & 1u) ^ 1u);
-              mbar_arrive_expect_tx(pbars + 8 * b, 128u * (u32)(hwb * hpr));
-              tma_load_4d(patches + b * patch_bytes, &p.map_im2col, pbars + 8 * b, k.chunk * 64, -view.pad_w,
-                          row0 - view.pad_h, img);
-              ++nunit;
-            }
             mbar_wait(empty, ph ^ 1);
             mbar_arrive_expect_tx(full, STAGE_BYTES);
             const u32 a = sA + s * A_STAGE;
@@ -344,9 +295,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             if (DIR == 0) {
               // The filters as K x (R*S*C) rows, or, where C is not whole chunks, as {C, R*S, K} so that
               // a chunk past C reads zeros, not the next tap's channels (conv_tma_params.h).
-              if (whole_chunks)
-                tma_load_3d(sB + s * B_STAGE, &p.map_tiled, full,
-                            HALO == 2 ? ((k.r * cv.s + k.s) * chunks + k.chunk) * 64 : kt * 64, n0, 0);
+              if (whole_chunks) tma_load_3d(sB + s * B_STAGE, &p.map_tiled, full, kt * 64, n0, 0);
               else tma_load_3d(sB + s * B_STAGE, &p.map_tiled, full, k.chunk * 64, k.r * cv.s + k.s, n0);
             } else {
               const int tap = PH ? k.r * cv.s + k.s : tt_wgconv::flipped_tap(cv, k.r, k.s);
@@ -355,7 +304,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                 tma_load_3d(sB + s * B_STAGE + i * 64 * 128, &p.map_tiled, full, n0 + 64 * i, tap, k.chunk * 64);
             }
             if (PH) tt_conv::next_phase_tile(k, chunks, x);
-            else if (HALO == 2) tt_wgconv::next_tap_of_chunk(k, cv.r, cv.s);
             else tt_conv::next_tile(k, chunks, cv.s);
             if (++s == STAGES) { s = 0; ph ^= 1; }
           }
@@ -399,18 +347,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       if (PP && u != first) pingpong_wait(cw);
       // The constraints keep KT >= SPLITK, so every unit has a K step and leaves a stage to release.
       int prev;
-      u32 hbuf = 0;  // HALO: the tile's patch buffer (HALO 2: its last chunk's)
-      if constexpr (HALO == 2) {
-        const int img = mb / tpp, e0 = (mb - img * tpp) * BM;
-        const tt_wgconv::ChunkPatches cp{patches, patch_bytes, (u32)(e0 % hwb + cw * WM), pbars, nunit, hbuf};
-        prev = tt_wgconv::halo_k_tiles<Mma, B_K, true>(ring, acc, 0, 0, hwb, kb, ke, chunks, cv.s, s, ph, lane, cv.r, &cp);
-      } else if constexpr (HL) {
+      u32 hbuf = 0;  // HALO: the tile's patch buffer
+      if constexpr (HL) {
         const int img = mb / tpp, e0 = (mb - img * tpp) * BM;
         hbuf = PP ? (u32)cw : (u32)nunit & 1u;
         mbar_wait(pbars + 8 * hbuf, PP ? (u32)nunit & 1u : ((u32)nunit >> 1) & 1u);
         ++nunit;
         const u32 a_base = patches + hbuf * patch_bytes + (u32)(e0 - e0 / hwb * hwb + (PP ? 0 : cw * WM)) * 128u;
-        prev = tt_wgconv::halo_k_tiles<Mma, B_K, false>(ring, acc, a_base, hch_bytes, hwb, kb, ke, chunks, cv.s, s, ph, lane);
+        prev = tt_wgconv::halo_k_tiles<Mma, B_K>(ring, acc, a_base, hch_bytes, hwb, kb, ke, chunks, cv.s, s, ph, lane);
       } else if constexpr (SW)
         prev = mma_k_tiles<Mma, B_K, true, 64>(SwappedRing<RingT>{ring}, acc, 0, kb, ke, s, ph, lane, PP ? 0 : cw * WM * 128);
       else

@@ -57,10 +57,6 @@
 #               plain, then (if it passes) configs/probes/h200_halo_probe.json tuned (HALO 0 / 1 in one sweep, every measurement kept)
 #               and vs_torch on its layers, then the sample under memcheck and racecheck (OUT/halo.tgz,
 #               OUT/halo_sanitizers.tgz).
-#   halo_chunks: wgmma_conv HALO 2 (a patch a tile and 64-channel chunk; valid on an H100 on 2026-12-06, slower): its sample
-#               plain, then (if it passes) configs/probes/h200_halo_chunks_probe.json tuned (HALO 0 / 2, every measurement
-#               kept) and vs_torch on ResNet-50's 3x3 layers, then the sample under memcheck and racecheck
-#               (OUT/halo_chunks.tgz, OUT/halo_chunks_sanitizers.tgz).
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -267,10 +263,7 @@ for STEP in ${STEPS//,/ }; do
     halo)
       sample_probe_sanitizers halo WgmmaConvGpu.HaloPatchSanitizerSample configs/probes/h200_halo_probe.json 240 \
         untuned:5x5_48,unet_3x3_64 shipped:l1_3x3_64 ;;
-    halo_chunks)
-      sample_probe_sanitizers halo_chunks WgmmaConvGpu.HaloChunkPatchSanitizerSample \
-        configs/probes/h200_halo_chunks_probe.json 300 shipped:l2_3x3_128,l3_3x3_256,l4_3x3_512 ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|warp_store|waves_5x5|halo|halo_chunks[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|warp_store|waves_5x5|halo[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done

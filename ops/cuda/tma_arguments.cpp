@@ -190,18 +190,17 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
   TtConvTmaParams args;
   std::memset(&args, 0, sizeof args);
   args.c = p;
-  if (halo != 0 && (direction == ConvDirection::BackwardFilter || phases || p.stride_h != 1 || p.stride_w != 1 ||
+  if (halo == 1 && (direction == ConvDirection::BackwardFilter || phases || p.stride_h != 1 || p.stride_w != 1 ||
                     p.dil_h != 1 || p.dil_w != 1 || epi != 0))
-    throw Error("wgmma_conv: HALO is for undilated stride-1 forward and input-gradient convolutions with EPI 0");
-  if (halo < 0 || halo > 2)
-    throw Error("wgmma_conv: HALO " + std::to_string(halo) +
-                " (0 im2col copies a K step, 1 a patch a tile, 2 a patch a tile and chunk)");
+    throw Error("wgmma_conv: HALO 1 is for undilated stride-1 forward and input-gradient convolutions with EPI 0");
+  if (halo != 0 && halo != 1)
+    throw Error("wgmma_conv: HALO " + std::to_string(halo) + " (0 im2col copies a K step, 1 a patch a tile)");
   // The im2col side: x (fwd, wgrad) or dy (dgrad), NHWC, dimensions innermost first {C, W, H, N}.
-  if (halo != 0) {  // HALO: tiled, one patch a tile (and chunk): box {64, WB, rows, 1}, zero fill past the edges
+  if (halo == 1) {  // HALO: tiled, one patch a tile: box {64, WB, rows, 1}, zero fill past the edges
     const tt_wgconv::Im2col v = tt_wgconv::im2col_of(p, dir);
     const int wb = v.grid_w + p.s - 1, rows = (bm + wb - 2) / wb + p.r;
     if (wb > 256 || rows > 256 || v.pad_h < 0 || v.pad_w < 0)
-      throw Error("wgmma_conv: HALO needs a patch of at most 256 x 256 pixels and padding >= 0 (" +
+      throw Error("wgmma_conv: HALO 1 needs a patch of at most 256 x 256 pixels and padding >= 0 (" +
                   std::to_string(wb) + " x " + std::to_string(rows) + ")");
     const cuuint32_t box[4] = {64, cuuint32_t(wb), cuuint32_t(rows), 1};
     encode_nhwc(encode_tiled, &args.map_im2col, "wgmma_conv patch", dt, act, v.src_c, v.src_w, v.src_h, p.n, box, 1, 1);

@@ -49,9 +49,9 @@ std::vector<std::uint8_t> make_tma_conv_arguments(const TtConvParams& p, const C
 
 // The same with explicit encoders, tile shape and PHASE (1: a strided dgrad's phases share one
 // im2col map over dy on a phase's grid, wgmma_conv_index.h; tests pass fakes that record their arguments).
-// EPI 1 adds map_out over the output (of out_type, 16-bit), for the warps' TMA stores. HALO 1 and 2 put
-// a tiled map in map_im2col's place: box {64 channels, output width + S - 1, the patch's rows, 1} over
-// x (dy), the patch of one BM-pixel tile (and 64-channel chunk; wgmma_conv.cuh).
+// EPI 1 adds map_out over the output (of out_type, 16-bit), for the warps' TMA stores. HALO 1 puts a
+// tiled map in map_im2col's place: box {64 channels, output width + S - 1, the patch's rows, 1} over
+// x (dy), the patch of one BM-pixel tile (wgmma_conv.cuh).
 std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2col, TensorMapEncoder encode_tiled,
                                                     const TtConvParams& p, ConvDirection direction, DataType in_type,
                                                     int bm, int bn, int phase = 0, int epi = 0,

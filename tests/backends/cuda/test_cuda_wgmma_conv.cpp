@@ -291,43 +291,6 @@ TEST(WgmmaConvCompile, HaloPatchesCompileWithoutSpills) {
   expect_no_spills(*compiler, cands, ps, dev, 16);
 }
 
-// HALO 2 (a patch a tile and 64-channel chunk, the K steps chunk by chunk): forward and input gradients of
-// 2-4 chunks, whole (the filters as K x R*S*C rows) and partial (a second chunk of 32 channels: {C, R*S,
-// K}); a 1x1 layer, whose every K step is a chunk of its own; 5x5 filters; BM 64-256, BN 64 and 128, an
-// fp32 output.
-std::vector<Problem> wgmma_conv_halo_chunk_problems() {
-  using D = DataType;
-  constexpr ConvDirection DG = ConvDirection::BackwardData;
-  return {wgmma_conv(D::BF16, D::BF16, 2, 128, 14, 14, 128, 3, 3, 1, 1, 1, 1),
-          wgmma_conv(D::F16, D::F16, 2, 96, 9, 20, 72, 3, 3, 1, 1, 1, 1),
-          wgmma_conv(D::BF16, D::BF16, 2, 64, 14, 14, 192, 3, 3, 1, 1, 1, 1, 1, 1, DG),
-          wgmma_conv(D::BF16, D::BF16, 2, 256, 7, 7, 64, 1, 1, 1, 1, 0, 0),
-          wgmma_conv(D::F16, D::F32, 1, 128, 10, 12, 128, 5, 5, 1, 1, 2, 2, 1, 1, DG)};
-}
-std::vector<tuner::Candidate> wgmma_conv_halo_chunk_candidates(const std::vector<Problem>& ps,
-                                                               const gpu::DeviceInfo& dev) {
-  std::vector<WgmmaConvVariant> vs;
-  for (const auto& [problem, bm, bn, consumers, stages] : std::vector<std::array<int, 5>>{
-           {0, 128, 128, 2, 4}, {0, 256, 64, 2, 4}, {1, 128, 64, 2, 4}, {1, 64, 128, 1, 6}, {2, 128, 64, 2, 4},
-           {2, 256, 64, 2, 3}, {3, 64, 64, 1, 4}, {4, 128, 128, 2, 4}})
-    vs.push_back({std::size_t(problem),
-                  {{"BM", bm}, {"BN", bn}, {"CONSUMERS", consumers}, {"PINGPONG", 0}, {"SPLITK", 1}, {"STAGES", stages},
-                   {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}, {"EPI", 0}, {"HALO", 2}}});
-  return wgmma_conv_variants(ps, dev, vs);
-}
-
-TEST(WgmmaConvCompile, HaloChunkPatchesCompileWithoutSpills) {
-  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  const std::vector<Problem> ps = wgmma_conv_halo_chunk_problems();
-  const auto cands = wgmma_conv_halo_chunk_candidates(ps, dev);
-  ASSERT_EQ(cands.size(), 8u);
-  Solution pingpong = cands[0].solution;  // cooperative consumers only
-  pingpong.params["PINGPONG"] = 1;
-  EXPECT_TRUE(cands[0].tmpl->violation(cands[0].tmpl->variables(pingpong, ps[0], dev)));
-  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
-  expect_no_spills(*compiler, cands, ps, dev, 16);
-}
-
 TEST(WgmmaConvCompile, WarpTmaStoresCompileWithoutSpills) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = wgmma_conv_warp_store_problems();
@@ -872,11 +835,6 @@ TEST(WgmmaConvGpu, WarpTmaStoreSanitizerSample) {
 // HALO 1 (a patch a tile): valid twice against the reference.
 TEST(WgmmaConvGpu, HaloPatchSanitizerSample) {
   expect_variants_valid(wgmma_conv_halo_problems, wgmma_conv_halo_candidates, 12);
-}
-
-// HALO 2 (a patch a tile and chunk): valid twice against the reference.
-TEST(WgmmaConvGpu, HaloChunkPatchSanitizerSample) {
-  expect_variants_valid(wgmma_conv_halo_chunk_problems, wgmma_conv_halo_chunk_candidates, 8);
 }
 
 // A tuned wgmma_conv winner runs the same way in the runtime (tensor maps encoded per call for the
