@@ -334,9 +334,11 @@ def under_load(f, seconds, flops):
 
 def kernels_of(f, runs=20):
     """The GPU work of one call of f as do_bench meets it: f run `runs` times, each behind the same 256 MB L2
-    clear, under the profiler (CUPTI sees the C API's launches too). Each kernel (and memset or copy) of a
-    call with its median duration, then the median span of a call (its first start to its last end: the gaps
-    between its kernels included), in microseconds: where a side's time goes, and whether it is in kernels."""
+    clear, under the profiler (CUPTI sees the C API's launches too). Each kernel (and memset or copy) of a call
+    as "name: median us", then the median span of a call (its first start to its last end: the gaps between its
+    kernels included): where a side's time goes, and whether it is in kernels. A call is what follows a clear
+    (told by the clear's kernel names); calls that launch different work from run to run are reported, not
+    pooled."""
     cuda = torch.autograd.DeviceType.CUDA
     cache = torch.empty(int(256e6 // 4), dtype=torch.int, device="cuda")
     f()  # the first call's one-time work (plans, handles) stays out of the trace
@@ -359,11 +361,13 @@ def kernels_of(f, runs=20):
     calls = [c for c in calls if c]
     if not calls:
         return "none"
-    width = min(len(c) for c in calls)
-    work = [f"{calls[0][i].name[:70]} {statistics.median(c[i].time_range.end - c[i].time_range.start for c in calls):.1f}"
-            for i in range(width)]
-    span = statistics.median(c[-1].time_range.end - c[0].time_range.start for c in calls)
-    return f"{'; '.join(work)}; span {span:.1f}"
+    names = [e.name for e in calls[0]]
+    if any([e.name for e in c] != names for c in calls):
+        return f"calls launch different work from run to run ({sorted({len(c) for c in calls})} kernels)"
+    work = [f"{names[i][:90]}: {statistics.median(c[i].time_range.end - c[i].time_range.start for c in calls):.1f} us"
+            for i in range(len(names))]
+    span = statistics.median(max(e.time_range.end for e in c) - c[0].time_range.start for c in calls)
+    return f"{'; '.join(work)}; span {span:.1f} us"
 
 
 def rung_of(text):

@@ -274,7 +274,7 @@ TEST(WgmmaConvCompile, HaloPatchesCompileWithoutSpills) {
   const std::vector<Problem> ps = wgmma_conv_halo_problems();
   const auto cands = wgmma_conv_halo_candidates(ps, dev);
   ASSERT_EQ(cands.size(), 12u);
-  // Not for weight gradients, strides, split-K nor the warps' TMA stores.
+  // Not for weight gradients, strides, split-K nor the warps' TMA stores; no HALO but 0 and 1.
   const KernelTemplate& t = *cands[0].tmpl;
   ConvProblem w = ps[0].conv();
   w.direction = ConvDirection::BackwardFilter;
@@ -282,7 +282,7 @@ TEST(WgmmaConvCompile, HaloPatchesCompileWithoutSpills) {
   ConvProblem strided = ps[0].conv();
   strided.stride_h = strided.stride_w = 2;
   EXPECT_TRUE(t.violation(t.variables(cands[0].solution, Problem{strided}, dev)));
-  for (const auto& [name, value] : std::vector<std::pair<std::string, int>>{{"SPLITK", 2}, {"EPI", 1}}) {
+  for (const auto& [name, value] : std::vector<std::pair<std::string, int>>{{"SPLITK", 2}, {"EPI", 1}, {"HALO", 2}}) {
     Solution other = cands[0].solution;
     other.params[name] = value;
     EXPECT_TRUE(t.violation(t.variables(other, ps[0], dev))) << name;
@@ -751,6 +751,8 @@ TEST(WgmmaConvArguments, EncodesTheHaloPatchMap) {
                                                     DataType::BF16, 128, 64, 0, 0, DataType::BF16, 1), Error);
   EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardData,
                                                     DataType::BF16, 128, 64, 0, 1, DataType::BF16, 1), Error);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardData,
+                                                    DataType::BF16, 128, 64, 0, 0, DataType::BF16, 2), Error);  // no HALO 2
 }
 
 // The runtime serves wgmma_conv on the TMA loads' two tensors on 16 bytes (dgrad: dy and w), and EPI 1,
