@@ -86,35 +86,35 @@ std::vector<Problem> wgmma_conv_deep_split_problems() {
   return {wgmma_conv(D::BF16, D::BF16, 32, 64, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, WG),
           wgmma_conv(D::F16, D::F32, 16, 128, 35, 35, 160, 1, 1, 1, 1, 0, 0, 1, 1, WG)};
 }
-// wgmma_conv candidates of problem `problem` with `params` over the sample's values, each admitted.
-struct WgmmaConvVariant {
-  std::size_t problem;
-  std::map<std::string, std::int64_t> params;
-};
-std::vector<tuner::Candidate> wgmma_conv_variants(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev,
-                                                  const std::vector<WgmmaConvVariant>& variants) {
+// wgmma_conv candidates over the sample's values, each admitted, from a table: the parameters every row shares,
+// then a row a variant (the problem's index first, then the values of `columns`).
+std::vector<tuner::Candidate> wgmma_conv_rows(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev,
+                                              const std::map<std::string, std::int64_t>& shared,
+                                              const std::vector<std::string>& columns,
+                                              const std::vector<std::vector<int>>& rows) {
   const std::vector<tuner::Candidate> base = conv_sample("wgmma_conv", ps, dev, 1);
   std::vector<tuner::Candidate> out;
-  for (const WgmmaConvVariant& v : variants)
+  for (const std::vector<int>& row : rows) {
+    EXPECT_EQ(row.size(), columns.size() + 1);
+    const std::size_t problem = std::size_t(row.at(0));
     for (const auto& b : base)
-      if (b.problem_index == v.problem) {
+      if (b.problem_index == problem) {
         tuner::Candidate c = b;
-        for (const auto& [name, value] : v.params) c.solution.params[name] = value;
-        const auto broken = c.tmpl->violation(c.tmpl->variables(c.solution, ps[v.problem], dev));
+        for (const auto& [name, value] : shared) c.solution.params[name] = value;
+        for (std::size_t i = 0; i < columns.size(); ++i) c.solution.params[columns[i]] = row.at(i + 1);
+        const auto broken = c.tmpl->violation(c.tmpl->variables(c.solution, ps[problem], dev));
         EXPECT_FALSE(broken) << c.solution.kernel_name() << ": " << *broken;
         if (!broken) out.push_back(c);
         break;
       }
+  }
   return out;
 }
 std::vector<tuner::Candidate> wgmma_conv_deep_split_candidates(const std::vector<Problem>& ps,
                                                                const gpu::DeviceInfo& dev) {
-  std::vector<WgmmaConvVariant> vs;
-  for (const auto& [problem, bm, bn, pingpong, splitk] : std::vector<std::array<int, 5>>{
-           {0, 128, 128, 0, 16}, {0, 128, 64, 0, 32}, {1, 128, 128, 0, 32}, {1, 64, 64, 1, 16}, {1, 128, 128, 1, 16}})
-    vs.push_back({std::size_t(problem),
-                  {{"BM", bm}, {"BN", bn}, {"PINGPONG", pingpong}, {"CONSUMERS", 2}, {"SPLITK", splitk}, {"PHASE", 0}}});
-  return wgmma_conv_variants(ps, dev, vs);
+  return wgmma_conv_rows(ps, dev, {{"CONSUMERS", 2}, {"PHASE", 0}}, {"BM", "BN", "PINGPONG", "SPLITK"},
+                         {{0, 128, 128, 0, 16}, {0, 128, 64, 0, 32}, {1, 128, 128, 0, 32}, {1, 64, 64, 1, 16},
+                          {1, 128, 128, 1, 16}});
 }
 
 // Stream-K (SCHED 1): weight gradients of fewer tiles than multiprocessors (every tile streamed;
@@ -133,14 +133,10 @@ std::vector<Problem> wgmma_conv_stream_k_problems() {
 }
 std::vector<tuner::Candidate> wgmma_conv_stream_k_candidates(const std::vector<Problem>& ps,
                                                              const gpu::DeviceInfo& dev) {
-  std::vector<WgmmaConvVariant> vs;
-  for (const auto& [problem, bm, bn, consumers, swap] : std::vector<std::array<int, 5>>{
-           {0, 128, 128, 2, 0}, {0, 64, 256, 1, 0}, {1, 128, 64, 2, 0}, {2, 128, 128, 2, 0}, {2, 128, 64, 2, 1},
-           {3, 64, 64, 1, 0}, {4, 64, 64, 1, 1}, {4, 64, 64, 1, 2}})
-    vs.push_back({std::size_t(problem),
-                  {{"BM", bm}, {"BN", bn}, {"CONSUMERS", consumers}, {"PINGPONG", 0}, {"SPLITK", 1}, {"STAGES", 4},
-                   {"PHASE", 0}, {"SWAP", swap}, {"SCHED", 1}}});
-  return wgmma_conv_variants(ps, dev, vs);
+  return wgmma_conv_rows(ps, dev, {{"PINGPONG", 0}, {"SPLITK", 1}, {"STAGES", 4}, {"PHASE", 0}, {"SCHED", 1}},
+                         {"BM", "BN", "CONSUMERS", "SWAP"},
+                         {{0, 128, 128, 2, 0}, {0, 64, 256, 1, 0}, {1, 128, 64, 2, 0}, {2, 128, 128, 2, 0},
+                          {2, 128, 64, 2, 1}, {3, 64, 64, 1, 0}, {4, 64, 64, 1, 1}, {4, 64, 64, 1, 2}});
 }
 
 TEST(WgmmaConvCompile, StreamKCompilesWithoutSpills) {
@@ -166,15 +162,16 @@ std::vector<Problem> wgmma_conv_swap_problems() {
           wgmma_conv(D::BF16, D::BF16, 4, 64, 16, 16, 64, 3, 3, 2, 2, 1, 1, 1, 1, DG)};
 }
 std::vector<tuner::Candidate> wgmma_conv_swap_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
-  std::vector<WgmmaConvVariant> vs;
-  for (int swap : {1, 2})
-    for (const auto& [problem, bm, bn, consumers, pingpong, splitk, phase] : std::vector<std::array<int, 7>>{
-             {0, 256, 64, 2, 0, 1, 0}, {0, 256, 64, 1, 0, 1, 0}, {0, 128, 64, 2, 1, 1, 0}, {1, 128, 64, 2, 0, 2, 0},
-             {1, 256, 64, 2, 0, 1, 0}, {2, 128, 128, 2, 0, 1, 0}, {2, 256, 128, 2, 0, 1, 0}, {3, 256, 64, 2, 0, 1, 1}})
-      vs.push_back({std::size_t(problem),
-                    {{"BM", bm}, {"BN", bn}, {"CONSUMERS", consumers}, {"PINGPONG", pingpong}, {"SPLITK", splitk},
-                     {"STAGES", 4}, {"PHASE", phase}, {"SWAP", swap}}});
-  return wgmma_conv_variants(ps, dev, vs);
+  std::vector<tuner::Candidate> out;
+  for (int swap : {1, 2}) {
+    const auto some = wgmma_conv_rows(ps, dev, {{"STAGES", 4}, {"SWAP", swap}},
+                                      {"BM", "BN", "CONSUMERS", "PINGPONG", "SPLITK", "PHASE"},
+                                      {{0, 256, 64, 2, 0, 1, 0}, {0, 256, 64, 1, 0, 1, 0}, {0, 128, 64, 2, 1, 1, 0},
+                                       {1, 128, 64, 2, 0, 2, 0}, {1, 256, 64, 2, 0, 1, 0}, {2, 128, 128, 2, 0, 1, 0},
+                                       {2, 256, 128, 2, 0, 1, 0}, {3, 256, 64, 2, 0, 1, 1}});
+    out.insert(out.end(), some.begin(), some.end());
+  }
+  return out;
 }
 
 // BN 160 (fwd, dgrad): tiles across 144-160 channels. A forward pass of 144 output channels (one tile
@@ -190,14 +187,10 @@ std::vector<Problem> wgmma_conv_bn160_problems() {
           wgmma_conv(D::F16, D::F32, 2, 304, 9, 11, 128, 3, 3, 1, 1, 1, 1, 1, 1, DG)};
 }
 std::vector<tuner::Candidate> wgmma_conv_bn160_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
-  std::vector<WgmmaConvVariant> vs;
-  for (const auto& [problem, bm, consumers, splitk] : std::vector<std::array<int, 4>>{
-           {0, 128, 2, 1}, {0, 64, 1, 1}, {0, 256, 2, 1}, {1, 128, 2, 1}, {2, 128, 2, 1}, {2, 64, 1, 1}, {2, 256, 2, 1},
-           {3, 128, 2, 1}, {3, 128, 2, 2}})
-    vs.push_back({std::size_t(problem),
-                  {{"BM", bm}, {"BN", 160}, {"CONSUMERS", consumers}, {"PINGPONG", 0}, {"SPLITK", splitk},
-                   {"STAGES", bm == 256 ? 3 : 4}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}}});
-  return wgmma_conv_variants(ps, dev, vs);
+  return wgmma_conv_rows(ps, dev, {{"BN", 160}, {"PINGPONG", 0}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}},
+                         {"BM", "CONSUMERS", "SPLITK", "STAGES"},
+                         {{0, 128, 2, 1, 4}, {0, 64, 1, 1, 4}, {0, 256, 2, 1, 3}, {1, 128, 2, 1, 4}, {2, 128, 2, 1, 4},
+                          {2, 64, 1, 1, 4}, {2, 256, 2, 1, 3}, {3, 128, 2, 1, 4}, {3, 128, 2, 2, 4}});
 }
 
 TEST(WgmmaConvCompile, OneHundredSixtyChannelTilesCompileWithoutSpills) {
@@ -230,15 +223,12 @@ std::vector<Problem> wgmma_conv_warp_store_problems() {
 }
 std::vector<tuner::Candidate> wgmma_conv_warp_store_candidates(const std::vector<Problem>& ps,
                                                                const gpu::DeviceInfo& dev) {
-  std::vector<WgmmaConvVariant> vs;
-  for (const auto& [problem, bm, bn, consumers, pingpong, splitk, sched] : std::vector<std::array<int, 7>>{
-           {0, 128, 128, 2, 0, 1, 0}, {0, 64, 256, 1, 0, 1, 0}, {0, 128, 64, 2, 1, 1, 0}, {1, 256, 160, 2, 0, 1, 0},
-           {1, 128, 192, 2, 0, 1, 0}, {1, 128, 128, 1, 0, 1, 0}, {2, 128, 128, 2, 0, 2, 0}, {2, 256, 64, 2, 0, 1, 0},
-           {3, 128, 128, 2, 0, 4, 0}, {3, 128, 64, 2, 0, 1, 1}})
-    vs.push_back({std::size_t(problem),
-                  {{"BM", bm}, {"BN", bn}, {"CONSUMERS", consumers}, {"PINGPONG", pingpong}, {"SPLITK", splitk},
-                   {"STAGES", bm == 256 ? 3 : 4}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", sched}, {"EPI", 1}}});
-  return wgmma_conv_variants(ps, dev, vs);
+  return wgmma_conv_rows(ps, dev, {{"PHASE", 0}, {"SWAP", 0}, {"EPI", 1}},
+                         {"BM", "BN", "CONSUMERS", "PINGPONG", "SPLITK", "SCHED", "STAGES"},
+                         {{0, 128, 128, 2, 0, 1, 0, 4}, {0, 64, 256, 1, 0, 1, 0, 4}, {0, 128, 64, 2, 1, 1, 0, 4},
+                          {1, 256, 160, 2, 0, 1, 0, 3}, {1, 128, 192, 2, 0, 1, 0, 4}, {1, 128, 128, 1, 0, 1, 0, 4},
+                          {2, 128, 128, 2, 0, 2, 0, 4}, {2, 256, 64, 2, 0, 1, 0, 3}, {3, 128, 128, 2, 0, 4, 0, 4},
+                          {3, 128, 64, 2, 0, 1, 1, 4}});
 }
 
 // HALO 1 (a patch of input rows a tile, each tap's A a descriptor into it): forward and stride-1 input
@@ -258,15 +248,11 @@ std::vector<Problem> wgmma_conv_halo_problems() {
           wgmma_conv(D::BF16, D::BF16, 1, 16, 6, 120, 64, 3, 3, 1, 1, 1, 1)};
 }
 std::vector<tuner::Candidate> wgmma_conv_halo_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
-  std::vector<WgmmaConvVariant> vs;
-  for (const auto& [problem, bm, bn, consumers, stages, pingpong] : std::vector<std::array<int, 6>>{
-           {0, 128, 64, 2, 4, 0}, {0, 256, 64, 2, 4, 0}, {0, 64, 64, 1, 4, 0}, {1, 128, 64, 2, 4, 0}, {1, 256, 64, 2, 3, 0},
-           {2, 128, 64, 2, 4, 0}, {2, 128, 128, 2, 4, 0}, {3, 128, 64, 1, 6, 0}, {4, 128, 128, 2, 4, 0}, {5, 128, 64, 2, 4, 0},
-           {0, 128, 64, 2, 4, 1}, {3, 64, 64, 2, 8, 1}})
-    vs.push_back({std::size_t(problem),
-                  {{"BM", bm}, {"BN", bn}, {"CONSUMERS", consumers}, {"PINGPONG", pingpong}, {"SPLITK", 1},
-                   {"STAGES", stages}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}, {"EPI", 0}, {"HALO", 1}}});
-  return wgmma_conv_variants(ps, dev, vs);
+  return wgmma_conv_rows(ps, dev, {{"SPLITK", 1}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}, {"EPI", 0}, {"HALO", 1}},
+                         {"BM", "BN", "CONSUMERS", "STAGES", "PINGPONG"},
+                         {{0, 128, 64, 2, 4, 0}, {0, 256, 64, 2, 4, 0}, {0, 64, 64, 1, 4, 0}, {1, 128, 64, 2, 4, 0},
+                          {1, 256, 64, 2, 3, 0}, {2, 128, 64, 2, 4, 0}, {2, 128, 128, 2, 4, 0}, {3, 128, 64, 1, 6, 0},
+                          {4, 128, 128, 2, 4, 0}, {5, 128, 64, 2, 4, 0}, {0, 128, 64, 2, 4, 1}, {3, 64, 64, 2, 8, 1}});
 }
 
 TEST(WgmmaConvCompile, HaloPatchesCompileWithoutSpills) {
