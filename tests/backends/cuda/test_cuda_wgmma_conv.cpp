@@ -110,6 +110,19 @@ std::vector<tuner::Candidate> wgmma_conv_rows(const std::vector<Problem>& ps, co
   }
   return out;
 }
+// Whether the template refuses candidate c with `changed` parameters on problem p.
+bool refuses(const tuner::Candidate& c, const Problem& p, const gpu::DeviceInfo& dev,
+             const std::map<std::string, std::int64_t>& changed = {}) {
+  Solution s = c.solution;
+  for (const auto& [name, value] : changed) s.params[name] = value;
+  return bool(c.tmpl->violation(c.tmpl->variables(s, p, dev)));
+}
+// Problem p as a weight gradient.
+Problem as_wgrad(const Problem& p) {
+  ConvProblem w = p.conv();
+  w.direction = ConvDirection::BackwardFilter;
+  return Problem{w};
+}
 std::vector<tuner::Candidate> wgmma_conv_deep_split_candidates(const std::vector<Problem>& ps,
                                                                const gpu::DeviceInfo& dev) {
   return wgmma_conv_rows(ps, dev, {{"CONSUMERS", 2}, {"PHASE", 0}}, {"BM", "BN", "PINGPONG", "SPLITK"},
@@ -199,13 +212,8 @@ TEST(WgmmaConvCompile, OneHundredSixtyChannelTilesCompileWithoutSpills) {
   const auto cands = wgmma_conv_bn160_candidates(ps, dev);
   ASSERT_EQ(cands.size(), 9u);
   // Not for wgrad (its tile columns are 64-column taps), nor swapped.
-  const KernelTemplate& t = *cands[0].tmpl;
-  ConvProblem w = ps[0].conv();
-  w.direction = ConvDirection::BackwardFilter;
-  EXPECT_TRUE(t.violation(t.variables(cands[0].solution, Problem{w}, dev)));
-  Solution swapped = cands[0].solution;
-  swapped.params["SWAP"] = 1;
-  EXPECT_TRUE(t.violation(t.variables(swapped, ps[0], dev)));
+  EXPECT_TRUE(refuses(cands[0], as_wgrad(ps[0]), dev));
+  EXPECT_TRUE(refuses(cands[0], ps[0], dev, {{"SWAP", 1}}));
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   expect_no_spills(*compiler, cands, ps, dev, 16);
 }
@@ -261,18 +269,12 @@ TEST(WgmmaConvCompile, HaloPatchesCompileWithoutSpills) {
   const auto cands = wgmma_conv_halo_candidates(ps, dev);
   ASSERT_EQ(cands.size(), 12u);
   // Not for weight gradients, strides, split-K nor the warps' TMA stores; no HALO but 0 and 1.
-  const KernelTemplate& t = *cands[0].tmpl;
-  ConvProblem w = ps[0].conv();
-  w.direction = ConvDirection::BackwardFilter;
-  EXPECT_TRUE(t.violation(t.variables(cands[0].solution, Problem{w}, dev)));
+  EXPECT_TRUE(refuses(cands[0], as_wgrad(ps[0]), dev));
   ConvProblem strided = ps[0].conv();
   strided.stride_h = strided.stride_w = 2;
-  EXPECT_TRUE(t.violation(t.variables(cands[0].solution, Problem{strided}, dev)));
-  for (const auto& [name, value] : std::vector<std::pair<std::string, int>>{{"SPLITK", 2}, {"EPI", 1}, {"HALO", 2}}) {
-    Solution other = cands[0].solution;
-    other.params[name] = value;
-    EXPECT_TRUE(t.violation(t.variables(other, ps[0], dev))) << name;
-  }
+  EXPECT_TRUE(refuses(cands[0], Problem{strided}, dev));
+  for (const auto& [name, value] : std::vector<std::pair<std::string, int>>{{"SPLITK", 2}, {"EPI", 1}, {"HALO", 2}})
+    EXPECT_TRUE(refuses(cands[0], ps[0], dev, {{name, value}})) << name;
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   expect_no_spills(*compiler, cands, ps, dev, 16);
 }
@@ -283,16 +285,11 @@ TEST(WgmmaConvCompile, WarpTmaStoresCompileWithoutSpills) {
   const auto cands = wgmma_conv_warp_store_candidates(ps, dev);
   ASSERT_EQ(cands.size(), 10u);
   // Not with SWAP, nor fp32 output, nor BN 160 over several tile columns.
-  const KernelTemplate& t = *cands[0].tmpl;
-  Solution swapped = cands[0].solution;
-  swapped.params["SWAP"] = 1;
-  EXPECT_TRUE(t.violation(t.variables(swapped, ps[0], dev)));
+  EXPECT_TRUE(refuses(cands[0], ps[0], dev, {{"SWAP", 1}}));
   ConvProblem f32 = ps[0].conv();
   f32.out_type = DataType::F32;
-  EXPECT_TRUE(t.violation(t.variables(cands[0].solution, Problem{f32}, dev)));
-  Solution wide = cands[0].solution;
-  wide.params["BN"] = 160;
-  EXPECT_TRUE(t.violation(t.variables(wide, ps[0], dev)));  // 200 channels: two tile columns of 160
+  EXPECT_TRUE(refuses(cands[0], Problem{f32}, dev));
+  EXPECT_TRUE(refuses(cands[0], ps[0], dev, {{"BN", 160}}));  // 200 channels: two tile columns of 160
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   expect_no_spills(*compiler, cands, ps, dev, 16);
 }
@@ -303,14 +300,8 @@ TEST(WgmmaConvCompile, SwappedOperandsCompileWithoutSpills) {
   const auto cands = wgmma_conv_swap_candidates(ps, dev);
   ASSERT_EQ(cands.size(), 16u);
   // Where SWAP holds: the gradients and 128-channel tiles do not take it.
-  const KernelTemplate& t = *cands[0].tmpl;
-  Solution wgrad = cands[0].solution;
-  ConvProblem w = ps[0].conv();
-  w.direction = ConvDirection::BackwardFilter;
-  EXPECT_TRUE(t.violation(t.variables(wgrad, Problem{w}, dev)));
-  Solution wide = cands[0].solution;
-  wide.params["BN"] = 256;
-  EXPECT_TRUE(t.violation(t.variables(wide, ps[0], dev)));
+  EXPECT_TRUE(refuses(cands[0], as_wgrad(ps[0]), dev));
+  EXPECT_TRUE(refuses(cands[0], ps[0], dev, {{"BN", 256}}));
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   expect_no_spills(*compiler, cands, ps, dev, 0);
 }
