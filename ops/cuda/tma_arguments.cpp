@@ -20,6 +20,22 @@ static_assert(alignof(TtTensorMap) >= 64, "TMA descriptors must be 64-byte align
 
 namespace {
 
+// A tiled map with the 128-byte swizzle and zero fill outside the tensor into *map, or an error naming
+// `what` and `shape` (the caller's description of the tensor).
+void tiled_map(TensorMapEncoder encode, TtTensorMap* map, const char* what, const std::string& shape,
+               CUtensorMapDataType dt, cuuint32_t rank, const void* base, const cuuint64_t* dims, const cuuint64_t* strides,
+               const cuuint32_t* box, const cuuint32_t* elem_strides, CUtensorMapL2promotion l2) {
+  CUtensorMap m;
+  std::memset(&m, 0, sizeof m);
+  const CUresult r = encode(&m, dt, rank, const_cast<void*>(base), dims, strides, box, elem_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, l2,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw Error(std::string("cuTensorMapEncodeTiled failed for ") + what + " (CUresult " +
+                std::to_string(static_cast<int>(r)) + ", " + shape + ")");
+  std::memcpy(map, &m, sizeof m);
+}
+
 // One operand as stored (column-major): `inner` contiguous elements per column, `outer` columns
 // ld elements apart, `batch` matrices `stride` elements apart. The box is box_inner x box_outer.
 void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what, CUtensorMapDataType dt,
@@ -39,16 +55,10 @@ void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what,
   cuuint32_t box[3] = {static_cast<cuuint32_t>(box_inner), static_cast<cuuint32_t>(box_outer),
                         static_cast<cuuint32_t>(box_batch)};
   cuuint32_t elem_strides[3] = {1, 1, 1};
-  CUtensorMap m;
-  std::memset(&m, 0, sizeof m);
-  const CUresult r = encode(&m, dt, 3, const_cast<void*>(base), dims, strides, box, elem_strides,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, l2,
-                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw Error(std::string("cuTensorMapEncodeTiled failed for ") + what + " (CUresult " +
-                std::to_string(static_cast<int>(r)) + ", dims " + std::to_string(inner) + "x" +
-                std::to_string(outer) + "x" + std::to_string(batch) + ", ld " + std::to_string(ld) + ")");
-  std::memcpy(map, &m, sizeof m);
+  tiled_map(encode, map, what,
+               "dims " + std::to_string(inner) + "x" + std::to_string(outer) + "x" + std::to_string(batch) + ", ld " +
+                   std::to_string(ld),
+               dt, 3, base, dims, strides, box, elem_strides, l2);
 }
 
 // A 16-bit NHWC tensor of ch x w x h x n (innermost first), boxes of box[4] elements taken every
@@ -59,17 +69,11 @@ void encode_nhwc(TensorMapEncoder encode, TtTensorMap* map, const char* what, CU
   cuuint64_t dims[4] = {cuuint64_t(ch), cuuint64_t(w), cuuint64_t(h), cuuint64_t(n)};
   cuuint64_t strides[3] = {ch * eb, cuuint64_t(w) * ch * eb, cuuint64_t(h) * w * ch * eb};
   cuuint32_t elem_strides[4] = {1, cuuint32_t(step_w), cuuint32_t(step_h), 1};
-  CUtensorMap m;
-  std::memset(&m, 0, sizeof m);
-  const CUresult r = encode(&m, dt, 4, const_cast<void*>(base), dims, strides, box, elem_strides,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw Error(std::string("cuTensorMapEncodeTiled failed for ") + what + " (CUresult " + std::to_string(int(r)) +
-                ", NHWC " + std::to_string(n) + "x" + std::to_string(h) + "x" + std::to_string(w) + "x" +
-                std::to_string(ch) + ", box " + std::to_string(box[0]) + "x" + std::to_string(box[1]) + "x" +
-                std::to_string(box[2]) + "x" + std::to_string(box[3]) + ")");
-  std::memcpy(map, &m, sizeof m);
+  tiled_map(encode, map, what,
+               "NHWC " + std::to_string(n) + "x" + std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(ch) +
+                   ", box " + std::to_string(box[0]) + "x" + std::to_string(box[1]) + "x" + std::to_string(box[2]) + "x" +
+                   std::to_string(box[3]),
+               dt, 4, base, dims, strides, box, elem_strides, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
 }  // namespace
