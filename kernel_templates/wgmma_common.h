@@ -177,10 +177,11 @@ template <int R> TT_DEVICE void fence_regs(float* d) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// Shared-memory matrix descriptor, 128-byte swizzle.
-TT_DEVICE u64 desc(u32 addr, u32 lbo, u32 sbo) {
+// Shared-memory matrix descriptor, the 128-byte swizzle (layout type 1) or, for a line of 64 bytes
+// (wgmma_gemm's 32-column MN-major B), the 64-byte one (type 2).
+TT_DEVICE u64 desc(u32 addr, u32 lbo, u32 sbo, u32 line = 128) {
   return (u64)((addr & 0x3FFFF) >> 4) | ((u64)((lbo >> 4) & 0x3FFF) << 16) |
-         ((u64)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+         ((u64)((sbo >> 4) & 0x3FFF) << 32) | ((line == 128 ? 1ull : 2ull) << 62);
 }
 
 // V consecutive elements of C: load / store as one 16-byte vector (caller checked alignment).
@@ -342,13 +343,15 @@ struct Ring {
 // before read is released once that group retired. The first tile overwrites the accumulators. Shared-memory
 // operand layouts (descriptors): K-major [rows][128 B], SBO = 1024 (8-row groups), a k step 32 B
 // into the atom; MN-major [rows/64][BK][128 B], LBO = BK * 128 (next 64 rows), SBO = 1024 (next
-// 8 k), a k step 2048 B. b_off: this consumer's first column of B in the stage (consumers that
+// 8 k), a k step 2048 B; an MN-major B of B_LINE 64 (32 columns, the 64-byte swizzle): [BK][64 B],
+// SBO = 512, a k step 1024 B. b_off: this consumer's first column of B in the stage (consumers that
 // split N). kstep 2: every other K tile from kb on (consumers splitting K), the ring position
 // moving on past the other consumer's tiles. Returns the stage of the last group (-1 for none),
 // for finish_k_tiles.
-template <class Mma, bool A_K, bool B_K, int BK, int MI, int NACC, class R>
+template <class Mma, bool A_K, bool B_K, int BK, int B_LINE = 128, int MI, int NACC, class R>
 TT_DEVICE int mma_k_tiles(const R& ring, float (&acc)[MI][NACC], u32 a_off, int kb, int ke, int& s, u32& ph,
                           int lane, u32 b_off = 0, int kstep = 1) {
+  static_assert(B_LINE == 128 || (B_LINE == 64 && !B_K), "B's lines: 128 bytes, or 64 for an MN-major B");
   // Descriptors are built once and advanced by adding address / 16 to their start field (all
   // shared addresses lie below 2^18, so the 14-bit field never carries): per wgmma only uniform
   // adds remain, where rebuilding each descriptor cost ~20 instructions per wgmma and, with
@@ -357,9 +360,9 @@ TT_DEVICE int mma_k_tiles(const R& ring, float (&acc)[MI][NACC], u32 a_off, int 
   // itself from lane 0 made every later use uniform and split-K variants spill).
   a_off = __shfl_sync(0xffffffffu, a_off, 0);
   b_off = __shfl_sync(0xffffffffu, b_off, 0);
-  constexpr u32 KSTEP = A_K ? 32 : 2048, KSTEP_B = B_K ? 32 : 2048;
+  constexpr u32 KSTEP = A_K ? 32 : 2048, KSTEP_B = B_K ? 32 : 16 * B_LINE;
   const u64 da0 = A_K ? desc(ring.a(0) + a_off, 16, 1024) : desc(ring.a(0) + a_off, BK * 128, 1024);
-  const u64 db0 = B_K ? desc(ring.b(0) + b_off, 16, 1024) : desc(ring.b(0) + b_off, BK * 128, 1024);
+  const u64 db0 = B_K ? desc(ring.b(0) + b_off, 16, 1024) : desc(ring.b(0) + b_off, BK * B_LINE, 8 * B_LINE, B_LINE);
   int prev = -1;
   for (int kt = kb; kt < ke; kt += kstep) {
     mbar_wait(ring.full(s), ph);

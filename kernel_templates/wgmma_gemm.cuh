@@ -197,8 +197,9 @@ TT_DEVICE void transpose_stage(u32 src, u32 dst, int tid) {
 // the CTAs of `mask`: of a K-major tile, 1 / SHARES of its rows, or where that is not whole 8-row
 // atoms, every SHARES-th atom from atom `share` (tt_kmajor_share_rows; e.g. 72 rows in 4 shares of
 // 3, 2, 2, 2 atoms); of an MN-major tile, 1 / SHARES of the K lines of every 64-row box (the host
-// encodes the boxes that size; every share is whole 8-line swizzle atoms).
-template <int ROWS, int BK, int RPB, bool KMAJOR, int SHARES>
+// encodes the boxes that size; every share is whole 8-line swizzle atoms). LINE: an MN-major box's
+// bytes a K line (128; 64 for wgmma_gemm's 32-column B, in the 64-byte swizzle).
+template <int ROWS, int BK, int RPB, bool KMAJOR, int SHARES, int LINE = 128>
 TT_DEVICE void tma_load_tile(u32 dst, const TtTensorMap* map, u32 bar, int k0, int r0, int b, int share,
                              unsigned short mask) {
   // A share that is not whole 8-line atoms would land off the 1024-byte swizzle period: wrong data, no error.
@@ -221,7 +222,7 @@ TT_DEVICE void tma_load_tile(u32 dst, const TtTensorMap* map, u32 bar, int k0, i
     constexpr int KS = BK / SHARES;
     TT_UNROLL
     for (int i = 0; i < ROWS / RPB; ++i) {
-      const u32 d = dst + i * BK * 128 + share * KS * 128;
+      const u32 d = dst + i * BK * LINE + share * KS * LINE;
       if (SHARES == 1) tma_load_3d(d, map, bar, r0 + RPB * i, k0, b);
       else tma_load_3d_multicast(d, map, bar, r0 + RPB * i, k0 + share * KS, b, mask);
     }
@@ -347,9 +348,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   // fewer waves where 128 leaves a third wave barely started (N = 39200: 307 tiles of 128 on 132
   // multiprocessors, 245 of 160): 3% on Inception's 1x1 input gradient, nothing elsewhere measured, so the
   // JSON's GEMM space leaves it out and the H200 convolution config's 1x1 list holds it.
-  static_assert((BN % 64 == 0 || ((BN == 72 || BN == 80 || BN == 96 || BN == 160) && !TRANSB && !CN && !CK)) &&
+  // BN 32 (16-bit inputs, TMA): cuBLASLt's tile for weight gradients of few channels (Inception's 160
+  // output channels in five 32-column tiles where 64 wastes a sixth; more tiles, so less split-K); an
+  // MN-major B comes in one 32-column box a stage, 64-byte lines in the 64-byte swizzle. One m64 sub-tile
+  // a consumer: with two, a thread's 32 accumulators spilled in the one-level split-K sum (4 bytes).
+  static_assert((BN % 64 == 0 || ((BN == 72 || BN == 80 || BN == 96 || BN == 160) && !TRANSB && !CN && !CK) ||
+                 (BN == 32 && EB == 2 && LOADER == 0 && !CN && !CK && MI == 1)) &&
                     BN <= 256,
-                "BN is 64, 72, 80, 96, 128, 160, 192 or 256");
+                "BN is 32, 64, 72, 80, 96, 128, 160, 192 or 256");
   static_assert(!CN || TRANSB == 0 || WN % 64 == 0, "an MN-major B splits into whole 64-column boxes");
   constexpr bool A_K = TRANSA;   // A K-major in memory
   constexpr bool B_K = !TRANSB;  // B K-major in memory
@@ -357,6 +363,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr bool A_SK = A_K || (LOADER == 2 && !AREG), B_SK = B_K || LOADER == 2;
   constexpr u32 A_STAGE = BM * 128, B_STAGE = BN * 128;  // 128-byte lines
   constexpr int RPB = 128 / EB;  // MN-major: rows per box (one 128-byte line per k)
+  constexpr int B_LINE = BN == 32 && !B_K ? 64 : 128;  // an MN-major B of 32 columns: one box of 64-byte lines
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
   constexpr int EN = tt_wgmma_epilogue_chunk(WN);  // epilogue chunk (columns), map_c's box width
   static_assert(WN % EN == 0, "epilogue chunks tile the consumer's columns");
@@ -528,7 +535,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
           // tile row (column).
           const int k0 = kt * BK;
           tma_load_tile<BM, BK, RPB, A_K, CLUSTERN>(sA + s * A_STAGE, &p.map_a, full, k0, mb * BM, b, rn, a_mask);
-          tma_load_tile<BN, BK, RPB, B_K, CLUSTER>(sB + s * B_STAGE, &p.map_b, full, k0, nb * BN, b, rm, b_mask);
+          tma_load_tile<BN, BK, B_LINE / EB, B_K, CLUSTER, B_LINE>(sB + s * B_STAGE, &p.map_b, full, k0, nb * BN, b, rm,
+                                                                  b_mask);
           if (++s == STAGES) { s = 0; ph ^= 1; }
         }
       }
@@ -577,7 +585,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       if constexpr (AREG != 0)
         return mma_k_tiles_areg<Mma, BK>(ring, acc, a_off, from, to, s, ph, warp, lane, b_off, kstep);
       else
-        return mma_k_tiles<Mma, A_SK, B_SK, BK>(ring, acc, a_off, from, to, s, ph, lane, b_off, kstep);
+        return mma_k_tiles<Mma, A_SK, B_SK, BK, B_LINE>(ring, acc, a_off, from, to, s, ph, lane, b_off, kstep);
     };
     const int t_step = PP ? 2 * u_step : u_step;
     for (int u = u_first + (PP ? cw * u_step : 0); u < u_total; u += t_step) {

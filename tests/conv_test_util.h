@@ -60,6 +60,33 @@ inline std::vector<tuner::Candidate> conv_sample(const std::string& name, const 
   return conv_sample(find_template(name), problems, dev, per, switches_per_direction);
 }
 
+// Candidates of template `name` from a table, each admitted (a test failure where one is not): the
+// parameters every row shares, then a row a variant (the problem's index first, then the values of
+// `columns`), each over the first sampled candidate of its problem.
+inline std::vector<tuner::Candidate> conv_rows(const std::string& name, const std::vector<Problem>& ps,
+                                               const gpu::DeviceInfo& dev,
+                                               const std::map<std::string, std::int64_t>& shared,
+                                               const std::vector<std::string>& columns,
+                                               const std::vector<std::vector<int>>& rows) {
+  const std::vector<tuner::Candidate> base = conv_sample(name, ps, dev, 1);
+  std::vector<tuner::Candidate> out;
+  for (const std::vector<int>& row : rows) {
+    EXPECT_EQ(row.size(), columns.size() + 1);
+    const std::size_t problem = std::size_t(row.at(0));
+    for (const auto& b : base)
+      if (b.problem_index == problem) {
+        tuner::Candidate c = b;
+        for (const auto& [param, value] : shared) c.solution.params[param] = value;
+        for (std::size_t i = 0; i < columns.size(); ++i) c.solution.params[columns[i]] = row.at(i + 1);
+        const auto broken = c.tmpl->violation(c.tmpl->variables(c.solution, ps[problem], dev));
+        EXPECT_FALSE(broken) << c.solution.kernel_name() << ": " << *broken;
+        if (!broken) out.push_back(c);
+        break;
+      }
+  }
+  return out;
+}
+
 // Narrows `t` (a copy the caller keeps: the candidates point to it) to `key`, its split parameter,
 // at the deepest value its space lists, and returns the first candidate of each problem: the
 // split-K reduction's compile-time limits must admit every split a template offers (a template's

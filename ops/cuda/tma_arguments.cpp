@@ -20,15 +20,16 @@ static_assert(alignof(TtTensorMap) >= 64, "TMA descriptors must be 64-byte align
 
 namespace {
 
-// A tiled map with the 128-byte swizzle and zero fill outside the tensor into *map, or an error naming
-// `what` and `shape` (the caller's description of the tensor).
+// A tiled map with the 128-byte swizzle (64-byte where the box's lines are 64 bytes) and zero fill outside
+// the tensor into *map, or an error naming `what` and `shape` (the caller's description of the tensor).
 void tiled_map(TensorMapEncoder encode, TtTensorMap* map, const char* what, const std::string& shape,
                CUtensorMapDataType dt, cuuint32_t rank, const void* base, const cuuint64_t* dims, const cuuint64_t* strides,
-               const cuuint32_t* box, const cuuint32_t* elem_strides, CUtensorMapL2promotion l2) {
+               const cuuint32_t* box, const cuuint32_t* elem_strides, CUtensorMapL2promotion l2,
+               CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
   CUtensorMap m;
   std::memset(&m, 0, sizeof m);
   const CUresult r = encode(&m, dt, rank, const_cast<void*>(base), dims, strides, box, elem_strides,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, l2,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, l2,
                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw Error(std::string("cuTensorMapEncodeTiled failed for ") + what + " (CUresult " +
@@ -37,7 +38,8 @@ void tiled_map(TensorMapEncoder encode, TtTensorMap* map, const char* what, cons
 }
 
 // One operand as stored (column-major): `inner` contiguous elements per column, `outer` columns
-// ld elements apart, `batch` matrices `stride` elements apart. The box is box_inner x box_outer.
+// ld elements apart, `batch` matrices `stride` elements apart. The box is box_inner x box_outer; a box
+// of 64-byte lines (wgmma_gemm's 32-column MN-major B) takes the 64-byte swizzle, any other the 128-byte one.
 void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what, CUtensorMapDataType dt,
                     int elem_bytes, const void* base, std::int64_t inner, std::int64_t outer, std::int64_t ld,
                     std::int64_t stride, std::int64_t batch, int box_inner, int box_outer,
@@ -58,7 +60,8 @@ void encode_operand(TensorMapEncoder encode, TtTensorMap* map, const char* what,
   tiled_map(encode, map, what,
                "dims " + std::to_string(inner) + "x" + std::to_string(outer) + "x" + std::to_string(batch) + ", ld " +
                    std::to_string(ld),
-               dt, 3, base, dims, strides, box, elem_strides, l2);
+               dt, 3, base, dims, strides, box, elem_strides, l2,
+               box_inner * elem_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 // A 16-bit NHWC tensor of ch x w x h x n (innermost first), boxes of box[4] elements taken every
@@ -113,12 +116,15 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
     throw Error("wgmma_gemm: CLUSTER " + std::to_string(cluster) + " (1, 2 or 4 tile rows sharing B)");
   if ((cluster_n != 1 && cluster_n != 2 && cluster_n != 4) || cluster * cluster_n > 8)
     throw Error("wgmma_gemm: CLUSTERN " + std::to_string(cluster_n) + " (1, 2 or 4 tile columns, 8 CTAs a cluster at most)");
-  // B's tile rows: whole 64-column boxes when it is MN-major; K-major, whole 8-row swizzle atoms
-  // (a CTA of a cluster loads its share in one box or atom by atom, tt_kmajor_share_rows).
-  const bool bn_ok = trans_b ? bn % 64 == 0 : bn % 8 == 0;
+  // B's tile rows: whole 64-column boxes when it is MN-major, or one box of 32 16-bit columns (64-byte
+  // lines); K-major, whole 8-row swizzle atoms (a CTA of a cluster loads its share in one box or atom by
+  // atom, tt_kmajor_share_rows).
+  const bool b32 = trans_b && bn == 32 && eb == 2;
+  const bool bn_ok = trans_b ? bn % 64 == 0 || b32 : bn % 8 == 0;
   if (bk != line || bm % 64 != 0 || !bn_ok || bm > 256 || bn > 256)
     throw Error("wgmma_gemm: unsupported tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
-                std::to_string(bk) + " (BM a multiple of 64, BN of 8, or of 64 for an MN-major B, BK one 128-byte line)");
+                std::to_string(bk) +
+                " (BM a multiple of 64, BN of 8, or of 64 (32 of 16 bits) for an MN-major B, BK one 128-byte line)");
   TtGemmTmaParams args;
   std::memset(&args, 0, sizeof args);
   args.g = p;
@@ -139,7 +145,7 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
                    tt_kmajor_share_rows(bn, cluster), l2);
   else
     encode_operand(encode, &args.map_b, "wgmma_gemm operand B", dt, eb, p.b, p.n, p.k, p.ldb, p.stride_b, p.batch,
-                   line, bk / cluster, l2);
+                   b32 ? 32 : line, bk / cluster, l2);
   // C for the TMA-store epilogue: boxes of one 128-byte line down each of the kernel's epilogue
   // chunk of columns (32; 24 or 16 for 72- or 80-column tiles), in the 128-byte swizzle its
   // staging is written in.

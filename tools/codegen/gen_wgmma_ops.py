@@ -2,7 +2,7 @@
 # wgmma.mma_async m64nNk16 (bf16, f16), m64nNk8 (tf32) and m64nNk32 (e4m3 / e5m2 -> f32, s8 -> s32) with
 # both operands from shared memory, and m64nNk16 (bf16, f16) and m64nNk8 (tf32) with A from registers.
 import sys
-NS = [64, 72, 80, 96, 128, 160, 192, 256]
+NS = [32, 64, 72, 80, 96, 128, 160, 192, 256]
 out = []
 
 

@@ -48,15 +48,16 @@ struct Map {
   cuuint64_t dims[3] = {}, strides[2] = {};
   cuuint32_t box[3] = {};
   CUtensorMapDataType dt{};
+  CUtensorMapSwizzle swizzle{};
 };
 std::vector<Map> seen;
 
 CUresult CUDAAPI fake_tiled_1x1(CUtensorMap* map, CUtensorMapDataType dt, cuuint32_t rank, void* base,
                             const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
-                            const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                            const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion,
                             CUtensorMapFloatOOBfill) {
   Map m;
-  m.base = base, m.rank = rank, m.dt = dt;
+  m.base = base, m.rank = rank, m.dt = dt, m.swizzle = swizzle;
   for (cuuint32_t i = 0; i < rank && i < 3; ++i) m.dims[i] = dims[i], m.box[i] = box[i];
   for (cuuint32_t i = 0; i + 1 < rank && i < 2; ++i) m.strides[i] = strides[i];
   seen.push_back(m);
@@ -126,6 +127,16 @@ TEST(Conv1x1Arguments, EncodesTheGemmsMapsOverTheConvolutionsTensors) {
   EXPECT_EQ(a.g.m, 128);
   EXPECT_EQ(a.g.n, 192);
   EXPECT_EQ(a.g.k, 70);
+  EXPECT_EQ(seen[1].swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+
+  // wgrad in 32-column tiles: dy (MN-major) in one box of 32 channels (64-byte lines, the 64-byte
+  // swizzle) a stage; x keeps its 128-byte lines.
+  encode(conv1x1(kWgrad, DataType::BF16, DataType::BF16, 2, 96, 5, 7, 160), 64, 32);
+  ASSERT_EQ(seen.size(), 2u);
+  expect_map(seen[0], x_buf, 96, 70, 192, 64, 64);
+  expect_map(seen[1], y_buf, 160, 70, 320, 32, 64);
+  EXPECT_EQ(seen[0].swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+  EXPECT_EQ(seen[1].swizzle, CU_TENSOR_MAP_SWIZZLE_64B);
 }
 
 TEST(Conv1x1Arguments, RefusesWhatTheGemmCannotRead) {
@@ -254,6 +265,70 @@ TEST(Conv1x1Compile, OneHundredSixtyColumnTilesCompileForSm90aWithoutSpills) {
       cands[0].solution, Problem(conv1x1(kWgrad, DataType::BF16, DataType::BF16, 2, 96, 35, 35, 160)), dev));
   ASSERT_TRUE(refused);
   EXPECT_NE(refused->find("need_k_major_b"), std::string::npos) << *refused;
+}
+
+// 32-column tiles (wgmma_gemm's BN 32, cuBLASLt's tile for these layers): the weight gradients of
+// few output channels (Inception's 160 in five tiles, EfficientNet's 40 and MobileNet's 24 ending
+// inside a tile), dy MN-major in 64-byte lines; a forward pass for a K-major B of 32 rows; one and two
+// consumers, ping-pong, split-K in one and two levels, clusters sharing dy (CLUSTER, 32 or 16 lines of
+// a box each) or x (CLUSTERN), both epilogues, deep rings.
+std::vector<Problem> bn32_problems() {
+  using D = DataType;
+  return {Problem(conv1x1(kWgrad, D::BF16, D::BF16, 4, 96, 35, 35, 160)),
+          Problem(conv1x1(kWgrad, D::F16, D::F16, 8, 240, 14, 14, 40)),
+          Problem(conv1x1(kWgrad, D::BF16, D::F32, 4, 144, 28, 28, 24)),
+          Problem(conv1x1(kFwd, D::BF16, D::BF16, 1, 64, 9, 7, 96))};
+}
+std::vector<tuner::Candidate> bn32_sample(const gpu::DeviceInfo& dev) {
+  return conv_rows("wgmma_conv1x1", bn32_problems(), dev, {{"BN", 32}, {"LOADER", 0}, {"GROUP", 8}},
+                   {"BM", "CONSUMERS", "PINGPONG", "SPLITK", "CLUSTER", "CLUSTERN", "EPI", "STAGES"},
+                   {{0, 64, 1, 0, 16, 1, 1, 1, 12},
+                    {0, 64, 1, 0, 11, 1, 2, 1, 12},  // five tile columns in pairs: a CTA past N
+                    {0, 128, 2, 0, 3, 1, 1, 0, 4},
+                    {0, 64, 2, 1, 4, 2, 1, 0, 4},
+                    {1, 64, 1, 0, 3, 4, 1, 1, 12},
+                    {1, 64, 2, 1, 1, 1, 2, 0, 8},
+                    {2, 128, 2, 0, 8, 1, 1, 0, 8},
+                    {2, 64, 1, 0, 12, 2, 1, 1, 16},  // three tile rows in pairs: a CTA past M
+                    {3, 64, 1, 0, 1, 1, 1, 1, 4},
+                    {3, 64, 2, 1, 1, 1, 2, 0, 4}});
+}
+
+// The GPU sample compiles without spills; the template refuses 32 columns to the cp.async loader, to
+// tf32 and to a consumer of 128 rows.
+TEST(Conv1x1Compile, ThirtyTwoColumnTilesCompileForSm90aWithoutSpills) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const auto cands = bn32_sample(dev);
+  ASSERT_EQ(cands.size(), 10u);
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+  expect_no_spills(*compiler, cands, bn32_problems(), dev);
+  const KernelTemplate& t = find_template("wgmma_conv1x1");
+  Solution s = t.default_solution();
+  s.params["BM"] = 64, s.params["BN"] = 32, s.params["LOADER"] = 1;
+  const auto refused = t.violation(t.variables(s, bn32_problems()[0], dev));
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused->find("bn_32_sixteen_bit_by_tma"), std::string::npos) << *refused;
+  const KernelTemplate& g = find_template("wgmma_gemm");
+  GemmProblem tf32 = gemm(DataType::F32, DataType::F32, true, false, 256, 256, 256);
+  tf32.compute_tf32 = true;
+  Solution gs = g.default_solution();
+  gs.params["BN"] = 32, gs.params["BK"] = 32;
+  const auto no_tf32 = g.violation(g.variables(gs, tf32, dev));
+  ASSERT_TRUE(no_tf32);
+  EXPECT_NE(no_tf32->find("bn_32_sixteen_bit_by_tma"), std::string::npos) << *no_tf32;
+  s.params["LOADER"] = 0, s.params["BM"] = 128, s.params["CONSUMERS"] = 1, s.params["PINGPONG"] = 0;
+  const auto tall = t.violation(t.variables(s, bn32_problems()[0], dev));
+  ASSERT_TRUE(tall);
+  EXPECT_NE(tall->find("of_64_rows"), std::string::npos) << *tall;
+}
+
+TEST(Conv1x1Gpu, ThirtyTwoColumnTilesMatchTheReference) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  if (dev->info().compute_capability != 90) GTEST_SKIP() << "wgmma_conv1x1 needs sm_90";
+  const auto cands = bn32_sample(dev->info());
+  ASSERT_EQ(cands.size(), 10u);
+  EXPECT_EQ(validate_conv_candidates(*dev, cands, bn32_problems()), cands.size());
 }
 
 TEST(Conv1x1Gpu, OneHundredSixtyColumnTilesMatchTheReference) {

@@ -86,30 +86,6 @@ std::vector<Problem> wgmma_conv_deep_split_problems() {
   return {wgmma_conv(D::BF16, D::BF16, 32, 64, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, WG),
           wgmma_conv(D::F16, D::F32, 16, 128, 35, 35, 160, 1, 1, 1, 1, 0, 0, 1, 1, WG)};
 }
-// wgmma_conv candidates over the sample's values, each admitted, from a table: the parameters every row shares,
-// then a row a variant (the problem's index first, then the values of `columns`).
-std::vector<tuner::Candidate> wgmma_conv_rows(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev,
-                                              const std::map<std::string, std::int64_t>& shared,
-                                              const std::vector<std::string>& columns,
-                                              const std::vector<std::vector<int>>& rows) {
-  const std::vector<tuner::Candidate> base = conv_sample("wgmma_conv", ps, dev, 1);
-  std::vector<tuner::Candidate> out;
-  for (const std::vector<int>& row : rows) {
-    EXPECT_EQ(row.size(), columns.size() + 1);
-    const std::size_t problem = std::size_t(row.at(0));
-    for (const auto& b : base)
-      if (b.problem_index == problem) {
-        tuner::Candidate c = b;
-        for (const auto& [name, value] : shared) c.solution.params[name] = value;
-        for (std::size_t i = 0; i < columns.size(); ++i) c.solution.params[columns[i]] = row.at(i + 1);
-        const auto broken = c.tmpl->violation(c.tmpl->variables(c.solution, ps[problem], dev));
-        EXPECT_FALSE(broken) << c.solution.kernel_name() << ": " << *broken;
-        if (!broken) out.push_back(c);
-        break;
-      }
-  }
-  return out;
-}
 // Whether the template refuses candidate c with `changed` parameters on problem p.
 bool refuses(const tuner::Candidate& c, const Problem& p, const gpu::DeviceInfo& dev,
              const std::map<std::string, std::int64_t>& changed = {}) {
@@ -125,7 +101,7 @@ Problem as_wgrad(const Problem& p) {
 }
 std::vector<tuner::Candidate> wgmma_conv_deep_split_candidates(const std::vector<Problem>& ps,
                                                                const gpu::DeviceInfo& dev) {
-  return wgmma_conv_rows(ps, dev, {{"CONSUMERS", 2}, {"PHASE", 0}}, {"BM", "BN", "PINGPONG", "SPLITK"},
+  return conv_rows("wgmma_conv", ps, dev, {{"CONSUMERS", 2}, {"PHASE", 0}}, {"BM", "BN", "PINGPONG", "SPLITK"},
                          {{0, 128, 128, 0, 16}, {0, 128, 64, 0, 32}, {1, 128, 128, 0, 32}, {1, 64, 64, 1, 16},
                           {1, 128, 128, 1, 16}});
 }
@@ -146,7 +122,7 @@ std::vector<Problem> wgmma_conv_stream_k_problems() {
 }
 std::vector<tuner::Candidate> wgmma_conv_stream_k_candidates(const std::vector<Problem>& ps,
                                                              const gpu::DeviceInfo& dev) {
-  return wgmma_conv_rows(ps, dev, {{"PINGPONG", 0}, {"SPLITK", 1}, {"STAGES", 4}, {"PHASE", 0}, {"SCHED", 1}},
+  return conv_rows("wgmma_conv", ps, dev, {{"PINGPONG", 0}, {"SPLITK", 1}, {"STAGES", 4}, {"PHASE", 0}, {"SCHED", 1}},
                          {"BM", "BN", "CONSUMERS", "SWAP"},
                          {{0, 128, 128, 2, 0}, {0, 64, 256, 1, 0}, {1, 128, 64, 2, 0}, {2, 128, 128, 2, 0},
                           {2, 128, 64, 2, 1}, {3, 64, 64, 1, 0}, {4, 64, 64, 1, 1}, {4, 64, 64, 1, 2}});
@@ -177,7 +153,7 @@ std::vector<Problem> wgmma_conv_swap_problems() {
 std::vector<tuner::Candidate> wgmma_conv_swap_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
   std::vector<tuner::Candidate> out;
   for (int swap : {1, 2}) {
-    const auto some = wgmma_conv_rows(ps, dev, {{"STAGES", 4}, {"SWAP", swap}},
+    const auto some = conv_rows("wgmma_conv", ps, dev, {{"STAGES", 4}, {"SWAP", swap}},
                                       {"BM", "BN", "CONSUMERS", "PINGPONG", "SPLITK", "PHASE"},
                                       {{0, 256, 64, 2, 0, 1, 0}, {0, 256, 64, 1, 0, 1, 0}, {0, 128, 64, 2, 1, 1, 0},
                                        {1, 128, 64, 2, 0, 2, 0}, {1, 256, 64, 2, 0, 1, 0}, {2, 128, 128, 2, 0, 1, 0},
@@ -200,7 +176,7 @@ std::vector<Problem> wgmma_conv_bn160_problems() {
           wgmma_conv(D::F16, D::F32, 2, 304, 9, 11, 128, 3, 3, 1, 1, 1, 1, 1, 1, DG)};
 }
 std::vector<tuner::Candidate> wgmma_conv_bn160_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
-  return wgmma_conv_rows(ps, dev, {{"BN", 160}, {"PINGPONG", 0}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}},
+  return conv_rows("wgmma_conv", ps, dev, {{"BN", 160}, {"PINGPONG", 0}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}},
                          {"BM", "CONSUMERS", "SPLITK", "STAGES"},
                          {{0, 128, 2, 1, 4}, {0, 64, 1, 1, 4}, {0, 256, 2, 1, 3}, {1, 128, 2, 1, 4}, {2, 128, 2, 1, 4},
                           {2, 64, 1, 1, 4}, {2, 256, 2, 1, 3}, {3, 128, 2, 1, 4}, {3, 128, 2, 2, 4}});
@@ -231,7 +207,7 @@ std::vector<Problem> wgmma_conv_warp_store_problems() {
 }
 std::vector<tuner::Candidate> wgmma_conv_warp_store_candidates(const std::vector<Problem>& ps,
                                                                const gpu::DeviceInfo& dev) {
-  return wgmma_conv_rows(ps, dev, {{"PHASE", 0}, {"SWAP", 0}, {"EPI", 1}},
+  return conv_rows("wgmma_conv", ps, dev, {{"PHASE", 0}, {"SWAP", 0}, {"EPI", 1}},
                          {"BM", "BN", "CONSUMERS", "PINGPONG", "SPLITK", "SCHED", "STAGES"},
                          {{0, 128, 128, 2, 0, 1, 0, 4}, {0, 64, 256, 1, 0, 1, 0, 4}, {0, 128, 64, 2, 1, 1, 0, 4},
                           {1, 256, 160, 2, 0, 1, 0, 3}, {1, 128, 192, 2, 0, 1, 0, 4}, {1, 128, 128, 1, 0, 1, 0, 4},
@@ -256,7 +232,7 @@ std::vector<Problem> wgmma_conv_halo_problems() {
           wgmma_conv(D::BF16, D::BF16, 1, 16, 6, 120, 64, 3, 3, 1, 1, 1, 1)};
 }
 std::vector<tuner::Candidate> wgmma_conv_halo_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
-  return wgmma_conv_rows(ps, dev, {{"SPLITK", 1}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}, {"EPI", 0}, {"HALO", 1}},
+  return conv_rows("wgmma_conv", ps, dev, {{"SPLITK", 1}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}, {"EPI", 0}, {"HALO", 1}},
                          {"BM", "BN", "CONSUMERS", "STAGES", "PINGPONG"},
                          {{0, 128, 64, 2, 4, 0}, {0, 256, 64, 2, 4, 0}, {0, 64, 64, 1, 4, 0}, {1, 128, 64, 2, 4, 0},
                           {1, 256, 64, 2, 3, 0}, {2, 128, 64, 2, 4, 0}, {2, 128, 128, 2, 4, 0}, {3, 128, 64, 1, 6, 0},
