@@ -16,7 +16,8 @@ struct alignas(64) TtTensorMap {
 
 // map_a / map_b: 3-D tiled maps (contiguous dimension, other dimension, batch) over A and B as
 // stored, 128-byte swizzle, box {one 128-byte line, rows} for a K-major operand and {one line, BK}
-// for an MN-major one (the kernel issues one copy per 64-row box of the latter per stage); in a
+// for an MN-major one (the kernel issues one copy per 64-row box of the latter per stage; a B of 32
+// 16-bit columns is one box of 64-byte lines in the 64-byte swizzle); in a
 // cluster each box is one CTA's share of that, or for a K-major operand one 8-row atom of it
 // (tt_kmajor_share_rows; tma_arguments.cpp says which).
 // map_c: the same over C, box {128 / sizeof(C element), tt_wgmma_epilogue_chunk} (a 128-byte

@@ -111,7 +111,8 @@
 //   K-major : [rows][64 elements = 128 B], 128B swizzle; descriptor SBO = 1024 (8-row groups),
 //             a k16 step advances the start address by 32 B inside the swizzle atom.
 //   MN-major: [rows/64][BK][64 elements = 128 B]; descriptor LBO = BK * 128 (next 64 rows),
-//             SBO = 1024 (next 8 k), a k16 step advances the start address by 2048 B.
+//             SBO = 1024 (next 8 k), a k16 step advances the start address by 2048 B; a B of 32
+//             columns (BN 32): [BK][32 elements = 64 B], 64B swizzle, SBO = 512, a k16 step 1024 B.
 // bf16 / fp16 in any layout; fp32 inputs as tf32 with both operands K-major (TN) by TMA or
 // cp.async, any other layout through LOADER 2's transpose: tf32 wgmma has no transpose; or, with
 // an MN-major A, A read into registers from its MN-major stage (AREG, above). 8-bit
@@ -196,9 +197,10 @@ TT_DEVICE void transpose_stage(u32 src, u32 dst, int tid) {
 // cluster of SHARES CTAs that need the same tile, this CTA's share (number `share`) multicast to
 // the CTAs of `mask`: of a K-major tile, 1 / SHARES of its rows, or where that is not whole 8-row
 // atoms, every SHARES-th atom from atom `share` (tt_kmajor_share_rows; e.g. 72 rows in 4 shares of
-// 3, 2, 2, 2 atoms); of an MN-major tile, 1 / SHARES of the K lines of every 64-row box (the host
-// encodes the boxes that size; every share is whole 8-line swizzle atoms). LINE: an MN-major box's
-// bytes a K line (128; 64 for wgmma_gemm's 32-column B, in the 64-byte swizzle).
+// 3, 2, 2, 2 atoms); of an MN-major tile, 1 / SHARES of the K lines of every box of RPB rows (the
+// host encodes the boxes that size; every share is whole 8-line swizzle atoms). LINE: an MN-major
+// box's bytes a K line (128; 64 for wgmma_gemm's 32-column B, in the 64-byte swizzle, whose 8-line
+// atoms are 512 bytes).
 template <int ROWS, int BK, int RPB, bool KMAJOR, int SHARES, int LINE = 128>
 TT_DEVICE void tma_load_tile(u32 dst, const TtTensorMap* map, u32 bar, int k0, int r0, int b, int share,
                              unsigned short mask) {
@@ -342,8 +344,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr int WN = (CN || CK) ? BN / 2 : BN;                // columns per consumer in the epilogue
   constexpr int MI = WM / 64;         // m64 sub-tiles per consumer
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "BM / CONSUMERS must be 64 or 128");
-  // BN 72, 80, 96 (a K-major B only: an MN-major one comes in 64-column boxes): between the
-  // 64 x 128 and 128 x 128 tiles, e.g. 88 CTAs of 128 x 96 cover 1000^3 with a fifth less operand
+  // BN 72, 80, 96 (a K-major B only: an MN-major one comes in boxes of 64 columns, or one of 32): between
+  // the 64 x 128 and 128 x 128 tiles, e.g. 88 CTAs of 128 x 96 cover 1000^3 with a fifth less operand
   // traffic than 128 of 64 x 128; 112 of 128 x 72 waste under 1% of N (cuBLAS's fp16 tile). BN 160:
   // fewer waves where 128 leaves a third wave barely started (N = 39200: 307 tiles of 128 on 132
   // multiprocessors, 245 of 160): 3% on Inception's 1x1 input gradient, nothing elsewhere measured, so the
@@ -361,9 +363,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr bool B_K = !TRANSB;  // B K-major in memory
   // In shared memory: as in memory, except that LOADER 2 makes every operand K-major.
   constexpr bool A_SK = A_K || (LOADER == 2 && !AREG), B_SK = B_K || LOADER == 2;
-  constexpr u32 A_STAGE = BM * 128, B_STAGE = BN * 128;  // 128-byte lines
-  constexpr int RPB = 128 / EB;  // MN-major: rows per box (one 128-byte line per k)
+  constexpr u32 A_STAGE = BM * 128, B_STAGE = BN * 128;  // BK * EB = 128 bytes a row (K-major) or BK lines (MN-major)
+  constexpr int RPB = 128 / EB;  // MN-major A: rows per box (one 128-byte line per k)
   constexpr int B_LINE = BN == 32 && !B_K ? 64 : 128;  // an MN-major B of 32 columns: one box of 64-byte lines
+  static_assert(B_K || B_STAGE % (BK * B_LINE) == 0, "an MN-major B stage is whole boxes of BK lines");
   constexpr u32 STAGE_BYTES = A_STAGE + B_STAGE;
   constexpr int EN = tt_wgmma_epilogue_chunk(WN);  // epilogue chunk (columns), map_c's box width
   static_assert(WN % EN == 0, "epilogue chunks tile the consumer's columns");

@@ -111,7 +111,8 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
   const CUtensorMapDataType dt = map_type(a_type, "input");
   const int eb = size_of(a_type);
   const int line = 128 / eb;  // elements per 128-byte swizzle atom
-  // The kernel's shared layouts assume BK and MN-major boxes of one 128-byte swizzle atom.
+  // The kernel's shared layouts assume BK and MN-major boxes of one 128-byte swizzle atom (one 64-byte
+  // line for a B of 32 16-bit columns).
   if (cluster != 1 && cluster != 2 && cluster != 4)
     throw Error("wgmma_gemm: CLUSTER " + std::to_string(cluster) + " (1, 2 or 4 tile rows sharing B)");
   if ((cluster_n != 1 && cluster_n != 2 && cluster_n != 4) || cluster * cluster_n > 8)
