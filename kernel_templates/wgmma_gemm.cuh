@@ -204,7 +204,8 @@ TT_DEVICE void transpose_stage(u32 src, u32 dst, int tid) {
 template <int ROWS, int BK, int RPB, bool KMAJOR, int SHARES, int LINE = 128>
 TT_DEVICE void tma_load_tile(u32 dst, const TtTensorMap* map, u32 bar, int k0, int r0, int b, int share,
                              unsigned short mask) {
-  // A share that is not whole 8-line atoms would land off the 1024-byte swizzle period: wrong data, no error.
+  // A share that is not whole 8-line atoms would land off the swizzle period (1024 bytes; 512 for 64-byte
+  // lines): wrong data, no error.
   static_assert(KMAJOR ? ROWS % 8 == 0 : BK % SHARES == 0 && BK / SHARES % 8 == 0,
                 "every CTA's share of a tile is whole 8-line swizzle atoms");
   if (KMAJOR) {
