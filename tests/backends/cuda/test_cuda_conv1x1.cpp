@@ -312,7 +312,8 @@ TEST(Conv1x1Compile, ThirtyTwoColumnTilesCompileForSm90aWithoutSpills) {
   GemmProblem tf32 = gemm(DataType::F32, DataType::F32, true, false, 256, 256, 256);
   tf32.compute_tf32 = true;
   Solution gs = g.default_solution();
-  gs.params["BM"] = 64, gs.params["BN"] = 32, gs.params["BK"] = 32, gs.params["CONSUMERS"] = 1, gs.params["PINGPONG"] = 0;
+  gs.params["BM"] = 64, gs.params["BN"] = 32, gs.params["BK"] = 32;
+  gs.params["CONSUMERS"] = 1, gs.params["PINGPONG"] = 0;
   const auto no_tf32 = g.violation(g.variables(gs, tf32, dev));
   ASSERT_TRUE(no_tf32);
   EXPECT_NE(no_tf32->find("bn_32_sixteen_bit_by_tma"), std::string::npos) << *no_tf32;

@@ -101,9 +101,10 @@ Problem as_wgrad(const Problem& p) {
 }
 std::vector<tuner::Candidate> wgmma_conv_deep_split_candidates(const std::vector<Problem>& ps,
                                                                const gpu::DeviceInfo& dev) {
-  return conv_rows("wgmma_conv", ps, dev, {{"CONSUMERS", 2}, {"PHASE", 0}}, {"BM", "BN", "PINGPONG", "SPLITK"},
-                         {{0, 128, 128, 0, 16}, {0, 128, 64, 0, 32}, {1, 128, 128, 0, 32}, {1, 64, 64, 1, 16},
-                          {1, 128, 128, 1, 16}});
+  return conv_rows("wgmma_conv", ps, dev,
+      {{"CONSUMERS", 2}, {"PHASE", 0}},
+      {"BM", "BN", "PINGPONG", "SPLITK"},
+      {{0, 128, 128, 0, 16}, {0, 128, 64, 0, 32}, {1, 128, 128, 0, 32}, {1, 64, 64, 1, 16}, {1, 128, 128, 1, 16}});
 }
 
 // Stream-K (SCHED 1): weight gradients of fewer tiles than multiprocessors (every tile streamed;
@@ -122,10 +123,11 @@ std::vector<Problem> wgmma_conv_stream_k_problems() {
 }
 std::vector<tuner::Candidate> wgmma_conv_stream_k_candidates(const std::vector<Problem>& ps,
                                                              const gpu::DeviceInfo& dev) {
-  return conv_rows("wgmma_conv", ps, dev, {{"PINGPONG", 0}, {"SPLITK", 1}, {"STAGES", 4}, {"PHASE", 0}, {"SCHED", 1}},
-                         {"BM", "BN", "CONSUMERS", "SWAP"},
-                         {{0, 128, 128, 2, 0}, {0, 64, 256, 1, 0}, {1, 128, 64, 2, 0}, {2, 128, 128, 2, 0},
-                          {2, 128, 64, 2, 1}, {3, 64, 64, 1, 0}, {4, 64, 64, 1, 1}, {4, 64, 64, 1, 2}});
+  return conv_rows("wgmma_conv", ps, dev,
+      {{"PINGPONG", 0}, {"SPLITK", 1}, {"STAGES", 4}, {"PHASE", 0}, {"SCHED", 1}},
+      {"BM", "BN", "CONSUMERS", "SWAP"},
+      {{0, 128, 128, 2, 0}, {0, 64, 256, 1, 0}, {1, 128, 64, 2, 0}, {2, 128, 128, 2, 0}, {2, 128, 64, 2, 1},
+       {3, 64, 64, 1, 0}, {4, 64, 64, 1, 1}, {4, 64, 64, 1, 2}});
 }
 
 TEST(WgmmaConvCompile, StreamKCompilesWithoutSpills) {
@@ -153,11 +155,11 @@ std::vector<Problem> wgmma_conv_swap_problems() {
 std::vector<tuner::Candidate> wgmma_conv_swap_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
   std::vector<tuner::Candidate> out;
   for (int swap : {1, 2}) {
-    const auto some = conv_rows("wgmma_conv", ps, dev, {{"STAGES", 4}, {"SWAP", swap}},
-                                      {"BM", "BN", "CONSUMERS", "PINGPONG", "SPLITK", "PHASE"},
-                                      {{0, 256, 64, 2, 0, 1, 0}, {0, 256, 64, 1, 0, 1, 0}, {0, 128, 64, 2, 1, 1, 0},
-                                       {1, 128, 64, 2, 0, 2, 0}, {1, 256, 64, 2, 0, 1, 0}, {2, 128, 128, 2, 0, 1, 0},
-                                       {2, 256, 128, 2, 0, 1, 0}, {3, 256, 64, 2, 0, 1, 1}});
+    const auto some = conv_rows("wgmma_conv", ps, dev,
+        {{"STAGES", 4}, {"SWAP", swap}},
+        {"BM", "BN", "CONSUMERS", "PINGPONG", "SPLITK", "PHASE"},
+        {{0, 256, 64, 2, 0, 1, 0}, {0, 256, 64, 1, 0, 1, 0}, {0, 128, 64, 2, 1, 1, 0}, {1, 128, 64, 2, 0, 2, 0},
+         {1, 256, 64, 2, 0, 1, 0}, {2, 128, 128, 2, 0, 1, 0}, {2, 256, 128, 2, 0, 1, 0}, {3, 256, 64, 2, 0, 1, 1}});
     out.insert(out.end(), some.begin(), some.end());
   }
   return out;
@@ -176,10 +178,11 @@ std::vector<Problem> wgmma_conv_bn160_problems() {
           wgmma_conv(D::F16, D::F32, 2, 304, 9, 11, 128, 3, 3, 1, 1, 1, 1, 1, 1, DG)};
 }
 std::vector<tuner::Candidate> wgmma_conv_bn160_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
-  return conv_rows("wgmma_conv", ps, dev, {{"BN", 160}, {"PINGPONG", 0}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}},
-                         {"BM", "CONSUMERS", "SPLITK", "STAGES"},
-                         {{0, 128, 2, 1, 4}, {0, 64, 1, 1, 4}, {0, 256, 2, 1, 3}, {1, 128, 2, 1, 4}, {2, 128, 2, 1, 4},
-                          {2, 64, 1, 1, 4}, {2, 256, 2, 1, 3}, {3, 128, 2, 1, 4}, {3, 128, 2, 2, 4}});
+  return conv_rows("wgmma_conv", ps, dev,
+      {{"BN", 160}, {"PINGPONG", 0}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}},
+      {"BM", "CONSUMERS", "SPLITK", "STAGES"},
+      {{0, 128, 2, 1, 4}, {0, 64, 1, 1, 4}, {0, 256, 2, 1, 3}, {1, 128, 2, 1, 4}, {2, 128, 2, 1, 4}, {2, 64, 1, 1, 4},
+       {2, 256, 2, 1, 3}, {3, 128, 2, 1, 4}, {3, 128, 2, 2, 4}});
 }
 
 TEST(WgmmaConvCompile, OneHundredSixtyChannelTilesCompileWithoutSpills) {
@@ -207,12 +210,13 @@ std::vector<Problem> wgmma_conv_warp_store_problems() {
 }
 std::vector<tuner::Candidate> wgmma_conv_warp_store_candidates(const std::vector<Problem>& ps,
                                                                const gpu::DeviceInfo& dev) {
-  return conv_rows("wgmma_conv", ps, dev, {{"PHASE", 0}, {"SWAP", 0}, {"EPI", 1}},
-                         {"BM", "BN", "CONSUMERS", "PINGPONG", "SPLITK", "SCHED", "STAGES"},
-                         {{0, 128, 128, 2, 0, 1, 0, 4}, {0, 64, 256, 1, 0, 1, 0, 4}, {0, 128, 64, 2, 1, 1, 0, 4},
-                          {1, 256, 160, 2, 0, 1, 0, 3}, {1, 128, 192, 2, 0, 1, 0, 4}, {1, 128, 128, 1, 0, 1, 0, 4},
-                          {2, 128, 128, 2, 0, 2, 0, 4}, {2, 256, 64, 2, 0, 1, 0, 3}, {3, 128, 128, 2, 0, 4, 0, 4},
-                          {3, 128, 64, 2, 0, 1, 1, 4}});
+  return conv_rows("wgmma_conv", ps, dev,
+      {{"PHASE", 0}, {"SWAP", 0}, {"EPI", 1}},
+      {"BM", "BN", "CONSUMERS", "PINGPONG", "SPLITK", "SCHED", "STAGES"},
+      {{0, 128, 128, 2, 0, 1, 0, 4}, {0, 64, 256, 1, 0, 1, 0, 4}, {0, 128, 64, 2, 1, 1, 0, 4},
+       {1, 256, 160, 2, 0, 1, 0, 3}, {1, 128, 192, 2, 0, 1, 0, 4}, {1, 128, 128, 1, 0, 1, 0, 4},
+       {2, 128, 128, 2, 0, 2, 0, 4}, {2, 256, 64, 2, 0, 1, 0, 3}, {3, 128, 128, 2, 0, 4, 0, 4},
+       {3, 128, 64, 2, 0, 1, 1, 4}});
 }
 
 // HALO 1 (a patch of input rows a tile, each tap's A a descriptor into it): forward and stride-1 input
@@ -232,11 +236,12 @@ std::vector<Problem> wgmma_conv_halo_problems() {
           wgmma_conv(D::BF16, D::BF16, 1, 16, 6, 120, 64, 3, 3, 1, 1, 1, 1)};
 }
 std::vector<tuner::Candidate> wgmma_conv_halo_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
-  return conv_rows("wgmma_conv", ps, dev, {{"SPLITK", 1}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}, {"EPI", 0}, {"HALO", 1}},
-                         {"BM", "BN", "CONSUMERS", "STAGES", "PINGPONG"},
-                         {{0, 128, 64, 2, 4, 0}, {0, 256, 64, 2, 4, 0}, {0, 64, 64, 1, 4, 0}, {1, 128, 64, 2, 4, 0},
-                          {1, 256, 64, 2, 3, 0}, {2, 128, 64, 2, 4, 0}, {2, 128, 128, 2, 4, 0}, {3, 128, 64, 1, 6, 0},
-                          {4, 128, 128, 2, 4, 0}, {5, 128, 64, 2, 4, 0}, {0, 128, 64, 2, 4, 1}, {3, 64, 64, 2, 8, 1}});
+  return conv_rows("wgmma_conv", ps, dev,
+      {{"SPLITK", 1}, {"PHASE", 0}, {"SWAP", 0}, {"SCHED", 0}, {"EPI", 0}, {"HALO", 1}},
+      {"BM", "BN", "CONSUMERS", "STAGES", "PINGPONG"},
+      {{0, 128, 64, 2, 4, 0}, {0, 256, 64, 2, 4, 0}, {0, 64, 64, 1, 4, 0}, {1, 128, 64, 2, 4, 0},
+       {1, 256, 64, 2, 3, 0}, {2, 128, 64, 2, 4, 0}, {2, 128, 128, 2, 4, 0}, {3, 128, 64, 1, 6, 0},
+       {4, 128, 128, 2, 4, 0}, {5, 128, 64, 2, 4, 0}, {0, 128, 64, 2, 4, 1}, {3, 64, 64, 2, 8, 1}});
 }
 
 TEST(WgmmaConvCompile, HaloPatchesCompileWithoutSpills) {
