@@ -51,6 +51,13 @@
 // of every pixel per tile and was bound by L2 bandwidth (BM 64 and stream-K no faster). Two patch
 // buffers, so that the next tile's loads while this one computes; a patch is freed once every
 // wgmma of its tile has retired.
+// CLUSTERN (wgrad; 2 or 4): clusters of CLUSTERN CTAs on adjacent tile columns of one tile row, which
+// share A (dy's BM output channels): each CTA loads BM / 64 / CLUSTERN of its 64-row boxes and multicasts
+// them to the cluster, so that a stage costs each CTA (BM / CLUSTERN + BN) lines from L2 instead of
+// BM + BN. A work unit is then a cluster's CLUSTERN tiles, a worker a cluster: the cluster's CTAs walk
+// the same units and K steps (the stages must match), rank r taking the unit's r-th tile column; one
+// past the last column computes and stores nothing. Stream-K streams units, each rank's parts meeting
+// in a workspace region of its own.
 // Epilogue: accumulators go through a padded fp32 staging buffer, 32 columns at a time, and are
 // written as 16-byte vectors along the output's rows (ld = N, N % 8 == 0 by constraint), or as
 // scalars when the output is not 16-byte aligned. EPI 1 (16-bit output, rows of the tile = rows of
@@ -112,7 +119,8 @@ TT_DEVICE void tma_im2col_4d(unsigned dst, const TtTensorMap* map, unsigned bar,
 }  // namespace tt_wgconv
 
 template <typename TA, typename TC, int DIR, int BM, int BN, int STAGES, int CONSUMERS, int RASTER, int GROUP,
-          int PINGPONG, int SPLITK, int PHASE = 0, int SWAP = 0, int SCHED = 0, int EPI = 0, int HALO = 0>
+          int PINGPONG, int SPLITK, int PHASE = 0, int SWAP = 0, int SCHED = 0, int EPI = 0, int HALO = 0,
+          int CLUSTERN = 1>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     wgmma_conv(const __grid_constant__ TtConvTmaParams p) {
   using namespace tt_wg;
@@ -128,8 +136,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                 "EPI 1: 16-bit output, SWAP 0, no phases (the rows of a tile are rows of the output)");
   static_assert(HALO == 0 || (HALO == 1 && DIR != 2 && PHASE == 0 && SPLITK == 1 && SCHED == 0 && EPI == 0 && SWAP == 0),
                 "HALO 1: fwd or stride-1 dgrad, whole tiles, the staged epilogue, SWAP 0");
+  static_assert(CLUSTERN == 1 || ((CLUSTERN == 2 || CLUSTERN == 4) && DIR == 2 && (BM / 64) % CLUSTERN == 0),
+                "CLUSTERN 2 or 4: weight gradients, each CTA a whole number of dy's 64-row boxes");
   constexpr bool PH = PHASE != 0;
   constexpr bool HL = HALO != 0;
+  constexpr int CL = CLUSTERN;
   constexpr bool PP = PINGPONG != 0;
   constexpr bool SW = SWAP != 0;     // channels as wgmma's M (above)
   constexpr bool SW2 = SWAP == 2;    // ... with a chunk of the epilogue written by all four warps
@@ -156,7 +167,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   typedef typename Pick<SW, TtWgmma<WM, IsBf16<TA>::value, B_K ? 0 : 1, 0>,
                         TtWgmma<BN, IsBf16<TA>::value, A_K ? 0 : 1, B_K ? 0 : 1>>::type Mma;
 
-  typedef Ring<STAGES, A_STAGE, B_STAGE> RingT;
+  typedef Ring<STAGES, A_STAGE, B_STAGE, CL> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // Staging: CONSUMERS x WM x EN floats; EPI 1: two 2 KB boxes a warp (16 rows x 64 columns of 16 bits).
   constexpr int STG_FLOATS = EPI == 1 ? 4 * 2 * 2048 / 4 : WM * EN;  // per consumer
@@ -179,7 +190,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   const int tpp = (M + BM - 1) / BM;
   const int tiles_m = PH ? cv.stride_h * cv.stride_w * tpp : HL ? cv.n * tpp : tpp, tiles_n = (N + BN - 1) / BN;
   const int tiles = tiles_m * tiles_n;
-  const int total = tiles * SPLITK;
+  // Work units (CLUSTERN: a cluster's tiles, CL adjacent tile columns) and workers (blocks, or clusters).
+  const int tiles_ng = (tiles_n + CL - 1) / CL, units = tiles_m * tiles_ng;
+  const int total = units * SPLITK;
+  const int worker = (int)blockIdx.x / CL, workers = (int)gridDim.x / CL;
+  // The same, read where SCHED 0's loops start (with CLUSTERN 1 the machine code is then what it was before it).
+  auto first_unit = [] { return (int)blockIdx.x / CL; };
+  auto unit_step = [] { return (int)gridDim.x / CL; };
+  const int rank = CL > 1 ? (int)cluster_rank() : 0;
   // fwd, dgrad: K steps per filter tap, the last one's channels past C (K) read as the copies' zero fill.
   const int chunks = ((DIR == 1 ? cv.k : cv.c) + 63) / 64;
   const bool whole_chunks = (DIR == 1 ? cv.k : cv.c) % 64 == 0;
@@ -188,8 +206,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   // at once read the same K range of neighbouring tiles' operands.
   auto unit_tile = [&](int u, int& mb, int& nb, int& kb, int& ke) {
     int split = 0, b;
-    if (SPLITK > 1) split = u / tiles, u -= split * tiles;
-    tile_coords<RASTER, GROUP>(u, tiles_m, tiles_n, mb, nb, b);
+    if (SPLITK > 1) split = u / units, u -= split * units;
+    tile_coords<RASTER, GROUP>(u, tiles_m, tiles_ng, mb, nb, b);
+    nb = nb * CL + rank;
     int kt_all = KT;
     if (PH) {
       const tt_conv::Phase x = tt_wgconv::phase_of(cv, pg, mb / tpp);
@@ -197,20 +216,21 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     }
     tt_splitk::k_range<SPLITK>(kt_all, split, kb, ke);
   };
-  // SCHED 1 (wgmma_sched.h): the tiles past the last full wave streamed along the K steps over all
-  // gridDim.x blocks, so that fewer tiles than multiprocessors (a wgrad's filter tensor) still keep
-  // every one busy; the loops walk this block's items 0, 1, ... instead of units (SCHED 0's loops
-  // read blockIdx.x, total and gridDim.x as they always did).
-  const bool streams = SCHED == 1 && tt_sched::sched_streams(tiles, gridDim.x, KT);
-  const int sk_first = streams ? 0 : (int)blockIdx.x, sk_step = streams ? 1 : (int)gridDim.x;
-  const int sk_total = streams ? tt_sched::items(1, tiles, gridDim.x, KT, blockIdx.x) : total;
+  // SCHED 1 (wgmma_sched.h): the units past the last full wave streamed along the K steps over all
+  // workers, so that fewer tiles than multiprocessors (a wgrad's filter tensor) still keep every one
+  // busy; the loops walk this worker's items 0, 1, ... instead of units (SCHED 0's loops walk the
+  // units from `worker` by `workers`).
+  const bool streams = SCHED == 1 && tt_sched::sched_streams(units, workers, KT);
+  const int sk_first = streams ? 0 : worker, sk_step = streams ? 1 : workers;
+  const int sk_total = streams ? tt_sched::items(1, units, workers, KT, worker) : total;
   // Unit (SCHED 1: item) u as unit_tile gives it; `it`: a streamed tile's part (parts 1 otherwise).
   auto unit_of = [&](int u, int& mb, int& nb, int& kb, int& ke, tt_sched::Item& it) {
     it.parts = 1;
     if (SCHED == 1 && streams) {
-      it = tt_sched::item(1, tiles, gridDim.x, KT, blockIdx.x, u);
+      it = tt_sched::item(1, units, workers, KT, worker, u);
       int b;
-      tile_coords<RASTER, GROUP>(it.t, tiles_m, tiles_n, mb, nb, b);
+      tile_coords<RASTER, GROUP>(it.t, tiles_m, tiles_ng, mb, nb, b);
+      nb = nb * CL + rank;
       kb = it.kb, ke = it.ke;
     } else {
       unit_tile(u, mb, nb, kb, ke);
@@ -229,8 +249,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       mbar_init(pbars + 16 + 8 * b, PP ? 4 : CONSUMERS * 4);  // the warps of the consumer(s) reading it
     }
   }
-  if (threadIdx.x == 0) ring.init(1, PP ? 4 : CONSUMERS * 4);  // empty: one arrival per consuming warp
+  // empty: one arrival per consuming warp of the cluster
+  if (threadIdx.x == 0) ring.init(1, (PP ? 4 : CONSUMERS * 4) * CL);
   __syncthreads();
+  if (CL > 1) cluster_sync_after_init();  // the peers' barriers exist before any multicast or remote arrive
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
@@ -241,7 +263,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       prefetch_map(&p.map_tiled);
       int s = 0;
       u32 ph = 0;
-      for (int u = SCHED ? sk_first : blockIdx.x; u < (SCHED ? sk_total : total); u += SCHED ? sk_step : (int)gridDim.x) {
+      for (int u = SCHED ? sk_first : first_unit(); u < (SCHED ? sk_total : total); u += SCHED ? sk_step : unit_step()) {
         int mb, nb, kb, ke;
         tt_sched::Item it;
         unit_of(u, mb, nb, kb, ke, it);
@@ -252,7 +274,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             mbar_wait(empty, ph ^ 1);
             mbar_arrive_expect_tx(full, STAGE_BYTES);
             TT_UNROLL
-            for (int i = 0; i < BM / 64; ++i) tma_load_3d(sA + s * A_STAGE + i * 64 * 128, &p.map_tiled, full, m0 + 64 * i, kt * 64, 0);
+            for (int i = 0; i < BM / 64; ++i) {  // CLUSTERN: box i by rank i % CL, to the whole cluster
+              if (CL == 1) tma_load_3d(sA + s * A_STAGE + i * 64 * 128, &p.map_tiled, full, m0 + 64 * i, kt * 64, 0);
+              else if (i % CL == rank)
+                tma_load_3d_multicast(sA + s * A_STAGE + i * 64 * 128, &p.map_tiled, full, m0 + 64 * i, kt * 64, 0,
+                                      (unsigned short)((1u << CL) - 1u));
+            }
             const tt_wgconv::BoxStart box = tt_wgconv::box_start(view, kt * 64);
             TT_UNROLL
             for (int i = 0; i < BOXES; ++i) {  // a box past R*S*C (never stored) reloads the last one's tap
@@ -309,6 +336,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           }
         }
       }
+      // CLUSTERN: no CTA leaves while a peer may still multicast into it or arrive on it: the consumers
+      // of every CTA of the cluster have released every stage this producer filled.
+      if (CL > 1)
+        for (int i = 0; i < STAGES; ++i) {
+          mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
+          if (++s == STAGES) { s = 0; ph ^= 1; }
+        }
     }
   } else {
     // ------------------------------------------------------------------ consumers
@@ -336,7 +370,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       unit_tile(u, mb, nb, kb, ke);
       RingT::skip(s, ph, ke - kb);
     };
-    const int first = blockIdx.x, step = gridDim.x;
+    const int first = first_unit(), step = unit_step();
     if (PP && cw == 1) skip_unit(first);
     const int u_step = PP ? 2 * step : step;
     for (int u = SCHED ? sk_first : first + (PP ? cw * step : 0); u < (SCHED ? sk_total : total);
@@ -363,6 +397,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       finish_k_tiles<false>(ring, acc, prev, lane);
       if (HL && lane == 0) mbar_arrive(pbars + 16 + 8 * hbuf);  // every wgmma reading the patch has retired
       if (PP) skip_unit(u + step);
+      if (CL > 1 && nb >= tiles_n) continue;  // a cluster's tile past the last column: its loads were for the peers
 
       // SCHED 1: a streamed tile's parts meet in the workspace (a counter per streamed tile, then a
       // slot per part), the last to arrive summing them in K order; it then stores the tile whole.
@@ -370,8 +405,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         if (it.parts > 1) {
           constexpr int GT = 128 * CONSUMERS;
           const NamedGroup group{CONSUMERS == 1 ? 1 : 5, GT};
-          float4* slots = reinterpret_cast<float4*>(tt_sched::part_slots(cv.workspace, gridDim.x, it, BM * BN));
-          if (!tt_splitk::reduce_slots<MI * NACC, GT, BM * BN, 1, false, 4>(&acc[0][0], tt_sched::part_counter(cv.workspace, it),
+          // CLUSTERN: rank r's parts in region r of the workspace.
+          void* ws = static_cast<char*>(cv.workspace) + (CL > 1 ? rank * tt_sched::workspace_bytes(workers, units, BM * BN) : 0);
+          float4* slots = reinterpret_cast<float4*>(tt_sched::part_slots(ws, workers, it, BM * BN));
+          if (!tt_splitk::reduce_slots<MI * NACC, GT, BM * BN, 1, false, 4>(&acc[0][0], tt_sched::part_counter(ws, it),
                                                                            slots, it.part, it.parts, threadIdx.x - 128, group))
             continue;
         }
@@ -380,7 +417,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         constexpr int GT = PP ? 128 : 128 * CONSUMERS;  // threads holding the tile
         const NamedGroup group{(PP || CONSUMERS == 1) ? 1 + cw : 5, GT};
         if (!tt_splitk::reduce<MI * NACC, GT, SPLITK, BM * BN, tt_splitk::loads_beside(MI * NACC, 0)>(
-                &acc[0][0], cv.workspace, (long long)mb * tiles_n + nb, tiles, u / tiles, PP ? tid : threadIdx.x - 128,
+                &acc[0][0], cv.workspace, (long long)mb * tiles_n + nb, tiles, u / units, PP ? tid : threadIdx.x - 128,
                 group))
           continue;
       }

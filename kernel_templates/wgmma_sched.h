@@ -89,6 +89,11 @@ TT_SCHED_FN float* part_slots(void* workspace, int P, const Item& it, long long 
   return slots + (long long)(it.slot - it.part) * tile_floats;
 }
 TT_SCHED_FN int* part_counter(void* workspace, const Item& it) { return static_cast<int*>(workspace) + it.ts; }
+// Its size for P workers of T tiles: the counters and the slots (fewer than T % P + P). A kernel whose
+// clusters stream a tile of each rank (wgmma_conv's CLUSTERN) gives every rank a region of this size.
+TT_SCHED_FN long long workspace_bytes(int P, int T, long long tile_floats) {
+  return ((long long)P * 4 + 255) / 256 * 256 + ((long long)(T % P) + P) * tile_floats * 4;
+}
 
 }  // namespace tt_sched
 

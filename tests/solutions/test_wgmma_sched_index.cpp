@@ -3,6 +3,7 @@
 // No GPU needed.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <vector>
@@ -52,6 +53,10 @@ TEST(WgmmaSchedIndex, EveryTilesKTilesAreCoveredOnceAndPartsMeetInKOrder) {
         parts_of[it.ts].push_back({it.kb, it.part});
         EXPECT_TRUE(slots.insert(it.slot).second) << "a slot shared";
         EXPECT_LT(it.slot, c.T % c.P + c.P);  // the workspace's bound (SK_SLOTS)
+        // ... and workspace_bytes holds this part's slot (a tile of 16 floats here).
+        std::vector<char> ws(std::size_t(tt_sched::workspace_bytes(c.P, c.T, 16)));
+        const float* slot = tt_sched::part_slots(ws.data(), c.P, it, 16) + it.part * 16;
+        EXPECT_LE(reinterpret_cast<std::uintptr_t>(slot + 16), reinterpret_cast<std::uintptr_t>(ws.data() + ws.size()));
       }
       if (streams) most = std::max(most, steps), least = std::min(least, steps);
     }
