@@ -57,6 +57,10 @@
 #               plain, then (if it passes) configs/probes/h200_halo_probe.json tuned (HALO 0 / 1 in one sweep, every measurement kept)
 #               and vs_torch on its layers, then the sample under memcheck and racecheck (OUT/halo.tgz,
 #               OUT/halo_sanitizers.tgz).
+#   cluster:    wgmma_conv CLUSTERN (weight gradients, dy multicast to 2 or 4 CTAs on adjacent tile columns; built
+#               without a GPU on 2026-12-06): its sample plain, then (if it passes) configs/probes/h200_wgrad_cluster_probe.json
+#               tuned (CLUSTERN 1 / 2 / 4, whole tiles, split-K 2 and stream-K in one sweep) and vs_torch on l4 / l3's 3x3
+#               layers, then the sample under memcheck and racecheck (OUT/cluster.tgz, OUT/cluster_sanitizers.tgz).
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -90,7 +94,7 @@ sample_probe_sanitizers() {  # NAME SAMPLE CONFIG LIMIT_S SET:NAMES...: a new ke
       PYTHONUNBUFFERED=1 timeout 120 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/$name.db" \
         --set "${sn%%:*}" --only conv --names "${sn#*:}" --conv-dtype bf16 --rounds 2 --out "$D/vs_torch_${sn%%:*}.md" \
         --label "$LABEL, bf16" > "$D/vs_torch_${sn%%:*}.log" 2>&1
-      echo "vs_torch ${sn%%:*} exit $?"; grep -E '^\| conv (fwd|dgrad)' "$D/vs_torch_${sn%%:*}.md"
+      echo "vs_torch ${sn%%:*} exit $?"; grep -E '^\| conv (fwd|dgrad|wgrad)' "$D/vs_torch_${sn%%:*}.md"
     done
     rm -f "$D/$name".db*
   fi
@@ -263,7 +267,10 @@ for STEP in ${STEPS//,/ }; do
     halo)
       sample_probe_sanitizers halo WgmmaConvGpu.HaloPatchSanitizerSample configs/probes/h200_halo_probe.json 240 \
         untuned:5x5_48,unet_3x3_64 shipped:l1_3x3_64 ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|warp_store|waves_5x5|halo[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    cluster)
+      sample_probe_sanitizers cluster WgmmaConvGpu.ClustersSharingDySanitizerSample configs/probes/h200_wgrad_cluster_probe.json \
+        200 shipped:l4_3x3_512,l3_3x3_256 ;;
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|warp_store|waves_5x5|halo|cluster[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done
