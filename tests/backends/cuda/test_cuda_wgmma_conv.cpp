@@ -142,29 +142,34 @@ TEST(WgmmaConvCompile, StreamKCompilesWithoutSpills) {
 // CLUSTERN (wgrad; dy's rows multicast to the cluster's CTAs on adjacent tile columns): clusters of 2
 // and 4 streaming every tile (36 tile columns, ResNet-50's l4 weight gradient at batch 2), whole tiles,
 // tile columns not a multiple of the cluster (5 and 9 of them: the last cluster's ranks past them
-// compute nothing), fp32 output, ping-pong and one consumer, split-K on a stride-2 3x3. For the compile
+// compute nothing), fp32 output, ping-pong and one consumer, split-K on a stride-2 3x3, the warps' TMA
+// stores (EPI 1, which the shipped configs take wherever it fits) on four; ping-pong consumers taking
+// turns (72 units on 66 clusters), stream-K with ranks past the last column (23 columns in clusters of 4),
+// and stream-K after a full wave (92 units: 45 columns of 64 in clusters of 2). For the compile
 // test and the GPU sample (sized for 132 multiprocessors: the stream-K rows' constraints count them).
 std::vector<Problem> wgmma_conv_cluster_problems() {
   using D = DataType;
   constexpr ConvDirection WG = ConvDirection::BackwardFilter;
   return {wgmma_conv(D::BF16, D::BF16, 2, 512, 28, 28, 256, 3, 3, 1, 1, 1, 1, 1, 1, WG),
           wgmma_conv(D::F16, D::F32, 3, 64, 11, 13, 256, 3, 3, 1, 1, 1, 1, 1, 1, WG),
-          wgmma_conv(D::BF16, D::BF16, 16, 128, 15, 15, 256, 3, 3, 2, 2, 1, 1, 1, 1, WG)};
+          wgmma_conv(D::BF16, D::BF16, 16, 128, 15, 15, 256, 3, 3, 2, 2, 1, 1, 1, 1, WG),
+          wgmma_conv(D::BF16, D::BF16, 2, 320, 20, 20, 512, 3, 3, 1, 1, 1, 1, 1, 1, WG)};
 }
 std::vector<tuner::Candidate> wgmma_conv_cluster_candidates(const std::vector<Problem>& ps, const gpu::DeviceInfo& dev) {
   return conv_rows("wgmma_conv", ps, dev,
-      {{"STAGES", 4}, {"PHASE", 0}, {"SWAP", 0}, {"EPI", 0}, {"HALO", 0}},
-      {"BM", "BN", "CONSUMERS", "PINGPONG", "SPLITK", "SCHED", "CLUSTERN"},
-      {{0, 256, 128, 2, 0, 1, 1, 2}, {0, 256, 128, 2, 0, 1, 1, 4}, {0, 128, 128, 2, 0, 1, 0, 2},
-       {1, 128, 128, 2, 0, 1, 0, 2}, {1, 256, 64, 2, 0, 1, 0, 4}, {1, 128, 128, 2, 1, 1, 0, 2},
-       {1, 128, 64, 1, 0, 1, 0, 2}, {2, 128, 128, 2, 0, 2, 0, 2}, {2, 256, 128, 2, 0, 2, 0, 2}});
+      {{"STAGES", 4}, {"PHASE", 0}, {"SWAP", 0}, {"HALO", 0}},
+      {"BM", "BN", "CONSUMERS", "PINGPONG", "SPLITK", "SCHED", "CLUSTERN", "EPI"},
+      {{0, 256, 128, 2, 0, 1, 1, 2, 1}, {0, 256, 128, 2, 0, 1, 1, 4, 0}, {0, 128, 128, 2, 0, 1, 0, 2, 1},
+       {1, 128, 128, 2, 0, 1, 0, 2, 0}, {1, 256, 64, 2, 0, 1, 0, 4, 0}, {1, 128, 128, 2, 1, 1, 0, 2, 0},
+       {1, 128, 64, 1, 0, 1, 0, 2, 0}, {2, 128, 128, 2, 0, 2, 0, 2, 1}, {2, 256, 128, 2, 0, 2, 0, 2, 0},
+       {0, 128, 64, 2, 1, 1, 0, 2, 1}, {3, 256, 128, 2, 0, 1, 1, 4, 0}, {3, 128, 64, 2, 0, 1, 1, 2, 1}});
 }
 
 TEST(WgmmaConvCompile, ClustersSharingDyCompileWithoutSpills) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const std::vector<Problem> ps = wgmma_conv_cluster_problems();
   const auto cands = wgmma_conv_cluster_candidates(ps, dev);
-  ASSERT_EQ(cands.size(), 9u);
+  ASSERT_EQ(cands.size(), 12u);
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   expect_no_spills(*compiler, cands, ps, dev, 0);
   // Forward passes, input gradients and a cluster wider than a tile's dy boxes are refused.
@@ -819,7 +824,7 @@ TEST(WgmmaConvGpu, StreamKSanitizerSample) {
 
 // CLUSTERN: valid twice against the reference, stream-K's workspace left zeroed.
 TEST(WgmmaConvGpu, ClustersSharingDySanitizerSample) {
-  expect_variants_valid(wgmma_conv_cluster_problems, wgmma_conv_cluster_candidates, 9, true);
+  expect_variants_valid(wgmma_conv_cluster_problems, wgmma_conv_cluster_candidates, 12, true);
 }
 
 // SWAP 1 and 2: valid twice against the reference.
