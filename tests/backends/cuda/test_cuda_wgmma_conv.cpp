@@ -130,13 +130,24 @@ std::vector<tuner::Candidate> wgmma_conv_stream_k_candidates(const std::vector<P
        {3, 64, 64, 1, 0}, {4, 64, 64, 1, 1}, {4, 64, 64, 1, 2}});
 }
 
-TEST(WgmmaConvCompile, StreamKCompilesWithoutSpills) {
+// A sample of chosen variants (`candidates` of `problems`) built for a fake H200: all `count` of them
+// admitted, each compiled for sm_90a without spills. Returns them (empty after a failure).
+std::vector<tuner::Candidate> expect_variants_compile(
+    std::vector<Problem> (*problems)(),
+    std::vector<tuner::Candidate> (*candidates)(const std::vector<Problem>&, const gpu::DeviceInfo&),
+    std::size_t count) {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  const std::vector<Problem> ps = wgmma_conv_stream_k_problems();
-  const auto cands = wgmma_conv_stream_k_candidates(ps, dev);
-  ASSERT_EQ(cands.size(), 8u);
+  const std::vector<Problem> ps = problems();
+  const auto cands = candidates(ps, dev);
+  EXPECT_EQ(cands.size(), count);
+  if (cands.size() != count) return {};
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   expect_no_spills(*compiler, cands, ps, dev, 0);
+  return cands;
+}
+
+TEST(WgmmaConvCompile, StreamKCompilesWithoutSpills) {
+  expect_variants_compile(wgmma_conv_stream_k_problems, wgmma_conv_stream_k_candidates, 8);
 }
 
 // CLUSTERN (wgrad; dy's rows multicast to the cluster's CTAs on adjacent tile columns): clusters of 2
@@ -166,12 +177,9 @@ std::vector<tuner::Candidate> wgmma_conv_cluster_candidates(const std::vector<Pr
 }
 
 TEST(WgmmaConvCompile, ClustersSharingDyCompileWithoutSpills) {
-  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  const std::vector<Problem> ps = wgmma_conv_cluster_problems();
-  const auto cands = wgmma_conv_cluster_candidates(ps, dev);
+  const auto cands = expect_variants_compile(wgmma_conv_cluster_problems, wgmma_conv_cluster_candidates, 12);
   ASSERT_EQ(cands.size(), 12u);
-  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
-  expect_no_spills(*compiler, cands, ps, dev, 0);
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   // Forward passes, input gradients and a cluster wider than a tile's dy boxes are refused.
   const Problem fwd{wgmma_conv(DataType::BF16, DataType::BF16, 2, 512, 28, 28, 256, 3, 3, 1, 1, 1, 1)};
   EXPECT_TRUE(refuses(cands[2], as_wgrad(fwd), dev, {{"BM", 64}, {"CONSUMERS", 1}}));
