@@ -325,6 +325,16 @@ struct Ring {
     }
   }
 
+  // The producer of a cluster's CTA before it leaves, from its ring position on: waits until the consumers of
+  // every CTA released every stage it filled, so that no peer still multicasts into this CTA or arrives on it
+  // (the peers walk the same units, so their multicasts into this CTA were all consumed here).
+  TT_DEVICE void drain(int& s, u32& ph) const {
+    for (int i = 0; i < STAGES; ++i) {
+      mbar_wait(empty(s), ph ^ 1);
+      advance(s, ph);
+    }
+  }
+
   // Ring position (stage s, parity ph): on to the next stage, or n stages on.
   static TT_DEVICE void advance(int& s, u32& ph) {
     if (++s == STAGES) { s = 0; ph ^= 1; }

@@ -336,13 +336,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           }
         }
       }
-      // CLUSTERN: no CTA leaves while a peer may still multicast into it or arrive on it: the consumers
-      // of every CTA of the cluster have released every stage this producer filled.
-      if (CL > 1)
-        for (int i = 0; i < STAGES; ++i) {
-          mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
-          if (++s == STAGES) { s = 0; ph ^= 1; }
-        }
+      if (CL > 1) ring.drain(s, ph);  // no CTA of a cluster leaves while a peer may still use it
     }
   } else {
     // ------------------------------------------------------------------ consumers

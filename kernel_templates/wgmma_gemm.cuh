@@ -544,14 +544,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
           if (++s == STAGES) { s = 0; ph ^= 1; }
         }
       }
-      // No CTA of a cluster leaves while another may still multicast into it or arrive on it:
-      // the producer waits until the consumers of every CTA released every stage it filled (the
-      // peers walk the same units, so their multicasts into this CTA were all consumed here).
-      if (CS > 1)
-        for (int i = 0; i < STAGES; ++i) {
-          mbar_wait(bars + 8 * (STAGES + s), ph ^ 1);
-          if (++s == STAGES) { s = 0; ph ^= 1; }
-        }
+      if (CS > 1) ring.drain(s, ph);  // no CTA of a cluster leaves while a peer may still use it
     }
   } else {
     // ------------------------------------------------------------------ consumers
