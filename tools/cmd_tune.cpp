@@ -45,7 +45,7 @@ struct TuneArgs {
   long long budget = -1;
   double budget_seconds = -1;
   long long seed = -1;
-  bool no_vendor = false, list_pruned = false, compile_servers = false, retry_failed = false, json = false;
+  bool no_vendor = false, list_pruned = false, list_selected = false, compile_servers = false, retry_failed = false, json = false;
   std::string arch;           // --compile-only: the arch to compile for
   bool compile_only = false;
 };
@@ -72,6 +72,9 @@ void add_tune_options(CLI::App* cmd, const std::shared_ptr<TuneArgs>& a) {
                   "first few, cuDNN's engine configurations) as candidates; 0: the default only")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--list-pruned", a->list_pruned, "print every pruned candidate with the constraint it breaks");
+  cmd->add_flag("--list-selected", a->list_selected,
+                "print each problem's candidates that the search strategy picked, in measuring order, with the model's "
+                "estimate in ms (with --compile-only too: what a budget would time, without a device)");
   CLI::Option* compile_only = cmd->add_flag(
       "--compile-only", a->compile_only,
       "no device: compile the selected candidates for --arch into the database, with their static figures; measure nothing");
@@ -149,6 +152,7 @@ tuner::SweepOptions sweep_options(const TuneArgs& args, tuner::TuningConfig& con
   o.compare_vendor = !a->no_vendor;
   o.vendor_algorithms = a->vendor_algorithms;
   o.list_pruned = a->list_pruned;
+  o.list_selected = a->list_selected;
   o.retry_failed = a->retry_failed;
   if (a->timeout > 0) config.benchmark.timeout_s = a->timeout;
   if (a->prepare_timeout > 0) config.benchmark.prepare_timeout_s = a->prepare_timeout;

@@ -55,7 +55,9 @@ CompileOnlySummary run_compile_only(const TuningConfig& config, const SweepOptio
     const std::int64_t pid = db.upsert_problem(config.problems[pi]);
     std::vector<SearchCandidate> sc;
     for (const Candidate* c : by_problem[pi]) sc.push_back({c->tmpl.get(), &c->solution});
-    for (std::size_t i : strategy.select(config.search, sc, config.problems[pi], dev)) {
+    const std::vector<std::size_t> pick = strategy.select(config.search, sc, config.problems[pi], dev);
+    if (o.list_selected) print_selection(log, config.problems[pi], sc, pick, dev);
+    for (std::size_t i : pick) {
       const Candidate& c = *by_problem[pi][i];
       ++s.selected;
       const std::int64_t sid = db.upsert_solution(c.solution, c.tmpl->source_hash());

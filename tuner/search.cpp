@@ -15,6 +15,20 @@ void validate(const SearchOptions& o) {
   s.validate(o);
 }
 
+void print_selection(std::FILE* log, const Problem& p, const std::vector<SearchCandidate>& cands,
+                     const std::vector<std::size_t>& pick, const gpu::DeviceInfo& dev) {
+  std::fprintf(log, "selected %zu of %zu candidates for %s (rank, the model's estimate in ms, kernel):\n", pick.size(),
+               cands.size(), p.key().c_str());
+  for (std::size_t r = 0; r < pick.size(); ++r) {
+    const SearchCandidate& c = cands[pick[r]];
+    const ModelEstimate m = model_estimate(*c.tmpl, *c.solution, p, dev);
+    if (m.has_model)
+      std::fprintf(log, "  %4zu  %-10.4g  %s\n", r + 1, m.seconds * 1e3, c.solution->kernel_name().c_str());
+    else
+      std::fprintf(log, "  %4zu  %-10s  %s\n", r + 1, "-", c.solution->kernel_name().c_str());
+  }
+}
+
 BenchmarkOptions final_benchmark(const BenchmarkOptions& full, gpu::BackendKind backend) {
   BenchmarkOptions b = full;
   const double sustained = gpu::traits(backend).final_ms;

@@ -16,6 +16,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,12 @@ struct SearchCandidate {
 // The named strategy's selection (Strategy::select): indices into `cands`, in measuring order.
 std::vector<std::size_t> select_candidates(const SearchOptions& o, const std::vector<SearchCandidate>& cands,
                                            const Problem& p, const gpu::DeviceInfo& dev);
+
+// `tune --list-selected`: a line per candidate the strategy picked for `p` (`pick`: indices into `cands`), in
+// measuring order, with the model's estimate where the template has a model: which kernels a budget times, and
+// which a crowded ranking left out.
+void print_selection(std::FILE* log, const Problem& p, const std::vector<SearchCandidate>& cands,
+                     const std::vector<std::size_t>& pick, const gpu::DeviceInfo& dev);
 
 // Finalists of every strategy: timed fully twice, at the end of the problem's measuring, the
 // second time for at least final_ms (BenchmarkOptions).

@@ -217,6 +217,7 @@ void Sweep::select_work() {
     std::vector<SearchCandidate> sc;
     for (const Candidate* c : by_problem[pi]) sc.push_back({c->tmpl.get(), &c->solution});
     std::vector<std::size_t> pick = strategy_.select(config_.search, sc, config_.problems[pi], info);
+    if (options_.list_selected) print_selection(log_, config_.problems[pi], sc, pick, info);
     sum_.not_selected += by_problem[pi].size() - pick.size();
     for (std::size_t i : pick) {
       const Candidate& c = *by_problem[pi][i];

@@ -41,6 +41,7 @@ struct SweepOptions {
   bool compare_vendor = true;  // time the vendor library on every problem too
   int vendor_algorithms = 8;   // ... and up to this many of its other algorithms (cuBLASLt's, cuDNN's engine configurations)
   bool list_pruned = false;    // print every pruned candidate with its reason
+  bool list_selected = false;  // print each problem's picks in measuring order, with the model's estimate
   // Recorded failures of the config's candidates (failed compiles, invalid results, launch
   // failures, crashes, time-outs) are finished work that a rerun skips; with this they are
   // forgotten and the candidates compiled and measured again (`tune --retry-failed`).

@@ -4,7 +4,10 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -319,23 +322,71 @@ TEST(SearchModel, ModelSectionKeysAreChecked) {
             std::string::npos);
 }
 
-TEST(SearchSelect, RandomIsSeededAndBudgeted) {
+namespace {
+
+// simt_gemm's whole space as search candidates of a 1000^3 f32 GEMM on a fake CUDA device.
+struct SimtSpace {
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
   const KernelTemplate& t = find_template("simt_gemm");
-  std::vector<Solution> sols = tuner::cartesian(t);
+  const std::vector<Solution> sols = tuner::cartesian(t);
   std::vector<tuner::SearchCandidate> cands;
-  for (const auto& s : sols) cands.push_back({&t, &s});
-  GemmProblem p = gemm(DataType::F32, DataType::F32, false, false, 1000, 1000, 1000);
-  tuner::SearchOptions o;
-  o.strategy = "random";
-  o.budget = 20;
-  o.seed = 1;
-  auto a = tuner::select_candidates(o, cands, p, dev), b = tuner::select_candidates(o, cands, p, dev);
+  const GemmProblem p = gemm(DataType::F32, DataType::F32, false, false, 1000, 1000, 1000);
+  SimtSpace() {
+    for (const auto& s : sols) cands.push_back({&t, &s});
+  }
+  std::vector<std::size_t> select(const char* strategy, std::size_t budget, std::uint64_t seed = 0) const {
+    tuner::SearchOptions o;
+    o.strategy = strategy;
+    o.budget = budget;
+    o.seed = seed;
+    return tuner::select_candidates(o, cands, p, dev);
+  }
+};
+
+}  // namespace
+
+TEST(SearchSelect, RandomIsSeededAndBudgeted) {
+  const SimtSpace sp;
+  auto a = sp.select("random", 20, 1), b = sp.select("random", 20, 1);
   EXPECT_EQ(a.size(), 20u);
   EXPECT_EQ(a, b);
   EXPECT_EQ(std::set<std::size_t>(a.begin(), a.end()).size(), 20u);
-  o.seed = 2;
-  EXPECT_NE(tuner::select_candidates(o, cands, p, dev), a);
+  EXPECT_NE(sp.select("random", 20, 2), a);
+}
+
+TEST(SearchSelect, ListedInMeasuringOrderWithTheModelsEstimate) {
+  const SimtSpace sp;
+  const std::vector<std::size_t> pick = sp.select("model", 5);
+  ASSERT_EQ(pick.size(), 5u);
+  char* buf = nullptr;
+  std::size_t len = 0;
+  std::FILE* f = open_memstream(&buf, &len);
+  ASSERT_NE(f, nullptr);
+  tuner::print_selection(f, sp.p, sp.cands, pick, sp.dev);
+  std::fclose(f);
+  const std::string out(buf, len);
+  std::free(buf);
+  EXPECT_NE(out.find("selected 5 of " + std::to_string(sp.cands.size()) + " candidates for " + sp.p.key()), std::string::npos)
+      << out;
+  // A row per pick, in the strategy's order, each with the model's estimate (the model ranks lower first).
+  std::istringstream lines(out);
+  std::string line;
+  std::getline(lines, line);
+  double previous = 0;
+  for (std::size_t r = 0; r < pick.size(); ++r) {
+    ASSERT_TRUE(std::getline(lines, line)) << out;
+    std::istringstream row(line);
+    std::size_t rank = 0;
+    double ms = 0;
+    std::string kernel;
+    row >> rank >> ms >> kernel;
+    EXPECT_EQ(rank, r + 1) << line;
+    EXPECT_EQ(kernel, sp.sols[pick[r]].kernel_name()) << line;
+    EXPECT_GT(ms, 0) << line;
+    EXPECT_GE(ms, previous) << line;
+    previous = ms;
+  }
+  EXPECT_FALSE(std::getline(lines, line)) << out;
 }
 
 TEST(SearchSelect, HalvingContenders) {
