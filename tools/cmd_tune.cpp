@@ -45,7 +45,8 @@ struct TuneArgs {
   long long budget = -1;
   double budget_seconds = -1;
   long long seed = -1;
-  bool no_vendor = false, list_pruned = false, list_selected = false, compile_servers = false, retry_failed = false, json = false;
+  bool no_vendor = false, list_pruned = false, list_selected = false, compile_servers = false, retry_failed = false;
+  bool json = false;
   std::string arch;           // --compile-only: the arch to compile for
   bool compile_only = false;
 };

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
-#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <sstream>
 
@@ -366,8 +366,8 @@ TEST(SearchSelect, ListedInMeasuringOrderWithTheModelsEstimate) {
   std::fclose(f);
   const std::string out(buf, len);
   std::free(buf);
-  EXPECT_NE(out.find("selected 5 of " + std::to_string(sp.cands.size()) + " candidates for " + sp.p.key()), std::string::npos)
-      << out;
+  const std::string head = "selected 5 of " + std::to_string(sp.cands.size()) + " candidates for " + sp.p.key();
+  EXPECT_NE(out.find(head), std::string::npos) << out;
   // A row per pick, in the strategy's order, each with the model's estimate (the model ranks lower first).
   std::istringstream lines(out);
   std::string line;
