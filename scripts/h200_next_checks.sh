@@ -61,8 +61,8 @@
 #               without a GPU on 2026-12-06): its sample plain, then (if it passes) configs/probes/h200_wgrad_cluster_probe.json
 #               tuned (CLUSTERN 1 / 2 / 4, whole tiles, split-K 2 and stream-K in one sweep) and vs_torch on l4 / l3's 3x3
 #               layers, then the sample under memcheck and racecheck (OUT/cluster.tgz, OUT/cluster_sanitizers.tgz).
-#   conv_samples: every convolution template's GPU sanitizer sample (wgmma_conv's 8, wgmma_tap_wgrad's 2,
-#               wgmma_conv1x1's BN 32 and BN 160, narrow_fwd's), each plain, under memcheck and under racecheck
+#   conv_samples: the sanitizer samples of the Hopper convolution kernels in the shipped spaces (wgmma_conv's 8,
+#               wgmma_tap_wgrad's 2, wgmma_conv1x1's BN 32 and BN 160, narrow_fwd's), each plain, under memcheck and under racecheck
 #               (OUT/conv_samples.tgz; not yet run as one step: its samples took 2-7 s each, plain or under a sanitizer,
 #               on an H100 on 2026-12-06, so about 3 minutes). Issue 22 asks every kernel to be validated on
 #               the H200: CLUSTERN, BN 32, EPI 1, HALO and BN 160 have run on an H100 only (2026-12-06).

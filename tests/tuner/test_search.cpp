@@ -334,6 +334,8 @@ struct SimtSpace {
   SimtSpace() {
     for (const auto& s : sols) cands.push_back({&t, &s});
   }
+  SimtSpace(const SimtSpace&) = delete;  // cands point into sols
+  SimtSpace& operator=(const SimtSpace&) = delete;
   std::vector<std::size_t> select(const char* strategy, std::size_t budget, std::uint64_t seed = 0) const {
     tuner::SearchOptions o;
     o.strategy = strategy;
@@ -382,7 +384,9 @@ TEST(SearchSelect, ListedInMeasuringOrderWithTheModelsEstimate) {
     row >> rank >> ms >> kernel;
     EXPECT_EQ(rank, r + 1) << line;
     EXPECT_EQ(kernel, sp.sols[pick[r]].kernel_name()) << line;
+    const double model_ms = model_estimate(sp.t, sp.sols[pick[r]], sp.p, sp.dev).seconds * 1e3;
     EXPECT_GT(ms, 0) << line;
+    EXPECT_NEAR(ms, model_ms, 1e-3 * model_ms) << line;
     EXPECT_GE(ms, previous) << line;
     previous = ms;
   }
