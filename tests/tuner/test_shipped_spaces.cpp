@@ -16,6 +16,7 @@
 #include "tests/test_util.h"
 #include "tuner/config.h"
 #include "tuner/enumerator.h"
+#include "tuner/search.h"
 
 using namespace tiletune;
 
@@ -192,4 +193,49 @@ TEST(ShippedConfigs, EveryConfigLoadsFromItsFolder) {
     EXPECT_NO_THROW(tuner::load_config(f.path().string())) << f.path();
   }
   EXPECT_EQ(folders, (std::set<std::string>{"examples", "h200", "probes"}));
+}
+
+// The ResNet-50 config's model search at its shipped budget still picks the kernels measured fastest on its
+// layers, where a ranking pushed them near the budget's edge. A parameter the model prices as a saving can fill
+// the budget with its own variants and leave a layer's winner untimed: wgmma_conv's CLUSTERN 2 did so to
+// l4_1x1_2048's weight gradient (0.78x cuDNN;
+// benchmarks/results/conv/2026-12-06_h100_wgrad_clustern_tables_1ba5113.md). A failure here means: measure before
+// shipping the change (the winners are the H100 tables' of 2026-12-06, on main's config).
+TEST(ShippedSearch, ResNetBudgetKeepsTheMeasuredWinners) {
+  const tuner::TuningConfig config = shipped("h200_conv_resnet50.json");
+  ASSERT_EQ(config.search.strategy, "model");
+  ASSERT_GT(config.search.budget, 0u);
+  // The 1x1 layers' winners ranked 71st-89th of the 96 picks on 2026-12-06; each of the five won in two runs.
+  const std::string pingpong_64x128 =
+      "wgmma_conv1x1_AREG-0_BK-64_BM-64_BN-128_CLUSTER-1_CLUSTERN-1_CONSUMERS-2_COOPK-0_COOPN-0_EPI-1_GROUP-8_"
+      "L2PROMO-3_LOADER-0_OCC-1_PINGPONG-1_RASTER-0_SCHED-0_SPLITK-1_STAGES-8";
+  const std::map<std::string, std::string> winners = {
+      {"conv|fwd|bf16>bf16|acc_f32|NHWC|n128|c64|h56|w56|k64|r1|s1|u1x1|pad0x0|dil1x1|g1",
+       "wgmma_conv_BM-128_BN-64_CLUSTERN-1_CONSUMERS-2_EPI-0_GROUP-8_HALO-0_PHASE-0_PINGPONG-0_RASTER-0_SCHED-0_"
+       "SPLITK-1_STAGES-3_SWAP-1"},
+      {"conv|dgrad|bf16>bf16|acc_f32|NHWC|n128|c64|h56|w56|k64|r1|s1|u1x1|pad0x0|dil1x1|g1",
+       "wgmma_conv_BM-64_BN-64_CLUSTERN-1_CONSUMERS-2_EPI-1_GROUP-8_HALO-0_PHASE-0_PINGPONG-1_RASTER-0_SCHED-0_SPLITK-1_"
+       "STAGES-4_SWAP-0"},
+      {"conv|dgrad|bf16>bf16|acc_f32|NHWC|n128|c128|h28|w28|k512|r1|s1|u1x1|pad0x0|dil1x1|g1", pingpong_64x128},
+      {"conv|wgrad|bf16>bf16|acc_f32|NHWC|n128|c512|h7|w7|k2048|r1|s1|u1x1|pad0x0|dil1x1|g1", pingpong_64x128},
+      {"conv|wgrad|bf16>bf16|acc_f32|NHWC|n128|c512|h7|w7|k512|r3|s3|u1x1|pad1x1|dil1x1|g1",
+       "wgmma_conv_BM-256_BN-128_CLUSTERN-1_CONSUMERS-2_EPI-1_GROUP-8_HALO-0_PHASE-0_PINGPONG-0_RASTER-0_SCHED-1_"
+       "SPLITK-1_STAGES-4_SWAP-0"},
+  };
+  const gpu::DeviceInfo dev = tiletune::testing::fake_device(gpu::BackendKind::Cuda);
+  std::size_t found = 0;
+  for (const Problem& p : config.problems) {
+    const auto w = winners.find(p.key());
+    if (w == winners.end()) continue;
+    ++found;
+    const tuner::Enumeration e = tuner::enumerate(config.templates, std::vector<Problem>{p}, dev);
+    std::vector<tuner::SearchCandidate> cands;
+    for (const auto& c : e.candidates) cands.push_back({c.tmpl.get(), &c.solution});
+    const std::vector<std::size_t> pick = tuner::select_candidates(config.search, cands, p, dev);
+    EXPECT_TRUE(std::any_of(pick.begin(), pick.end(),
+                            [&](std::size_t i) { return cands[i].solution->kernel_name() == w->second; }))
+        << w->second << " is not among the model's " << pick.size() << " picks of " << cands.size() << " for "
+        << p.key() << " (`tiletune tune --compile-only --arch sm_90a --list-selected` lists them)";
+  }
+  EXPECT_EQ(found, winners.size()) << "a pinned layer is no longer in the config";
 }
