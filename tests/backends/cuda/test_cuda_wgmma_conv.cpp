@@ -130,6 +130,25 @@ std::vector<tuner::Candidate> wgmma_conv_stream_k_candidates(const std::vector<P
        {3, 64, 64, 1, 0}, {4, 64, 64, 1, 1}, {4, 64, 64, 1, 2}});
 }
 
+// PHASE 1 with more units than multiprocessors, so that the walk's last (partial) pass follows whole
+// ones: 196 units of 128 x 128 (a stride-2 3x3 of 128 channels at batch 32) and 392 of
+// 64 x 128 (ping-pong), 100 of 256 x 128 (one pass); odd H and W with K = 136 (a partial chunk), fp32
+// out, in 108 units of 128 x 64 (ping-pong) and 212 of 64 x 64 (one consumer). For the compile test and
+// the GPU sample (sized for 132 multiprocessors: on fewer, the passes differ).
+std::vector<Problem> wgmma_conv_phase_pass_problems() {
+  using D = DataType;
+  constexpr ConvDirection DG = ConvDirection::BackwardData;
+  return {wgmma_conv(D::BF16, D::BF16, 32, 128, 28, 28, 128, 3, 3, 2, 2, 1, 1, 1, 1, DG),
+          wgmma_conv(D::F16, D::F32, 16, 64, 27, 29, 136, 3, 3, 2, 2, 1, 1, 1, 1, DG)};
+}
+std::vector<tuner::Candidate> wgmma_conv_phase_pass_candidates(const std::vector<Problem>& ps,
+                                                               const gpu::DeviceInfo& dev) {
+  return conv_rows("wgmma_conv", ps, dev,
+      {{"PHASE", 1}, {"SPLITK", 1}, {"SCHED", 0}, {"SWAP", 0}, {"HALO", 0}, {"EPI", 0}, {"STAGES", 4}},
+      {"BM", "BN", "CONSUMERS", "PINGPONG"},
+      {{0, 128, 128, 2, 0}, {0, 64, 128, 2, 1}, {0, 256, 128, 2, 0}, {1, 128, 64, 2, 1}, {1, 64, 64, 1, 0}});
+}
+
 // A sample of chosen variants (`candidates` of `problems`) built for a fake H200: all `count` of them
 // admitted, each compiled for sm_90a without spills. Returns them (empty after a failure).
 std::vector<tuner::Candidate> expect_variants_compile(
@@ -144,6 +163,10 @@ std::vector<tuner::Candidate> expect_variants_compile(
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   expect_no_spills(*compiler, cands, ps, dev, 0);
   return cands;
+}
+
+TEST(WgmmaConvCompile, PhasesOverSeveralPassesCompileWithoutSpills) {
+  expect_variants_compile(wgmma_conv_phase_pass_problems, wgmma_conv_phase_pass_candidates, 5);
 }
 
 TEST(WgmmaConvCompile, StreamKCompilesWithoutSpills) {
@@ -823,6 +846,11 @@ void expect_variants_valid(std::vector<Problem> (*problems)(),
 // Deep split-K: valid twice against the reference, the workspace left zeroed.
 TEST(WgmmaConvGpu, DeepSplitKSanitizerSample) {
   expect_variants_valid(wgmma_conv_deep_split_problems, wgmma_conv_deep_split_candidates, 5);
+}
+
+// PHASE 1 over several passes of the units: valid twice against the reference.
+TEST(WgmmaConvGpu, PhasesOverSeveralPassesSanitizerSample) {
+  expect_variants_valid(wgmma_conv_phase_pass_problems, wgmma_conv_phase_pass_candidates, 5, true);
 }
 
 // Stream-K: valid against the reference, the workspace's counters and slots left zeroed.
