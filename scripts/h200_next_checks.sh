@@ -41,7 +41,7 @@
 #               e5m2 x e4m3 and e5m2 x e5m2 under the sanitizers, cuBLASLt's mixed fp8 and its refusal of
 #               e5m2 x e5m2, the device reference of the pairs; then configs/probes/h200_gemm_e5m2_probe.json
 #               tuned (six shapes, e4m3 and e4m3 x e5m2) and vs_torch --dtype fp8 on them (OUT/e5m2.tgz).
-#   flush_l2:   the other nets' layers (bf16, budget 16) tuned twice on the ResNet config's templates, with its
+#   flush_l2:   the other nets' layers (bf16) tuned twice on the ResNet config's templates and budget, with its
 #               benchmark settings as shipped and with benchmark.flush_l2 (each timed run alone behind an L2
 #               overwrite, as do_bench times), each then through vs_torch: whether tuning under do_bench's conditions
 #               picks kernels that do better under do_bench (tune-time and do_bench times part by 15-20% on the
@@ -61,11 +61,10 @@
 #               without a GPU on 2026-12-06): its sample plain, then (if it passes) configs/probes/h200_wgrad_cluster_probe.json
 #               tuned (CLUSTERN 1 / 2 / 4, whole tiles, split-K 2 and stream-K in one sweep) and vs_torch on l4 / l3's 3x3
 #               layers, then the sample under memcheck and racecheck (OUT/cluster.tgz, OUT/cluster_sanitizers.tgz).
-#   conv_samples: the sanitizer samples of the Hopper convolution kernels in the shipped spaces (wgmma_conv's 8,
+#   conv_samples: the sanitizer samples of the Hopper convolution kernels in the shipped spaces (wgmma_conv's 9,
 #               wgmma_tap_wgrad's 2, wgmma_conv1x1's BN 32 and BN 160, narrow_fwd's), each plain, under memcheck and under racecheck
-#               (OUT/conv_samples.tgz; not yet run as one step: its samples took 2-7 s each, plain or under a sanitizer,
-#               on an H100 on 2026-12-06, so about 3 minutes). Issue 22 asks every kernel to be validated on
-#               the H200: CLUSTERN, BN 32, EPI 1, HALO and BN 160 have run on an H100 only (2026-12-06).
+#               (OUT/conv_samples.tgz; about 3 minutes). The 13 before PhasesOverSeveralPasses ran as one step on
+#               an H200 on 2026-12-06: all pass, 0 errors, 0 hazards.
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -279,7 +278,8 @@ for STEP in ${STEPS//,/ }; do
       for f in WgmmaConvGpu.SanitizerSample WgmmaConvGpu.DeepSplitKSanitizerSample WgmmaConvGpu.StreamKSanitizerSample \
                WgmmaConvGpu.ClustersSharingDySanitizerSample WgmmaConvGpu.SwappedOperandsSanitizerSample \
                WgmmaConvGpu.OneHundredSixtyChannelTilesSanitizerSample WgmmaConvGpu.WarpTmaStoreSanitizerSample \
-               WgmmaConvGpu.HaloPatchSanitizerSample WgmmaTapWgradGpu.SanitizerSample WgmmaTapWgradGpu.StreamKSanitizerSample \
+               WgmmaConvGpu.HaloPatchSanitizerSample WgmmaConvGpu.PhasesOverSeveralPassesSanitizerSample \
+               WgmmaTapWgradGpu.SanitizerSample WgmmaTapWgradGpu.StreamKSanitizerSample \
                Conv1x1Gpu.ThirtyTwoColumnTilesMatchTheReference Conv1x1Gpu.OneHundredSixtyColumnTilesMatchTheReference \
                NarrowConvGpu.SanitizerSampleOfTheForwardPass; do
         gtest_and_sanitizers "$T" "$f" "${f//./_}" 100
