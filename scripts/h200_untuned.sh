@@ -9,20 +9,22 @@
 #         configs/h200/h200_gemm_DTYPE.json's templates, the vendor's algorithms timed as candidates as
 #         that config's sweep does.
 # The config is made here from the shipped one's templates and benchmark settings and the untuned
-# problems; it is tuned by model search (BUDGET a problem), then timed through the C API against
+# problems; it is tuned by model search (BUDGET a problem: by default the shipped config's own budget, as a
+# user tuning with it gets; 16 where it names none), then timed through the C API against
 # PyTorch (vs_torch.py --set untuned --only OP). Prints the tuning seconds per problem.
 # ONLY=REGEX keeps the problems whose name matches (conv: "DIRECTION_LAYER", e.g. ONLY='^dgrad_'), and
 # vs_torch times their layers (all three directions of each; the untuned ones on their rung).
 # SHIPPED=CONFIG (conv): the templates and benchmark settings of another config than the ResNet one.
 # Usage: [ONLY=REGEX] [SHIPPED=CONFIG] scripts/h200_untuned.sh conv|gemm BUILD_DIR OUT_DIR LABEL [TUNE_LIMIT_S] [DTYPE bf16|fp16] [BUDGET]
 set -uo pipefail
-OP=$1 B=$2 OUT=$3 LABEL=$4 LIMIT=${5:-300} DTYPE=${6:-bf16} BUDGET=${7:-16}
+OP=$1 B=$2 OUT=$3 LABEL=$4 LIMIT=${5:-300} DTYPE=${6:-bf16} BUDGET=${7:-}
 case "$OP" in
   conv) SHIPPED=${SHIPPED:-configs/h200/h200_conv_resnet50.json} VENDOR=--no-vendor DFLAG=--conv-dtype ;;
   gemm) SHIPPED=configs/h200/h200_gemm_$DTYPE.json VENDOR= DFLAG=--dtype ;;
   *) echo "usage: $0 conv|gemm BUILD_DIR OUT_DIR LABEL [TUNE_LIMIT_S] [DTYPE] [BUDGET]" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT"
+[ -n "$BUDGET" ] || BUDGET=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1])).get('search', {}).get('budget', 16))" "$SHIPPED")
 source "$(dirname "$0")/h200_env.sh"
 count=$(python3 - "$OP" "$SHIPPED" "$OUT/untuned.json" "$DTYPE" "${ONLY:-}" "$OUT/names.txt" <<'PY'
 import json, re, sys
