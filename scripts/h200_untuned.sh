@@ -24,7 +24,8 @@ case "$OP" in
   *) echo "usage: $0 conv|gemm BUILD_DIR OUT_DIR LABEL [TUNE_LIMIT_S] [DTYPE] [BUDGET]" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT"
-[ -n "$BUDGET" ] || BUDGET=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1])).get('search', {}).get('budget', 16))" "$SHIPPED")
+[ -n "$BUDGET" ] || BUDGET=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1])).get('search', {}).get('budget', 16))" "$SHIPPED") \
+  || { echo "$0: cannot read the search budget of $SHIPPED" >&2; exit 2; }
 source "$(dirname "$0")/h200_env.sh"
 count=$(python3 - "$OP" "$SHIPPED" "$OUT/untuned.json" "$DTYPE" "${ONLY:-}" "$OUT/names.txt" <<'PY'
 import json, re, sys
