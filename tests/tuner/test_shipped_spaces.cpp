@@ -239,3 +239,37 @@ TEST(ShippedSearch, ResNetBudgetKeepsTheMeasuredWinners) {
   }
   EXPECT_EQ(found, winners.size()) << "a pinned layer is no longer in the config";
 }
+
+// The SIMT kernels run fp32 FMAs whatever their inputs: the model prices them at that rate on 16-bit
+// problems (simt_conv.json's math_percent), so that a memory-bound layer's first picks, which are
+// measured first (and alone, where a seconds budget such as the online tuner's runs out), are
+// tensor-core kernels. Priced at the tensor-core peak, simt_conv ranked first of 194 for
+// EfficientNet's 1x1 input gradient (2026-12-06); its template still keeps its quota of the picks.
+TEST(ShippedSearch, SimtKernelsAreNotAmongTheFirstPicksOfSixteenBitLayers) {
+  tuner::TuningConfig config = shipped("h200_conv_resnet50.json");
+  config.search.budget = 24;  // the online tuner's default
+  const gpu::DeviceInfo dev = tiletune::testing::fake_device(gpu::BackendKind::Cuda);
+  std::vector<Problem> layers;
+  for (DataType t : {DataType::BF16, DataType::F16}) {
+    ConvProblem c;
+    c.in_type = c.out_type = t;
+    c.direction = ConvDirection::BackwardData;
+    c.n = 64, c.c = 240, c.h = c.w = 28, c.k = 40;  // EfficientNet's 1x1
+    layers.push_back(Problem{c});
+    c.direction = ConvDirection::Forward;
+    c.n = 128, c.c = c.k = 64, c.h = c.w = 56;  // ResNet-50's l1_1x1_64
+    layers.push_back(Problem{c});
+  }
+  for (const Problem& p : layers) {
+    const tuner::Enumeration e = tuner::enumerate(config.templates, std::vector<Problem>{p}, dev);
+    std::vector<tuner::SearchCandidate> cands;
+    for (const auto& c : e.candidates) cands.push_back({c.tmpl.get(), &c.solution});
+    const std::vector<std::size_t> pick = tuner::select_candidates(config.search, cands, p, dev);
+    ASSERT_EQ(pick.size(), config.search.budget) << p.key();
+    const auto simt =
+        std::find_if(pick.begin(), pick.end(), [&](std::size_t i) { return cands[i].tmpl->name() == "simt_conv"; });
+    ASSERT_NE(simt, pick.end()) << p.key() << ": simt_conv lost its template's quota of the picks";
+    EXPECT_GE(simt - pick.begin(), std::ptrdiff_t(pick.size() / 2))
+        << p.key() << ": simt_conv is pick " << simt - pick.begin() + 1 << " of " << pick.size();
+  }
+}
