@@ -244,7 +244,7 @@ TEST(ShippedSearch, ResNetBudgetKeepsTheMeasuredWinners) {
 // problems (simt_conv.json's math_percent), so that a memory-bound layer's first picks, which are
 // measured first (and alone, where a seconds budget such as the online tuner's runs out), are
 // tensor-core kernels. Priced at the tensor-core peak, simt_conv ranked first of 194 for
-// EfficientNet's 1x1 input gradient (2026-12-06); its template still keeps its quota of the picks.
+// EfficientNet's 1x1 input gradient; its template still keeps its quota of the picks.
 TEST(ShippedSearch, SimtKernelsAreNotAmongTheFirstPicksOfSixteenBitLayers) {
   tuner::TuningConfig config = shipped("h200_conv_resnet50.json");
   config.search.budget = 24;  // the online tuner's default
