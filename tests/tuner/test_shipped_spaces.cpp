@@ -195,6 +195,24 @@ TEST(ShippedConfigs, EveryConfigLoadsFromItsFolder) {
   EXPECT_EQ(folders, (std::set<std::string>{"examples", "h200", "probes"}));
 }
 
+namespace {
+
+// A config's search over its candidates for one problem: the candidates and the picks (indices into them).
+struct Selection {
+  tuner::Enumeration e;
+  std::vector<tuner::SearchCandidate> cands;
+  std::vector<std::size_t> pick;
+  Selection(const tuner::TuningConfig& config, const Problem& p, const gpu::DeviceInfo& dev)
+      : e(tuner::enumerate(config.templates, std::vector<Problem>{p}, dev)) {
+    for (const auto& c : e.candidates) cands.push_back({c.tmpl.get(), &c.solution});
+    pick = tuner::select_candidates(config.search, cands, p, dev);
+  }
+  Selection(const Selection&) = delete;  // cands point into e
+  Selection& operator=(const Selection&) = delete;
+};
+
+}  // namespace
+
 // The ResNet-50 config's model search at its shipped budget still picks the kernels measured fastest on its
 // layers, where a ranking pushed them near the budget's edge. A parameter the model prices as a saving can fill
 // the budget with its own variants and leave a layer's winner untimed: wgmma_conv's CLUSTERN 2 did so to
@@ -228,10 +246,9 @@ TEST(ShippedSearch, ResNetBudgetKeepsTheMeasuredWinners) {
     const auto w = winners.find(p.key());
     if (w == winners.end()) continue;
     ++found;
-    const tuner::Enumeration e = tuner::enumerate(config.templates, std::vector<Problem>{p}, dev);
-    std::vector<tuner::SearchCandidate> cands;
-    for (const auto& c : e.candidates) cands.push_back({c.tmpl.get(), &c.solution});
-    const std::vector<std::size_t> pick = tuner::select_candidates(config.search, cands, p, dev);
+    const Selection sel(config, p, dev);
+    const auto& cands = sel.cands;
+    const auto& pick = sel.pick;
     EXPECT_TRUE(std::any_of(pick.begin(), pick.end(),
                             [&](std::size_t i) { return cands[i].solution->kernel_name() == w->second; }))
         << w->second << " is not among the model's " << pick.size() << " picks of " << cands.size() << " for "
@@ -261,10 +278,9 @@ TEST(ShippedSearch, SimtKernelsAreNotAmongTheFirstPicksOfSixteenBitLayers) {
     layers.push_back(Problem{c});
   }
   for (const Problem& p : layers) {
-    const tuner::Enumeration e = tuner::enumerate(config.templates, std::vector<Problem>{p}, dev);
-    std::vector<tuner::SearchCandidate> cands;
-    for (const auto& c : e.candidates) cands.push_back({c.tmpl.get(), &c.solution});
-    const std::vector<std::size_t> pick = tuner::select_candidates(config.search, cands, p, dev);
+    const Selection sel(config, p, dev);
+    const auto& cands = sel.cands;
+    const auto& pick = sel.pick;
     ASSERT_EQ(pick.size(), config.search.budget) << p.key();
     const auto simt =
         std::find_if(pick.begin(), pick.end(), [&](std::size_t i) { return cands[i].tmpl->name() == "simt_conv"; });
