@@ -389,6 +389,7 @@ def main():
     ap.add_argument("--only", default="", help="gemm or conv")
     ap.add_argument("--conv-dtype", default="bf16", choices=("bf16", "fp16"), help="the convolutions' data type")
     ap.add_argument("--names", default="", help="comma-separated problem names (default: all of the set)")
+    ap.add_argument("--directions", default="fwd,dgrad,wgrad", help="the convolutions' directions, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--set", default="untuned", choices=("untuned", "shipped"))
     ap.add_argument("--dtype", default="bf16", choices=tuple(GEMM_TYPES) + ("fp8", "int8"),
@@ -404,6 +405,8 @@ def main():
     ap.add_argument("--online", action="store_true")
     ap.add_argument("--online-wait", type=float, default=1200)
     a = ap.parse_args()
+    if set(a.directions.split(",")) - {"fwd", "dgrad", "wgrad"}:
+        ap.error(f"--directions {a.directions}: expected some of fwd, dgrad, wgrad")
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = a.dtype == "tf32"
     tt = Tiletune(a.lib, a.db, a.user_db)
@@ -416,7 +419,8 @@ def main():
                                               else shipped_gemms(root, a.dtype))]
     if a.only in ("", "conv") and a.dtype == "bf16":
         cdt = torch.float16 if a.conv_dtype == "fp16" else torch.bfloat16
-        cases += [conv_case(tt, *c, dtype=cdt) for c in (untuned_convs() if a.set == "untuned" else shipped_convs(root))]
+        cases += [conv_case(tt, *c, dtype=cdt) for c in (untuned_convs() if a.set == "untuned" else shipped_convs(root))
+                  if c[0] in a.directions.split(",")]
     if a.names:
         wanted = set(a.names.split(","))
         cases = [cs for cs in cases if cs["name"] in wanted]
