@@ -4,21 +4,25 @@
 # vendor's algorithms timed as candidates), then those shapes through the C API against
 # torch.matmul and an autotuned Triton matmul (benchmarks/vs_torch.py --set shipped --dtype TYPE).
 # Each stage has a time limit (T_TUNE, T_BENCH seconds); a sweep stopped by it keeps what it finished.
-# Usage: [T_TUNE=120] [T_BENCH=150] scripts/h200_gemm_dtypes.sh BUILD_DIR OUT_DIR LABEL BUDGET TYPE...
+# NO_VENDOR=1: tuned without the vendor (--no-vendor), so that every shape runs a generated kernel: how far
+# they stand from torch.matmul under do_bench, where the shipped database serves cuBLAS.
+# Usage: [T_TUNE=120] [T_BENCH=150] [NO_VENDOR=1] scripts/h200_gemm_dtypes.sh BUILD_DIR OUT_DIR LABEL BUDGET TYPE...
 set -uo pipefail
 B=$1 OUT=$2 LABEL=$3 BUDGET=$4
 shift 4
 T_TUNE=${T_TUNE:-120} T_BENCH=${T_BENCH:-150}
+VENDOR= WHAT="the vendor's algorithms as candidates"
+[ "${NO_VENDOR:-0}" = 1 ] && VENDOR=--no-vendor WHAT="generated kernels only"
 mkdir -p "$OUT"
 source "$(dirname "$0")/h200_env.sh"
 for t in "$@"; do
   db="$OUT/gemm_$t.db"
-  timeout "$T_TUNE" "$B/tiletune" tune "configs/h200/h200_gemm_$t.json" --backend cuda --db "$db" --search model \
+  timeout "$T_TUNE" "$B/tiletune" tune "configs/h200/h200_gemm_$t.json" --backend cuda $VENDOR --db "$db" --search model \
     --budget "$BUDGET" > "$OUT/tune_$t.log" 2>&1
   echo "tune $t exit $?"; grep -E "^summary|took|no candidate" "$OUT/tune_$t.log" | tail -3
   PYTHONUNBUFFERED=1 timeout "$T_BENCH" python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$db" \
     --set shipped --only gemm --dtype "$t" --rounds 2 --out "$OUT/gemm_$t.md" \
-    --label "$LABEL, $t, database tuned on configs/h200/h200_gemm_$t.json (model search, budget $BUDGET)" \
+    --label "$LABEL, $t, database tuned on configs/h200/h200_gemm_$t.json (model search, budget $BUDGET, $WHAT)" \
     > "$OUT/vs_torch_$t.log" 2>&1
   echo "vs_torch $t exit $?"; grep -E "^\| gemm|geometric" "$OUT/gemm_$t.md"
 done
