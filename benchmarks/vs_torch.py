@@ -261,7 +261,7 @@ def untuned_gemms(dtype="bf16"):
     """The untuned set in dtype (a key of GEMM_TYPES); fp16_1536 stays fp16 in the bf16 set."""
     bf = dtype
     out = []
-    for tokens in (512, 4096):
+    for tokens in (16, 512, 4096):
         for model, (inp, outp) in {"bert_qkv": (768, 2304), "bert_ffn1": (768, 3072), "vit_l_qkv": (1024, 3072),
                                     "llama8b_qkv": (4096, 6144), "gptj_ffn": (4096, 16384)}.items():
             out.append((f"{model}_fwd_t{tokens}", "T", "N", outp, tokens, inp, bf))
