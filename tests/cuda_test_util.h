@@ -88,4 +88,23 @@ inline std::vector<std::map<std::string, std::int64_t>> deep_split_sets() {
           {{"BM", 64}, {"BN", 128}, {"CONSUMERS", 1}, {"PINGPONG", 0}, {"SPLITK", 44}}};
 }
 
+// Skinny GEMMs as the shipped bf16 / fp16 configs tile them (32-column tiles over N of 16, 8 and
+// 12: a K-major B of fewer rows than the tile's box), the parameter set i on problem i % 3: split-K
+// in one level and in two (16), one and two consumers, ping-pong, both epilogues, a batch of two with
+// beta != 0. One list for the compile test and the GPU sample.
+inline std::vector<GemmProblem> skinny_split_problems() {
+  return {gemm(DataType::BF16, DataType::BF16, true, false, 1000, 16, 2048),
+          gemm(DataType::F16, DataType::F16, true, false, 512, 8, 4096),
+          gemm(DataType::BF16, DataType::F32, true, false, 384, 12, 1024, 2, false)};
+}
+inline std::vector<std::map<std::string, std::int64_t>> skinny_split_sets() {
+  const auto set = [](int bm, int consumers, int pingpong, int splitk, int epi, int stages) {
+    return std::map<std::string, std::int64_t>{{"BM", bm},         {"BN", 32},       {"CONSUMERS", consumers},
+                                               {"PINGPONG", pingpong}, {"SPLITK", splitk}, {"EPI", epi},
+                                               {"STAGES", stages}};
+  };
+  return {set(64, 1, 0, 2, 0, 8),  set(64, 1, 0, 16, 1, 4), set(64, 1, 0, 4, 1, 4), set(64, 2, 1, 4, 1, 8),
+          set(64, 2, 1, 8, 0, 8),  set(64, 2, 1, 2, 0, 6),  set(128, 2, 0, 3, 1, 6), set(128, 2, 0, 6, 0, 4)};
+}
+
 }  // namespace tiletune::testing

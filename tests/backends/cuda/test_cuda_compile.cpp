@@ -344,6 +344,15 @@ TEST(CudaCompile, NvrtcCompilesWgmmaDeepSplitKWithoutSpills) {
   expect_workspaces_and_no_spills(t, jobs);
 }
 
+// Skinny split-K (32-column tiles over N below 32): the variants of the GPU sample
+// (CudaDevice.SanitizerSampleOfWgmmaSkinnySplitK), all admissible, none spilling.
+TEST(CudaCompile, NvrtcCompilesWgmmaSkinnySplitKWithoutSpills) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const auto jobs = wgmma_jobs(skinny_split_sets(), skinny_split_problems());
+  ASSERT_EQ(jobs.size(), 8u);
+  expect_workspaces_and_no_spills(t, jobs);
+}
+
 // EPI 2 (unaligned 16-bit C in aligned runs) on the GPT-2 LM head (C's leading dimension 50257):
 // the consumer arrangements it takes, bf16 and fp16; none spills. Where C is aligned EPI 2 would
 // be EPI 0: refused.

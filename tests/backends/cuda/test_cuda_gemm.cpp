@@ -256,6 +256,25 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaDeepSplitK) {
   }
 }
 
+// skinny_split_sets() on skinny_split_problems(): valid, bit-identical on a second run, the
+// workspace left zeroed, on the full grid and on three CTAs. Small enough for compute-sanitizer.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaSkinnySplitK) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const std::vector<GemmProblem> problems = skinny_split_problems();
+  const auto sets = skinny_split_sets();
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const GemmProblem& p = problems[i % problems.size()];
+    const WgmmaVariant w = wgmma_variant(*dev_, p, sets[i]);
+    ASSERT_TRUE(w.kernel);
+    const gpu::LaunchDims dims = t.launch_dims(w.vars);
+    expect_valid_deterministic_and_zeroed(*dev_, w, p, dims);
+    gpu::LaunchDims three = dims;  // three CTAs: each walks several split units of several tiles
+    three.grid[0] = 3;
+    expect_valid_deterministic_and_zeroed(*dev_, w, p, three);
+  }
+}
+
 // SCHED 1 (stream-K over the last partial wave, wgmma_sched.h) on grids of 50, 70 (a batch of two
 // with beta != 0), 100 and 196 tiles (a full wave, then 64 tiles streamed): one and two consumers,
 // ping-pong, consumers splitting N, both epilogues, two blocks a multiprocessor; valid, bit-identical on a second run,
