@@ -236,43 +236,36 @@ TEST_F(CudaDevice, WgmmaSplitKValidatesOnOddShapesDeterministically) {
   }
 }
 
-// Deep split-K (SPLITK >= 16 meets in two levels: runs of parts, then the runs; splitk_tree.h),
-// deep_split_sets() on deep_split_problems(): valid, bit-identical on a second run, the workspace
-// left zeroed, on the full grid and on three CTAs. Small enough for compute-sanitizer.
-TEST_F(CudaDevice, SanitizerSampleOfWgmmaDeepSplitK) {
-  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+// Parameter set i on problem i % problems.size(): valid, bit-identical on a second run, the
+// workspace left zeroed, on the full grid and on three CTAs (each walks many split units of several
+// tiles, and a split tile's parts meet across CTAs).
+void expect_split_sample_valid(gpu::Device& dev, const std::vector<GemmProblem>& problems,
+                               const std::vector<std::map<std::string, std::int64_t>>& sets) {
   const KernelTemplate& t = find_template("wgmma_gemm");
-  const std::vector<GemmProblem> problems = deep_split_problems();
-  const auto sets = deep_split_sets();
   for (std::size_t i = 0; i < sets.size(); ++i) {
     const GemmProblem& p = problems[i % problems.size()];
-    const WgmmaVariant w = wgmma_variant(*dev_, p, sets[i]);
+    const WgmmaVariant w = wgmma_variant(dev, p, sets[i]);
     ASSERT_TRUE(w.kernel);
     const gpu::LaunchDims dims = t.launch_dims(w.vars);
-    expect_valid_deterministic_and_zeroed(*dev_, w, p, dims);
-    gpu::LaunchDims three = dims;  // three CTAs: each run of parts meets across many units of each
+    expect_valid_deterministic_and_zeroed(dev, w, p, dims);
+    gpu::LaunchDims three = dims;
     three.grid[0] = 3;
-    expect_valid_deterministic_and_zeroed(*dev_, w, p, three);
+    expect_valid_deterministic_and_zeroed(dev, w, p, three);
   }
 }
 
-// skinny_split_sets() on skinny_split_problems(): valid, bit-identical on a second run, the
-// workspace left zeroed, on the full grid and on three CTAs. Small enough for compute-sanitizer.
+// Deep split-K (SPLITK >= 16 meets in two levels: runs of parts, then the runs; splitk_tree.h):
+// deep_split_sets() on deep_split_problems(). Small enough for compute-sanitizer.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaDeepSplitK) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  expect_split_sample_valid(*dev_, deep_split_problems(), deep_split_sets());
+}
+
+// Skinny GEMMs on 32-column tiles with split-K: skinny_split_sets() on skinny_split_problems().
+// Small enough for compute-sanitizer.
 TEST_F(CudaDevice, SanitizerSampleOfWgmmaSkinnySplitK) {
   if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
-  const KernelTemplate& t = find_template("wgmma_gemm");
-  const std::vector<GemmProblem> problems = skinny_split_problems();
-  const auto sets = skinny_split_sets();
-  for (std::size_t i = 0; i < sets.size(); ++i) {
-    const GemmProblem& p = problems[i % problems.size()];
-    const WgmmaVariant w = wgmma_variant(*dev_, p, sets[i]);
-    ASSERT_TRUE(w.kernel);
-    const gpu::LaunchDims dims = t.launch_dims(w.vars);
-    expect_valid_deterministic_and_zeroed(*dev_, w, p, dims);
-    gpu::LaunchDims three = dims;  // three CTAs: each walks several split units of several tiles
-    three.grid[0] = 3;
-    expect_valid_deterministic_and_zeroed(*dev_, w, p, three);
-  }
+  expect_split_sample_valid(*dev_, skinny_split_problems(), skinny_split_sets());
 }
 
 // SCHED 1 (stream-K over the last partial wave, wgmma_sched.h) on grids of 50, 70 (a batch of two
