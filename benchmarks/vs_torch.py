@@ -405,7 +405,8 @@ def main():
     ap.add_argument("--online", action="store_true")
     ap.add_argument("--online-wait", type=float, default=1200)
     a = ap.parse_args()
-    if set(a.directions.split(",")) - {"fwd", "dgrad", "wgrad"}:
+    directions = a.directions.split(",")
+    if set(directions) - {"fwd", "dgrad", "wgrad"}:
         ap.error(f"--directions {a.directions}: expected some of fwd, dgrad, wgrad")
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = a.dtype == "tf32"
@@ -420,7 +421,7 @@ def main():
     if a.only in ("", "conv") and a.dtype == "bf16":
         cdt = torch.float16 if a.conv_dtype == "fp16" else torch.bfloat16
         cases += [conv_case(tt, *c, dtype=cdt) for c in (untuned_convs() if a.set == "untuned" else shipped_convs(root))
-                  if c[0] in a.directions.split(",")]
+                  if c[0] in directions]
     if a.names:
         wanted = set(a.names.split(","))
         cases = [cs for cs in cases if cs["name"] in wanted]
