@@ -429,3 +429,145 @@ __global__ void __launch_bounds__(WARPS * 32) narrow_fwd(const TtConvParams p) {
   }
   cp_async_wait<0>();
 }
+
+// Input gradient of the same convolutions as col2im: a GEMM whose N is every (tap, channel) of the filter, then a
+// gather. With few channels, narrow_dgrad's reduction over (tap, output channel) leaves all but C of each n8 tile's
+// columns idle and reads every dy fragment once per tap; here Z[m][(r, s, c)] = sum over k of dy[m][k] *
+// wt[k][r][s][c] uses R * S * C columns (the stem's 147 in 19 n8 tiles), each dy fragment read once per group of NB
+// n8 tiles, and dx[h][w][c] is the sum of Z over the taps that reach (h, w) (in a fixed order: deterministic).
+// A persistent block takes tiles of BH x BW dx pixels (narrow_conv_index.h, Col2imTile): it stages the MP x MQ dy
+// pixels they need (16-byte copies, two stages: the next tile's are in flight while this one computes), its warps
+// take (m16 tile, NB n8 tiles) units with the filters staged once per block as [n = (r, s, c)][k], Z goes to shared
+// memory as fp32, and the block sums each dx pixel's taps out of it. The halo (MP * MQ against TP * TQ pixels) is
+// computed by each tile that needs it rather than exchanged. K = 16 * KC: a warp holds a unit's dy fragments (KC * 4
+// registers) across its NB n8 tiles.
+template <typename TA, typename TC, int DIR, bool NCHW, int WARPS, int TP, int TQ, int NB, int KC, int OCC>
+__global__ void __launch_bounds__(WARPS * 32) narrow_col2im(const TtConvParams p) {
+  using namespace tt_mma;
+  constexpr int THREADS = WARPS * 32, K = KC * 16, KV = K / 8;
+  static_assert(DIR == 1 && !NCHW, "narrow_col2im: input gradient, NHWC");
+  static_assert(sizeof(TA) == 2, "bf16 or fp16 inputs");
+  static_assert(TP >= 1 && TQ >= 1 && NB >= 1 && KC >= 1 && OCC >= 1, "parameters");
+
+  extern __shared__ __align__(128) unsigned char tt_narrow_smem[];
+  const u32 sbase = smem_addr(tt_narrow_smem);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int C = p.c, R = p.r, S = p.s, sh = p.stride_h, sw = p.stride_w;
+  const tt_narrow::Col2imTile geo(TP, TQ, R, S, sh, sw);
+  const int rsc = R * S * C, nt8 = (rsc + 7) / 8;
+  // Geometry (the JSON's SMEM_BYTES must agree): filter and dy rows of K + 8 halves, then Z.
+  const int kst = (K + 8) * 2;  // bytes; odd multiple of 16: conflict-free ldmatrix and B loads
+  const int filt_bytes = nt8 * 8 * kst, stage_bytes = geo.m16 * 16 * kst;
+  float* z = reinterpret_cast<float*>(tt_narrow_smem + filt_bytes + 2 * stage_bytes);
+
+  // Filter columns past R * S * C and staged pixels past MP * MQ stay zero.
+  for (int i = tid * 16; i < filt_bytes + 2 * stage_bytes; i += THREADS * 16)
+    *reinterpret_cast<uint4*>(tt_narrow_smem + i) = make_uint4(0, 0, 0, 0);
+  __syncthreads();
+  // Filters KRSC ([k][n], n = (r * S + s) * C + c) -> [n][k].
+  const unsigned short* wt = static_cast<const unsigned short*>(p.wt);
+  unsigned short* fs = reinterpret_cast<unsigned short*>(tt_narrow_smem);
+  for (int e = tid; e < K * rsc; e += THREADS) fs[(e % rsc) * (kst / 2) + e / rsc] = wt[e];
+
+  const int tiles_h = (p.h + geo.bh - 1) / geo.bh, tiles_w = (p.w + geo.bw - 1) / geo.bw;
+  const int tiles = p.n * tiles_h * tiles_w;
+  struct Tile {
+    int n, h0, w0, p0, q0;
+  };
+  auto tile = [&](int t) {
+    Tile o;
+    o.n = t / (tiles_h * tiles_w);
+    const int rem = t % (tiles_h * tiles_w);
+    o.h0 = rem / tiles_w * geo.bh;
+    o.w0 = rem % tiles_w * geo.bw;
+    o.p0 = tt_narrow::Col2imTile::first(o.h0, p.pad_h, R, sh);
+    o.q0 = tt_narrow::Col2imTile::first(o.w0, p.pad_w, S, sw);
+    return o;
+  };
+  const TA* dy = static_cast<const TA*>(p.y);
+  const bool vec = (((unsigned long long)p.y) & 15) == 0;
+  // Stages tile t's MP x MQ dy pixels (zeros outside dy).
+  auto load = [&](int stage, int t) {
+    const Tile o = tile(t);
+    const u32 s0 = sbase + filt_bytes + stage * stage_bytes;
+    for (int i = tid; i < geo.mp * geo.mq * KV; i += THREADS) {
+      const int m = i / KV, v = i % KV;
+      const int pp = o.p0 + m / geo.mq, qq = o.q0 + m % geo.mq;
+      const bool ok = pp >= 0 && pp < p.p && qq >= 0 && qq < p.q;
+      const TA* src = dy + (((long long)o.n * p.p + (ok ? pp : 0)) * p.q + (ok ? qq : 0)) * K + v * 8;
+      tt_narrow::copy8(s0 + m * kst + v * 16, src, ok, vec, tt_narrow_smem, sbase);
+    }
+  };
+
+  const int g4 = lane >> 2, t4 = lane & 3;
+  const int groups = (nt8 + NB - 1) / NB, units = geo.m16 * groups;
+  TC* dx = static_cast<TC*>(p.x);
+  int t = blockIdx.x;
+  if (t < tiles) load(0, t);
+  cp_async_commit();
+  for (int it = 0; t < tiles; ++it, t += gridDim.x) {
+    if (t + (int)gridDim.x < tiles) load((it + 1) & 1, t + gridDim.x);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();  // this tile's pixels are in; every thread is done with the last tile's Z
+    const u32 st = sbase + filt_bytes + (it & 1) * stage_bytes;
+    for (int u = warp; u < units; u += WARPS) {
+      const int mt = u / groups, g = u % groups;
+      u32 af[KC][4], bf[NB][KC][2];
+      const u32 arow = st + (mt * 16 + (lane & 15)) * kst + (lane >> 4) * 16;
+      TT_UNROLL
+      for (int kc = 0; kc < KC; ++kc) ldsm_x4<false>(af[kc], arow + kc * 32);
+      TT_UNROLL
+      for (int nb = 0; nb < NB; ++nb) {
+        const int nt = min(g * NB + nb, nt8 - 1);  // a group's tiles past the last compute it again, unstored
+        const u32 brow = sbase + (nt * 8 + g4) * kst + t4 * 4;
+        TT_UNROLL
+        for (int kc = 0; kc < KC; ++kc) {
+          asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bf[nb][kc][0]) : "r"(brow + kc * 32));
+          asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bf[nb][kc][1]) : "r"(brow + kc * 32 + 16));
+        }
+      }
+      float acc[NB][4];
+      TT_UNROLL
+      for (int nb = 0; nb < NB; ++nb) acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.f;
+      TT_UNROLL
+      for (int kc = 0; kc < KC; ++kc)
+        TT_UNROLL
+        for (int nb = 0; nb < NB; ++nb) mma<TA>(acc[nb], af[kc], bf[nb][kc]);
+      // Fragment element e of n8 tile nt: pixel mt * 16 + g4 + 8 * (e / 2), column nt * 8 + 2 * t4 + e % 2.
+      TT_UNROLL
+      for (int nb = 0; nb < NB; ++nb) {
+        const int nt = g * NB + nb;
+        if (nt >= nt8) break;
+        float* zc = z + (nt * 8 + 2 * t4) * geo.zm + mt * 16 + g4;
+        zc[0] = acc[nb][0];
+        zc[geo.zm] = acc[nb][1];
+        zc[8] = acc[nb][2];
+        zc[geo.zm + 8] = acc[nb][3];
+      }
+    }
+    __syncthreads();  // Z complete
+    const Tile o = tile(t);
+    for (int i = tid; i < geo.bh * geo.bw; i += THREADS) {
+      const int h = o.h0 + i / geo.bw, w = o.w0 + i % geo.bw;
+      if (h >= p.h || w >= p.w) continue;
+      float sum[8];
+      TT_UNROLL
+      for (int c = 0; c < 8; ++c) sum[c] = 0.f;
+      for (int r = (h + p.pad_h) % sh; r < R; r += sh) {
+        const int lp = (h + p.pad_h - r) / sh - o.p0;
+        for (int s = (w + p.pad_w) % sw; s < S; s += sw) {
+          const float* zc = z + (r * S + s) * C * geo.zm + lp * geo.mq + (w + p.pad_w - s) / sw - o.q0;
+          TT_UNROLL
+          for (int c = 0; c < 8; ++c)
+            if (c < C) sum[c] += zc[c * geo.zm];
+        }
+      }
+      TC* out = dx + (((long long)o.n * p.h + h) * p.w + w) * C;
+      TT_UNROLL
+      for (int c = 0; c < 8; ++c)
+        if (c < C) out[c] = tt_from_float<TC>(sum[c]);
+    }
+  }
+  cp_async_wait<0>();
+}

@@ -30,6 +30,31 @@ struct FwdRow {
   }
 };
 
+// narrow_col2im's tiles: a tile is BH x BW input-gradient pixels (BH = TP * stride_h, BW = TQ * stride_w) of one
+// image, and stages every dy pixel whose taps reach them, MP x MQ of them (out-of-range ones as zeros). Pixel
+// (h, w) takes tap (r, s) from dy pixel ((h + pad_h - r) / stride_h, (w + pad_w - s) / stride_w) where those
+// divide evenly, and that pixel lies within the MP x MQ block that starts at first(h0, pad_h, R, stride_h),
+// first(w0, pad_w, S, stride_w) for the tile at (h0, w0). The block's pixels, m = lp * MQ + lq, are the rows of
+// Z = dy_block * filters (m16 tiles of them); Z is kept as [R * S * C columns][ZM] floats (ZM = M16 * 16 + 4:
+// the accumulator stores of a warp hit distinct banks).
+struct Col2imTile {
+  int bh, bw, mp, mq, m16, zm;
+  TT_CONV_FN Col2imTile(int tp, int tq, int r, int s, int stride_h, int stride_w) {
+    bh = tp * stride_h;
+    bw = tq * stride_w;
+    mp = (bh + r - 2) / stride_h + 1;
+    mq = (bw + s - 2) / stride_w + 1;
+    m16 = (mp * mq + 15) / 16;
+    zm = m16 * 16 + 4;
+  }
+  // The first dy row (column) staged for a tile whose first dx row (column) is x0: the smallest p with
+  // p * stride + taps - 1 - pad >= x0, ceil((x0 + pad - taps + 1) / stride), negative near the padding.
+  TT_CONV_FN static int first(int x0, int pad, int taps, int stride) {
+    const int a = x0 + pad - taps + 1 + stride - 1;
+    return a >= 0 ? a / stride : -((-a + stride - 1) / stride);
+  }
+};
+
 }  // namespace tt_narrow
 
 #endif  // TILETUNE_NARROW_CONV_INDEX_H

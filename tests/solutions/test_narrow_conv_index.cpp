@@ -2,10 +2,14 @@
 // staged as the kernel stages them (zeros, then the row at XOFF), every element the kernel reads
 // for a pixel of its m16 tiles and a column of its k16 steps replayed on integer data against
 // filters zero past S * C, the sums compared with the convolution's definition, every read inside
-// the staged row; and the template's JSON sizing a staged row as the header does. No GPU needed.
+// the staged row; and the template's JSON sizing a staged row as the header does. narrow_col2im's
+// tiles likewise: dy blocks staged per tile, Z and the gather replayed on integers against the input
+// gradient's definition, every read inside the block, and the JSON's shared memory. No GPU needed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernel_templates/narrow_conv_index.h"
@@ -91,6 +95,102 @@ TEST(NarrowFwdIndex, TheTemplateSizesAStagedRowAsTheKernel) {
     EXPECT_EQ(v.at("XL"), geo.elems) << f.c << " " << f.w;
     EXPECT_EQ(v.at("JP"), geo.jp);
     EXPECT_EQ(v.at("XOFF"), geo.xoff);
+  }
+}
+
+struct Dgrad {
+  int n, c, h, w, k, rs, stride, pad;
+};
+
+// The shapes of test_cuda_narrow_conv.cpp's dgrad_problems (odd widths, one channel, a 1x1 stride-2 layer whose
+// odd pixels no tap reaches, stride 1), a width that ends inside a tile, and the stem's rows at its full width.
+const std::vector<Dgrad> kDgradShapes = {{2, 3, 40, 38, 64, 7, 2, 3}, {3, 4, 17, 21, 32, 5, 1, 2}, {2, 1, 23, 25, 16, 3, 2, 1},
+                                         {2, 8, 14, 14, 48, 1, 2, 0}, {1, 3, 37, 224, 16, 7, 2, 3}};
+
+// narrow_col2im's (TP, TQ) choices and the stride / padding of each shape: every tile stages its MP x MQ dy
+// block (zeros outside dy), computes Z = block * filters, and sums for each of its dx pixels the Z entries of
+// the taps that reach it, as the kernel does; the result equals the input gradient summed by definition.
+TEST(NarrowCol2imIndex, TilesOfStagedDyBlocksAddUpToTheInputGradient) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> val(-3, 3);
+  for (const Dgrad& f : kDgradShapes)
+    for (const auto& [tp, tq] : std::vector<std::pair<int, int>>{{4, 8}, {8, 16}, {4, 16}}) {
+      const int R = f.rs, S = f.rs, C = f.c, sd = f.stride;
+      const int P = (f.h + 2 * f.pad - R) / sd + 1, Q = (f.w + 2 * f.pad - S) / sd + 1;
+      std::vector<int> dy(std::size_t(f.n) * P * Q * f.k), wt(std::size_t(f.k) * R * S * C);
+      for (int& v : dy) v = val(rng);
+      for (int& v : wt) v = val(rng);
+      const tt_narrow::Col2imTile geo(tp, tq, R, S, sd, sd);
+      const int rsc = R * S * C;
+      std::vector<long long> dx(std::size_t(f.n) * f.h * f.w * C, 0);
+      std::vector<char> written(dx.size(), 0);
+      for (int n = 0; n < f.n; ++n)
+        for (int h0 = 0; h0 < f.h; h0 += geo.bh)
+          for (int w0 = 0; w0 < f.w; w0 += geo.bw) {
+            const int p0 = tt_narrow::Col2imTile::first(h0, f.pad, R, sd), q0 = tt_narrow::Col2imTile::first(w0, f.pad, S, sd);
+            // Z[(r, s, c)][m] of the block's pixels m = lp * MQ + lq.
+            std::vector<long long> z(std::size_t(rsc) * geo.zm, 0);
+            for (int m = 0; m < geo.mp * geo.mq; ++m) {
+              const int pp = p0 + m / geo.mq, qq = q0 + m % geo.mq;
+              if (pp < 0 || pp >= P || qq < 0 || qq >= Q) continue;  // staged as zeros
+              for (int col = 0; col < rsc; ++col)
+                for (int k = 0; k < f.k; ++k)
+                  z[std::size_t(col) * geo.zm + m] +=
+                      (long long)dy[((std::size_t(n) * P + pp) * Q + qq) * f.k + k] * wt[std::size_t(k) * rsc + col];
+            }
+            for (int h = h0; h < std::min(f.h, h0 + geo.bh); ++h)
+              for (int w = w0; w < std::min(f.w, w0 + geo.bw); ++w)
+                for (int c = 0; c < C; ++c) {
+                  long long sum = 0;
+                  for (int r = (h + f.pad) % sd; r < R; r += sd)
+                    for (int s = (w + f.pad) % sd; s < S; s += sd) {
+                      const int lp = (h + f.pad - r) / sd - p0, lq = (w + f.pad - s) / sd - q0;
+                      ASSERT_TRUE(lp >= 0 && lp < geo.mp && lq >= 0 && lq < geo.mq)
+                          << "c" << C << " w" << f.w << " tile " << tp << "x" << tq << " h " << h << " w " << w;
+                      sum += z[std::size_t((r * S + s) * C + c) * geo.zm + lp * geo.mq + lq];
+                    }
+                  const std::size_t at = ((std::size_t(n) * f.h + h) * f.w + w) * C + c;
+                  dx[at] = sum;
+                  ++written[at];
+                }
+          }
+      for (int n = 0; n < f.n; ++n)
+        for (int h = 0; h < f.h; ++h)
+          for (int w = 0; w < f.w; ++w)
+            for (int c = 0; c < C; ++c) {
+              long long want = 0;
+              for (int r = 0; r < R; ++r)
+                for (int s = 0; s < S; ++s) {
+                  const int ph = h + f.pad - r, pw = w + f.pad - s;
+                  if (ph % sd != 0 || pw % sd != 0 || ph < 0 || pw < 0 || ph / sd >= P || pw / sd >= Q) continue;
+                  for (int k = 0; k < f.k; ++k)
+                    want += (long long)dy[((std::size_t(n) * P + ph / sd) * Q + pw / sd) * f.k + k] *
+                            wt[((std::size_t(k) * R + r) * S + s) * C + c];
+                }
+              const std::size_t at = ((std::size_t(n) * f.h + h) * f.w + w) * C + c;
+              ASSERT_EQ(written[at], 1) << "every dx element is written by exactly one tile";
+              ASSERT_EQ(dx[at], want) << "c" << C << " w" << f.w << " tile " << tp << "x" << tq << " n " << n << " h " << h
+                                      << " w " << w << " c " << c;
+            }
+    }
+}
+
+// The JSON's SMEM_BYTES is the header's tile: filters and two dy stages of K + 8 halves a row, then Z.
+TEST(NarrowCol2imIndex, TheTemplateSizesSharedMemoryAsTheKernel) {
+  const KernelTemplate& t = find_template("narrow_col2im");
+  for (const Dgrad& f : kDgradShapes) {
+    ConvProblem p;
+    p.direction = ConvDirection::BackwardData, p.in_type = p.out_type = DataType::BF16;
+    p.n = f.n, p.c = f.c, p.h = f.h, p.w = f.w, p.k = f.k, p.r = p.s = f.rs, p.stride_h = p.stride_w = f.stride;
+    p.pad_h = p.pad_w = f.pad, p.dil_h = p.dil_w = 1, p.groups = 1;
+    Solution s = t.default_solution();
+    s.params["KC"] = f.k / 16;
+    const Variables v = t.variables(s, Problem(p), tiletune::testing::fake_device(gpu::BackendKind::Cuda));
+    const tt_narrow::Col2imTile geo(int(s.params.at("TP")), int(s.params.at("TQ")), f.rs, f.rs, f.stride, f.stride);
+    const int nt8 = (f.rs * f.rs * f.c + 7) / 8, kst = (f.k + 8) * 2;
+    EXPECT_EQ(v.at("SMEM_BYTES"), nt8 * 8 * kst + 2 * geo.m16 * 16 * kst + nt8 * 8 * geo.zm * 4) << f.c << " " << f.w;
+    EXPECT_EQ(v.at("MP"), geo.mp);
+    EXPECT_EQ(v.at("MQ"), geo.mq);
   }
 }
 

@@ -1,5 +1,5 @@
-// narrow_wgrad, narrow_dgrad and narrow_fwd (the three directions of few-channel convolutions, e.g.
-// the 3-channel stem): which problems their constraints admit (host), an NVRTC compile of a sample for sm_90a
+// narrow_wgrad, narrow_dgrad, narrow_col2im and narrow_fwd (the three directions of few-channel convolutions,
+// e.g. the 3-channel stem): which problems their constraints admit (host), an NVRTC compile of a sample for sm_90a
 // without spills (no GPU needed), and on a GPU a sample validated against the fp64 reference twice
 // per candidate (the split-K reduction must leave its workspace zeroed).
 #include <gtest/gtest.h>
@@ -106,6 +106,23 @@ TEST(NarrowConvSpace, TakesTheInputGradientOfFewChannelsOnly) {
   EXPECT_EQ(candidates(other, "narrow_dgrad"), 0u);
 }
 
+TEST(NarrowConvSpace, Col2imTakesTheInputGradientOfFewChannelsOnly) {
+  ConvProblem stem = dgrad(DataType::BF16, DataType::BF16, 128, 3, 224, 224, 64, 7, 2, 3);
+  EXPECT_GT(candidates(stem, "narrow_col2im"), 0u);
+  for (const Problem& p : dgrad_problems()) EXPECT_GT(candidates(p.conv(), "narrow_col2im"), 0u) << p.key();
+  ConvProblem other = stem;
+  other.direction = ConvDirection::BackwardFilter;
+  EXPECT_EQ(candidates(other, "narrow_col2im"), 0u);
+  other = stem, other.c = 16;
+  EXPECT_EQ(candidates(other, "narrow_col2im"), 0u);  // Z's R * S * C columns no longer few
+  other = stem, other.k = 72;
+  EXPECT_EQ(candidates(other, "narrow_col2im"), 0u);  // K in k16 steps
+  other = stem, other.dil_w = 2;
+  EXPECT_EQ(candidates(other, "narrow_col2im"), 0u);
+  other = stem, other.in_type = other.out_type = DataType::F32;
+  EXPECT_EQ(candidates(other, "narrow_col2im"), 0u);
+}
+
 TEST(NarrowConvSpace, TakesTheForwardPassOfFewChannelsOnly) {
   ConvProblem stem = fwd(DataType::BF16, DataType::BF16, 128, 3, 224, 224, 64, 7, 2, 3);
   EXPECT_GT(candidates(stem, "narrow_fwd"), 0u);
@@ -132,10 +149,12 @@ void compile_sample(const char* name, const std::vector<Problem>& ps, const char
   std::printf("%s: %zu candidates compiled\n", name, cands.size());
 }
 
-// wgrad with and without the split-K reduction; dgrad and fwd with several tile counts per warp.
+// wgrad with and without the split-K reduction; dgrad and fwd with several tile counts per warp; col2im with
+// several n8 tiles per read of the dy fragments.
 TEST(NarrowConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   compile_sample("narrow_wgrad", narrow_problems(), "SPLIT", 2);
   compile_sample("narrow_dgrad", dgrad_problems(), "MT", 6);
+  compile_sample("narrow_col2im", dgrad_problems(), "NB", 6);
   compile_sample("narrow_fwd", fwd_problems(), "MT", 4);
 }
 
@@ -160,18 +179,26 @@ TEST(NarrowConvGpu, SampleMatchesTheReference) {
   std::size_t checked = validate_conv_candidates(*dev, conv_sample("narrow_wgrad", ps, dev->info(), 8), ps);
   const std::vector<Problem> ds = dgrad_problems();
   checked += validate_conv_candidates(*dev, conv_sample("narrow_dgrad", ds, dev->info(), 6), ds);
+  checked += validate_conv_candidates(*dev, conv_sample("narrow_col2im", ds, dev->info(), 6), ds);
   const std::vector<Problem> fs = fwd_problems();
   checked += validate_conv_candidates(*dev, conv_sample("narrow_fwd", fs, dev->info(), 8), fs);
   std::printf("%zu candidates validated\n", checked);
 }
 
-// The sample compute-sanitizer's memcheck and racecheck run (scripts/h200_grad_probes.sh): one
-// narrow_fwd candidate a problem, its first GPU run (2026-12-05: compile-verified only).
+// The samples compute-sanitizer's memcheck and racecheck run (scripts/h200_grad_probes.sh,
+// h200_next_checks.sh conv_samples): one candidate a problem.
 TEST(NarrowConvGpu, SanitizerSampleOfTheForwardPass) {
   if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
   const std::vector<Problem> fs = fwd_problems();
   EXPECT_GE(validate_conv_candidates(*dev, conv_sample("narrow_fwd", fs, dev->info(), 1), fs), fs.size());
+}
+
+TEST(NarrowConvGpu, SanitizerSampleOfCol2im) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  const std::vector<Problem> ds = dgrad_problems();
+  EXPECT_GE(validate_conv_candidates(*dev, conv_sample("narrow_col2im", ds, dev->info(), 2), ds), ds.size());
 }
 
 }  // namespace
