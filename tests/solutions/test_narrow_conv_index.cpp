@@ -20,19 +20,32 @@ using namespace tiletune;
 
 namespace {
 
-struct Fwd {
+struct Shape {
   int n, c, h, w, k, rs, stride, pad;
 };
 
+// The variables of template `t`'s default solution (KC set to the shape's K / 16) for the shape as a bf16
+// problem of `direction` with square filters and strides.
+Variables default_variables(const KernelTemplate& t, const Shape& f, ConvDirection direction) {
+  ConvProblem p;
+  p.direction = direction, p.in_type = p.out_type = DataType::BF16;
+  p.n = f.n, p.c = f.c, p.h = f.h, p.w = f.w, p.k = f.k, p.r = p.s = f.rs, p.stride_h = p.stride_w = f.stride;
+  p.pad_h = p.pad_w = f.pad, p.dil_h = p.dil_w = 1, p.groups = 1;
+  Solution s = t.default_solution();
+  s.params["KC"] = f.k / 16;
+  return t.variables(s, Problem(p), tiletune::testing::fake_device(gpu::BackendKind::Cuda));
+}
+
 // The shapes of tests/backends/cuda/test_cuda_narrow_conv.cpp's fwd_problems and the stem itself
 // (one image).
-const std::vector<Fwd> kShapes = {{2, 3, 40, 40, 64, 7, 2, 3}, {3, 4, 17, 38, 48, 5, 2, 2}, {2, 8, 21, 19, 16, 3, 1, 1},
-                                  {2, 8, 12, 14, 128, 5, 1, 2}, {3, 3, 24, 24, 32, 3, 1, 1}, {1, 3, 224, 224, 64, 7, 2, 3}};
+const std::vector<Shape> kShapes = {{2, 3, 40, 40, 64, 7, 2, 3},  {3, 4, 17, 38, 48, 5, 2, 2},
+                                    {2, 8, 21, 19, 16, 3, 1, 1},  {2, 8, 12, 14, 128, 5, 1, 2},
+                                    {3, 3, 24, 24, 32, 3, 1, 1},  {1, 3, 224, 224, 64, 7, 2, 3}};
 
 TEST(NarrowFwdIndex, StagedRowsReadAtLinearOffsetsAddUpToTheConvolution) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> val(-4, 4);
-  for (const Fwd& f : kShapes) {
+  for (const Shape& f : kShapes) {
     const int P = (f.h + 2 * f.pad - f.rs) / f.stride + 1, Q = (f.w + 2 * f.pad - f.rs) / f.stride + 1;
     const tt_narrow::FwdRow geo(f.w, f.c, Q, f.rs, f.pad, f.stride);
     ASSERT_EQ(geo.elems % 8, 0);
@@ -82,14 +95,8 @@ TEST(NarrowFwdIndex, StagedRowsReadAtLinearOffsetsAddUpToTheConvolution) {
 // The JSON's XL (its SMEM_BYTES) is the header's row size.
 TEST(NarrowFwdIndex, TheTemplateSizesAStagedRowAsTheKernel) {
   const KernelTemplate& t = find_template("narrow_fwd");
-  for (const Fwd& f : kShapes) {
-    ConvProblem p;
-    p.direction = ConvDirection::Forward, p.in_type = p.out_type = DataType::BF16;
-    p.n = f.n, p.c = f.c, p.h = f.h, p.w = f.w, p.k = f.k, p.r = p.s = f.rs, p.stride_h = p.stride_w = f.stride;
-    p.pad_h = p.pad_w = f.pad, p.dil_h = p.dil_w = 1, p.groups = 1;
-    Solution s = t.default_solution();
-    s.params["KC"] = f.k / 16;
-    const Variables v = t.variables(s, Problem(p), tiletune::testing::fake_device(gpu::BackendKind::Cuda));
+  for (const Shape& f : kShapes) {
+    const Variables v = default_variables(t, f, ConvDirection::Forward);
     const int Q = (f.w + 2 * f.pad - f.rs) / f.stride + 1;
     const tt_narrow::FwdRow geo(f.w, f.c, Q, f.rs, f.pad, f.stride);
     EXPECT_EQ(v.at("XL"), geo.elems) << f.c << " " << f.w;
@@ -98,14 +105,11 @@ TEST(NarrowFwdIndex, TheTemplateSizesAStagedRowAsTheKernel) {
   }
 }
 
-struct Dgrad {
-  int n, c, h, w, k, rs, stride, pad;
-};
-
 // The shapes of test_cuda_narrow_conv.cpp's dgrad_problems (odd widths, one channel, a 1x1 stride-2 layer whose
 // odd pixels no tap reaches, stride 1), a width that ends inside a tile, and the stem's rows at its full width.
-const std::vector<Dgrad> kDgradShapes = {{2, 3, 40, 38, 64, 7, 2, 3}, {3, 4, 17, 21, 32, 5, 1, 2}, {2, 1, 23, 25, 16, 3, 2, 1},
-                                         {2, 8, 14, 14, 48, 1, 2, 0}, {1, 3, 37, 224, 16, 7, 2, 3}};
+const std::vector<Shape> kDgradShapes = {{2, 3, 40, 38, 64, 7, 2, 3}, {3, 4, 17, 21, 32, 5, 1, 2},
+                                         {2, 1, 23, 25, 16, 3, 2, 1}, {2, 8, 14, 14, 48, 1, 2, 0},
+                                         {1, 3, 37, 224, 16, 7, 2, 3}};
 
 // narrow_col2im's (TP, TQ) choices and the stride / padding of each shape: every tile stages its MP x MQ dy
 // block (zeros outside dy), computes Z = block * filters, and sums for each of its dx pixels the Z entries of
@@ -113,7 +117,7 @@ const std::vector<Dgrad> kDgradShapes = {{2, 3, 40, 38, 64, 7, 2, 3}, {3, 4, 17,
 TEST(NarrowCol2imIndex, TilesOfStagedDyBlocksAddUpToTheInputGradient) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> val(-3, 3);
-  for (const Dgrad& f : kDgradShapes)
+  for (const Shape& f : kDgradShapes)
     for (const auto& [tp, tq] : std::vector<std::pair<int, int>>{{4, 8}, {8, 16}, {4, 16}}) {
       const int R = f.rs, S = f.rs, C = f.c, sd = f.stride;
       const int P = (f.h + 2 * f.pad - R) / sd + 1, Q = (f.w + 2 * f.pad - S) / sd + 1;
@@ -127,7 +131,8 @@ TEST(NarrowCol2imIndex, TilesOfStagedDyBlocksAddUpToTheInputGradient) {
       for (int n = 0; n < f.n; ++n)
         for (int h0 = 0; h0 < f.h; h0 += geo.bh)
           for (int w0 = 0; w0 < f.w; w0 += geo.bw) {
-            const int p0 = tt_narrow::Col2imTile::first(h0, f.pad, R, sd), q0 = tt_narrow::Col2imTile::first(w0, f.pad, S, sd);
+            const int p0 = tt_narrow::Col2imTile::first(h0, f.pad, R, sd);
+            const int q0 = tt_narrow::Col2imTile::first(w0, f.pad, S, sd);
             // Z[(r, s, c)][m] of the block's pixels m = lp * MQ + lq.
             std::vector<long long> z(std::size_t(rsc) * geo.zm, 0);
             for (int m = 0; m < geo.mp * geo.mq; ++m) {
@@ -169,8 +174,8 @@ TEST(NarrowCol2imIndex, TilesOfStagedDyBlocksAddUpToTheInputGradient) {
                 }
               const std::size_t at = ((std::size_t(n) * f.h + h) * f.w + w) * C + c;
               ASSERT_EQ(written[at], 1) << "every dx element is written by exactly one tile";
-              ASSERT_EQ(dx[at], want) << "c" << C << " w" << f.w << " tile " << tp << "x" << tq << " n " << n << " h " << h
-                                      << " w " << w << " c " << c;
+              ASSERT_EQ(dx[at], want) << "c" << C << " w" << f.w << " tile " << tp << "x" << tq << " n " << n
+                                      << " h " << h << " w " << w << " c " << c;
             }
     }
 }
@@ -178,15 +183,9 @@ TEST(NarrowCol2imIndex, TilesOfStagedDyBlocksAddUpToTheInputGradient) {
 // The JSON's SMEM_BYTES is the header's tile: filters and two dy stages of K + 8 halves a row, then Z.
 TEST(NarrowCol2imIndex, TheTemplateSizesSharedMemoryAsTheKernel) {
   const KernelTemplate& t = find_template("narrow_col2im");
-  for (const Dgrad& f : kDgradShapes) {
-    ConvProblem p;
-    p.direction = ConvDirection::BackwardData, p.in_type = p.out_type = DataType::BF16;
-    p.n = f.n, p.c = f.c, p.h = f.h, p.w = f.w, p.k = f.k, p.r = p.s = f.rs, p.stride_h = p.stride_w = f.stride;
-    p.pad_h = p.pad_w = f.pad, p.dil_h = p.dil_w = 1, p.groups = 1;
-    Solution s = t.default_solution();
-    s.params["KC"] = f.k / 16;
-    const Variables v = t.variables(s, Problem(p), tiletune::testing::fake_device(gpu::BackendKind::Cuda));
-    const tt_narrow::Col2imTile geo(int(s.params.at("TP")), int(s.params.at("TQ")), f.rs, f.rs, f.stride, f.stride);
+  for (const Shape& f : kDgradShapes) {
+    const Variables v = default_variables(t, f, ConvDirection::BackwardData);
+    const tt_narrow::Col2imTile geo(int(v.at("TP")), int(v.at("TQ")), f.rs, f.rs, f.stride, f.stride);
     const int nt8 = (f.rs * f.rs * f.c + 7) / 8, kst = (f.k + 8) * 2;
     EXPECT_EQ(v.at("SMEM_BYTES"), nt8 * 8 * kst + 2 * geo.m16 * 16 * kst + nt8 * 8 * geo.zm * 4) << f.c << " " << f.w;
     EXPECT_EQ(v.at("MP"), geo.mp);

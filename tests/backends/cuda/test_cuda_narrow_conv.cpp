@@ -91,36 +91,24 @@ TEST(NarrowConvSpace, TakesTheWeightGradientOfFewChannelsOnly) {
   EXPECT_EQ(candidates(other), 0u);
 }
 
+// narrow_dgrad (one n8 tile of channels) and narrow_col2im (Z's R * S * C columns) alike.
 TEST(NarrowConvSpace, TakesTheInputGradientOfFewChannelsOnly) {
-  ConvProblem stem = dgrad(DataType::BF16, DataType::BF16, 128, 3, 224, 224, 64, 7, 2, 3);
-  EXPECT_GT(candidates(stem, "narrow_dgrad"), 0u);
-  for (const Problem& p : dgrad_problems()) EXPECT_GT(candidates(p.conv(), "narrow_dgrad"), 0u) << p.key();
-  ConvProblem other = stem;
-  other.direction = ConvDirection::BackwardFilter;
-  EXPECT_EQ(candidates(other, "narrow_dgrad"), 0u);
-  other = stem, other.c = 16;
-  EXPECT_EQ(candidates(other, "narrow_dgrad"), 0u);  // more than one n8 tile of channels
-  other = stem, other.k = 72;
-  EXPECT_EQ(candidates(other, "narrow_dgrad"), 0u);  // K in k16 steps
-  other = stem, other.dil_h = 2;
-  EXPECT_EQ(candidates(other, "narrow_dgrad"), 0u);
-}
-
-TEST(NarrowConvSpace, Col2imTakesTheInputGradientOfFewChannelsOnly) {
-  ConvProblem stem = dgrad(DataType::BF16, DataType::BF16, 128, 3, 224, 224, 64, 7, 2, 3);
-  EXPECT_GT(candidates(stem, "narrow_col2im"), 0u);
-  for (const Problem& p : dgrad_problems()) EXPECT_GT(candidates(p.conv(), "narrow_col2im"), 0u) << p.key();
-  ConvProblem other = stem;
-  other.direction = ConvDirection::BackwardFilter;
-  EXPECT_EQ(candidates(other, "narrow_col2im"), 0u);
-  other = stem, other.c = 16;
-  EXPECT_EQ(candidates(other, "narrow_col2im"), 0u);  // Z's R * S * C columns no longer few
-  other = stem, other.k = 72;
-  EXPECT_EQ(candidates(other, "narrow_col2im"), 0u);  // K in k16 steps
-  other = stem, other.dil_w = 2;
-  EXPECT_EQ(candidates(other, "narrow_col2im"), 0u);
-  other = stem, other.in_type = other.out_type = DataType::F32;
-  EXPECT_EQ(candidates(other, "narrow_col2im"), 0u);
+  for (const char* name : {"narrow_dgrad", "narrow_col2im"}) {
+    ConvProblem stem = dgrad(DataType::BF16, DataType::BF16, 128, 3, 224, 224, 64, 7, 2, 3);
+    EXPECT_GT(candidates(stem, name), 0u) << name;
+    for (const Problem& p : dgrad_problems()) EXPECT_GT(candidates(p.conv(), name), 0u) << name << " " << p.key();
+    ConvProblem other = stem;
+    other.direction = ConvDirection::BackwardFilter;
+    EXPECT_EQ(candidates(other, name), 0u) << name;
+    other = stem, other.c = 16;
+    EXPECT_EQ(candidates(other, name), 0u) << name;  // more than 8 channels
+    other = stem, other.k = 72;
+    EXPECT_EQ(candidates(other, name), 0u) << name;  // K in k16 steps
+    other = stem, other.dil_h = 2;
+    EXPECT_EQ(candidates(other, name), 0u) << name;
+    other = stem, other.in_type = other.out_type = DataType::F32;
+    EXPECT_EQ(candidates(other, name), 0u) << name;
+  }
 }
 
 TEST(NarrowConvSpace, TakesTheForwardPassOfFewChannelsOnly) {
