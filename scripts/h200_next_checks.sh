@@ -66,9 +66,13 @@
 #               without a GPU on 2026-12-06): its sample plain, then (if it passes) configs/probes/h200_wgrad_cluster_probe.json
 #               tuned (CLUSTERN 1 / 2 / 4, whole tiles, split-K 2 and stream-K in one sweep) and vs_torch on l4 / l3's 3x3
 #               layers, then the sample under memcheck and racecheck (OUT/cluster.tgz, OUT/cluster_sanitizers.tgz).
+#   stem:       narrow_col2im (the stem's input gradient as col2im; built without a GPU on 2026-12-07): its GPU sample
+#               plain, configs/probes/h200_stem_col2im_probe.json tuned (narrow_dgrad and narrow_col2im, bf16 and fp16,
+#               every measurement kept) and vs_torch on the stem's input gradient in both dtypes, then the sample under
+#               memcheck and racecheck (OUT/stem.tgz; about 4 minutes).
 #   conv_samples: the sanitizer samples of the Hopper convolution kernels in the shipped spaces (wgmma_conv's 9,
-#               wgmma_tap_wgrad's 2, wgmma_conv1x1's BN 32 and BN 160, narrow_fwd's), each plain, under memcheck and under racecheck
-#               (OUT/conv_samples.tgz; about 3 minutes). The 13 before PhasesOverSeveralPasses ran as one step on
+#               wgmma_tap_wgrad's 2, wgmma_conv1x1's BN 32 and BN 160, narrow_fwd's and narrow_col2im's), each plain,
+#               under memcheck and under racecheck (OUT/conv_samples.tgz; about 3 minutes). The 13 before PhasesOverSeveralPasses ran as one step on
 #               an H200 on 2026-12-06: all pass, 0 errors, 0 hazards.
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
@@ -304,6 +308,20 @@ PY
     cluster)
       sample_probe_sanitizers cluster WgmmaConvGpu.ClustersSharingDySanitizerSample configs/probes/h200_wgrad_cluster_probe.json \
         200 shipped:l4_3x3_512,l3_3x3_256 ;;
+    stem)
+      timeout 100 "$T" --gtest_filter=NarrowConvGpu.SanitizerSampleOfCol2im > "$D/gtest_col2im.log" 2>&1
+      echo "sample exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|Failure' "$D/gtest_col2im.log" | sort -u | head
+      tune_probe configs/probes/h200_stem_col2im_probe.json 120 stem
+      show_all "$D/stem.db" > "$D/db_show.txt" 2>&1
+      for dt in bf16 fp16; do
+        PYTHONUNBUFFERED=1 timeout 60 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/stem.db" \
+          --set shipped --only conv --names conv1_7x7 --directions dgrad --conv-dtype "$dt" --rounds 3 \
+          --out "$D/vs_torch_$dt.md" --label "$LABEL, $dt" > "$D/vs_torch_$dt.log" 2>&1
+        echo "vs_torch $dt exit $?"; grep -E '^\| conv dgrad' "$D/vs_torch_$dt.md"
+      done
+      rm -f "$D"/stem.db*
+      gtest_and_sanitizers "$T" NarrowConvGpu.SanitizerSampleOfCol2im col2im 90 "memcheck racecheck"
+      pack stem ;;
     conv_samples)
       for f in WgmmaConvGpu.SanitizerSample WgmmaConvGpu.DeepSplitKSanitizerSample WgmmaConvGpu.StreamKSanitizerSample \
                WgmmaConvGpu.ClustersSharingDySanitizerSample WgmmaConvGpu.SwappedOperandsSanitizerSample \
@@ -311,11 +329,11 @@ PY
                WgmmaConvGpu.HaloPatchSanitizerSample WgmmaConvGpu.PhasesOverSeveralPassesSanitizerSample \
                WgmmaTapWgradGpu.SanitizerSample WgmmaTapWgradGpu.StreamKSanitizerSample \
                Conv1x1Gpu.ThirtyTwoColumnTilesMatchTheReference Conv1x1Gpu.OneHundredSixtyColumnTilesMatchTheReference \
-               NarrowConvGpu.SanitizerSampleOfTheForwardPass; do
+               NarrowConvGpu.SanitizerSampleOfTheForwardPass NarrowConvGpu.SanitizerSampleOfCol2im; do
         gtest_and_sanitizers "$T" "$f" "${f//./_}" 100
       done
       pack conv_samples ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|flush_grads|warp_store|waves_5x5|halo|cluster|conv_samples[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|flush_grads|warp_store|waves_5x5|halo|cluster|stem|conv_samples[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done
