@@ -38,9 +38,9 @@ Variables default_variables(const KernelTemplate& t, const Shape& f, ConvDirecti
 
 // The shapes of tests/backends/cuda/test_cuda_narrow_conv.cpp's fwd_problems and the stem itself
 // (one image).
-const std::vector<Shape> kShapes = {{2, 3, 40, 40, 64, 7, 2, 3},  {3, 4, 17, 38, 48, 5, 2, 2},
-                                    {2, 8, 21, 19, 16, 3, 1, 1},  {2, 8, 12, 14, 128, 5, 1, 2},
-                                    {3, 3, 24, 24, 32, 3, 1, 1},  {1, 3, 224, 224, 64, 7, 2, 3}};
+const std::vector<Shape> kShapes = {{2, 3, 40, 40, 64, 7, 2, 3}, {3, 4, 17, 38, 48, 5, 2, 2},
+                                    {2, 8, 21, 19, 16, 3, 1, 1}, {2, 8, 12, 14, 128, 5, 1, 2},
+                                    {3, 3, 24, 24, 32, 3, 1, 1}, {1, 3, 224, 224, 64, 7, 2, 3}};
 
 TEST(NarrowFwdIndex, StagedRowsReadAtLinearOffsetsAddUpToTheConvolution) {
   std::mt19937 rng(7);
@@ -106,7 +106,7 @@ TEST(NarrowFwdIndex, TheTemplateSizesAStagedRowAsTheKernel) {
 }
 
 // The shapes of test_cuda_narrow_conv.cpp's dgrad_problems (odd widths, one channel, a 1x1 stride-2 layer whose
-// odd pixels no tap reaches, stride 1), a width that ends inside a tile, and the stem's rows at its full width.
+// odd pixels no tap reaches, stride 1), and the stem's full width over 37 rows (its last tile row cut short).
 const std::vector<Shape> kDgradShapes = {{2, 3, 40, 38, 64, 7, 2, 3}, {3, 4, 17, 21, 32, 5, 1, 2},
                                          {2, 1, 23, 25, 16, 3, 2, 1}, {2, 8, 14, 14, 48, 1, 2, 0},
                                          {1, 3, 37, 224, 16, 7, 2, 3}};
