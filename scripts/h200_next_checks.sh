@@ -67,13 +67,14 @@
 #               tuned (CLUSTERN 1 / 2 / 4, whole tiles, split-K 2 and stream-K in one sweep) and vs_torch on l4 / l3's 3x3
 #               layers, then the sample under memcheck and racecheck (OUT/cluster.tgz, OUT/cluster_sanitizers.tgz).
 #   stem:       narrow_col2im (the stem's input gradient as col2im; built without a GPU on 2026-12-07): its GPU sample
-#               plain, configs/probes/h200_stem_col2im_probe.json tuned (narrow_dgrad and narrow_col2im, bf16 and fp16,
-#               every measurement kept) and vs_torch on the stem's input gradient in both dtypes, then the sample under
-#               memcheck and racecheck (OUT/stem.tgz; about 4 minutes).
+#               plain, then (if it passes) configs/probes/h200_stem_col2im_probe.json tuned (narrow_dgrad and
+#               narrow_col2im, bf16 and fp16, every measurement kept) and vs_torch on the stem's input gradient in both
+#               dtypes, then the sample under memcheck and racecheck (OUT/stem.tgz, OUT/stem_sanitizers.tgz; about 4
+#               minutes).
 #   conv_samples: the sanitizer samples of the Hopper convolution kernels in the shipped spaces (wgmma_conv's 9,
 #               wgmma_tap_wgrad's 2, wgmma_conv1x1's BN 32 and BN 160, narrow_fwd's and narrow_col2im's), each plain,
-#               under memcheck and under racecheck (OUT/conv_samples.tgz; about 3 minutes). The 13 before PhasesOverSeveralPasses ran as one step on
-#               an H200 on 2026-12-06: all pass, 0 errors, 0 hazards.
+#               under memcheck and under racecheck (OUT/conv_samples.tgz; about 3 minutes). The 13 before
+#               PhasesOverSeveralPasses ran as one step on an H200 on 2026-12-06: all pass, 0 errors, 0 hazards.
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -95,8 +96,9 @@ gtest_and_sanitizers() {  # BINARY FILTER NAME LIMIT_S [TOOLS]: the filter's tes
   done
 }
 sample_probe_sanitizers() {  # NAME SAMPLE CONFIG LIMIT_S SET:NAMES...: a new kernel's GPU sample plain; if it passes,
-  # the probe tuned (every measurement kept) and vs_torch (bf16) on each SET's NAMES; packed into OUT/NAME.tgz; then the
-  # sample under memcheck and racecheck (OUT/NAME_sanitizers.tgz)
+  # the probe tuned (every measurement kept) and vs_torch on each SET's NAMES (in each of PROBE_DTYPES, default bf16;
+  # the directions PROBE_DIRECTIONS, default all three); packed into OUT/NAME.tgz; then the sample under memcheck and
+  # racecheck (OUT/NAME_sanitizers.tgz)
   local name=$1 sample=$2 config=$3 limit=$4 rc; shift 4
   timeout 120 "$T" --gtest_filter="$sample" > "$D/gtest_$name.log" 2>&1
   rc=$?; echo "sample exit $rc"; grep -E '^\[  FAILED  \]|^\[       OK \]|Failure|rel|invalid' "$D/gtest_$name.log" | sort -u | head -20
@@ -104,10 +106,14 @@ sample_probe_sanitizers() {  # NAME SAMPLE CONFIG LIMIT_S SET:NAMES...: a new ke
     tune_probe "$config" "$limit" "$name"
     show_all "$D/$name.db" > "$D/db_show.txt" 2>&1
     for sn in "$@"; do
-      PYTHONUNBUFFERED=1 timeout 120 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/$name.db" \
-        --set "${sn%%:*}" --only conv --names "${sn#*:}" --conv-dtype bf16 --rounds 2 --out "$D/vs_torch_${sn%%:*}.md" \
-        --label "$LABEL, bf16" > "$D/vs_torch_${sn%%:*}.log" 2>&1
-      echo "vs_torch ${sn%%:*} exit $?"; grep -E '^\| conv (fwd|dgrad|wgrad)' "$D/vs_torch_${sn%%:*}.md"
+      for dt in ${PROBE_DTYPES:-bf16}; do
+        local out=$D/vs_torch_${sn%%:*}_$dt
+        PYTHONUNBUFFERED=1 timeout 120 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" \
+          --db "$D/$name.db" --set "${sn%%:*}" --only conv --names "${sn#*:}" \
+          --directions "${PROBE_DIRECTIONS:-fwd,dgrad,wgrad}" --conv-dtype "$dt" --rounds 2 --out "$out.md" \
+          --label "$LABEL, $dt" > "$out.log" 2>&1
+        echo "vs_torch ${sn%%:*} $dt exit $?"; grep -E '^\| conv (fwd|dgrad|wgrad)' "$out.md"
+      done
     done
     rm -f "$D/$name".db*
   fi
@@ -309,19 +315,8 @@ PY
       sample_probe_sanitizers cluster WgmmaConvGpu.ClustersSharingDySanitizerSample configs/probes/h200_wgrad_cluster_probe.json \
         200 shipped:l4_3x3_512,l3_3x3_256 ;;
     stem)
-      timeout 100 "$T" --gtest_filter=NarrowConvGpu.SanitizerSampleOfCol2im > "$D/gtest_col2im.log" 2>&1
-      echo "sample exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|Failure' "$D/gtest_col2im.log" | sort -u | head
-      tune_probe configs/probes/h200_stem_col2im_probe.json 120 stem
-      show_all "$D/stem.db" > "$D/db_show.txt" 2>&1
-      for dt in bf16 fp16; do
-        PYTHONUNBUFFERED=1 timeout 60 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$D/stem.db" \
-          --set shipped --only conv --names conv1_7x7 --directions dgrad --conv-dtype "$dt" --rounds 3 \
-          --out "$D/vs_torch_$dt.md" --label "$LABEL, $dt" > "$D/vs_torch_$dt.log" 2>&1
-        echo "vs_torch $dt exit $?"; grep -E '^\| conv dgrad' "$D/vs_torch_$dt.md"
-      done
-      rm -f "$D"/stem.db*
-      gtest_and_sanitizers "$T" NarrowConvGpu.SanitizerSampleOfCol2im col2im 90 "memcheck racecheck"
-      pack stem ;;
+      PROBE_DTYPES="bf16 fp16" PROBE_DIRECTIONS=dgrad sample_probe_sanitizers stem \
+        NarrowConvGpu.SanitizerSampleOfCol2im configs/probes/h200_stem_col2im_probe.json 120 shipped:conv1_7x7 ;;
     conv_samples)
       for f in WgmmaConvGpu.SanitizerSample WgmmaConvGpu.DeepSplitKSanitizerSample WgmmaConvGpu.StreamKSanitizerSample \
                WgmmaConvGpu.ClustersSharingDySanitizerSample WgmmaConvGpu.SwappedOperandsSanitizerSample \
