@@ -441,13 +441,13 @@ __global__ void __launch_bounds__(WARPS * 32) narrow_fwd(const TtConvParams p) {
 // memory as fp32, and the block sums each dx pixel's taps out of it. The halo (MP * MQ against TP * TQ pixels) is
 // computed by each tile that needs it rather than exchanged. K = 16 * KC: a warp holds a unit's dy fragments (KC * 4
 // registers) across its NB n8 tiles.
-template <typename TA, typename TC, int DIR, bool NCHW, int WARPS, int TP, int TQ, int NB, int KC, int OCC>
+template <typename TA, typename TC, int DIR, bool NCHW, int WARPS, int TP, int TQ, int NB, int KC>
 __global__ void __launch_bounds__(WARPS * 32) narrow_col2im(const TtConvParams p) {
   using namespace tt_mma;
   constexpr int THREADS = WARPS * 32, K = KC * 16, KV = K / 8;
   static_assert(DIR == 1 && !NCHW, "narrow_col2im: input gradient, NHWC");
   static_assert(sizeof(TA) == 2, "bf16 or fp16 inputs");
-  static_assert(TP >= 1 && TQ >= 1 && NB >= 1 && KC >= 1 && OCC >= 1, "parameters");
+  static_assert(TP >= 1 && TQ >= 1 && NB >= 1 && KC >= 1, "parameters");
 
   extern __shared__ __align__(128) unsigned char tt_narrow_smem[];
   const u32 sbase = smem_addr(tt_narrow_smem);
