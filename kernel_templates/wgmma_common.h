@@ -103,6 +103,13 @@ TT_DEVICE void stmatrix_x4(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3) {
                : "memory");
 }
 
+// 16 bytes of shared memory into registers (after stmatrix and __syncwarp: a warp reading back its own box).
+TT_DEVICE uint4 lds_v4(u32 addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+  return v;
+}
+
 // The same for two 8x8 tiles (lanes 0-15 give the addresses).
 TT_DEVICE void stmatrix_x2_trans(u32 addr, u32 r0, u32 r1) {
   asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};" ::"r"(addr), "r"(r0), "r"(r1) : "memory");

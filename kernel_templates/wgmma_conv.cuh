@@ -132,8 +132,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   static_assert(PHASE == 0 || DIR == 1, "PHASE: strided input gradients");
   static_assert(SCHED == 0 || (SCHED == 1 && SPLITK == 1 && PINGPONG == 0 && PHASE == 0),
                 "SCHED 1: stream-K instead of split-K, cooperative consumers, no phases");
-  static_assert(EPI == 0 || (EPI == 1 && sizeof(TC) == 2 && SWAP == 0 && PHASE == 0),
-                "EPI 1: 16-bit output, SWAP 0, no phases (the rows of a tile are rows of the output)");
+  static_assert(EPI == 0 || (EPI == 1 && sizeof(TC) == 2 && SWAP == 0 && PHASE == 0) ||
+                    (EPI == 2 && sizeof(TC) == 2 && SWAP == 0),
+                "EPI 1: 16-bit output, SWAP 0, no phases (the rows of a tile are rows of the output); "
+                "EPI 2: 16-bit output, SWAP 0");
   static_assert(HALO == 0 || (HALO == 1 && DIR != 2 && PHASE == 0 && SPLITK == 1 && SCHED == 0 && EPI == 0 && SWAP == 0),
                 "HALO 1: fwd or stride-1 dgrad, whole tiles, the staged epilogue, SWAP 0");
   static_assert(CLUSTERN == 1 || ((CLUSTERN == 2 || CLUSTERN == 4) && DIR == 2 && (BM / 64) % CLUSTERN == 0),
@@ -169,8 +171,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
   typedef Ring<STAGES, A_STAGE, B_STAGE, CL> RingT;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  // Staging: CONSUMERS x WM x EN floats; EPI 1: two 2 KB boxes a warp (16 rows x 64 columns of 16 bits).
-  constexpr int STG_FLOATS = EPI == 1 ? 4 * 2 * 2048 / 4 : WM * EN;  // per consumer
+  // Staging: CONSUMERS x WM x EN floats; EPI 1 and 2: two 2 KB boxes a warp (16 rows x 64 columns of 16 bits).
+  constexpr int STG_FLOATS = EPI != 0 ? 4 * 2 * 2048 / 4 : WM * EN;  // per consumer
   const RingT ring(smem_raw, CONSUMERS * STG_FLOATS * 4);
   const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
 
@@ -423,13 +425,27 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         const int img = mb / tpp, y = gm / hwb, xq = gm - y * hwb;
         return xq < view.grid_w ? ((long long)img * view.grid_h + y) * view.grid_w + xq : -1;
       };
-      if constexpr (EPI == 1) {
-        // TMA store from each warp on its own: its 16 rows of a 64-column group (stmatrix into one of
-        // its two 2 KB buffers, in the map's 128-byte swizzle), fenced, then one box stored by lane 0.
-        // No barrier between the warps (cuDNN's kernel for MobileNet's 1x1 input gradient stores so;
-        // the staged epilogue below waited at a warpgroup barrier per chunk for a third of its time).
-        // The TMA clips rows past M and columns past N; a group past N or a slice past M is skipped
-        // by the whole warp.
+      const tt_conv::Phase xo = tt_wgconv::phase_of(cv, pg, PH ? mb / tpp : 0);
+      if constexpr (EPI != 0) {
+        // Each warp stores its own 16 rows of a 64-column group: stmatrix into one of its two 2 KB
+        // buffers (the 128-byte swizzle of EPI 1's map), then EPI 1: fenced, one box stored by lane 0
+        // by TMA, which clips rows past M and columns past N; EPI 2: read back as 16-byte vectors,
+        // each lane storing rows lane / 8 + 4 i (4 rows of 128 bytes a warp instruction), checked
+        // against M and N here, a phase's rows scattered to dx as the staged epilogue does. No barrier
+        // between the warps (cuDNN's kernel for MobileNet's 1x1 input gradient stores so; the staged
+        // epilogue below waited at a warpgroup barrier per chunk for a third of its time); EPI 2 waits
+        // on no bulk store either. A group past N or a slice past M is skipped by the whole warp.
+        int erow[MI][4];  // EPI 2: the output row of each of the lane's rows (-1: none)
+        if constexpr (EPI == 2) {
+          TT_UNROLL
+          for (int mi = 0; mi < MI; ++mi) {
+            TT_UNROLL
+            for (int i = 0; i < 4; ++i) {
+              const int gm = m_base + mi * 64 + warp * 16 + lane / 8 + 4 * i;
+              erow[mi][i] = gm >= M ? -1 : PH ? (int)tt_wgconv::phase_dx_row(cv, pg, xo, gm) : gm;
+            }
+          }
+        }
         const u32 wbuf = smem_addr(stg) + (u32)warp * 4096u;
         TT_UNROLL
         for (int g = 0; g < (BN + 63) / 64; ++g) {
@@ -440,8 +456,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             const int row0 = m_base + mi * 64 + warp * 16;
             if (row0 >= M) continue;
             const u32 buf = wbuf + (u32)(boxes_stored & 1) * 2048u;
-            if (lane == 0) bulk_wait_read<1>();  // the buffer's store before last has read it
-            __syncwarp();
+            if (EPI == 1 && lane == 0) bulk_wait_read<1>();  // the buffer's store before last has read it
+            __syncwarp();  // EPI 2: the lanes' reads of the buffer two boxes ago are done
             TT_UNROLL
             for (int q = 0; q < 4; ++q) {  // fixed trips, so that acc is indexed by constants
               if (g * 64 + q * 16 >= BN) break;    // BN 160's last group: 32 columns
@@ -456,18 +472,30 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
               const int t = lane >> 3, r = (t & 1) * 8 + (lane & 7), c16 = 2 * q + (t >> 1);
               stmatrix_x4(buf + (u32)(r * 128 + ((c16 ^ (r & 7)) << 4)), r0, r1, r2, r3);
             }
-            fence_async_smem();
-            __syncwarp();
-            if (lane == 0) {
-              tma_store_3d(&p.map_out, buf, n0, row0, 0);
-              bulk_commit();
+            if constexpr (EPI == 1) {
+              fence_async_smem();
+              __syncwarp();
+              if (lane == 0) {
+                tma_store_3d(&p.map_out, buf, n0, row0, 0);
+                bulk_commit();
+              }
+            } else {
+              __syncwarp();
+              const int c16 = lane & 7, col = g * 64 + c16 * 8;
+              TT_UNROLL
+              for (int i = 0; i < 4; ++i) {
+                const int r = lane / 8 + 4 * i;
+                if (col < BN && n0 + c16 * 8 < N && erow[mi][i] >= 0) {
+                  const uint4 v = lds_v4(buf + (u32)(r * 128 + ((c16 ^ (r & 7)) << 4)));
+                  *reinterpret_cast<uint4*>(Y + (long long)erow[mi][i] * ldy + n0 + c16 * 8) = v;
+                }
+              }
             }
             ++boxes_stored;
           }
         }
         continue;
       }
-      const tt_conv::Phase xo = tt_wgconv::phase_of(cv, pg, PH ? mb / tpp : 0);
       const int n_tile = nb * BN;
       // The rows of Y this thread stores (vector path, not scattered; -1: none), found once a tile
       // rather than once a chunk: a phase's pixel -> dx row costs two divisions.

@@ -71,6 +71,11 @@
 #               narrow_col2im, bf16 and fp16, every measurement kept) and vs_torch on the stem's input gradient in both
 #               dtypes, then the sample under memcheck and racecheck (OUT/stem.tgz, OUT/stem_sanitizers.tgz; about 4
 #               minutes).
+#   warp_vector: wgmma_conv EPI 2 (each warp's own 16-byte stores, phases too; built without a GPU on 2026-12-07): its GPU
+#               sample plain, then (if it passes) configs/probes/h200_warp_vector_probe.json tuned (EPI 1 / 2 on the other nets'
+#               1x1 layers and l1_1x1_64's input gradient, EPI 0 / 2 on the stride-2 3x3 input gradient, every measurement
+#               kept) and vs_torch on them (fwd, dgrad), then the sample under memcheck and racecheck (OUT/warp_vector.tgz,
+#               OUT/warp_vector_sanitizers.tgz). PROBE_SANITIZE=0 (any probe step) leaves the sanitizers out.
 #   conv_samples: the sanitizer samples of the Hopper convolution kernels in the shipped spaces (wgmma_conv's 9,
 #               wgmma_tap_wgrad's 2, wgmma_conv1x1's BN 32 and BN 160, narrow_fwd's and narrow_col2im's), each plain,
 #               under memcheck and under racecheck (OUT/conv_samples.tgz; about 3 minutes). The 13 before
@@ -118,6 +123,7 @@ sample_probe_sanitizers() {  # NAME SAMPLE CONFIG LIMIT_S SET:NAMES...: a new ke
     rm -f "$D/$name".db*
   fi
   pack "$name"
+  [ "${PROBE_SANITIZE:-1}" = 0 ] && return  # the sanitizers in a later call
   gtest_and_sanitizers "$T" "$sample" "$name" 120 "memcheck racecheck"
   pack "${name}_sanitizers"
 }
@@ -317,11 +323,16 @@ PY
     stem)
       PROBE_DTYPES="bf16 fp16" PROBE_DIRECTIONS=dgrad sample_probe_sanitizers stem \
         NarrowConvGpu.SanitizerSampleOfCol2im configs/probes/h200_stem_col2im_probe.json 120 shipped:conv1_7x7 ;;
+    warp_vector)
+      PROBE_DIRECTIONS=fwd,dgrad sample_probe_sanitizers warp_vector WgmmaConvGpu.WarpVectorStoreSanitizerSample \
+        configs/probes/h200_warp_vector_probe.json 200 untuned:mbnet_1x1_144_24,effnet_1x1_240_40,incep_1x1_96_160,stride2_3x3_128 \
+        shipped:l1_1x1_64 ;;
     conv_samples)
       for f in WgmmaConvGpu.SanitizerSample WgmmaConvGpu.DeepSplitKSanitizerSample WgmmaConvGpu.StreamKSanitizerSample \
                WgmmaConvGpu.ClustersSharingDySanitizerSample WgmmaConvGpu.SwappedOperandsSanitizerSample \
                WgmmaConvGpu.OneHundredSixtyChannelTilesSanitizerSample WgmmaConvGpu.WarpTmaStoreSanitizerSample \
                WgmmaConvGpu.HaloPatchSanitizerSample WgmmaConvGpu.PhasesOverSeveralPassesSanitizerSample \
+               WgmmaConvGpu.WarpVectorStoreSanitizerSample \
                WgmmaTapWgradGpu.SanitizerSample WgmmaTapWgradGpu.StreamKSanitizerSample \
                Conv1x1Gpu.ThirtyTwoColumnTilesMatchTheReference Conv1x1Gpu.OneHundredSixtyColumnTilesMatchTheReference \
                NarrowConvGpu.SanitizerSampleOfTheForwardPass NarrowConvGpu.SanitizerSampleOfCol2im; do

@@ -48,14 +48,15 @@ class ConvOperation final : public Operation {
     return aligned16(ptrs[0]) && aligned16(ptrs[1]);
   }
   // A kernel that also stores its output by TMA (EPI 1 of a GEMM template's kernel on the
-  // convolution, conv_as_gemm_tma, or of wgmma_conv) needs all three on 16 bytes.
+  // convolution, conv_as_gemm_tma, or of wgmma_conv) or in 16-byte vectors from each warp (wgmma_conv's
+  // EPI 2) needs all three on 16 bytes.
   bool admits(const KernelTemplate& t, const Solution& s, const Problem& p, const Pointers& ptrs,
               const gpu::DeviceInfo&) const override {
     switch (t.arguments()) {
       case KernelTemplate::Arguments::Params: return true;
       case KernelTemplate::Arguments::ParamsWithTma: {
         const auto epi = s.params.find("EPI");
-        return epi != s.params.end() && epi->second == 1 ? all_aligned16(ptrs) : tma_bases_aligned(p, ptrs);
+        return epi != s.params.end() && epi->second != 0 ? all_aligned16(ptrs) : tma_bases_aligned(p, ptrs);
       }
       case KernelTemplate::Arguments::ConvRowsWithTma: return tma_bases_aligned(p, ptrs);
       case KernelTemplate::Arguments::ConvAsGemmWithTma: break;

@@ -278,8 +278,14 @@ std::vector<std::uint8_t> encode_tma_conv_arguments(Im2colMapEncoder encode_im2c
     void* out = direction == ConvDirection::Forward ? p.y : direction == ConvDirection::BackwardData ? p.x : p.wt;
     encode_operand(encode_tiled, &args.map_out, "wgmma_conv output (TMA store)", odt, 2, out, p.gemm_n, p.gemm_m,
                    p.gemm_n, 0, 1, 64, 16, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+  } else if (epi == 2) {  // the warps' own vector stores: no map, a phase's rows found as EPI 0 finds them
+    if (out_type != DataType::BF16 && out_type != DataType::F16)
+      throw Error("wgmma_conv: EPI 2 stores 16-bit outputs only");
+    if (!phases && direction == ConvDirection::BackwardData && p.stride_h * p.stride_w != 1)
+      throw Error("wgmma_conv: EPI 2 stores a strided dgrad's rows by its phases (PHASE 1), not scattered (EPI 0)");
   } else if (epi != 0) {
-    throw Error("wgmma_conv: EPI " + std::to_string(epi) + " (0 the staged epilogue, 1 the warps' TMA stores)");
+    throw Error("wgmma_conv: EPI " + std::to_string(epi) +
+                " (0 the staged epilogue, 1 the warps' TMA stores, 2 the warps' vector stores)");
   }
   std::vector<std::uint8_t> bytes(sizeof args);
   std::memcpy(bytes.data(), &args, sizeof args);

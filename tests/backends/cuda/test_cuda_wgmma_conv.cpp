@@ -295,6 +295,32 @@ std::vector<tuner::Candidate> wgmma_conv_warp_store_candidates(const std::vector
        {3, 128, 64, 2, 0, 1, 1, 4}});
 }
 
+// EPI 2 (the warps' own 16-byte stores): every direction and stride-2 input gradients by their phases (odd
+// sizes: phases of unequal pixels, tiles ending inside a phase); bf16 and fp16; N past a 64-column group and
+// past the tile (BN 160 over two tile columns of 200 channels, and over one of 144), 192 columns over 144;
+// one and two m64 per consumer, ping-pong, split-K and stream-K before the epilogue.
+std::vector<Problem> wgmma_conv_warp_vector_problems() {
+  using D = DataType;
+  constexpr ConvDirection DG = ConvDirection::BackwardData, WG = ConvDirection::BackwardFilter;
+  return {wgmma_conv(D::BF16, D::BF16, 2, 64, 15, 13, 200, 3, 3, 1, 1, 1, 1),
+          wgmma_conv(D::F16, D::F16, 4, 144, 20, 19, 24, 1, 1, 1, 1, 0, 0, 1, 1, DG),
+          wgmma_conv(D::BF16, D::BF16, 2, 128, 9, 11, 72, 3, 3, 1, 1, 1, 1, 1, 1, DG),
+          wgmma_conv(D::BF16, D::BF16, 8, 128, 28, 28, 136, 3, 3, 1, 1, 1, 1, 1, 1, WG),
+          wgmma_conv(D::BF16, D::BF16, 4, 128, 27, 29, 136, 3, 3, 2, 2, 1, 1, 1, 1, DG),
+          wgmma_conv(D::F16, D::F16, 3, 64, 14, 14, 64, 3, 3, 2, 2, 1, 1, 1, 1, DG)};
+}
+std::vector<tuner::Candidate> wgmma_conv_warp_vector_candidates(const std::vector<Problem>& ps,
+                                                                const gpu::DeviceInfo& dev) {
+  return conv_rows("wgmma_conv", ps, dev,
+      {{"SWAP", 0}, {"HALO", 0}, {"EPI", 2}},
+      {"BM", "BN", "CONSUMERS", "PINGPONG", "SPLITK", "SCHED", "STAGES", "PHASE"},
+      {{0, 128, 128, 2, 0, 1, 0, 4, 0}, {0, 128, 160, 2, 0, 1, 0, 3, 0}, {1, 256, 160, 2, 0, 1, 0, 3, 0},
+       {1, 128, 192, 2, 0, 1, 0, 4, 0}, {1, 128, 64, 2, 1, 1, 0, 4, 0}, {2, 128, 128, 1, 0, 1, 0, 4, 0},
+       {2, 64, 128, 2, 1, 1, 0, 4, 0}, {3, 128, 128, 2, 0, 4, 0, 4, 0}, {3, 128, 64, 2, 0, 1, 1, 4, 0},
+       {4, 128, 128, 2, 0, 1, 0, 4, 1}, {4, 64, 128, 2, 1, 1, 0, 4, 1}, {5, 128, 64, 1, 0, 1, 0, 4, 1},
+       {5, 256, 64, 2, 0, 1, 0, 3, 1}});
+}
+
 // HALO 1 (a patch of input rows a tile, each tap's A a descriptor into it): forward and stride-1 input
 // gradients; 5x5 filters of 48 channels (a chunk's zero fill), 96 channels (a second, partial chunk), a
 // valid 3x3 input gradient of 40 output channels (its dy padded by two), several images, tiles running
@@ -347,6 +373,27 @@ TEST(WgmmaConvCompile, WarpTmaStoresCompileWithoutSpills) {
   f32.out_type = DataType::F32;
   EXPECT_TRUE(refuses(cands[0], Problem{f32}, dev));
   EXPECT_TRUE(refuses(cands[0], ps[0], dev, {{"BN", 160}}));  // 200 channels: two tile columns of 160
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+  expect_no_spills(*compiler, cands, ps, dev, 16);
+}
+
+TEST(WgmmaConvCompile, WarpVectorStoresCompileWithoutSpills) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const std::vector<Problem> ps = wgmma_conv_warp_vector_problems();
+  const auto cands = wgmma_conv_warp_vector_candidates(ps, dev);
+  ASSERT_EQ(cands.size(), 13u);
+  // Not with SWAP, HALO, fp32 output, nor a strided 1x1 input gradient's scattered rows; a strided 3x3's
+  // phases, yes, where EPI 1 cannot.
+  EXPECT_TRUE(refuses(cands[0], ps[0], dev, {{"SWAP", 1}}));
+  EXPECT_TRUE(refuses(cands[0], ps[0], dev, {{"HALO", 1}}));
+  ConvProblem f32 = ps[0].conv();
+  f32.out_type = DataType::F32;
+  EXPECT_TRUE(refuses(cands[0], Problem{f32}, dev));
+  ConvProblem scattered = ps[1].conv();
+  scattered.stride_h = scattered.stride_w = 2;
+  EXPECT_TRUE(refuses(cands[2], Problem{scattered}, dev));
+  EXPECT_FALSE(refuses(cands[2], Problem{scattered}, dev, {{"EPI", 0}}));
+  EXPECT_TRUE(refuses(cands[9], ps[4], dev, {{"EPI", 1}}));
   auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
   expect_no_spills(*compiler, cands, ps, dev, 16);
 }
@@ -719,7 +766,7 @@ TEST(WgmmaConvArguments, EncodesTheOutputMapOfTheWarpsTmaStores) {
   EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardData,
                                                     DataType::BF16, 256, 160, 0, 1, DataType::F32), Error);
   EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardData,
-                                                    DataType::BF16, 256, 160, 0, 2, DataType::BF16), Error);
+                                                    DataType::BF16, 256, 160, 0, 3, DataType::BF16), Error);
   TtConvParams s2 = p;
   s2.stride_h = s2.stride_w = 2, s2.p = 5, s2.q = 5;
   EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, s2, ConvDirection::BackwardData,
@@ -789,8 +836,31 @@ TEST(WgmmaConvArguments, EncodesTheHaloPatchMap) {
                                                     DataType::BF16, 128, 64, 0, 0, DataType::BF16, 2), Error);  // no HALO 2
 }
 
-// The runtime serves wgmma_conv on the TMA loads' two tensors on 16 bytes (dgrad: dy and w), and EPI 1,
-// which stores the third by TMA too, only with all three there.
+// EPI 2 stores from the threads: no output map; 16-bit outputs, a strided dgrad only by its phases.
+TEST(WgmmaConvArguments, WarpVectorStoresNeedNoMap) {
+  alignas(16) static std::uint8_t x[16], w[16], y[16];
+  const ConvProblem s2 = wgmma_conv(DataType::BF16, DataType::BF16, 2, 64, 14, 14, 64, 3, 3, 2, 2, 1, 1, 1, 1,
+                                    ConvDirection::BackwardData);
+  const TtConvParams p = ops::conv_arguments(s2.canonical(), x, w, y);
+  im2col_seen = tiled_seen = Recorded();
+  EXPECT_NO_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardData,
+                                                       DataType::BF16, 128, 64, 1, 2, DataType::BF16, 0));
+  EXPECT_EQ(tiled_seen.calls, 1);  // the filters' map alone
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, p, ConvDirection::BackwardData,
+                                                    DataType::BF16, 128, 64, 1, 2, DataType::F32, 0), Error);
+  const ConvProblem s1x1 = wgmma_conv(DataType::BF16, DataType::BF16, 2, 64, 14, 14, 64, 1, 1, 2, 2, 0, 0, 1, 1,
+                                      ConvDirection::BackwardData);
+  const TtConvParams q = ops::conv_arguments(s1x1.canonical(), x, w, y);
+  EXPECT_NO_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, q, ConvDirection::BackwardData,
+                                                       DataType::BF16, 128, 64, 0, 0, DataType::BF16, 0));
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, q, ConvDirection::BackwardData,
+                                                    DataType::BF16, 128, 64, 0, 2, DataType::BF16, 0), Error);
+  EXPECT_THROW(gpu::cuda::encode_tma_conv_arguments(fake_im2col, fake_tiled_wgmma, q, ConvDirection::BackwardData,
+                                                    DataType::BF16, 128, 64, 0, 3, DataType::BF16, 0), Error);
+}
+
+// The runtime serves wgmma_conv on the TMA loads' two tensors on 16 bytes (dgrad: dy and w), and EPI 1
+// and 2, which store the third by TMA or in 16-byte vectors, only with all three there.
 TEST(WgmmaConvArguments, TheWarpsTmaStoreNeedsTheOutputOn16Bytes) {
   const ops::Operation& op = ops::operation(ProblemKind::Conv);
   const KernelTemplate& t = find_template("wgmma_conv");
@@ -801,10 +871,14 @@ TEST(WgmmaConvArguments, TheWarpsTmaStoreNeedsTheOutputOn16Bytes) {
   const ops::Pointers dx_off = {memory + 2, memory + 16, memory + 32};  // x (dx here) off 16 bytes
   Solution staged = t.default_solution(), warps = staged;
   warps.params["EPI"] = 1;
+  Solution vectors = staged;
+  vectors.params["EPI"] = 2;  // the warps' 16-byte stores
   EXPECT_TRUE(op.admits(t, staged, p, dx_off, dev));
   EXPECT_FALSE(op.admits(t, warps, p, dx_off, dev));
+  EXPECT_FALSE(op.admits(t, vectors, p, dx_off, dev));
   const ops::Pointers aligned = {memory, memory + 16, memory + 32};
   EXPECT_TRUE(op.admits(t, warps, p, aligned, dev));
+  EXPECT_TRUE(op.admits(t, vectors, p, aligned, dev));
 }
 
 TEST(WgmmaConvGpu, SampleMatchesTheReference) {
@@ -876,6 +950,11 @@ TEST(WgmmaConvGpu, OneHundredSixtyChannelTilesSanitizerSample) {
 // EPI 1 (the warps' TMA stores): valid twice against the reference.
 TEST(WgmmaConvGpu, WarpTmaStoreSanitizerSample) {
   expect_variants_valid(wgmma_conv_warp_store_problems, wgmma_conv_warp_store_candidates, 10, true);
+}
+
+// EPI 2 (the warps' own 16-byte stores): valid twice against the reference.
+TEST(WgmmaConvGpu, WarpVectorStoreSanitizerSample) {
+  expect_variants_valid(wgmma_conv_warp_vector_problems, wgmma_conv_warp_vector_candidates, 13, true);
 }
 
 // HALO 1 (a patch a tile): valid twice against the reference.
