@@ -74,7 +74,8 @@
 #   warp_vector: wgmma_conv EPI 2 (each warp's own 16-byte stores, phases too; built without a GPU on 2026-12-07): its GPU
 #               sample plain, then (if it passes) configs/probes/h200_warp_vector_probe.json tuned (EPI 1 / 2 on the other nets'
 #               1x1 layers and l1_1x1_64's input gradient, EPI 0 / 2 on the stride-2 3x3 input gradient, every measurement
-#               kept) and vs_torch on them (fwd, dgrad), then the sample under memcheck and racecheck (OUT/warp_vector.tgz,
+#               kept) and vs_torch on them (fwd, dgrad), after benchmarks/probes/write_bound.py (their floor: a plain write
+#               of the output and read of the inputs under do_bench, beside cuDNN), then the sample under memcheck and racecheck (OUT/warp_vector.tgz,
 #               OUT/warp_vector_sanitizers.tgz). PROBE_SANITIZE=0 (any probe step) leaves the sanitizers out.
 #   conv_samples: the sanitizer samples of the Hopper convolution kernels in the shipped spaces (wgmma_conv's 9,
 #               wgmma_tap_wgrad's 2, wgmma_conv1x1's BN 32 and BN 160, narrow_fwd's and narrow_col2im's), each plain,
@@ -324,6 +325,8 @@ PY
       PROBE_DTYPES="bf16 fp16" PROBE_DIRECTIONS=dgrad sample_probe_sanitizers stem \
         NarrowConvGpu.SanitizerSampleOfCol2im configs/probes/h200_stem_col2im_probe.json 120 shipped:conv1_7x7 ;;
     warp_vector)
+      timeout 90 python3 benchmarks/probes/write_bound.py > "$D/write_bound.md" 2>&1  # the layers' floor, beside cuDNN
+      echo "write_bound exit $?"; cat "$D/write_bound.md"
       PROBE_DIRECTIONS=fwd,dgrad sample_probe_sanitizers warp_vector WgmmaConvGpu.WarpVectorStoreSanitizerSample \
         configs/probes/h200_warp_vector_probe.json 200 untuned:mbnet_1x1_144_24,effnet_1x1_240_40,incep_1x1_96_160,stride2_3x3_128 \
         shipped:l1_1x1_64 ;;
