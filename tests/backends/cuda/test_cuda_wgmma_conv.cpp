@@ -301,13 +301,11 @@ std::vector<tuner::Candidate> wgmma_conv_warp_store_candidates(const std::vector
 // one and two m64 per consumer, ping-pong, split-K and stream-K before the epilogue.
 std::vector<Problem> wgmma_conv_warp_vector_problems() {
   using D = DataType;
-  constexpr ConvDirection DG = ConvDirection::BackwardData, WG = ConvDirection::BackwardFilter;
-  return {wgmma_conv(D::BF16, D::BF16, 2, 64, 15, 13, 200, 3, 3, 1, 1, 1, 1),
-          wgmma_conv(D::F16, D::F16, 4, 144, 20, 19, 24, 1, 1, 1, 1, 0, 0, 1, 1, DG),
-          wgmma_conv(D::BF16, D::BF16, 2, 128, 9, 11, 72, 3, 3, 1, 1, 1, 1, 1, 1, DG),
-          wgmma_conv(D::BF16, D::BF16, 8, 128, 28, 28, 136, 3, 3, 1, 1, 1, 1, 1, 1, WG),
-          wgmma_conv(D::BF16, D::BF16, 4, 128, 27, 29, 136, 3, 3, 2, 2, 1, 1, 1, 1, DG),
-          wgmma_conv(D::F16, D::F16, 3, 64, 14, 14, 64, 3, 3, 2, 2, 1, 1, 1, 1, DG)};
+  constexpr ConvDirection DG = ConvDirection::BackwardData;
+  std::vector<Problem> ps = wgmma_conv_warp_store_problems();  // EPI 1's four, then two with phases
+  ps.push_back(wgmma_conv(D::BF16, D::BF16, 4, 128, 27, 29, 136, 3, 3, 2, 2, 1, 1, 1, 1, DG));
+  ps.push_back(wgmma_conv(D::F16, D::F16, 3, 64, 14, 14, 64, 3, 3, 2, 2, 1, 1, 1, 1, DG));
+  return ps;
 }
 std::vector<tuner::Candidate> wgmma_conv_warp_vector_candidates(const std::vector<Problem>& ps,
                                                                 const gpu::DeviceInfo& dev) {
