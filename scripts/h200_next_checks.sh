@@ -66,12 +66,12 @@
 #               without a GPU on 2026-12-06): its sample plain, then (if it passes) configs/probes/h200_wgrad_cluster_probe.json
 #               tuned (CLUSTERN 1 / 2 / 4, whole tiles, split-K 2 and stream-K in one sweep) and vs_torch on l4 / l3's 3x3
 #               layers, then the sample under memcheck and racecheck (OUT/cluster.tgz, OUT/cluster_sanitizers.tgz).
-#   stem:       narrow_col2im (the stem's input gradient as col2im; built without a GPU on 2026-12-07): its GPU sample
+#   stem:       narrow_col2im (the stem's input gradient as col2im; on an H100 on 2026-12-07 valid, clean, 1.68x cuDNN): its GPU sample
 #               plain, then (if it passes) configs/probes/h200_stem_col2im_probe.json tuned (narrow_dgrad and
 #               narrow_col2im, bf16 and fp16, every measurement kept) and vs_torch on the stem's input gradient in both
 #               dtypes, then the sample under memcheck and racecheck (OUT/stem.tgz, OUT/stem_sanitizers.tgz; about 4
 #               minutes).
-#   warp_vector: wgmma_conv EPI 2 (each warp's own 16-byte stores, phases too; built without a GPU on 2026-12-07): its GPU
+#   warp_vector: wgmma_conv EPI 2 (each warp's own 16-byte stores, phases too; on an H100 on 2026-12-07 valid, clean, mixed): its GPU
 #               sample plain, then (if it passes) configs/probes/h200_warp_vector_probe.json tuned (EPI 1 / 2 on the other nets'
 #               1x1 layers and l1_1x1_64's input gradient, EPI 0 / 2 on the stride-2 3x3 input gradient, every measurement
 #               kept) and vs_torch on them (fwd, dgrad), after benchmarks/probes/write_bound.py (their floor: a plain write
