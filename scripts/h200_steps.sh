@@ -2,9 +2,9 @@
 # On the H200 (or H100): several steps in one device call, each started only if its estimate still fits before the
 # call's deadline (LIMIT seconds from the start, default 585: a call is cut at 600), so that what ran comes back packed.
 # Steps: any scripts/h200_next_checks.sh step (stem, warp_vector, flush_grads, conv_samples, ...; PROBE_SANITIZE=0
-# leaves a probe step's sanitizers out), resnet_bf16 / resnet_fp16 (configs/h200/h200_conv_resnet50.json tuned and
-# timed against cuDNN, scripts/h200_conv_grad.sh; TUNE_LIMIT default 220 s) and other_bf16 / other_fp16 (the other nets'
-# layers on that config's templates, scripts/h200_untuned.sh conv). STEP:SECONDS gives a step's estimate (default 240).
+# leaves a probe step's sanitizers out) and tables / tables_fp16 (scripts/h200_conv_session.sh: ResNet-50 and the other
+# nets' layers tuned on configs/h200/h200_conv_resnet50.json and timed against cuDNN, about 6 minutes a dtype on the
+# H200). STEP:SECONDS gives a step's estimate (default 240).
 # Outputs: OUT_DIR/*.tgz, one a step.
 # Usage: [LIMIT=S] [SOURCE_DIR=DIR] scripts/h200_steps.sh BUILD_DIR OUT_DIR LABEL STEP[:SECONDS] ...
 # (the test binaries in BUILD_DIR/tests; the program and the runtime library in BUILD_DIR, on LD_LIBRARY_PATH here.
@@ -23,14 +23,9 @@ for spec in "$@"; do
   if [ $(( now + est )) -gt $deadline ]; then echo "== skip $step (estimate $est s, $(( deadline - now )) s left)"; continue; fi
   echo "== $step at +$(( now - start )) s"
   case "$step" in
-    resnet_bf16|resnet_fp16)
-      dt=${step#resnet_}
-      "$here/h200_conv_grad.sh" "$B" "$OUT/$step" "$LABEL, $dt" "${TUNE_LIMIT:-220}" configs/h200/h200_conv_resnet50.json "$dt"
-      rm -f "$OUT/$step"/*.db*; (cd "$OUT" && tar czf "$step.tgz" "$step" && rm -rf "$step") ;;
-    other_bf16|other_fp16)
-      dt=${step#other_}
-      "$here/h200_untuned.sh" conv "$B" "$OUT/$step" "$LABEL, $dt" 200 "$dt"
-      rm -f "$OUT/$step"/*.db*; (cd "$OUT" && tar czf "$step.tgz" "$step" && rm -rf "$step") ;;
+    tables|tables_fp16)  # ResNet-50 and the other nets in one dtype (h200_conv_session.sh), packed without databases
+      "$here/h200_conv_session.sh" "$step" "$B" "$T" "$OUT" "$LABEL"
+      find "$OUT/$step" -name '*.db*' -delete; (cd "$OUT" && tar czf "$step.tgz" "$step" && rm -rf "$step") ;;
     *) "$here/h200_next_checks.sh" "$step" "$B" "$T" "$OUT" "$LABEL" ;;
   esac
   echo "== $step done at +$(( $(date +%s) - start )) s"
