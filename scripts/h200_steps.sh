@@ -23,9 +23,8 @@ for spec in "$@"; do
   if [ $(( now + est )) -gt $deadline ]; then echo "== skip $step (estimate $est s, $(( deadline - now )) s left)"; continue; fi
   echo "== $step at +$(( now - start )) s"
   case "$step" in
-    tables|tables_fp16)  # ResNet-50 and the other nets in one dtype (h200_conv_session.sh), packed without databases
-      "$here/h200_conv_session.sh" "$step" "$B" "$T" "$OUT" "$LABEL"
-      find "$OUT/$step" -name '*.db*' -delete; (cd "$OUT" && tar czf "$step.tgz" "$step" && rm -rf "$step") ;;
+    tables|tables_fp16)  # ResNet-50 and the other nets in one dtype; h200_conv_session.sh packs OUT/STEP.tgz without databases
+      "$here/h200_conv_session.sh" "$step" "$B" "$T" "$OUT" "$LABEL" ;;
     *) "$here/h200_next_checks.sh" "$step" "$B" "$T" "$OUT" "$LABEL" ;;
   esac
   echo "== $step done at +$(( $(date +%s) - start )) s"
