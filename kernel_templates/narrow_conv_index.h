@@ -55,6 +55,37 @@ struct Col2imTile {
   }
 };
 
+// wgmma_narrow_wgrad's stage (wgmma_narrow_wgrad.cuh). Per output row: dy's QP pixels as 128-byte lines of 64
+// channels (TMA's 128-byte swizzle, written by cp.async), then the R input rows its filter rows read, each staged
+// as FwdRow stages a row (xoff zeros, the W * C elements, zeros up to xl, a multiple of 8). The im2col operand of
+// filter row r at (pixel q, column j = s * C + c) is staged element xoff - pad_w * C + q * D + j (D = stride_w *
+// C). wgmma's register A pairs pixels q and q + 1 (q even) in one 32-bit word, so each input row is also kept
+// as pairs: pair[i] = (row[i], row[i + D]) for i < xl - D, and word pair_index(q, j) holds both pixels' element.
+struct PairRows {
+  int qp, d, xoff, xl, dy_bytes, x_bytes, stage_bytes, pair_bytes;
+  TT_CONV_FN PairRows(int w, int c, int q, int r, int s, int pad_w, int stride_w) {
+    qp = (q + 15) / 16 * 16;
+    d = stride_w * c;
+    xoff = (pad_w * c + 7) / 8 * 8;
+    const int reach = xoff + (qp - 1) * d + s * c, row = xoff + w * c;
+    xl = ((reach > row ? reach : row) + 7) / 8 * 8;
+    dy_bytes = qp * 128;                                      // a multiple of 2048: stages stay 1024-aligned
+    x_bytes = (r * xl * 2 + 1023) / 1024 * 1024;
+    stage_bytes = dy_bytes + x_bytes;
+    pair_bytes = 2 * r * xl * 4;                              // two buffers of R rows of xl words
+  }
+  // The pair word of (pixel q, q + 1; column j) within its row's pairs (q even).
+  TT_CONV_FN int pair_index(int q, int j, int c, int pad_w) const { return xoff - pad_w * c + q * d + j; }
+  // Pairs a row needs: every index pair_index reaches is below it, and i + d stays within the staged row.
+  TT_CONV_FN int pairs() const { return xl - d; }
+};
+
+// Where register e (0..3) of lane `lane` in warp `warp` of a warpgroup takes its (row, pixel) of wgmma's m64k16
+// A fragment at k16 step kk (PTX ISA: lane 4 g + t holds (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8) as
+// (row, k) pairs, k and k + 1 in the low and high halves).
+TT_CONV_FN int afrag_row(int warp, int lane, int e) { return 16 * warp + (lane >> 2) + 8 * (e & 1); }
+TT_CONV_FN int afrag_k(int lane, int e, int kk) { return 16 * kk + 2 * (lane & 3) + 8 * (e >> 1); }
+
 }  // namespace tt_narrow
 
 #endif  // TILETUNE_NARROW_CONV_INDEX_H

@@ -71,6 +71,11 @@
 #               narrow_col2im, bf16 and fp16, every measurement kept) and vs_torch on the stem's input gradient in both
 #               dtypes, then the sample under memcheck and racecheck (OUT/stem.tgz, OUT/stem_sanitizers.tgz; about 4
 #               minutes).
+#   stem_wgrad: wgmma_narrow_wgrad (the stem's weight gradient on wgmma, the im2col operand as register A from paired
+#               input rows; built without a GPU on 2026-12-07): its GPU sample plain, then (if it passes)
+#               configs/probes/h200_stem_wgrad_probe.json tuned (narrow_wgrad and wgmma_narrow_wgrad, bf16 and fp16, every
+#               measurement kept) and vs_torch on the stem's weight gradient in both dtypes, then the sample under memcheck
+#               and racecheck (OUT/stem_wgrad.tgz, OUT/stem_wgrad_sanitizers.tgz).
 #   warp_vector: wgmma_conv EPI 2 (each warp's own 16-byte stores, phases too; on an H100 on 2026-12-07 valid, clean, mixed): its GPU
 #               sample plain, then (if it passes) configs/probes/h200_warp_vector_probe.json tuned (EPI 1 / 2 on the other nets'
 #               1x1 layers and l1_1x1_64's input gradient, EPI 0 / 2 on the stride-2 3x3 input gradient, every measurement
@@ -324,6 +329,9 @@ PY
     stem)
       PROBE_DTYPES="bf16 fp16" PROBE_DIRECTIONS=dgrad sample_probe_sanitizers stem \
         NarrowConvGpu.SanitizerSampleOfCol2im configs/probes/h200_stem_col2im_probe.json 120 shipped:conv1_7x7 ;;
+    stem_wgrad)
+      PROBE_DTYPES="bf16 fp16" PROBE_DIRECTIONS=wgrad sample_probe_sanitizers stem_wgrad \
+        NarrowConvGpu.SanitizerSampleOfWgmmaWgrad configs/probes/h200_stem_wgrad_probe.json 120 shipped:conv1_7x7 ;;
     warp_vector)
       timeout 90 python3 benchmarks/probes/write_bound.py > "$D/write_bound.md" 2>&1  # the layers' floor, beside cuDNN
       echo "write_bound exit $?"; cat "$D/write_bound.md"
@@ -342,7 +350,7 @@ PY
         gtest_and_sanitizers "$T" "$f" "${f//./_}" 100
       done
       pack conv_samples ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|flush_grads|warp_store|waves_5x5|halo|cluster|stem|conv_samples[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|flush_grads|warp_store|waves_5x5|halo|cluster|stem|stem_wgrad|warp_vector|conv_samples[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done

@@ -4,7 +4,8 @@
 // filters zero past S * C, the sums compared with the convolution's definition, every read inside
 // the staged row; and the template's JSON sizing a staged row as the header does. narrow_col2im's
 // tiles likewise: dy blocks staged per tile, Z and the gather replayed on integers against the input
-// gradient's definition, every read inside the block, and the JSON's shared memory. No GPU needed.
+// gradient's definition, every read inside the block, and the JSON's shared memory; and wgmma_narrow_wgrad's
+// paired rows against the im2col operand its A registers must hold. No GPU needed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -193,4 +194,94 @@ TEST(NarrowCol2imIndex, TheTemplateSizesSharedMemoryAsTheKernel) {
   }
 }
 
+
+// wgmma_narrow_wgrad's pairs (PairRows), shapes of test_cuda_narrow_conv.cpp's wgmma_narrow_problems and the
+// stem: input rows staged and paired as the kernel does (the even-D path's two words per two pairs alike), then
+// every A register of every warpgroup, lane and k16 step read back; its halves must be the im2col elements of
+// the register's filter column at its two pixels (zero in the padding), for every row below R * S * C and pixel
+// below Q, and every read inside the pairs built.
+const std::vector<Shape> kWgradShapes = {{2, 3, 40, 40, 64, 7, 2, 3}, {3, 4, 17, 38, 64, 5, 1, 2},
+                                         {2, 1, 23, 24, 128, 3, 2, 1}, {2, 8, 16, 16, 64, 3, 1, 1},
+                                         {1, 3, 224, 224, 64, 7, 2, 3}};
+
+TEST(WgmmaNarrowWgradIndex, EveryARegisterPairsTwoPixelsOfItsFilterColumn) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> val(1, 30000);
+  for (const Shape& f : kWgradShapes) {
+    const int P = (f.h + 2 * f.pad - f.rs) / f.stride + 1, Q = (f.w + 2 * f.pad - f.rs) / f.stride + 1;
+    const tt_narrow::PairRows geo(f.w, f.c, Q, f.rs, f.rs, f.pad, f.stride);
+    ASSERT_EQ(geo.xl % 8, 0);
+    ASSERT_EQ(geo.dy_bytes % 2048, 0);
+    ASSERT_EQ(geo.stage_bytes % 1024, 0);
+    const int sc = f.rs * f.c, rsc = f.rs * sc, mt = (rsc + 63) / 64, kq = geo.qp / 16;
+    std::vector<int> x(std::size_t(f.n) * f.h * f.w * f.c);
+    for (int& v : x) v = val(rng);
+    for (int n = 0; n < f.n; ++n)
+      for (int p = 0; p < P; ++p) {
+        if (P > 32 && p > 2 && p < P - 3) continue;  // the stem: its top and bottom rows (padding) suffice
+        std::vector<std::vector<unsigned>> rows(f.rs, std::vector<unsigned>(geo.xl, 0u));
+        for (int r = 0; r < f.rs; ++r) {
+          const int h = p * f.stride - f.pad + r;
+          if (h < 0 || h >= f.h) continue;
+          for (int e = 0; e < f.w * f.c; ++e) rows[r][geo.xoff + e] = unsigned(x[(std::size_t(n) * f.h + h) * f.w * f.c + e]);
+        }
+        // The pairs as the kernel builds them: word u of a row holds elements 2u, 2u + 1 (low, high).
+        std::vector<std::vector<unsigned>> pairs(f.rs, std::vector<unsigned>(geo.xl, 0xFFFFFFFFu));
+        for (int r = 0; r < f.rs; ++r) {
+          if (geo.d % 2 == 0) {
+            for (int u = 0; u < geo.pairs() / 2; ++u) {
+              const unsigned w0 = rows[r][2 * u] | rows[r][2 * u + 1] << 16;
+              const unsigned w1 = rows[r][2 * u + geo.d] | rows[r][2 * u + geo.d + 1] << 16;
+              pairs[r][2 * u] = (w0 & 0xFFFFu) | (w1 & 0xFFFFu) << 16;  // __byte_perm(w0, w1, 0x5410)
+              pairs[r][2 * u + 1] = w0 >> 16 | (w1 >> 16) << 16;       // __byte_perm(w0, w1, 0x7632)
+            }
+          } else {
+            for (int u = 0; u < geo.pairs(); ++u) pairs[r][u] = rows[r][u] | rows[r][u + geo.d] << 16;
+          }
+        }
+        for (int g = 0; g < mt; ++g)
+          for (int warp = 0; warp < 4; ++warp)
+            for (int lane = 0; lane < 32; ++lane)
+              for (int e = 0; e < 4; ++e) {
+                const int m = g * 64 + tt_narrow::afrag_row(warp, lane, e);
+                if (m >= rsc) continue;  // padding rows: their sums are never stored
+                const int r = m / sc, j = m % sc, s = j / f.c, c = j % f.c;
+                for (int kk = 0; kk < kq; ++kk) {
+                  const int q = tt_narrow::afrag_k(lane, e, kk);
+                  ASSERT_EQ(q % 2, 0);
+                  const int i = geo.pair_index(q, j, f.c, f.pad);
+                  ASSERT_GE(i, 0);
+                  ASSERT_LT(i, geo.pairs()) << "q " << q << " j " << j;
+                  for (int half = 0; half < 2; ++half) {
+                    if (q + half >= Q) continue;  // dy's lines past Q are zero
+                    const int h = p * f.stride - f.pad + r, w = (q + half) * f.stride - f.pad + s;
+                    const bool in = h >= 0 && h < f.h && w >= 0 && w < f.w;
+                    const unsigned want = in ? unsigned(x[((std::size_t(n) * f.h + h) * f.w + w) * f.c + c]) : 0u;
+                    ASSERT_EQ((pairs[r][i] >> (16 * half)) & 0xFFFFu, want)
+                        << "shape c" << f.c << " w" << f.w << " p " << p << " m " << m << " q " << q + half;
+                  }
+                }
+              }
+      }
+  }
+}
+
+// The JSON's SMEM_BYTES is the header's: STAGES stages of dy's lines and the input rows, two pair buffers.
+TEST(WgmmaNarrowWgradIndex, TheTemplateSizesSharedMemoryAsTheKernel) {
+  const KernelTemplate& t = find_template("wgmma_narrow_wgrad");
+  for (const Shape& f : kWgradShapes) {
+    ConvProblem p;
+    p.direction = ConvDirection::BackwardFilter, p.in_type = p.out_type = DataType::BF16;
+    p.n = f.n, p.c = f.c, p.h = f.h, p.w = f.w, p.k = f.k, p.r = p.s = f.rs, p.stride_h = p.stride_w = f.stride;
+    p.pad_h = p.pad_w = f.pad, p.dil_h = p.dil_w = 1, p.groups = 1;
+    Solution s = t.default_solution();
+    const int Q = (f.w + 2 * f.pad - f.rs) / f.stride + 1;
+    s.params["KQ"] = (Q + 15) / 16;
+    s.params["MT"] = (f.rs * f.rs * f.c + 63) / 64;
+    const Variables v = t.variables(s, Problem(p), tiletune::testing::fake_device(gpu::BackendKind::Cuda));
+    const tt_narrow::PairRows geo(f.w, f.c, Q, f.rs, f.rs, f.pad, f.stride);
+    EXPECT_EQ(v.at("XL"), geo.xl) << f.c << " " << f.w;
+    EXPECT_EQ(v.at("SMEM_BYTES"), 1024 + v.at("STAGES") * geo.stage_bytes + geo.pair_bytes) << f.c << " " << f.w;
+  }
+}
 }  // namespace

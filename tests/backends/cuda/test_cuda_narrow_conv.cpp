@@ -1,5 +1,5 @@
-// narrow_wgrad, narrow_dgrad, narrow_col2im and narrow_fwd (the three directions of few-channel convolutions,
-// e.g. the 3-channel stem): which problems their constraints admit (host), an NVRTC compile of a sample for sm_90a
+// narrow_wgrad, wgmma_narrow_wgrad, narrow_dgrad, narrow_col2im and narrow_fwd (the three directions of few-channel
+// convolutions, e.g. the 3-channel stem): which problems their constraints admit (host), an NVRTC compile of a sample for sm_90a
 // without spills (no GPU needed), and on a GPU a sample validated against the fp64 reference twice
 // per candidate (the split-K reduction must leave its workspace zeroed).
 #include <gtest/gtest.h>
@@ -35,6 +35,18 @@ std::vector<Problem> narrow_problems() {
           Problem(wgrad(DataType::BF16, DataType::F32, 8, 1, 40, 40, 16, 3, 2, 1)),
           Problem(wgrad(DataType::BF16, DataType::BF16, 8, 3, 30, 40, 128, 7, 2, 3, 2)),
           Problem(wgrad(DataType::F16, DataType::F16, 8, 8, 16, 16, 48, 3, 1, 1))};
+}
+
+// wgmma_narrow_wgrad's (K in blocks of 64): the stem's shape at a small size; stride 1 with odd D = C * stride
+// (the pairs' 16-bit path) and Q = 34 (three k16 steps, the last mostly past Q); one channel at stride 2 with two
+// channel blocks; eight channels (S * C = 24, two warpgroups of filter columns); vertical dilation (rows in the
+// padding); both input types, every output type.
+std::vector<Problem> wgmma_narrow_problems() {
+  return {Problem(wgrad(DataType::BF16, DataType::BF16, 4, 3, 64, 64, 64, 7, 2, 3)),
+          Problem(wgrad(DataType::F16, DataType::F32, 6, 3, 20, 32, 64, 5, 1, 3)),
+          Problem(wgrad(DataType::BF16, DataType::F32, 8, 1, 40, 40, 128, 3, 2, 1)),
+          Problem(wgrad(DataType::F16, DataType::F16, 8, 8, 16, 16, 64, 3, 1, 1)),
+          Problem(wgrad(DataType::BF16, DataType::BF16, 8, 3, 30, 40, 64, 7, 2, 3, 2))};
 }
 
 ConvProblem dgrad(DataType in, DataType out, int n, int c, int h, int w, int k, int rs, int stride, int pad) {
@@ -91,6 +103,29 @@ TEST(NarrowConvSpace, TakesTheWeightGradientOfFewChannelsOnly) {
   EXPECT_EQ(candidates(other), 0u);
 }
 
+TEST(NarrowConvSpace, WgmmaTakesTheWeightGradientOfFewChannelsOnHopper) {
+  const char* name = "wgmma_narrow_wgrad";
+  ConvProblem stem = wgrad(DataType::BF16, DataType::BF16, 128, 3, 224, 224, 64, 7, 2, 3);
+  EXPECT_GT(candidates(stem, name), 0u);
+  for (const Problem& p : wgmma_narrow_problems()) EXPECT_GT(candidates(p.conv(), name), 0u) << p.key();
+  ConvProblem other = stem;
+  other.direction = ConvDirection::BackwardData;
+  EXPECT_EQ(candidates(other, name), 0u);
+  other = stem, other.c = 16;
+  EXPECT_EQ(candidates(other, name), 0u);
+  other = stem, other.k = 96;
+  EXPECT_EQ(candidates(other, name), 0u);  // N in blocks of 64 channels
+  other = stem, other.dil_w = 2;
+  EXPECT_EQ(candidates(other, name), 0u);
+  other = stem, other.w = 223;
+  EXPECT_EQ(candidates(other, name), 0u);
+  other = stem, other.r = other.s = 11;
+  EXPECT_EQ(candidates(other, name), 0u);  // 363 filter columns: past four warpgroups
+  gpu::DeviceInfo ampere = fake_device(gpu::BackendKind::Cuda);
+  ampere.arch = "sm_80", ampere.compute_capability = 80;
+  EXPECT_TRUE(tuner::enumerate({find_template(name)}, std::vector<Problem>{Problem(stem)}, ampere).candidates.empty());
+}
+
 // narrow_dgrad (one n8 tile of channels) and narrow_col2im (Z's R * S * C columns) alike.
 TEST(NarrowConvSpace, TakesTheInputGradientOfFewChannelsOnly) {
   for (const char* name : {"narrow_dgrad", "narrow_col2im"}) {
@@ -141,6 +176,7 @@ void compile_sample(const char* name, const std::vector<Problem>& ps, const char
 // several n8 tiles per read of the dy fragments.
 TEST(NarrowConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   compile_sample("narrow_wgrad", narrow_problems(), "SPLIT", 2);
+  compile_sample("wgmma_narrow_wgrad", wgmma_narrow_problems(), "SPLIT", 3);
   compile_sample("narrow_dgrad", dgrad_problems(), "MT", 6);
   compile_sample("narrow_col2im", dgrad_problems(), "NB", 6);
   compile_sample("narrow_fwd", fwd_problems(), "MT", 4);
@@ -165,6 +201,8 @@ TEST(NarrowConvGpu, SampleMatchesTheReference) {
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
   const std::vector<Problem> ps = narrow_problems();
   std::size_t checked = validate_conv_candidates(*dev, conv_sample("narrow_wgrad", ps, dev->info(), 8), ps);
+  const std::vector<Problem> ws = wgmma_narrow_problems();
+  checked += validate_conv_candidates(*dev, conv_sample("wgmma_narrow_wgrad", ws, dev->info(), 6), ws);
   const std::vector<Problem> ds = dgrad_problems();
   checked += validate_conv_candidates(*dev, conv_sample("narrow_dgrad", ds, dev->info(), 6), ds);
   checked += validate_conv_candidates(*dev, conv_sample("narrow_col2im", ds, dev->info(), 6), ds);
@@ -180,6 +218,13 @@ TEST(NarrowConvGpu, SanitizerSampleOfTheForwardPass) {
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
   const std::vector<Problem> fs = fwd_problems();
   EXPECT_GE(validate_conv_candidates(*dev, conv_sample("narrow_fwd", fs, dev->info(), 1), fs), fs.size());
+}
+
+TEST(NarrowConvGpu, SanitizerSampleOfWgmmaWgrad) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  const std::vector<Problem> ws = wgmma_narrow_problems();
+  EXPECT_GE(validate_conv_candidates(*dev, conv_sample("wgmma_narrow_wgrad", ws, dev->info(), 2), ws), ws.size());
 }
 
 TEST(NarrowConvGpu, SanitizerSampleOfCol2im) {

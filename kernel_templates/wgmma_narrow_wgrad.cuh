@@ -1,0 +1,172 @@
+// Hopper (sm_90a) weight gradient of convolutions with few input channels (the 3-channel stem), on wgmma:
+// narrow_wgrad's row staging with the im2col operand read as wgmma's register A. NHWC x and dy, KRSC dw,
+// bf16 / fp16 in, fp32 accumulation, unit horizontal dilation, K in blocks of 64.
+//
+// Why: narrow_wgrad (mma.sync) reads each dy fragment once per filter row and each im2col element with a
+// 16-bit shared load, and ran the stem at 113 TFLOP/s on the H100 and the H200, a third of mma.sync's rate and
+// under half of what its 244 MB of traffic allow. Here the GEMM is transposed: dw^T[(r, s, c)][k] = sum over
+// pixels of X[pixel][(r, s, c)] * dy[pixel][k], with the R * S * C filter columns as wgmma's M (MT warpgroups
+// of 64 rows, dense: row m = r * S * C + j) and 64 output channels as N, so dy is the B operand that the tensor
+// cores read from shared memory (once a warpgroup) and the im2col rows come from registers. A register of the
+// A fragment pairs pixels q and q + 1, whose elements sit D = stride_w * C apart in the staged input row, so
+// every staged row is also written as pairs (narrow_conv_index.h, PairRows): a fragment register is one 32-bit
+// shared load at a per-thread offset fixed for the whole kernel.
+//
+// A block owns a contiguous range of the N * P output rows (SPLIT blocks along them, summed by the
+// deterministic split-K reduction of splitk_reduce.h) and one 64-channel block of K (grid_y). Per output row,
+// one cp.async stage (dy's row, the input rows) lands STAGES - 1 rows ahead; the pairs of row it + 1 are built
+// from its landed stage while the warpgroups' wgmma on row it run.
+#include "conv_params.h"
+#include "conv_tma_params.h"  // wgmma_common.h's TMA helpers name its tensor map
+#include "mma_common.h"
+#include "narrow_conv.cuh"
+#include "narrow_conv_index.h"
+#include "splitk_reduce.h"
+#include "wgmma_common.h"
+
+template <typename TA, typename TC, int DIR, bool NCHW, int MT, int KQ, int STAGES, int SPLIT>
+__global__ void __launch_bounds__(128 * MT, 1) wgmma_narrow_wgrad(const TtConvParams p) {
+  using namespace tt_wg;
+  using tt_mma::u32;
+  constexpr int THREADS = 128 * MT;
+  static_assert(DIR == 2 && !NCHW, "wgmma_narrow_wgrad: weight gradient, NHWC");
+  static_assert(sizeof(TA) == 2, "bf16 or fp16 inputs");
+  static_assert(MT >= 1 && MT <= 4 && KQ >= 1 && STAGES >= 3 && SPLIT >= 1, "parameters");
+  typedef TtWgmmaRs<64, IsBf16<TA>::value, 1> Mma;  // B (dy) MN-major: channels contiguous
+
+  // The stages from the dynamic allocation aligned up to 1024 bytes (the 128-byte swizzle's period).
+  extern __shared__ __align__(1024) unsigned char smem_dyn[];
+  const u32 pad = ((smem_addr(smem_dyn) + 1023u) & ~1023u) - smem_addr(smem_dyn);
+  unsigned char* const smem_raw = smem_dyn + pad;
+  const u32 sbase = smem_addr(smem_raw);
+  const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, mt = tid >> 7;
+  const tt_narrow::PairRows geo(p.w, p.c, p.q, p.r, p.s, p.pad_w, p.stride_w);
+  const u32 pairs0 = sbase + STAGES * geo.stage_bytes;  // two buffers of R rows of xl words
+  const int k0 = blockIdx.y * 64;
+  const int rows = p.n * p.p;
+  const int row0 = int((long long)blockIdx.x * rows / SPLIT), row1 = int((long long)(blockIdx.x + 1) * rows / SPLIT);
+  const int nrows = row1 - row0;
+  const int sc = p.s * p.c, rsc = p.r * sc;
+
+  // Zero the stages and pairs once: dy's lines past Q, the rows' margins and the pairs no build writes stay
+  // zero (the A rows past R * S * C and pixels past Q must meet finite values).
+  for (int i = tid * 16; i < STAGES * geo.stage_bytes + geo.pair_bytes; i += THREADS * 16)
+    *reinterpret_cast<uint4*>(smem_raw + i) = make_uint4(0, 0, 0, 0);
+  __syncthreads();
+
+  const TA* x = static_cast<const TA*>(p.x);
+  const TA* dy = static_cast<const TA*>(p.y);
+  const bool vec = (((unsigned long long)p.x | (unsigned long long)p.y) & 15) == 0;
+  const int row_vecs = p.w * p.c / 8;
+  auto copy = [&](u32 dst, const TA* src, bool ok) { tt_narrow::copy8(dst, src, ok, vec, smem_raw, sbase); };
+  // Output row `row`'s operands into `stage`: dy's Q pixels x 64 channels from k0 as swizzled lines (chunk v of
+  // line q at (v ^ q % 8) * 16), and the input row of each filter row (zeros in the vertical padding).
+  auto load = [&](int stage, int row) {
+    const u32 s = sbase + stage * geo.stage_bytes;
+    const int n = row / p.p, pr = row - n * p.p;
+    const TA* dyrow = dy + (long long)row * p.q * p.k + k0;
+    for (int i = tid; i < p.q * 8; i += THREADS) {
+      const int q = i >> 3, v = i & 7;
+      copy(s + q * 128 + ((v ^ (q & 7)) << 4), dyrow + (long long)q * p.k + v * 8, true);
+    }
+    const u32 xs = s + geo.dy_bytes;
+    for (int i = tid; i < p.r * row_vecs; i += THREADS) {
+      const int rr = i / row_vecs, v = i - rr * row_vecs;
+      const int h = pr * p.stride_h - p.pad_h + rr * p.dil_h;
+      const bool ok = h >= 0 && h < p.h;
+      const TA* src = x + (((long long)n * p.h + (ok ? h : 0)) * p.w) * p.c + v * 8;
+      copy(xs + (rr * geo.xl + geo.xoff) * 2 + v * 16, src, ok);
+    }
+  };
+  // The pairs of `stage`'s input rows into pair buffer `buf`: pair[i] = (row[i], row[i + D]).
+  auto build = [&](int stage, int buf) {
+    const unsigned char* xs = smem_raw + stage * geo.stage_bytes + geo.dy_bytes;
+    unsigned char* pb = smem_raw + STAGES * geo.stage_bytes + buf * p.r * geo.xl * 4;
+    const int np = geo.pairs();
+    for (int rr = 0; rr < p.r; ++rr) {  // row by row: a row's pairs are about one per thread, no division
+      const unsigned char* row = xs + rr * geo.xl * 2;
+      unsigned char* prow = pb + rr * geo.xl * 4;
+      if ((geo.d & 1) == 0) {  // two pairs from two aligned words
+        for (int u = tid; u < (np >> 1); u += THREADS) {
+          const u32 w0 = reinterpret_cast<const u32*>(row)[u], w1 = reinterpret_cast<const u32*>(row)[u + (geo.d >> 1)];
+          *reinterpret_cast<uint2*>(prow + u * 8) = make_uint2(__byte_perm(w0, w1, 0x5410), __byte_perm(w0, w1, 0x7632));
+        }
+      } else {
+        const unsigned short* h = reinterpret_cast<const unsigned short*>(row);
+        for (int u = tid; u < np; u += THREADS) reinterpret_cast<u32*>(prow)[u] = u32(h[u]) | (u32(h[u + geo.d]) << 16);
+      }
+    }
+  };
+
+  // This thread's A rows (registers 0 / 2 and 1 / 3): filter row and column, as byte offsets into a pair
+  // buffer at pixel 2t; rows past R * S * C read row 0's pairs (finite; their sums are never stored).
+  u32 aoff[2];
+  TT_UNROLL
+  for (int e = 0; e < 2; ++e) {
+    const int m = mt * 64 + tt_narrow::afrag_row(warp, lane, e);
+    const int r = m < rsc ? m / sc : 0, j = m < rsc ? m - r * sc : 0;
+    aoff[e] = (u32)((r * geo.xl + geo.pair_index(tt_narrow::afrag_k(lane, e, 0), j, p.c, p.pad_w)) * 4);
+  }
+  const u32 kstep = 16u * geo.d * 4, khalf = 8u * geo.d * 4;  // bytes of a k16 step, of its second half
+
+  float acc[32];
+  TT_UNROLL
+  for (int i = 0; i < 32; ++i) acc[i] = 0.0f;
+
+  TT_UNROLL
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < nrows) load(s, row0 + s);
+    tt_mma::cp_async_commit();
+  }
+  tt_mma::cp_async_wait<STAGES - 2>();
+  __syncthreads();
+  if (nrows > 0) build(0, 0);
+  for (int it = 0; it < nrows; ++it) {
+    // Rows up to it + 1 have landed; every warpgroup's wgmma on row it - 1 have retired (waited below), and
+    // row it's pairs are built.
+    tt_mma::cp_async_wait<STAGES - 3>();
+    fence_async_smem();  // the generic proxy's writes (cp.async, zeros) before wgmma's reads
+    __syncthreads();
+    if (it + STAGES - 1 < nrows) load((it + STAGES - 1) % STAGES, row0 + it + STAGES - 1);
+    tt_mma::cp_async_commit();
+
+    const u32 pa = pairs0 + (u32)((it & 1) * p.r * geo.xl * 4);
+    u32 a[KQ][4];
+    TT_UNROLL
+    for (int kk = 0; kk < KQ; ++kk)
+      TT_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const u32 addr = pa + aoff[e & 1] + kk * kstep + (e >> 1) * khalf;
+        asm volatile("ld.shared.b32 %0, [%1];" : "=r"(a[kk][e]) : "r"(addr));
+      }
+    const u64 db = desc(sbase + (it % STAGES) * geo.stage_bytes, 64 * 128, 1024);
+    wg_fence();
+    TT_UNROLL
+    for (int kk = 0; kk < KQ; ++kk) Mma::mma(acc, a[kk], db + kk * (2048 / 16), 1);
+    wg_commit();
+    if (it + 1 < nrows) build((it + 1) % STAGES, (it + 1) & 1);
+    wg_wait<0>();
+  }
+  fence_regs<32>(acc);
+  tt_mma::cp_async_wait<0>();
+
+  if (SPLIT > 1 && !tt_splitk::reduce<32, THREADS, SPLIT, 32 * THREADS>(acc, p.workspace, blockIdx.y, gridDim.y,
+                                                                        blockIdx.x, tid, tt_splitk::BlockGroup()))
+    return;
+
+  // Fragment j of the m64n64 accumulators: rows 16 warp + g (+ 8), columns 8 j + 2 t (+ 1); row m of the block
+  // is dw's column m = r * S * C + s * C + c of output channel k0 + column.
+  TC* out = static_cast<TC*>(p.wt);
+  TT_UNROLL
+  for (int j = 0; j < 8; ++j)
+    TT_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const int m = mt * 64 + 16 * warp + (lane >> 2) + 8 * h;
+      if (m >= rsc) continue;
+      TT_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        const int k = k0 + 8 * j + 2 * (lane & 3) + e;
+        out[(long long)k * rsc + m] = tt_from_float<TC>(acc[4 * j + 2 * h + e]);
+      }
+    }
+}
