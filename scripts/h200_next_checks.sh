@@ -76,6 +76,12 @@
 #               configs/probes/h200_stem_wgrad_probe.json tuned (narrow_wgrad and wgmma_narrow_wgrad, bf16 and fp16, every
 #               measurement kept) and vs_torch on the stem's weight gradient in both dtypes, then the sample under memcheck
 #               and racecheck (OUT/stem_wgrad.tgz, OUT/stem_wgrad_sanitizers.tgz).
+#   rows1x1:    wgmma_rows1x1 (1x1 layers that write more than they read, whole output rows a tile stored by one bulk
+#               copy; built without a GPU on 2026-12-07): its GPU sample plain (Rows1x1Gpu.SampleMatchesTheReference, four
+#               candidates a problem), then (if it passes) configs/probes/h200_rows1x1_probe.json tuned (the ResNet config's
+#               templates and wgmma_rows1x1 at its budget) and vs_torch on MobileNet's and EfficientNet's 1x1 input
+#               gradients and ResNet-50's l1 1x1 layers (fwd, dgrad), then Rows1x1Gpu.SanitizerSample under memcheck
+#               and racecheck (OUT/rows1x1.tgz, OUT/rows1x1_sanitizers.tgz).
 #   warp_vector: wgmma_conv EPI 2 (each warp's own 16-byte stores, phases too; on an H100 on 2026-12-07 valid, clean, mixed): its GPU
 #               sample plain, then (if it passes) configs/probes/h200_warp_vector_probe.json tuned (EPI 1 / 2 on the other nets'
 #               1x1 layers and l1_1x1_64's input gradient, EPI 0 / 2 on the stride-2 3x3 input gradient, every measurement
@@ -332,6 +338,11 @@ PY
     stem_wgrad)
       PROBE_DTYPES="bf16 fp16" PROBE_DIRECTIONS=wgrad sample_probe_sanitizers stem_wgrad \
         NarrowConvGpu.SanitizerSampleOfWgmmaWgrad configs/probes/h200_stem_wgrad_probe.json 120 shipped:conv1_7x7 ;;
+    rows1x1)
+      PROBE_DIRECTIONS=fwd,dgrad PROBE_SANITIZE=0 sample_probe_sanitizers rows1x1 Rows1x1Gpu.SampleMatchesTheReference \
+        configs/probes/h200_rows1x1_probe.json 200 untuned:mbnet_1x1_144_24,effnet_1x1_240_40 shipped:l1_1x1_64,l1_1x1_256
+      [ "${PROBE_SANITIZE:-1}" = 0 ] || { gtest_and_sanitizers "$T" Rows1x1Gpu.SanitizerSample rows1x1 120 "memcheck racecheck"
+                                          pack rows1x1_sanitizers; } ;;
     warp_vector)
       timeout 90 python3 benchmarks/probes/write_bound.py > "$D/write_bound.md" 2>&1  # the layers' floor, beside cuDNN
       echo "write_bound exit $?"; cat "$D/write_bound.md"
@@ -350,7 +361,7 @@ PY
         gtest_and_sanitizers "$T" "$f" "${f//./_}" 100
       done
       pack conv_samples ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|flush_grads|warp_store|waves_5x5|halo|cluster|stem|stem_wgrad|warp_vector|conv_samples[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|flush_grads|warp_store|waves_5x5|halo|cluster|stem|stem_wgrad|rows1x1|warp_vector|conv_samples[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done

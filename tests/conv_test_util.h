@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <map>
 #include <regex>
@@ -128,6 +129,17 @@ inline std::map<std::string, std::set<std::int64_t>> expect_no_spills(gpu::Compi
     for (const auto& [name, v] : c.solution.params) values[name].insert(v);
   }
   return values;
+}
+
+// A sample of template `name` (`per` candidates a problem) compiled for sm_90a by NVRTC without spills or serialised
+// wgmma; parameter `varied` must take more than one value across it.
+inline void compile_sample(const char* name, const std::vector<Problem>& ps, const char* varied, std::size_t per) {
+  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const auto cands = conv_sample(name, ps, dev, per);
+  ASSERT_FALSE(cands.empty());
+  EXPECT_GT(expect_no_spills(*compiler, cands, ps, dev)[varied].size(), 1u) << varied << " takes one value in the sample";
+  std::printf("%s: %zu candidates compiled\n", name, cands.size());
 }
 
 // Compiles every candidate on all cores (NVRTC compiles concurrently in threads, as the tuner's

@@ -163,15 +163,6 @@ TEST(NarrowConvSpace, TakesTheForwardPassOfFewChannelsOnly) {
   EXPECT_EQ(candidates(other, "narrow_fwd"), 0u);  // rows of 669 elements: no 16-byte copies
 }
 
-void compile_sample(const char* name, const std::vector<Problem>& ps, const char* varied, std::size_t per) {
-  auto compiler = gpu::make_compiler(gpu::BackendKind::Cuda);
-  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  const auto cands = conv_sample(name, ps, dev, per);
-  ASSERT_FALSE(cands.empty());
-  EXPECT_GT(expect_no_spills(*compiler, cands, ps, dev)[varied].size(), 1u) << varied << " takes one value in the sample";
-  std::printf("%s: %zu candidates compiled\n", name, cands.size());
-}
-
 // wgrad with and without the split-K reduction; dgrad and fwd with several tile counts per warp; col2im with
 // several n8 tiles per read of the dy fragments.
 TEST(NarrowConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
