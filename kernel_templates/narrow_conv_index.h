@@ -55,29 +55,29 @@ struct Col2imTile {
   }
 };
 
-// wgmma_narrow_wgrad's stage (wgmma_narrow_wgrad.cuh). Per output row: dy's QP pixels as 128-byte lines of 64
-// channels (TMA's 128-byte swizzle, written by cp.async), then the R input rows its filter rows read, each staged
-// as FwdRow stages a row (xoff zeros, the W * C elements, zeros up to xl, a multiple of 8). The im2col operand of
-// filter row r at (pixel q, column j = s * C + c) is staged element xoff - pad_w * C + q * D + j (D = stride_w *
-// C). wgmma's register A pairs pixels q and q + 1 (q even) in one 32-bit word, so each input row is also kept
-// as pairs: pair[i] = (row[i], row[i + D]) for i < xl - D, and word pair_index(q, j) holds both pixels' element.
+// The wgmma narrow templates' staged rows (wgmma_narrow_wgrad.cuh, wgmma_narrow_fwd.cuh). An output row reads R
+// input rows, each staged as FwdRow stages a row (xoff zeros, the W * C elements, zeros up to xl, a multiple of 8);
+// filter row r's im2col element at (pixel q, column j = s * C + c) is staged element xoff - pad_w * C + q * D + j
+// (D = stride_w * C). wgmma's register A holds two elements of one row of A per 32-bit word, so every staged row
+// is also written as pairs: pair[i] = (row[i], row[i + pd]), pd = D where a word pairs pixels q and q + 1 of one
+// filter column (the weight gradient: pixels are the GEMM's K), pd = 1 where it pairs columns j and j + 1 of one
+// pixel (the forward pass: columns are K). `cols`: the columns a row's GEMM reads (S * C, or that rounded up to
+// even); word pair_index(q, j) holds both elements, and every index a kernel reads is below pairs().
 struct PairRows {
-  int qp, d, xoff, xl, dy_bytes, x_bytes, stage_bytes, pair_bytes;
-  TT_CONV_FN PairRows(int w, int c, int q, int r, int s, int pad_w, int stride_w) {
+  int qp, d, pd, xoff, xl, x_bytes, pair_bytes;
+  TT_CONV_FN PairRows(int w, int c, int q, int r, int cols, int pad_w, int stride_w, int pair_d) {
     qp = (q + 15) / 16 * 16;
     d = stride_w * c;
+    pd = pair_d;
     xoff = (pad_w * c + 7) / 8 * 8;
-    const int reach = xoff + (qp - 1) * d + s * c, row = xoff + w * c;
+    const int reach = xoff + (qp - 1) * d + cols + pd, row = xoff + w * c;
     xl = ((reach > row ? reach : row) + 7) / 8 * 8;
-    dy_bytes = qp * 128;                                      // a multiple of 2048: stages stay 1024-aligned
-    x_bytes = (r * xl * 2 + 1023) / 1024 * 1024;
-    stage_bytes = dy_bytes + x_bytes;
-    pair_bytes = 2 * r * xl * 4;                              // two buffers of R rows of xl words
+    x_bytes = (r * xl * 2 + 1023) / 1024 * 1024;  // a stage's input rows, 1024-aligned for what follows
+    pair_bytes = 2 * r * xl * 4;                   // two buffers of R rows of xl words
   }
-  // The pair word of (pixel q, q + 1; column j) within its row's pairs (q even).
   TT_CONV_FN int pair_index(int q, int j, int c, int pad_w) const { return xoff - pad_w * c + q * d + j; }
-  // Pairs a row needs: every index pair_index reaches is below it, and i + d stays within the staged row.
-  TT_CONV_FN int pairs() const { return xl - d; }
+  // Pairs a row holds (even; i + pd stays within the staged row for each).
+  TT_CONV_FN int pairs() const { return xl - (pd > 2 ? pd : 2); }
 };
 
 // Where register e (0..3) of lane `lane` in warp `warp` of a warpgroup takes its (row, pixel) of wgmma's m64k16

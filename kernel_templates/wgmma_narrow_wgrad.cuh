@@ -17,12 +17,9 @@
 // one cp.async stage (dy's row, the input rows) lands STAGES - 1 rows ahead; the pairs of row it + 1 are built
 // from its landed stage while the warpgroups' wgmma on row it run.
 #include "conv_params.h"
-#include "conv_tma_params.h"  // wgmma_common.h's TMA helpers name its tensor map
 #include "mma_common.h"
-#include "narrow_conv.cuh"
-#include "narrow_conv_index.h"
+#include "narrow_pairs.h"
 #include "splitk_reduce.h"
-#include "wgmma_common.h"
 
 template <typename TA, typename TC, int DIR, bool NCHW, int MT, int KQ, int STAGES, int SPLIT>
 __global__ void __launch_bounds__(128 * MT, 1) wgmma_narrow_wgrad(const TtConvParams p) {
@@ -40,8 +37,9 @@ __global__ void __launch_bounds__(128 * MT, 1) wgmma_narrow_wgrad(const TtConvPa
   unsigned char* const smem_raw = smem_dyn + pad;
   const u32 sbase = smem_addr(smem_raw);
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, mt = tid >> 7;
-  const tt_narrow::PairRows geo(p.w, p.c, p.q, p.r, p.s, p.pad_w, p.stride_w);
-  const u32 pairs0 = sbase + STAGES * geo.stage_bytes;  // two buffers of R rows of xl words
+  const tt_narrow::PairRows geo(p.w, p.c, p.q, p.r, p.s * p.c, p.pad_w, p.stride_w, p.stride_w * p.c);
+  const int dy_bytes = geo.qp * 128, stage_bytes = dy_bytes + geo.x_bytes;  // dy's lines, then the input rows
+  const u32 pairs0 = sbase + STAGES * stage_bytes;  // two buffers of R rows of xl words
   const int k0 = blockIdx.y * 64;
   const int rows = p.n * p.p;
   const int row0 = int((long long)blockIdx.x * rows / SPLIT), row1 = int((long long)(blockIdx.x + 1) * rows / SPLIT);
@@ -50,52 +48,29 @@ __global__ void __launch_bounds__(128 * MT, 1) wgmma_narrow_wgrad(const TtConvPa
 
   // Zero the stages and pairs once: dy's lines past Q, the rows' margins and the pairs no build writes stay
   // zero (the A rows past R * S * C and pixels past Q must meet finite values).
-  for (int i = tid * 16; i < STAGES * geo.stage_bytes + geo.pair_bytes; i += THREADS * 16)
+  for (int i = tid * 16; i < STAGES * stage_bytes + geo.pair_bytes; i += THREADS * 16)
     *reinterpret_cast<uint4*>(smem_raw + i) = make_uint4(0, 0, 0, 0);
   __syncthreads();
 
   const TA* x = static_cast<const TA*>(p.x);
   const TA* dy = static_cast<const TA*>(p.y);
   const bool vec = (((unsigned long long)p.x | (unsigned long long)p.y) & 15) == 0;
-  const int row_vecs = p.w * p.c / 8;
-  auto copy = [&](u32 dst, const TA* src, bool ok) { tt_narrow::copy8(dst, src, ok, vec, smem_raw, sbase); };
   // Output row `row`'s operands into `stage`: dy's Q pixels x 64 channels from k0 as swizzled lines (chunk v of
-  // line q at (v ^ q % 8) * 16), and the input row of each filter row (zeros in the vertical padding).
+  // line q at (v ^ q % 8) * 16), then the input row of each filter row.
   auto load = [&](int stage, int row) {
-    const u32 s = sbase + stage * geo.stage_bytes;
+    const u32 s = sbase + stage * stage_bytes;
     const int n = row / p.p, pr = row - n * p.p;
     const TA* dyrow = dy + (long long)row * p.q * p.k + k0;
     for (int i = tid; i < p.q * 8; i += THREADS) {
       const int q = i >> 3, v = i & 7;
-      copy(s + q * 128 + ((v ^ (q & 7)) << 4), dyrow + (long long)q * p.k + v * 8, true);
+      tt_narrow::copy8(s + q * 128 + ((v ^ (q & 7)) << 4), dyrow + (long long)q * p.k + v * 8, true, vec, smem_raw, sbase);
     }
-    const u32 xs = s + geo.dy_bytes;
-    for (int i = tid; i < p.r * row_vecs; i += THREADS) {
-      const int rr = i / row_vecs, v = i - rr * row_vecs;
-      const int h = pr * p.stride_h - p.pad_h + rr * p.dil_h;
-      const bool ok = h >= 0 && h < p.h;
-      const TA* src = x + (((long long)n * p.h + (ok ? h : 0)) * p.w) * p.c + v * 8;
-      copy(xs + (rr * geo.xl + geo.xoff) * 2 + v * 16, src, ok);
-    }
+    tt_narrow::stage_input_rows<TA, THREADS>(s + dy_bytes, x, p, n, pr, geo, vec, smem_raw, sbase, tid);
   };
   // The pairs of `stage`'s input rows into pair buffer `buf`: pair[i] = (row[i], row[i + D]).
   auto build = [&](int stage, int buf) {
-    const unsigned char* xs = smem_raw + stage * geo.stage_bytes + geo.dy_bytes;
-    unsigned char* pb = smem_raw + STAGES * geo.stage_bytes + buf * p.r * geo.xl * 4;
-    const int np = geo.pairs();
-    for (int rr = 0; rr < p.r; ++rr) {  // row by row: a row's pairs are about one per thread, no division
-      const unsigned char* row = xs + rr * geo.xl * 2;
-      unsigned char* prow = pb + rr * geo.xl * 4;
-      if ((geo.d & 1) == 0) {  // two pairs from two aligned words
-        for (int u = tid; u < (np >> 1); u += THREADS) {
-          const u32 w0 = reinterpret_cast<const u32*>(row)[u], w1 = reinterpret_cast<const u32*>(row)[u + (geo.d >> 1)];
-          *reinterpret_cast<uint2*>(prow + u * 8) = make_uint2(__byte_perm(w0, w1, 0x5410), __byte_perm(w0, w1, 0x7632));
-        }
-      } else {
-        const unsigned short* h = reinterpret_cast<const unsigned short*>(row);
-        for (int u = tid; u < np; u += THREADS) reinterpret_cast<u32*>(prow)[u] = u32(h[u]) | (u32(h[u + geo.d]) << 16);
-      }
-    }
+    tt_narrow::build_pairs<THREADS>(smem_raw + stage * stage_bytes + dy_bytes,
+                                    smem_raw + STAGES * stage_bytes + buf * p.r * geo.xl * 4, p.r, geo, tid);
   };
 
   // This thread's A rows (registers 0 / 2 and 1 / 3): filter row and column, as byte offsets into a pair
@@ -113,42 +88,28 @@ __global__ void __launch_bounds__(128 * MT, 1) wgmma_narrow_wgrad(const TtConvPa
   TT_UNROLL
   for (int i = 0; i < 32; ++i) acc[i] = 0.0f;
 
-  TT_UNROLL
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < nrows) load(s, row0 + s);
-    tt_mma::cp_async_commit();
-  }
-  tt_mma::cp_async_wait<STAGES - 2>();
-  __syncthreads();
-  if (nrows > 0) build(0, 0);
-  for (int it = 0; it < nrows; ++it) {
-    // Rows up to it + 1 have landed; every warpgroup's wgmma on row it - 1 have retired (waited below), and
-    // row it's pairs are built.
-    tt_mma::cp_async_wait<STAGES - 3>();
-    fence_async_smem();  // the generic proxy's writes (cp.async, zeros) before wgmma's reads
-    __syncthreads();
-    if (it + STAGES - 1 < nrows) load((it + STAGES - 1) % STAGES, row0 + it + STAGES - 1);
-    tt_mma::cp_async_commit();
-
-    const u32 pa = pairs0 + (u32)((it & 1) * p.r * geo.xl * 4);
-    u32 a[KQ][4];
-    TT_UNROLL
-    for (int kk = 0; kk < KQ; ++kk)
-      TT_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        const u32 addr = pa + aoff[e & 1] + kk * kstep + (e >> 1) * khalf;
-        asm volatile("ld.shared.b32 %0, [%1];" : "=r"(a[kk][e]) : "r"(addr));
-      }
-    const u64 db = desc(sbase + (it % STAGES) * geo.stage_bytes, 64 * 128, 1024);
-    wg_fence();
-    TT_UNROLL
-    for (int kk = 0; kk < KQ; ++kk) Mma::mma(acc, a[kk], db + kk * (2048 / 16), 1);
-    wg_commit();
-    if (it + 1 < nrows) build((it + 1) % STAGES, (it + 1) & 1);
-    wg_wait<0>();
-  }
+  // Row `it`: its A words from its pairs, its wgmma on its staged dy (B), the next row's pairs meanwhile.
+  tt_narrow::row_pipeline<STAGES>(
+      nrows, [&](int stage, int i) { load(stage, row0 + i); }, build,
+      [&](int it, const auto& next) {
+        const u32 pa = pairs0 + (u32)((it & 1) * p.r * geo.xl * 4);
+        u32 a[KQ][4];
+        TT_UNROLL
+        for (int kk = 0; kk < KQ; ++kk)
+          TT_UNROLL
+          for (int e = 0; e < 4; ++e) {
+            const u32 addr = pa + aoff[e & 1] + kk * kstep + (e >> 1) * khalf;
+            asm volatile("ld.shared.b32 %0, [%1];" : "=r"(a[kk][e]) : "r"(addr));
+          }
+        const u64 db = desc(sbase + (it % STAGES) * stage_bytes, 64 * 128, 1024);
+        wg_fence();
+        TT_UNROLL
+        for (int kk = 0; kk < KQ; ++kk) Mma::mma(acc, a[kk], db + kk * (2048 / 16), 1);
+        wg_commit();
+        next();
+        wg_wait<0>();
+      });
   fence_regs<32>(acc);
-  tt_mma::cp_async_wait<0>();
 
   if (SPLIT > 1 && !tt_splitk::reduce<32, THREADS, SPLIT, 32 * THREADS>(acc, p.workspace, blockIdx.y, gridDim.y,
                                                                         blockIdx.x, tid, tt_splitk::BlockGroup()))

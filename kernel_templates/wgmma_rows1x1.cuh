@@ -20,6 +20,7 @@
 #include "mma_common.h"
 #include "narrow_conv.cuh"
 #include "wgmma_common.h"
+#include "wgmma_octets.h"
 
 namespace tt_rows1x1 {
 
@@ -29,11 +30,6 @@ TT_DEVICE unsigned swz(int line, int c) { return (unsigned)(line * 128 + ((c ^ (
 TT_DEVICE void bulk_store(void* dst, unsigned src, unsigned bytes) {
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(src), "r"(bytes)
                : "memory");
-}
-
-// Lane t's word from the pairs w[0..3] (a compile-time array indexed at run time without local memory).
-TT_DEVICE unsigned pick(const unsigned (&w)[4], int i) {
-  return i == 0 ? w[0] : i == 1 ? w[1] : i == 2 ? w[2] : w[3];
 }
 
 }  // namespace tt_rows1x1
@@ -136,33 +132,19 @@ __global__ void __launch_bounds__(128 * WGS, 1) wgmma_rows1x1(const TtConvParams
     const u32 sb = sbuf + (i & 1) * stage_out;
     if (tid == 0) bulk_wait_read<1>();
     named_sync(1 + wg, 128);  // (and, unaligned, every thread's copy-out of this buffer two tiles ago is done)
-    // Fragment j of chunk nc: rows 16 warp + g (+ 8 h), columns nc * 64 + 8 j + 2 t (+ 1). The four lanes of a
-    // row trade pairs so that lane t holds the 8 columns of fragment j0 + t, one 16-byte store: in round r a lane
-    // sends its fragment (t + r) % 4 and takes word (t - r) % 4 from lane (t - r) % 4.
-    const int g = lane >> 2, tq = lane & 3;
+    // Fragment j of chunk nc: rows 16 warp + g (+ 8 h), columns nc * 64 + 8 j + 2 t (+ 1); lane t stores the 8
+    // columns of fragment j0 + t (wgmma_octets.h).
     TT_UNROLL
     for (int nc = 0; nc < NC; ++nc)
       TT_UNROLL
       for (int h = 0; h < 2; ++h)
         TT_UNROLL
         for (int j0 = 0; j0 < 8; j0 += 4) {
-          u32 w[4], got[4] = {0u, 0u, 0u, 0u};
-          TT_UNROLL
-          for (int jj = 0; jj < 4; ++jj) {
-            const float* f = &acc[nc][4 * (j0 + jj) + 2 * h];
-            w[jj] = (u32)tt_from_float<TC>(f[0]).bits | ((u32)tt_from_float<TC>(f[1]).bits << 16);
-          }
-          TT_UNROLL
-          for (int r = 0; r < 4; ++r) {
-            const int from = (tq - r) & 3;
-            const u32 v = __shfl_sync(0xffffffffu, tt_rows1x1::pick(w, (tq + r) & 3), (g << 2) | from);
-            TT_UNROLL
-            for (int q = 0; q < 4; ++q) got[q] = from == q ? v : got[q];
-          }
-          const int row = 16 * warp + g + 8 * h, col = nc * 64 + 8 * (j0 + tq);
+          const uint4 o = tt_octets::row_octet<TC>(acc[nc], j0, h, lane);
+          const int row = 16 * warp + (lane >> 2) + 8 * h, col = nc * 64 + 8 * (j0 + (lane & 3));
           if (col < nout)
             asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(sb + (u32)((row * nout + col) * 2)),
-                         "r"(got[0]), "r"(got[1]), "r"(got[2]), "r"(got[3])
+                         "r"(o.x), "r"(o.y), "r"(o.z), "r"(o.w)
                          : "memory");
         }
     const long long m0 = (long long)t * 64;

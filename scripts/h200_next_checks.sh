@@ -71,11 +71,12 @@
 #               narrow_col2im, bf16 and fp16, every measurement kept) and vs_torch on the stem's input gradient in both
 #               dtypes, then the sample under memcheck and racecheck (OUT/stem.tgz, OUT/stem_sanitizers.tgz; about 4
 #               minutes).
-#   stem_wgrad: wgmma_narrow_wgrad (the stem's weight gradient on wgmma, the im2col operand as register A from paired
-#               input rows; built without a GPU on 2026-12-07): its GPU sample plain, then (if it passes)
-#               configs/probes/h200_stem_wgrad_probe.json tuned (narrow_wgrad and wgmma_narrow_wgrad, bf16 and fp16, every
-#               measurement kept) and vs_torch on the stem's weight gradient in both dtypes, then the sample under memcheck
-#               and racecheck (OUT/stem_wgrad.tgz, OUT/stem_wgrad_sanitizers.tgz).
+#   stem_wgmma: wgmma_narrow_wgrad and wgmma_narrow_fwd (the stem's weight gradient and forward pass on wgmma, the
+#               im2col operand as register A from paired input rows; built without a GPU on 2026-12-07): their GPU
+#               samples plain, then (if they pass) configs/probes/h200_stem_wgmma_probe.json tuned (narrow_wgrad /
+#               narrow_fwd against them, bf16 and fp16, every measurement kept) and vs_torch on the stem's forward pass
+#               and weight gradient in both dtypes, then the samples under memcheck and racecheck (OUT/stem_wgmma.tgz,
+#               OUT/stem_wgmma_sanitizers.tgz).
 #   rows1x1:    wgmma_rows1x1 (1x1 layers that write more than they read, whole output rows a tile stored by one bulk
 #               copy; built without a GPU on 2026-12-07): its GPU sample plain (Rows1x1Gpu.SampleMatchesTheReference, four
 #               candidates a problem), then (if it passes) configs/probes/h200_rows1x1_probe.json tuned (the ResNet config's
@@ -335,9 +336,10 @@ PY
     stem)
       PROBE_DTYPES="bf16 fp16" PROBE_DIRECTIONS=dgrad sample_probe_sanitizers stem \
         NarrowConvGpu.SanitizerSampleOfCol2im configs/probes/h200_stem_col2im_probe.json 120 shipped:conv1_7x7 ;;
-    stem_wgrad)
-      PROBE_DTYPES="bf16 fp16" PROBE_DIRECTIONS=wgrad sample_probe_sanitizers stem_wgrad \
-        NarrowConvGpu.SanitizerSampleOfWgmmaWgrad configs/probes/h200_stem_wgrad_probe.json 120 shipped:conv1_7x7 ;;
+    stem_wgmma)
+      PROBE_DTYPES="bf16 fp16" PROBE_DIRECTIONS=fwd,wgrad sample_probe_sanitizers stem_wgmma \
+        'NarrowConvGpu.SanitizerSampleOfWgmmaWgrad:NarrowConvGpu.SanitizerSampleOfWgmmaFwd' \
+        configs/probes/h200_stem_wgmma_probe.json 150 shipped:conv1_7x7 ;;
     rows1x1)
       PROBE_DIRECTIONS=fwd,dgrad PROBE_SANITIZE=0 sample_probe_sanitizers rows1x1 Rows1x1Gpu.SampleMatchesTheReference \
         configs/probes/h200_rows1x1_probe.json 200 untuned:mbnet_1x1_144_24,effnet_1x1_240_40 shipped:l1_1x1_64,l1_1x1_256
@@ -361,7 +363,7 @@ PY
         gtest_and_sanitizers "$T" "$f" "${f//./_}" 100
       done
       pack conv_samples ;;
-    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|flush_grads|warp_store|waves_5x5|halo|cluster|stem|stem_wgrad|rows1x1|warp_vector|conv_samples[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
+    *) echo "usage: $0 tests|sched|gemm_tests|split_tail|lmhead|dgrad_budget|diagnose|diagnose_conv|swap|swap_budget|stream_k|search_depth|e5m2|flush_l2|flush_grads|warp_store|waves_5x5|halo|cluster|stem|stem_wgmma|rows1x1|warp_vector|conv_samples[,...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2
        exit 2 ;;
   esac
 done

@@ -4,12 +4,13 @@
 // filters zero past S * C, the sums compared with the convolution's definition, every read inside
 // the staged row; and the template's JSON sizing a staged row as the header does. narrow_col2im's
 // tiles likewise: dy blocks staged per tile, Z and the gather replayed on integers against the input
-// gradient's definition, every read inside the block, and the JSON's shared memory; and wgmma_narrow_wgrad's
-// paired rows against the im2col operand its A registers must hold. No GPU needed.
+// gradient's definition, every read inside the block, and the JSON's shared memory; and the paired rows of
+// wgmma_narrow_wgrad and wgmma_narrow_fwd against the im2col operand their A registers must hold. No GPU needed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -25,16 +26,22 @@ struct Shape {
   int n, c, h, w, k, rs, stride, pad;
 };
 
-// The variables of template `t`'s default solution (KC set to the shape's K / 16) for the shape as a bf16
-// problem of `direction` with square filters and strides.
-Variables default_variables(const KernelTemplate& t, const Shape& f, ConvDirection direction) {
+// The variables of template `t`'s default solution with `params` set, for the shape as a bf16 problem of
+// `direction` with square filters and strides.
+Variables variables_of(const KernelTemplate& t, const Shape& f, ConvDirection direction,
+                       const std::vector<std::pair<std::string, int>>& params) {
   ConvProblem p;
   p.direction = direction, p.in_type = p.out_type = DataType::BF16;
   p.n = f.n, p.c = f.c, p.h = f.h, p.w = f.w, p.k = f.k, p.r = p.s = f.rs, p.stride_h = p.stride_w = f.stride;
   p.pad_h = p.pad_w = f.pad, p.dil_h = p.dil_w = 1, p.groups = 1;
   Solution s = t.default_solution();
-  s.params["KC"] = f.k / 16;
+  for (const auto& [name, value] : params) s.params[name] = value;
   return t.variables(s, Problem(p), tiletune::testing::fake_device(gpu::BackendKind::Cuda));
+}
+
+// The same with KC (narrow_fwd's and narrow_col2im's K / 16) set to the shape's.
+Variables default_variables(const KernelTemplate& t, const Shape& f, ConvDirection direction) {
+  return variables_of(t, f, direction, {{"KC", f.k / 16}});
 }
 
 // The shapes of tests/backends/cuda/test_cuda_narrow_conv.cpp's fwd_problems and the stem itself
@@ -195,93 +202,142 @@ TEST(NarrowCol2imIndex, TheTemplateSizesSharedMemoryAsTheKernel) {
 }
 
 
-// wgmma_narrow_wgrad's pairs (PairRows), shapes of test_cuda_narrow_conv.cpp's wgmma_narrow_problems and the
-// stem: input rows staged and paired as the kernel does (the even-D path's two words per two pairs alike), then
-// every A register of every warpgroup, lane and k16 step read back; its halves must be the im2col elements of
-// the register's filter column at its two pixels (zero in the padding), for every row below R * S * C and pixel
-// below Q, and every read inside the pairs built.
+// The wgmma narrow templates' pairs (PairRows): input rows staged as the kernels stage them and paired by the
+// definition, then every A register of every warpgroup, lane and k16 step read back; its halves must be the im2col
+// elements the register stands for (zero in the padding), and every read inside the pairs built.
+struct Staged {
+  std::vector<std::vector<unsigned>> pairs;  // [filter row][pair]
+};
+Staged stage_and_pair(const Shape& f, const tt_narrow::PairRows& geo, const std::vector<int>& x, int n, int p) {
+  std::vector<std::vector<unsigned>> rows(f.rs, std::vector<unsigned>(geo.xl, 0u));
+  for (int r = 0; r < f.rs; ++r) {
+    const int h = p * f.stride - f.pad + r;
+    if (h < 0 || h >= f.h) continue;
+    for (int e = 0; e < f.w * f.c; ++e) rows[r][geo.xoff + e] = unsigned(x[(std::size_t(n) * f.h + h) * f.w * f.c + e]);
+  }
+  Staged s;
+  s.pairs.assign(f.rs, std::vector<unsigned>(geo.xl, 0xFFFFFFFFu));
+  for (int r = 0; r < f.rs; ++r)
+    for (int u = 0; u < geo.pairs(); ++u) s.pairs[r][u] = rows[r][u] | rows[r][u + geo.pd] << 16;
+  return s;
+}
+
+long long im2col(const Shape& f, const std::vector<int>& x, int n, int p, int r, int q, int s, int c) {
+  const int h = p * f.stride - f.pad + r, w = q * f.stride - f.pad + s;
+  const bool in = h >= 0 && h < f.h && w >= 0 && w < f.w;
+  return in ? x[((std::size_t(n) * f.h + h) * f.w + w) * f.c + c] : 0;
+}
+
+// Every register of every warpgroup, lane and k16 step of shape f's output rows (the stem: its top and bottom rows,
+// where the padding is), with the input rows staged and paired: check(st, x, n, p, row, k) for the register's first
+// (row, k) of A, random input x; stops at the first check that fails.
+template <class Check>
+void for_each_register(const Shape& f, const tt_narrow::PairRows& geo, int warpgroups, int k16_steps, unsigned seed,
+                       const Check& check) {
+  ASSERT_EQ(geo.xl % 8, 0);
+  ASSERT_EQ(geo.pairs() % 2, 0);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> val(1, 30000);
+  std::vector<int> x(std::size_t(f.n) * f.h * f.w * f.c);
+  for (int& v : x) v = val(rng);
+  const int P = (f.h + 2 * f.pad - f.rs) / f.stride + 1;
+  for (int n = 0; n < f.n; ++n)
+    for (int p = 0; p < P; ++p) {
+      if (P > 32 && p > 2 && p < P - 3) continue;
+      const Staged st = stage_and_pair(f, geo, x, n, p);
+      for (int g = 0; g < warpgroups; ++g)
+        for (int warp = 0; warp < 4; ++warp)
+          for (int lane = 0; lane < 32; ++lane)
+            for (int e = 0; e < 4; ++e)
+              for (int kk = 0; kk < k16_steps; ++kk)
+                ASSERT_TRUE(check(st, x, n, p, g * 64 + tt_narrow::afrag_row(warp, lane, e), tt_narrow::afrag_k(lane, e, kk)))
+                    << "shape c" << f.c << " w" << f.w << " n " << n << " p " << p;
+    }
+}
+
+// Word i of filter row r's pairs holds (want0, want1) where they are wanted (want < 0: any value), and lies below
+// pairs().
+::testing::AssertionResult holds(const Staged& st, const tt_narrow::PairRows& geo, int r, int i, long long want0,
+                                 long long want1) {
+  if (i < 0 || i >= geo.pairs()) return ::testing::AssertionFailure() << "word " << i << " outside the pairs";
+  for (int half = 0; half < 2; ++half) {
+    const long long want = half ? want1 : want0;
+    if (want >= 0 && ((st.pairs[r][i] >> (16 * half)) & 0xFFFFu) != unsigned(want))
+      return ::testing::AssertionFailure() << "word " << i << " half " << half << " is not " << want;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// wgmma_narrow_wgrad: A is (filter column m = r * S * C + j, pixel); a word pairs pixels q and q + 1 (pd = D). Shapes
+// of test_cuda_narrow_conv.cpp's wgmma_narrow_problems and the stem.
 const std::vector<Shape> kWgradShapes = {{2, 3, 40, 40, 64, 7, 2, 3}, {3, 4, 17, 38, 64, 5, 1, 2},
                                          {2, 1, 23, 24, 128, 3, 2, 1}, {2, 8, 16, 16, 64, 3, 1, 1},
                                          {1, 3, 224, 224, 64, 7, 2, 3}};
 
-TEST(WgmmaNarrowWgradIndex, EveryARegisterPairsTwoPixelsOfItsFilterColumn) {
-  std::mt19937 rng(11);
-  std::uniform_int_distribution<int> val(1, 30000);
+TEST(WgmmaNarrowIndex, WgradRegistersPairTwoPixelsOfAFilterColumn) {
   for (const Shape& f : kWgradShapes) {
-    const int P = (f.h + 2 * f.pad - f.rs) / f.stride + 1, Q = (f.w + 2 * f.pad - f.rs) / f.stride + 1;
-    const tt_narrow::PairRows geo(f.w, f.c, Q, f.rs, f.rs, f.pad, f.stride);
-    ASSERT_EQ(geo.xl % 8, 0);
-    ASSERT_EQ(geo.dy_bytes % 2048, 0);
-    ASSERT_EQ(geo.stage_bytes % 1024, 0);
-    const int sc = f.rs * f.c, rsc = f.rs * sc, mt = (rsc + 63) / 64, kq = geo.qp / 16;
-    std::vector<int> x(std::size_t(f.n) * f.h * f.w * f.c);
-    for (int& v : x) v = val(rng);
-    for (int n = 0; n < f.n; ++n)
-      for (int p = 0; p < P; ++p) {
-        if (P > 32 && p > 2 && p < P - 3) continue;  // the stem: its top and bottom rows (padding) suffice
-        std::vector<std::vector<unsigned>> rows(f.rs, std::vector<unsigned>(geo.xl, 0u));
-        for (int r = 0; r < f.rs; ++r) {
-          const int h = p * f.stride - f.pad + r;
-          if (h < 0 || h >= f.h) continue;
-          for (int e = 0; e < f.w * f.c; ++e) rows[r][geo.xoff + e] = unsigned(x[(std::size_t(n) * f.h + h) * f.w * f.c + e]);
-        }
-        // The pairs as the kernel builds them: word u of a row holds elements 2u, 2u + 1 (low, high).
-        std::vector<std::vector<unsigned>> pairs(f.rs, std::vector<unsigned>(geo.xl, 0xFFFFFFFFu));
-        for (int r = 0; r < f.rs; ++r) {
-          if (geo.d % 2 == 0) {
-            for (int u = 0; u < geo.pairs() / 2; ++u) {
-              const unsigned w0 = rows[r][2 * u] | rows[r][2 * u + 1] << 16;
-              const unsigned w1 = rows[r][2 * u + geo.d] | rows[r][2 * u + geo.d + 1] << 16;
-              pairs[r][2 * u] = (w0 & 0xFFFFu) | (w1 & 0xFFFFu) << 16;  // __byte_perm(w0, w1, 0x5410)
-              pairs[r][2 * u + 1] = w0 >> 16 | (w1 >> 16) << 16;       // __byte_perm(w0, w1, 0x7632)
-            }
-          } else {
-            for (int u = 0; u < geo.pairs(); ++u) pairs[r][u] = rows[r][u] | rows[r][u + geo.d] << 16;
-          }
-        }
-        for (int g = 0; g < mt; ++g)
-          for (int warp = 0; warp < 4; ++warp)
-            for (int lane = 0; lane < 32; ++lane)
-              for (int e = 0; e < 4; ++e) {
-                const int m = g * 64 + tt_narrow::afrag_row(warp, lane, e);
-                if (m >= rsc) continue;  // padding rows: their sums are never stored
-                const int r = m / sc, j = m % sc, s = j / f.c, c = j % f.c;
-                for (int kk = 0; kk < kq; ++kk) {
-                  const int q = tt_narrow::afrag_k(lane, e, kk);
-                  ASSERT_EQ(q % 2, 0);
-                  const int i = geo.pair_index(q, j, f.c, f.pad);
-                  ASSERT_GE(i, 0);
-                  ASSERT_LT(i, geo.pairs()) << "q " << q << " j " << j;
-                  for (int half = 0; half < 2; ++half) {
-                    if (q + half >= Q) continue;  // dy's lines past Q are zero
-                    const int h = p * f.stride - f.pad + r, w = (q + half) * f.stride - f.pad + s;
-                    const bool in = h >= 0 && h < f.h && w >= 0 && w < f.w;
-                    const unsigned want = in ? unsigned(x[((std::size_t(n) * f.h + h) * f.w + w) * f.c + c]) : 0u;
-                    ASSERT_EQ((pairs[r][i] >> (16 * half)) & 0xFFFFu, want)
-                        << "shape c" << f.c << " w" << f.w << " p " << p << " m " << m << " q " << q + half;
-                  }
-                }
-              }
-      }
+    const int Q = (f.w + 2 * f.pad - f.rs) / f.stride + 1, sc = f.rs * f.c, rsc = f.rs * sc;
+    const tt_narrow::PairRows geo(f.w, f.c, Q, f.rs, sc, f.pad, f.stride, f.stride * f.c);
+    for_each_register(f, geo, (rsc + 63) / 64, geo.qp / 16, 11,
+                      [&](const Staged& st, const std::vector<int>& x, int n, int p, int m, int q) {
+                        if (m >= rsc) return ::testing::AssertionSuccess();  // padding rows: never stored
+                        const int r = m / sc, j = m % sc, s = j / f.c, c = j % f.c;
+                        // dy's lines past Q are zero: any value there
+                        const long long w0 = q < Q ? im2col(f, x, n, p, r, q, s, c) : -1;
+                        const long long w1 = q + 1 < Q ? im2col(f, x, n, p, r, q + 1, s, c) : -1;
+                        return holds(st, geo, r, geo.pair_index(q, j, f.c, f.pad), w0, w1);
+                      });
+  }
+}
+
+// wgmma_narrow_fwd: A is (pixel, filter column kd = r * SCP + j, SCP = S * C rounded up to even); a word pairs
+// columns j and j + 1 of one pixel (pd = 1). Shapes of test_cuda_narrow_conv.cpp's wgmma_fwd_problems and the stem.
+const std::vector<Shape> kFwdWgmmaShapes = {{2, 3, 40, 40, 64, 7, 2, 3}, {3, 5, 17, 40, 64, 5, 2, 1},
+                                            {3, 3, 24, 24, 64, 3, 1, 1}, {2, 8, 12, 70, 128, 3, 1, 1},
+                                            {1, 3, 224, 224, 64, 7, 2, 3}};
+
+TEST(WgmmaNarrowIndex, FwdRegistersPairTwoColumnsOfAPixel) {
+  for (const Shape& f : kFwdWgmmaShapes) {
+    const int Q = (f.w + 2 * f.pad - f.rs) / f.stride + 1, sc = f.rs * f.c, scp = (sc + 1) / 2 * 2;
+    const tt_narrow::PairRows geo(f.w, f.c, Q, f.rs, scp, f.pad, f.stride, 1);
+    for_each_register(f, geo, (Q + 63) / 64, (f.rs * scp + 15) / 16, 13,
+                      [&](const Staged& st, const std::vector<int>& x, int n, int p, int q, int kd) {
+                        const int r = kd / scp, j = kd % scp;
+                        if (j % 2) return ::testing::AssertionFailure() << "a pair starts at an odd column";
+                        // as the kernel: pixels past Q read pixel 0, columns past R * SCP column 0 (never stored /
+                        // zero in B); a row's padding column (j = S * C) is zero in B
+                        if (q >= Q || r >= f.rs) return holds(st, geo, 0, geo.pair_index(q < Q ? q : 0, 0, f.c, f.pad), -1, -1);
+                        const long long w0 = im2col(f, x, n, p, r, q, j / f.c, j % f.c);
+                        const long long w1 = j + 1 < sc ? im2col(f, x, n, p, r, q, (j + 1) / f.c, (j + 1) % f.c) : -1;
+                        return holds(st, geo, r, geo.pair_index(q, j, f.c, f.pad), w0, w1);
+                      });
+  }
+}
+
+TEST(WgmmaNarrowIndex, TheFwdTemplateSizesSharedMemoryAsTheKernel) {
+  const KernelTemplate& t = find_template("wgmma_narrow_fwd");
+  for (const Shape& f : kFwdWgmmaShapes) {
+    const int Q = (f.w + 2 * f.pad - f.rs) / f.stride + 1, scp = (f.rs * f.c + 1) / 2 * 2;
+    const Variables v =
+        variables_of(t, f, ConvDirection::Forward, {{"MT", (Q + 63) / 64}, {"KS", (f.rs * scp + 15) / 16}});
+    const tt_narrow::PairRows geo(f.w, f.c, Q, f.rs, scp, f.pad, f.stride, 1);
+    EXPECT_EQ(v.at("XL"), geo.xl) << f.c << " " << f.w;
+    EXPECT_EQ(v.at("SMEM_BYTES"), 1024 + (v.at("KS") + 3) / 4 * 8192 + v.at("STAGES") * geo.x_bytes + geo.pair_bytes)
+        << f.c << " " << f.w;
   }
 }
 
 // The JSON's SMEM_BYTES is the header's: STAGES stages of dy's lines and the input rows, two pair buffers.
-TEST(WgmmaNarrowWgradIndex, TheTemplateSizesSharedMemoryAsTheKernel) {
+TEST(WgmmaNarrowIndex, TheWgradTemplateSizesSharedMemoryAsTheKernel) {
   const KernelTemplate& t = find_template("wgmma_narrow_wgrad");
   for (const Shape& f : kWgradShapes) {
-    ConvProblem p;
-    p.direction = ConvDirection::BackwardFilter, p.in_type = p.out_type = DataType::BF16;
-    p.n = f.n, p.c = f.c, p.h = f.h, p.w = f.w, p.k = f.k, p.r = p.s = f.rs, p.stride_h = p.stride_w = f.stride;
-    p.pad_h = p.pad_w = f.pad, p.dil_h = p.dil_w = 1, p.groups = 1;
-    Solution s = t.default_solution();
     const int Q = (f.w + 2 * f.pad - f.rs) / f.stride + 1;
-    s.params["KQ"] = (Q + 15) / 16;
-    s.params["MT"] = (f.rs * f.rs * f.c + 63) / 64;
-    const Variables v = t.variables(s, Problem(p), tiletune::testing::fake_device(gpu::BackendKind::Cuda));
-    const tt_narrow::PairRows geo(f.w, f.c, Q, f.rs, f.rs, f.pad, f.stride);
+    const Variables v = variables_of(t, f, ConvDirection::BackwardFilter,
+                                     {{"KQ", (Q + 15) / 16}, {"MT", (f.rs * f.rs * f.c + 63) / 64}});
+    const tt_narrow::PairRows geo(f.w, f.c, Q, f.rs, f.rs * f.c, f.pad, f.stride, f.stride * f.c);
     EXPECT_EQ(v.at("XL"), geo.xl) << f.c << " " << f.w;
-    EXPECT_EQ(v.at("SMEM_BYTES"), 1024 + v.at("STAGES") * geo.stage_bytes + geo.pair_bytes) << f.c << " " << f.w;
+    EXPECT_EQ(v.at("SMEM_BYTES"), 1024 + v.at("STAGES") * (geo.qp * 128 + geo.x_bytes) + geo.pair_bytes) << f.c << " " << f.w;
   }
 }
+
 }  // namespace

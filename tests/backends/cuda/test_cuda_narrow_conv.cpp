@@ -1,4 +1,4 @@
-// narrow_wgrad, wgmma_narrow_wgrad, narrow_dgrad, narrow_col2im and narrow_fwd (the three directions of few-channel
+// narrow_wgrad, wgmma_narrow_wgrad, narrow_dgrad, narrow_col2im, narrow_fwd and wgmma_narrow_fwd (the three directions of few-channel
 // convolutions, e.g. the 3-channel stem): which problems their constraints admit (host), an NVRTC compile of a sample for sm_90a
 // without spills (no GPU needed), and on a GPU a sample validated against the fp64 reference twice
 // per candidate (the split-K reduction must leave its workspace zeroed).
@@ -78,6 +78,17 @@ std::vector<Problem> fwd_problems() {
           Problem(fwd(DataType::BF16, DataType::BF16, 3, 3, 24, 24, 32, 3, 1, 1))};
 }
 
+// wgmma_narrow_fwd's (K in blocks of 64, 16-bit out): the stem's shape at a small size; five channels, Q = 19, odd
+// padding parity (pad_w * C = 5) and S * C = 25 (odd: a padding column a filter row); S * C = 9 at Q = 24; eight
+// channels at stride 1 with Q = 70 (two warpgroups of pixels, the second mostly past Q) and two channel blocks;
+// both input types.
+std::vector<Problem> wgmma_fwd_problems() {
+  return {Problem(fwd(DataType::BF16, DataType::BF16, 2, 3, 40, 40, 64, 7, 2, 3)),
+          Problem(fwd(DataType::F16, DataType::F16, 3, 5, 17, 40, 64, 5, 2, 1)),
+          Problem(fwd(DataType::BF16, DataType::BF16, 3, 3, 24, 24, 64, 3, 1, 1)),
+          Problem(fwd(DataType::F16, DataType::F16, 2, 8, 12, 70, 128, 3, 1, 1))};
+}
+
 std::size_t candidates(const ConvProblem& p, const char* name = "narrow_wgrad") {
   return tuner::enumerate({find_template(name)}, std::vector<Problem>{Problem(p)},
                           fake_device(gpu::BackendKind::Cuda))
@@ -126,6 +137,24 @@ TEST(NarrowConvSpace, WgmmaTakesTheWeightGradientOfFewChannelsOnHopper) {
   EXPECT_TRUE(tuner::enumerate({find_template(name)}, std::vector<Problem>{Problem(stem)}, ampere).candidates.empty());
 }
 
+TEST(NarrowConvSpace, WgmmaTakesTheForwardPassOfFewChannelsOnHopper) {
+  const char* name = "wgmma_narrow_fwd";
+  ConvProblem stem = fwd(DataType::BF16, DataType::BF16, 128, 3, 224, 224, 64, 7, 2, 3);
+  EXPECT_GT(candidates(stem, name), 0u);
+  for (const Problem& p : wgmma_fwd_problems()) EXPECT_GT(candidates(p.conv(), name), 0u) << p.key();
+  ConvProblem other = stem;
+  other.direction = ConvDirection::BackwardFilter;
+  EXPECT_EQ(candidates(other, name), 0u);
+  other = stem, other.out_type = DataType::F32;
+  EXPECT_EQ(candidates(other, name), 0u);  // 16-byte runs of 16-bit outputs
+  other = stem, other.k = 96;
+  EXPECT_EQ(candidates(other, name), 0u);
+  other = stem, other.w = 600;
+  EXPECT_EQ(candidates(other, name), 0u);  // 300 pixels a row: past two warpgroups
+  other = stem, other.c = 16;
+  EXPECT_EQ(candidates(other, name), 0u);
+}
+
 // narrow_dgrad (one n8 tile of channels) and narrow_col2im (Z's R * S * C columns) alike.
 TEST(NarrowConvSpace, TakesTheInputGradientOfFewChannelsOnly) {
   for (const char* name : {"narrow_dgrad", "narrow_col2im"}) {
@@ -171,6 +200,7 @@ TEST(NarrowConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   compile_sample("narrow_dgrad", dgrad_problems(), "MT", 6);
   compile_sample("narrow_col2im", dgrad_problems(), "NB", 6);
   compile_sample("narrow_fwd", fwd_problems(), "MT", 4);
+  compile_sample("wgmma_narrow_fwd", wgmma_fwd_problems(), "KS", 4);
 }
 
 // SPLIT 528 (and tap_wgrad's 264, test_cuda_tap_wgrad.cpp): past what the two-level meeting's
@@ -199,6 +229,8 @@ TEST(NarrowConvGpu, SampleMatchesTheReference) {
   checked += validate_conv_candidates(*dev, conv_sample("narrow_col2im", ds, dev->info(), 6), ds);
   const std::vector<Problem> fs = fwd_problems();
   checked += validate_conv_candidates(*dev, conv_sample("narrow_fwd", fs, dev->info(), 8), fs);
+  const std::vector<Problem> wf = wgmma_fwd_problems();
+  checked += validate_conv_candidates(*dev, conv_sample("wgmma_narrow_fwd", wf, dev->info(), 4), wf);
   std::printf("%zu candidates validated\n", checked);
 }
 
@@ -216,6 +248,13 @@ TEST(NarrowConvGpu, SanitizerSampleOfWgmmaWgrad) {
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
   const std::vector<Problem> ws = wgmma_narrow_problems();
   EXPECT_GE(validate_conv_candidates(*dev, conv_sample("wgmma_narrow_wgrad", ws, dev->info(), 2), ws), ws.size());
+}
+
+TEST(NarrowConvGpu, SanitizerSampleOfWgmmaFwd) {
+  if (gpu::list_devices(gpu::BackendKind::Cuda).empty()) GTEST_SKIP() << "no CUDA device";
+  auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
+  const std::vector<Problem> wf = wgmma_fwd_problems();
+  EXPECT_GE(validate_conv_candidates(*dev, conv_sample("wgmma_narrow_fwd", wf, dev->info(), 2), wf), wf.size());
 }
 
 TEST(NarrowConvGpu, SanitizerSampleOfCol2im) {
