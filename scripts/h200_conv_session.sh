@@ -13,7 +13,9 @@
 #           2026-12-06, a dtype takes ~6 minutes: ResNet-50 ~146 s of tuning, the other nets ~90 s, and their vs_torch.)
 #   tables_both: tables, then tables_fp16, in one call: 451 s on an H200 with the other nets at budget 16; at the
 #           config's budget it runs past a call's ten minutes, so take tables and tables_fp16 as two calls.
-# Usage: scripts/h200_conv_session.sh check|probes|tables|tables_fp16|tables_both|sk_tables BUILD_DIR TESTS_BINARY OUT_DIR LABEL
+#   CONFIG=FILE (tables, tables_fp16): another config than the shipped ResNet one, e.g. one with candidate templates
+#           (configs/probes/h200_conv_resnet50_candidates.json); the other nets are tuned on its templates too.
+# Usage: [CONFIG=FILE] scripts/h200_conv_session.sh check|probes|tables|tables_fp16|tables_both|sk_tables BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 set -uo pipefail
 STEP=$1 B=$2 T=$3 OUT=$4 LABEL=$5
 here=$(dirname "$0")
@@ -31,9 +33,10 @@ case "$STEP" in
     "$here/h200_grad_probes.sh" probes "$B" "$T" "$OUT/$STEP" "$LABEL" ;;
   tables|tables_fp16)
     dtype=bf16; [ "$STEP" = tables_fp16 ] && dtype=fp16
-    "$here/h200_conv_grad.sh" "$B" "$OUT/$STEP/resnet50_$dtype" "$LABEL, $dtype" 280 configs/h200/h200_conv_resnet50.json "$dtype"
+    config=${CONFIG:-configs/h200/h200_conv_resnet50.json}
+    "$here/h200_conv_grad.sh" "$B" "$OUT/$STEP/resnet50_$dtype" "$LABEL, $dtype" 280 "$config" "$dtype"
     rm -f "$OUT/$STEP/resnet50_$dtype"/*.db*
-    "$here/h200_untuned.sh" conv "$B" "$OUT/$STEP/other_$dtype" "$LABEL, $dtype" 200 "$dtype" ;;
+    SHIPPED=$config "$here/h200_untuned.sh" conv "$B" "$OUT/$STEP/other_$dtype" "$LABEL, $dtype" 200 "$dtype" ;;
   sk_tables)  # one call when only one comes: the stream-K and SWAP samples plain, ResNet-50 bf16, then the sanitizers
     sample='WgmmaConvGpu.StreamKSanitizerSample:WgmmaConvGpu.SwappedOperandsSanitizerSample'
     timeout 90 "$T" --gtest_filter="$sample" > "$OUT/$STEP/gtest_samples.log" 2>&1
