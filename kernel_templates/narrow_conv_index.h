@@ -80,6 +80,11 @@ struct PairRows {
   TT_CONV_FN int pairs() const { return xl - (pd > 2 ? pd : 2); }
 };
 
+// Byte offset of 16-byte chunk `chunk` of 128-byte line `line` in a stage laid out as TMA's 128-byte swizzle (a
+// 1024-aligned stage; chunk c of line L at (c ^ L % 8) * 16): how the wgmma kernels written by cp.async and plain
+// stores (wgmma_narrow_wgrad, wgmma_narrow_fwd, wgmma_rows1x1) place what wgmma reads through a swizzled descriptor.
+TT_CONV_FN unsigned swizzle128(int line, int chunk) { return (unsigned)(line * 128 + ((chunk ^ (line & 7)) << 4)); }
+
 // Where register e (0..3) of lane `lane` in warp `warp` of a warpgroup takes its (row, pixel) of wgmma's m64k16
 // A fragment at k16 step kk (PTX ISA: lane 4 g + t holds (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8) as
 // (row, k) pairs, k and k + 1 in the low and high halves).

@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(128 * MT, OCC) wgmma_narrow_fwd(const TtConvPa
   for (int i = tid; i < 64 * p.r * sc; i += THREADS) {
     const int n = i / (p.r * sc), rj = i - n * (p.r * sc), r = rj / sc, j = rj - r * sc;
     const int kd = r * scp + j, col = kd & 63;
-    reinterpret_cast<unsigned short*>(smem + (kd >> 6) * 8192 + n * 128 + (((col >> 3) ^ (n & 7)) << 4))[col & 7] =
+    reinterpret_cast<unsigned short*>(smem + (kd >> 6) * 8192 + tt_narrow::swizzle128(n, col >> 3))[col & 7] =
         wt[(long long)(k0 + n) * p.r * sc + rj];
   }
 

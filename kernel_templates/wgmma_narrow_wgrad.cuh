@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(128 * MT, 1) wgmma_narrow_wgrad(const TtConvPa
     const TA* dyrow = dy + (long long)row * p.q * p.k + k0;
     for (int i = tid; i < p.q * 8; i += THREADS) {
       const int q = i >> 3, v = i & 7;
-      tt_narrow::copy8(s + q * 128 + ((v ^ (q & 7)) << 4), dyrow + (long long)q * p.k + v * 8, true, vec, smem_raw, sbase);
+      tt_narrow::copy8(s + tt_narrow::swizzle128(q, v), dyrow + (long long)q * p.k + v * 8, true, vec, smem_raw, sbase);
     }
     tt_narrow::stage_input_rows<TA, THREADS>(s + dy_bytes, x, p, n, pr, geo, vec, smem_raw, sbase, tid);
   };

@@ -24,9 +24,6 @@
 
 namespace tt_rows1x1 {
 
-// Byte offset of 16-byte chunk c of line `line` in a 128-byte-swizzled stage (1024-aligned).
-TT_DEVICE unsigned swz(int line, int c) { return (unsigned)(line * 128 + ((c ^ (line & 7)) << 4)); }
-
 TT_DEVICE void bulk_store(void* dst, unsigned src, unsigned bytes) {
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(src), "r"(bytes)
                : "memory");
@@ -38,7 +35,7 @@ template <typename TA, typename TC, int DIR, bool NCHW, int NC, int KS, int WGS>
 __global__ void __launch_bounds__(128 * WGS, 1) wgmma_rows1x1(const TtConvParams p) {
   using namespace tt_wg;
   using tt_mma::u32;
-  using tt_rows1x1::swz;
+  using tt_narrow::swizzle128;
   static_assert((DIR == 0 || DIR == 1) && !NCHW, "wgmma_rows1x1: forward pass or input gradient, NHWC");
   static_assert(sizeof(TA) == 2 && sizeof(TC) == 2, "16-bit inputs and output");
   static_assert(NC >= 1 && NC <= 4 && KS >= 1 && KS <= 4 && (WGS == 1 || WGS == 2), "parameters");
@@ -81,7 +78,8 @@ __global__ void __launch_bounds__(128 * WGS, 1) wgmma_rows1x1(const TtConvParams
     }
     // Input gradient: line k (reduction), chunk c0 / 8 of output chunk c0 / 64. Forward: row k (output) of chunk
     // k / 64, reduction chunk c0 / 8.
-    const u32 off = DIR == 1 ? (c0 / 64) * B_CHUNK + swz(k, (c0 % 64) / 8) : (k / 64) * B_CHUNK + swz(k % 64, c0 / 8);
+    const u32 off = DIR == 1 ? (c0 / 64) * B_CHUNK + swizzle128(k, (c0 % 64) / 8)
+                             : (k / 64) * B_CHUNK + swizzle128(k % 64, c0 / 8);
     *reinterpret_cast<uint4*>(smem + off) = v;
   }
   fence_async_smem();
@@ -98,7 +96,7 @@ __global__ void __launch_bounds__(128 * WGS, 1) wgmma_rows1x1(const TtConvParams
     for (int e = tid; e < 64 * vecs; e += 128) {
       const int row = e / vecs, v = e - row * vecs;
       const bool ok = m0 + row < m_total;
-      tt_narrow::copy8(abuf + b * A_BYTES + swz(row, v), src + (ok ? (m0 + row) * kred + v * 8 : 0), ok, vec, smem,
+      tt_narrow::copy8(abuf + b * A_BYTES + swizzle128(row, v), src + (ok ? (m0 + row) * kred + v * 8 : 0), ok, vec, smem,
                        sbase);
     }
   };
