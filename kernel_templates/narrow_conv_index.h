@@ -64,8 +64,10 @@ struct Col2imTile {
 // pixel (the forward pass: columns are K). `cols`: the columns a row's GEMM reads (S * C, or that rounded up to
 // even); word pair_index(q, j) holds both elements, and every index a kernel reads is below pairs().
 struct PairRows {
-  int qp, d, pd, xoff, xl, x_bytes, pair_bytes;
+  int rows, qp, d, pd, xoff, xl, x_bytes, pair_bytes;
+  // r: the input rows staged a step (an output row's R filter rows, or those of a group of output rows).
   TT_CONV_FN PairRows(int w, int c, int q, int r, int cols, int pad_w, int stride_w, int pair_d) {
+    rows = r;
     qp = (q + 15) / 16 * 16;
     d = stride_w * c;
     pd = pair_d;

@@ -10,16 +10,17 @@
 
 namespace tt_narrow {
 
-// Output row (n, pr)'s input row for each filter row into the staged rows at shared address xs (row rr's elements
-// at xs + (rr * xl + xoff) * 2; rows in the vertical padding zero-filled). smem / sbase: the block's shared
-// memory as a pointer and as an address (copy8's element path when !vec).
+// `rows` input rows from output row (n, pr)'s first, `step` apart, into the staged rows at shared address xs (row rr's
+// elements at xs + (rr * xl + xoff) * 2; rows in the vertical padding zero-filled): its R filter rows (step dil_h),
+// or the rows of several consecutive output rows (step 1). smem / sbase: the block's shared memory as a pointer and
+// as an address (copy8's element path when !vec).
 template <typename TA, int THREADS>
-TT_DEVICE void stage_input_rows(tt_mma::u32 xs, const TA* x, const TtConvParams& p, int n, int pr, const PairRows& geo,
-                                bool vec, unsigned char* smem, tt_mma::u32 sbase, int tid) {
+TT_DEVICE void stage_input_rows(tt_mma::u32 xs, const TA* x, const TtConvParams& p, int n, int pr, int rows, int step,
+                                const PairRows& geo, bool vec, unsigned char* smem, tt_mma::u32 sbase, int tid) {
   const int row_vecs = p.w * p.c / 8;
-  for (int i = tid; i < p.r * row_vecs; i += THREADS) {
+  for (int i = tid; i < rows * row_vecs; i += THREADS) {
     const int rr = i / row_vecs, v = i - rr * row_vecs;
-    const int h = pr * p.stride_h - p.pad_h + rr * p.dil_h;
+    const int h = pr * p.stride_h - p.pad_h + rr * step;
     const bool ok = h >= 0 && h < p.h;
     const TA* src = x + (((long long)n * p.h + (ok ? h : 0)) * p.w) * p.c + v * 8;
     copy8(xs + (rr * geo.xl + geo.xoff) * 2 + v * 16, src, ok, vec, smem, sbase);

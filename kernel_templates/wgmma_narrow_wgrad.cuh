@@ -12,23 +12,26 @@
 // every staged row is also written as pairs (narrow_conv_index.h, PairRows): a fragment register is one 32-bit
 // shared load at a per-thread offset fixed for the whole kernel.
 //
-// A block owns a contiguous range of the N * P output rows (SPLIT blocks along them, summed by the
-// deterministic split-K reduction of splitk_reduce.h) and one 64-channel block of K (grid_y). Per output row,
-// one cp.async stage (dy's row, the input rows) lands STAGES - 1 rows ahead; the pairs of row it + 1 are built
-// from its landed stage while the warpgroups' wgmma on row it run.
+// A block owns a contiguous range of the output rows in groups of ROWS consecutive rows of one image (SPLIT blocks
+// along them, summed by the deterministic split-K reduction of splitk_reduce.h) and one 64-channel block of K
+// (grid_y). Per group, one cp.async stage (dy's ROWS rows, the input rows they read) lands STAGES - 1 groups ahead;
+// the pairs of group it + 1 are built from its landed stage while the warpgroups' wgmma on group it run. A group
+// of ROWS rows stages (ROWS - 1) * stride_h + R input rows where ROWS single rows stage ROWS * R (the stem: 9
+// against 14), and pays one barrier, one pair build and one pipeline step for ROWS rows' wgmma. Rows of a group
+// past P read zeros from dy and add nothing.
 #include "conv_params.h"
 #include "mma_common.h"
 #include "narrow_pairs.h"
 #include "splitk_reduce.h"
 
-template <typename TA, typename TC, int DIR, bool NCHW, int MT, int KQ, int STAGES, int SPLIT>
+template <typename TA, typename TC, int DIR, bool NCHW, int MT, int KQ, int STAGES, int SPLIT, int ROWS>
 __global__ void __launch_bounds__(128 * MT, 1) wgmma_narrow_wgrad(const TtConvParams p) {
   using namespace tt_wg;
   using tt_mma::u32;
   constexpr int THREADS = 128 * MT;
   static_assert(DIR == 2 && !NCHW, "wgmma_narrow_wgrad: weight gradient, NHWC");
   static_assert(sizeof(TA) == 2, "bf16 or fp16 inputs");
-  static_assert(MT >= 1 && MT <= 4 && KQ >= 1 && STAGES >= 3 && SPLIT >= 1, "parameters");
+  static_assert(MT >= 1 && MT <= 4 && KQ >= 1 && STAGES >= 3 && SPLIT >= 1 && ROWS >= 1, "parameters");
   typedef TtWgmmaRs<64, IsBf16<TA>::value, 1> Mma;  // B (dy) MN-major: channels contiguous
 
   // The stages from the dynamic allocation aligned up to 1024 bytes (the 128-byte swizzle's period).
@@ -37,13 +40,18 @@ __global__ void __launch_bounds__(128 * MT, 1) wgmma_narrow_wgrad(const TtConvPa
   unsigned char* const smem_raw = smem_dyn + pad;
   const u32 sbase = smem_addr(smem_raw);
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, mt = tid >> 7;
-  const tt_narrow::PairRows geo(p.w, p.c, p.q, p.r, p.s * p.c, p.pad_w, p.stride_w, p.stride_w * p.c);
-  const int dy_bytes = geo.qp * 128, stage_bytes = dy_bytes + geo.x_bytes;  // dy's lines, then the input rows
-  const u32 pairs0 = sbase + STAGES * stage_bytes;  // two buffers of R rows of xl words
+  // Staged input rows a group: a single row's R filter rows (dil_h apart), or the (ROWS - 1) * stride_h + R
+  // consecutive rows of ROWS output rows (unit dilation); row g * stride_h + r is filter row r of the group's row g.
+  const int xrows = ROWS == 1 ? p.r : (ROWS - 1) * p.stride_h + p.r;
+  const tt_narrow::PairRows geo(p.w, p.c, p.q, xrows, p.s * p.c, p.pad_w, p.stride_w, p.stride_w * p.c);
+  const int line_bytes = geo.qp * 128, dy_bytes = ROWS * line_bytes;  // dy's lines a row, a group
+  const int stage_bytes = dy_bytes + geo.x_bytes;                       // dy's lines, then the input rows
+  const u32 pairs0 = sbase + STAGES * stage_bytes;  // two buffers of xrows rows of xl words
   const int k0 = blockIdx.y * 64;
-  const int rows = p.n * p.p;
-  const int row0 = int((long long)blockIdx.x * rows / SPLIT), row1 = int((long long)(blockIdx.x + 1) * rows / SPLIT);
-  const int nrows = row1 - row0;
+  const int groups = (p.p + ROWS - 1) / ROWS;  // an image's row groups
+  const int units = p.n * groups;
+  const int row0 = int((long long)blockIdx.x * units / SPLIT), row1 = int((long long)(blockIdx.x + 1) * units / SPLIT);
+  const int nrows = row1 - row0;  // groups, of ROWS rows each
   const int sc = p.s * p.c, rsc = p.r * sc;
 
   // Zero the stages and pairs once: dy's lines past Q, the rows' margins and the pairs no build writes stay
@@ -55,22 +63,25 @@ __global__ void __launch_bounds__(128 * MT, 1) wgmma_narrow_wgrad(const TtConvPa
   const TA* x = static_cast<const TA*>(p.x);
   const TA* dy = static_cast<const TA*>(p.y);
   const bool vec = (((unsigned long long)p.x | (unsigned long long)p.y) & 15) == 0;
-  // Output row `row`'s operands into `stage`: dy's Q pixels x 64 channels from k0 as swizzled lines (chunk v of
-  // line q at (v ^ q % 8) * 16), then the input row of each filter row.
-  auto load = [&](int stage, int row) {
+  // Row group `group`'s operands into `stage`: each row's dy, Q pixels x 64 channels from k0 as swizzled lines
+  // (chunk v of line q at (v ^ q % 8) * 16; rows past P as zeros), then the input rows.
+  auto load = [&](int stage, int group) {
     const u32 s = sbase + stage * stage_bytes;
-    const int n = row / p.p, pr = row - n * p.p;
-    const TA* dyrow = dy + (long long)row * p.q * p.k + k0;
-    for (int i = tid; i < p.q * 8; i += THREADS) {
-      const int q = i >> 3, v = i & 7;
-      tt_narrow::copy8(s + tt_narrow::swizzle128(q, v), dyrow + (long long)q * p.k + v * 8, true, vec, smem_raw, sbase);
+    const int n = group / groups, pr = (group - n * groups) * ROWS;
+    const TA* dyrow = dy + ((long long)n * p.p + pr) * p.q * p.k + k0;
+    for (int i = tid; i < ROWS * p.q * 8; i += THREADS) {
+      const int g = ROWS == 1 ? 0 : i / (p.q * 8), gi = i - g * p.q * 8, q = gi >> 3, v = gi & 7;
+      const bool ok = ROWS == 1 || pr + g < p.p;
+      tt_narrow::copy8(s + g * line_bytes + tt_narrow::swizzle128(q, v),
+                       dyrow + ((long long)(ok ? g : 0) * p.q + q) * p.k + v * 8, ok, vec, smem_raw, sbase);
     }
-    tt_narrow::stage_input_rows<TA, THREADS>(s + dy_bytes, x, p, n, pr, geo, vec, smem_raw, sbase, tid);
+    tt_narrow::stage_input_rows<TA, THREADS>(s + dy_bytes, x, p, n, pr, xrows, ROWS == 1 ? p.dil_h : 1, geo, vec,
+                                             smem_raw, sbase, tid);
   };
   // The pairs of `stage`'s input rows into pair buffer `buf`: pair[i] = (row[i], row[i + D]).
   auto build = [&](int stage, int buf) {
     tt_narrow::build_pairs<THREADS>(smem_raw + stage * stage_bytes + dy_bytes,
-                                    smem_raw + STAGES * stage_bytes + buf * p.r * geo.xl * 4, p.r, geo, tid);
+                                    smem_raw + STAGES * stage_bytes + buf * xrows * geo.xl * 4, xrows, geo, tid);
   };
 
   // This thread's A rows (registers 0 / 2 and 1 / 3): filter row and column, as byte offsets into a pair
@@ -88,23 +99,31 @@ __global__ void __launch_bounds__(128 * MT, 1) wgmma_narrow_wgrad(const TtConvPa
   TT_UNROLL
   for (int i = 0; i < 32; ++i) acc[i] = 0.0f;
 
-  // Row `it`: its A words from its pairs, its wgmma on its staged dy (B), the next row's pairs meanwhile.
+  // Group `it`: its rows' A words from its pairs (row g's filter rows start g * stride_h rows in), their wgmma on
+  // their staged dy (B), the next group's pairs meanwhile.
+  const u32 grow = (u32)(p.stride_h * geo.xl * 4);  // bytes from a group's row to the next in a pair buffer
   tt_narrow::row_pipeline<STAGES>(
       nrows, [&](int stage, int i) { load(stage, row0 + i); }, build,
       [&](int it, const auto& next) {
-        const u32 pa = pairs0 + (u32)((it & 1) * p.r * geo.xl * 4);
-        u32 a[KQ][4];
+        const u32 pa = pairs0 + (u32)((it & 1) * xrows * geo.xl * 4);
+        u32 a[ROWS][KQ][4];
         TT_UNROLL
-        for (int kk = 0; kk < KQ; ++kk)
+        for (int g = 0; g < ROWS; ++g)
           TT_UNROLL
-          for (int e = 0; e < 4; ++e) {
-            const u32 addr = pa + aoff[e & 1] + kk * kstep + (e >> 1) * khalf;
-            asm volatile("ld.shared.b32 %0, [%1];" : "=r"(a[kk][e]) : "r"(addr));
-          }
-        const u64 db = desc(sbase + (it % STAGES) * stage_bytes, 64 * 128, 1024);
+          for (int kk = 0; kk < KQ; ++kk)
+            TT_UNROLL
+            for (int e = 0; e < 4; ++e) {
+              const u32 addr = pa + g * grow + aoff[e & 1] + kk * kstep + (e >> 1) * khalf;
+              asm volatile("ld.shared.b32 %0, [%1];" : "=r"(a[g][kk][e]) : "r"(addr));
+            }
+        const u32 sb = sbase + (it % STAGES) * stage_bytes;
         wg_fence();
         TT_UNROLL
-        for (int kk = 0; kk < KQ; ++kk) Mma::mma(acc, a[kk], db + kk * (2048 / 16), 1);
+        for (int g = 0; g < ROWS; ++g) {
+          const u64 db = desc(sb + g * line_bytes, 64 * 128, 1024);
+          TT_UNROLL
+          for (int kk = 0; kk < KQ; ++kk) Mma::mma(acc, a[g][kk], db + kk * (2048 / 16), 1);
+        }
         wg_commit();
         next();
         wg_wait<0>();

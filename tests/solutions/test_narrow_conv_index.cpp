@@ -208,16 +208,17 @@ TEST(NarrowCol2imIndex, TheTemplateSizesSharedMemoryAsTheKernel) {
 struct Staged {
   std::vector<std::vector<unsigned>> pairs;  // [filter row][pair]
 };
-Staged stage_and_pair(const Shape& f, const tt_narrow::PairRows& geo, const std::vector<int>& x, int n, int p) {
-  std::vector<std::vector<unsigned>> rows(f.rs, std::vector<unsigned>(geo.xl, 0u));
-  for (int r = 0; r < f.rs; ++r) {
+// `xrows` consecutive input rows from output row p's first.
+Staged stage_and_pair(const Shape& f, const tt_narrow::PairRows& geo, const std::vector<int>& x, int n, int p, int xrows) {
+  std::vector<std::vector<unsigned>> rows(xrows, std::vector<unsigned>(geo.xl, 0u));
+  for (int r = 0; r < xrows; ++r) {
     const int h = p * f.stride - f.pad + r;
     if (h < 0 || h >= f.h) continue;
     for (int e = 0; e < f.w * f.c; ++e) rows[r][geo.xoff + e] = unsigned(x[(std::size_t(n) * f.h + h) * f.w * f.c + e]);
   }
   Staged s;
-  s.pairs.assign(f.rs, std::vector<unsigned>(geo.xl, 0xFFFFFFFFu));
-  for (int r = 0; r < f.rs; ++r)
+  s.pairs.assign(xrows, std::vector<unsigned>(geo.xl, 0xFFFFFFFFu));
+  for (int r = 0; r < xrows; ++r)
     for (int u = 0; u < geo.pairs(); ++u) s.pairs[r][u] = rows[r][u] | rows[r][u + geo.pd] << 16;
   return s;
 }
@@ -229,11 +230,12 @@ long long im2col(const Shape& f, const std::vector<int>& x, int n, int p, int r,
 }
 
 // Every register of every warpgroup, lane and k16 step of shape f's output rows (the stem: its top and bottom rows,
-// where the padding is), with the input rows staged and paired: check(st, x, n, p, row, k) for the register's first
-// (row, k) of A, random input x; stops at the first check that fails.
+// where the padding is), in groups of `group` consecutive rows whose input rows are staged together and paired:
+// check(st, x, n, p, g, row, k) for row g of the group starting at p (its filter rows staged from row g * stride)
+// and the register's first (row, k) of A, random input x; stops at the first check that fails.
 template <class Check>
 void for_each_register(const Shape& f, const tt_narrow::PairRows& geo, int warpgroups, int k16_steps, unsigned seed,
-                       const Check& check) {
+                       const Check& check, int group = 1) {
   ASSERT_EQ(geo.xl % 8, 0);
   ASSERT_EQ(geo.pairs() % 2, 0);
   std::mt19937 rng(seed);
@@ -242,16 +244,18 @@ void for_each_register(const Shape& f, const tt_narrow::PairRows& geo, int warpg
   for (int& v : x) v = val(rng);
   const int P = (f.h + 2 * f.pad - f.rs) / f.stride + 1;
   for (int n = 0; n < f.n; ++n)
-    for (int p = 0; p < P; ++p) {
-      if (P > 32 && p > 2 && p < P - 3) continue;
-      const Staged st = stage_and_pair(f, geo, x, n, p);
-      for (int g = 0; g < warpgroups; ++g)
-        for (int warp = 0; warp < 4; ++warp)
-          for (int lane = 0; lane < 32; ++lane)
-            for (int e = 0; e < 4; ++e)
-              for (int kk = 0; kk < k16_steps; ++kk)
-                ASSERT_TRUE(check(st, x, n, p, g * 64 + tt_narrow::afrag_row(warp, lane, e), tt_narrow::afrag_k(lane, e, kk)))
-                    << "shape c" << f.c << " w" << f.w << " n " << n << " p " << p;
+    for (int p = 0; p < P; p += group) {
+      if (P > 32 && p > 2 && p < P - 3 - group) continue;
+      const Staged st = stage_and_pair(f, geo, x, n, p, geo.rows);
+      for (int g = 0; g < group && p + g < P; ++g)  // rows past P: zero dy, their A never met
+        for (int wg = 0; wg < warpgroups; ++wg)
+          for (int warp = 0; warp < 4; ++warp)
+            for (int lane = 0; lane < 32; ++lane)
+              for (int e = 0; e < 4; ++e)
+                for (int kk = 0; kk < k16_steps; ++kk)
+                  ASSERT_TRUE(check(st, x, n, p, g, wg * 64 + tt_narrow::afrag_row(warp, lane, e),
+                                    tt_narrow::afrag_k(lane, e, kk)))
+                      << "shape c" << f.c << " w" << f.w << " n " << n << " p " << p << " row " << g;
     }
 }
 
@@ -274,19 +278,22 @@ const std::vector<Shape> kWgradShapes = {{2, 3, 40, 40, 64, 7, 2, 3}, {3, 4, 17,
                                          {2, 1, 23, 24, 128, 3, 2, 1}, {2, 8, 16, 16, 64, 3, 1, 1},
                                          {1, 3, 224, 224, 64, 7, 2, 3}};
 
+// ROWS > 1: a group of consecutive output rows stages (ROWS - 1) * stride + R input rows from its first row's first;
+// row g of the group reads filter row r at staged row g * stride + r.
 TEST(WgmmaNarrowIndex, WgradRegistersPairTwoPixelsOfAFilterColumn) {
+  for (const int rows : {1, 2, 3})
   for (const Shape& f : kWgradShapes) {
     const int Q = (f.w + 2 * f.pad - f.rs) / f.stride + 1, sc = f.rs * f.c, rsc = f.rs * sc;
-    const tt_narrow::PairRows geo(f.w, f.c, Q, f.rs, sc, f.pad, f.stride, f.stride * f.c);
+    const tt_narrow::PairRows geo(f.w, f.c, Q, (rows - 1) * f.stride + f.rs, sc, f.pad, f.stride, f.stride * f.c);
     for_each_register(f, geo, (rsc + 63) / 64, geo.qp / 16, 11,
-                      [&](const Staged& st, const std::vector<int>& x, int n, int p, int m, int q) {
+                      [&](const Staged& st, const std::vector<int>& x, int n, int p, int g, int m, int q) {
                         if (m >= rsc) return ::testing::AssertionSuccess();  // padding rows: never stored
                         const int r = m / sc, j = m % sc, s = j / f.c, c = j % f.c;
                         // dy's lines past Q are zero: any value there
-                        const long long w0 = q < Q ? im2col(f, x, n, p, r, q, s, c) : -1;
-                        const long long w1 = q + 1 < Q ? im2col(f, x, n, p, r, q + 1, s, c) : -1;
-                        return holds(st, geo, r, geo.pair_index(q, j, f.c, f.pad), w0, w1);
-                      });
+                        const long long w0 = q < Q ? im2col(f, x, n, p + g, r, q, s, c) : -1;
+                        const long long w1 = q + 1 < Q ? im2col(f, x, n, p + g, r, q + 1, s, c) : -1;
+                        return holds(st, geo, g * f.stride + r, geo.pair_index(q, j, f.c, f.pad), w0, w1);
+                      }, rows);
   }
 }
 
@@ -301,7 +308,7 @@ TEST(WgmmaNarrowIndex, FwdRegistersPairTwoColumnsOfAPixel) {
     const int Q = (f.w + 2 * f.pad - f.rs) / f.stride + 1, sc = f.rs * f.c, scp = (sc + 1) / 2 * 2;
     const tt_narrow::PairRows geo(f.w, f.c, Q, f.rs, scp, f.pad, f.stride, 1);
     for_each_register(f, geo, (Q + 63) / 64, (f.rs * scp + 15) / 16, 13,
-                      [&](const Staged& st, const std::vector<int>& x, int n, int p, int q, int kd) {
+                      [&](const Staged& st, const std::vector<int>& x, int n, int p, int, int q, int kd) {
                         const int r = kd / scp, j = kd % scp;
                         if (j % 2) return ::testing::AssertionFailure() << "a pair starts at an odd column";
                         // as the kernel: pixels past Q read pixel 0, columns past R * SCP column 0 (never stored /
@@ -327,16 +334,19 @@ TEST(WgmmaNarrowIndex, TheFwdTemplateSizesSharedMemoryAsTheKernel) {
   }
 }
 
-// The JSON's SMEM_BYTES is the header's: STAGES stages of dy's lines and the input rows, two pair buffers.
+// The JSON's SMEM_BYTES is the header's: STAGES stages of dy's lines (ROWS rows) and the input rows, two pair buffers.
 TEST(WgmmaNarrowIndex, TheWgradTemplateSizesSharedMemoryAsTheKernel) {
   const KernelTemplate& t = find_template("wgmma_narrow_wgrad");
+  for (const int rows : {1, 2})
   for (const Shape& f : kWgradShapes) {
     const int Q = (f.w + 2 * f.pad - f.rs) / f.stride + 1;
     const Variables v = variables_of(t, f, ConvDirection::BackwardFilter,
-                                     {{"KQ", (Q + 15) / 16}, {"MT", (f.rs * f.rs * f.c + 63) / 64}});
-    const tt_narrow::PairRows geo(f.w, f.c, Q, f.rs, f.rs * f.c, f.pad, f.stride, f.stride * f.c);
+                                     {{"KQ", (Q + 15) / 16}, {"MT", (f.rs * f.rs * f.c + 63) / 64}, {"ROWS", rows}});
+    const tt_narrow::PairRows geo(f.w, f.c, Q, (rows - 1) * f.stride + f.rs, f.rs * f.c, f.pad, f.stride,
+                                  f.stride * f.c);
     EXPECT_EQ(v.at("XL"), geo.xl) << f.c << " " << f.w;
-    EXPECT_EQ(v.at("SMEM_BYTES"), 1024 + v.at("STAGES") * (geo.qp * 128 + geo.x_bytes) + geo.pair_bytes) << f.c << " " << f.w;
+    EXPECT_EQ(v.at("SMEM_BYTES"), 1024 + v.at("STAGES") * (rows * geo.qp * 128 + geo.x_bytes) + geo.pair_bytes)
+        << f.c << " " << f.w << " rows " << rows;
   }
 }
 

@@ -197,6 +197,7 @@ TEST(NarrowConvSpace, TakesTheForwardPassOfFewChannelsOnly) {
 TEST(NarrowConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   compile_sample("narrow_wgrad", narrow_problems(), "SPLIT", 2);
   compile_sample("wgmma_narrow_wgrad", wgmma_narrow_problems(), "SPLIT", 3);
+  compile_sample("wgmma_narrow_wgrad", wgmma_narrow_problems(), "ROWS", 1);
   compile_sample("narrow_dgrad", dgrad_problems(), "MT", 6);
   compile_sample("narrow_col2im", dgrad_problems(), "NB", 6);
   compile_sample("narrow_fwd", fwd_problems(), "MT", 4);
