@@ -78,7 +78,8 @@ struct PairRows {
     pair_bytes = 2 * r * xl * 4;                   // two buffers of R rows of xl words
   }
   TT_CONV_FN int pair_index(int q, int j, int c, int pad_w) const { return xoff - pad_w * c + q * d + j; }
-  // Pairs a row holds (even; i + pd stays within the staged row for each).
+  // Pairs a row holds (i + pd stays within the staged row for each; even where pd is 1 or even, as build_pairs
+  // writes those two at a time).
   TT_CONV_FN int pairs() const { return xl - (pd > 2 ? pd : 2); }
 };
 
