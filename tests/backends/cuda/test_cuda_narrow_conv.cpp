@@ -198,6 +198,7 @@ TEST(NarrowConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   compile_sample("narrow_wgrad", narrow_problems(), "SPLIT", 2);
   compile_sample("wgmma_narrow_wgrad", wgmma_narrow_problems(), "SPLIT", 3);
   compile_sample("wgmma_narrow_wgrad", wgmma_narrow_problems(), "ROWS", 1);
+  compile_sample("wgmma_narrow_wgrad", wgmma_narrow_problems(), "WALK", 1);
   compile_sample("narrow_dgrad", dgrad_problems(), "MT", 6);
   compile_sample("narrow_col2im", dgrad_problems(), "NB", 6);
   compile_sample("narrow_fwd", fwd_problems(), "MT", 4);
@@ -249,6 +250,12 @@ TEST(NarrowConvGpu, SanitizerSampleOfWgmmaWgrad) {
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
   const std::vector<Problem> ws = wgmma_narrow_problems();
   EXPECT_GE(validate_conv_candidates(*dev, conv_sample("wgmma_narrow_wgrad", ws, dev->info(), 2), ws), ws.size());
+  // Row groups in both walks (the sample's first candidates of each only cross them by chance): the odd P, one
+  // channel with two channel blocks, two warpgroups of filter columns; the dilated problem takes single rows only.
+  const auto grouped = conv_rows("wgmma_narrow_wgrad", ws, dev->info(), {{"ROWS", 2}}, {"WALK"},
+                                 {{0, 1}, {1, 0}, {1, 1}, {2, 1}, {3, 0}, {3, 1}});
+  ASSERT_EQ(grouped.size(), 6u);
+  validate_conv_candidates(*dev, grouped, ws);
 }
 
 TEST(NarrowConvGpu, SanitizerSampleOfWgmmaFwd) {
