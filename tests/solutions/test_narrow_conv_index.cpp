@@ -206,10 +206,11 @@ TEST(NarrowCol2imIndex, TheTemplateSizesSharedMemoryAsTheKernel) {
 // definition, then every A register of every warpgroup, lane and k16 step read back; its halves must be the im2col
 // elements the register stands for (zero in the padding), and every read inside the pairs built.
 struct Staged {
-  std::vector<std::vector<unsigned>> pairs;  // [filter row][pair]
+  std::vector<std::vector<unsigned>> pairs;  // [staged row][pair]
 };
 // `xrows` consecutive input rows from output row p's first.
-Staged stage_and_pair(const Shape& f, const tt_narrow::PairRows& geo, const std::vector<int>& x, int n, int p, int xrows) {
+Staged stage_and_pair(const Shape& f, const tt_narrow::PairRows& geo, const std::vector<int>& x, int n, int p,
+                      int xrows) {
   std::vector<std::vector<unsigned>> rows(xrows, std::vector<unsigned>(geo.xl, 0u));
   for (int r = 0; r < xrows; ++r) {
     const int h = p * f.stride - f.pad + r;
