@@ -13,8 +13,8 @@
 #           2026-12-06, a dtype takes ~6 minutes: ResNet-50 ~146 s of tuning, the other nets ~90 s, and their vs_torch.)
 #   tables_both: tables, then tables_fp16, in one call: 451 s on an H200 with the other nets at budget 16; at the
 #           config's budget it runs past a call's ten minutes, so take tables and tables_fp16 as two calls.
-#   CONFIG=FILE (tables, tables_fp16): another config than the shipped ResNet one, e.g. one with candidate templates
-#           (configs/probes/h200_conv_resnet50_candidates.json); the other nets are tuned on its templates too.
+#   CONFIG=FILE (tables, tables_fp16): another config than the shipped ResNet one, e.g. a copy with candidate
+#           templates added; the other nets are tuned on its templates too.
 # Usage: [CONFIG=FILE] scripts/h200_conv_session.sh check|probes|tables|tables_fp16|tables_both|sk_tables BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 set -uo pipefail
 STEP=$1 B=$2 T=$3 OUT=$4 LABEL=$5

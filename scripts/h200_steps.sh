@@ -4,7 +4,7 @@
 # Steps: any scripts/h200_next_checks.sh step (stem, warp_vector, flush_grads, conv_samples, ...; PROBE_SANITIZE=0
 # leaves a probe step's sanitizers out) and tables / tables_fp16 (scripts/h200_conv_session.sh: ResNet-50 and the other
 # nets' layers tuned on configs/h200/h200_conv_resnet50.json and timed against cuDNN, about 6 minutes a dtype on the
-# H200; CONFIG=FILE tunes another config than the shipped ResNet one, e.g. configs/probes/h200_conv_resnet50_candidates.json).
+# H200; CONFIG=FILE tunes another config than the shipped ResNet one, e.g. a copy with candidate templates added).
 # STEP:SECONDS gives a step's estimate (default 240).
 # Outputs: OUT_DIR/*.tgz, one a step.
 # Usage: [LIMIT=S] [SOURCE_DIR=DIR] scripts/h200_steps.sh BUILD_DIR OUT_DIR LABEL STEP[:SECONDS] ...
