@@ -21,3 +21,5 @@ PYTHONUNBUFFERED=1 timeout 200 python3 benchmarks/vs_torch.py --lib "$B/libtilet
   --set shipped --only conv --conv-dtype "$DTYPE" --rounds 2 --out "$OUT/vs_torch.md" --label "$LABEL" > "$OUT/vs_torch.log" 2>&1
 echo "vs_torch exit $?"; tail -6 "$OUT/vs_torch.md"
 "$B/tiletune" db winners "$OUT/grad.db" > "$OUT/winners.txt" 2>&1  # what ran, beside how fast
+for id in $("$B/tiletune" db problems "$OUT/grad.db" | awk 'NR > 1 {print $1}'); do  # every candidate's time, a problem each
+  "$B/tiletune" db show "$OUT/grad.db" "$id"; done > "$OUT/db_show.txt" 2>&1
