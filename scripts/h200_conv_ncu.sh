@@ -45,9 +45,8 @@ l3_fwd_cudnn fwd 128,256,14,14,256,3,3,1,1 cudnn -
 stem_fwd fwd 128,3,224,224,64,7,7,2,3 narrow_fwd WARPS=8,MT=2,RB=32,KC=4,STAGES=2
 stem_fwd_cudnn fwd 128,3,224,224,64,7,7,2,3 cudnn -
 stem_fwd_wgmma fwd 128,3,224,224,64,7,7,2,3 wgmma_narrow_fwd KS=10,MT=2,OCC=2,STAGES=3
-stem_wgrad_wgmma wgrad 128,3,224,224,64,7,7,2,3 wgmma_narrow_wgrad KQ=7,MT=3,SPLIT=132,STAGES=3,ROWS=1,WALK=0
-stem_wgrad_walk1 wgrad 128,3,224,224,64,7,7,2,3 wgmma_narrow_wgrad KQ=7,MT=3,SPLIT=132,STAGES=3,ROWS=1,WALK=1
-stem_wgrad_rows2 wgrad 128,3,224,224,64,7,7,2,3 wgmma_narrow_wgrad KQ=7,MT=3,SPLIT=132,STAGES=3,ROWS=2,WALK=1
+stem_wgrad_wgmma wgrad 128,3,224,224,64,7,7,2,3 wgmma_narrow_wgrad KQ=7,MT=3,SPLIT=132,STAGES=3,ROWS=2
+stem_wgrad_rows1 wgrad 128,3,224,224,64,7,7,2,3 wgmma_narrow_wgrad KQ=7,MT=3,SPLIT=132,STAGES=3,ROWS=1
 stem_wgrad_narrow wgrad 128,3,224,224,64,7,7,2,3 narrow_wgrad KM=64,NT=3,RT=7,SPLIT=132,STAGES=3,WK=2
 stem_wgrad_cudnn wgrad 128,3,224,224,64,7,7,2,3 cudnn -
 s2_dgrad dgrad 32,128,56,56,128,3,3,2,1 wgmma_conv BM=128,BN=128,CONSUMERS=2,GROUP=8,PHASE=1,PINGPONG=0,RASTER=0,SPLITK=1,STAGES=4

@@ -72,8 +72,8 @@
 #               dtypes, then the sample under memcheck and racecheck (OUT/stem.tgz, OUT/stem_sanitizers.tgz; about 4
 #               minutes).
 #   stem_wgmma: wgmma_narrow_wgrad and wgmma_narrow_fwd (the stem's weight gradient and forward pass on wgmma, the
-#               im2col operand as register A from paired input rows; valid, clean and timed on an H100 on 2026-12-07;
-#               wgmma_narrow_wgrad's ROWS 2, two output rows a step, built without a GPU the same day): their GPU
+#               im2col operand as register A from paired input rows; wgmma_narrow_wgrad with ROWS 2, two output rows a
+#               step; valid, clean and timed on an H100 on 2026-12-07): their GPU
 #               samples plain, then (if they pass) configs/probes/h200_stem_wgmma_probe.json tuned (narrow_wgrad /
 #               narrow_fwd against them, bf16 and fp16, every measurement kept) and vs_torch on the stem's forward pass
 #               and weight gradient in both dtypes, then the samples under memcheck and racecheck (OUT/stem_wgmma.tgz,

@@ -40,7 +40,7 @@ inline std::vector<tuner::Candidate> conv_sample(const KernelTemplate& t, const 
       if (c.problem_index == pi) mine.push_back(c);
     const std::size_t stride = std::max<std::size_t>(1, mine.size() / per);
     // Besides every stride-th, the first candidate that sets each of these away from its default
-    // (split-K; mma_conv's flat walk and staged epilogue; wgmma_narrow_wgrad's row groups and walk).
+    // (split-K; mma_conv's flat walk and staged epilogue; wgmma_narrow_wgrad's row groups).
     const auto& defaults = t.defaults();
     std::set<std::string> seen_in_problem;
     std::set<std::string>& seen =
@@ -48,7 +48,7 @@ inline std::vector<tuner::Candidate> conv_sample(const KernelTemplate& t, const 
     for (std::size_t i = 0; i < mine.size(); ++i) {
       const auto& params = mine[i].solution.params;
       bool first = false;
-      for (const char* key : {"SPLITK", "FLAT", "EPI", "ROWS", "WALK"})
+      for (const char* key : {"SPLITK", "FLAT", "EPI", "ROWS"})
         if (params.count(key) && params.at(key) != defaults.at(key)) first = seen.insert(key).second || first;
       if (i % stride == 0 || first || params == defaults) out.push_back(mine[i]);
     }

@@ -49,6 +49,14 @@ std::vector<Problem> wgmma_narrow_problems() {
           Problem(wgrad(DataType::BF16, DataType::BF16, 8, 3, 30, 40, 64, 7, 2, 3, 2))};
 }
 
+// Both row groupings where they matter (a sample's candidates only cross them by chance): the stem-like shape, the
+// odd P, one channel with two channel blocks, two warpgroups of filter columns; the dilated problem takes single
+// rows only. Compiled in CI, run on the GPU under the sanitizers.
+std::vector<tuner::Candidate> wgmma_wgrad_row_groups(const gpu::DeviceInfo& dev) {
+  return conv_rows("wgmma_narrow_wgrad", wgmma_narrow_problems(), dev, {}, {"ROWS"},
+                   {{0, 2}, {1, 1}, {1, 2}, {2, 2}, {3, 2}, {4, 1}});
+}
+
 ConvProblem dgrad(DataType in, DataType out, int n, int c, int h, int w, int k, int rs, int stride, int pad) {
   return wgrad(in, out, n, c, h, w, k, rs, stride, pad, 1, ConvDirection::BackwardData);
 }
@@ -197,8 +205,11 @@ TEST(NarrowConvSpace, TakesTheForwardPassOfFewChannelsOnly) {
 TEST(NarrowConvCompile, NvrtcCompilesASampleForSm90aWithoutSpills) {
   compile_sample("narrow_wgrad", narrow_problems(), "SPLIT", 2);
   compile_sample("wgmma_narrow_wgrad", wgmma_narrow_problems(), "SPLIT", 3);
-  compile_sample("wgmma_narrow_wgrad", wgmma_narrow_problems(), "ROWS", 1);
-  compile_sample("wgmma_narrow_wgrad", wgmma_narrow_problems(), "WALK", 1);
+  compile_sample("wgmma_narrow_wgrad", wgmma_narrow_problems(), "ROWS", 2);
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const auto grouped = wgmma_wgrad_row_groups(dev);
+  ASSERT_EQ(grouped.size(), 6u);
+  expect_no_spills(*gpu::make_compiler(gpu::BackendKind::Cuda), grouped, wgmma_narrow_problems(), dev);
   compile_sample("narrow_dgrad", dgrad_problems(), "MT", 6);
   compile_sample("narrow_col2im", dgrad_problems(), "NB", 6);
   compile_sample("narrow_fwd", fwd_problems(), "MT", 4);
@@ -250,10 +261,7 @@ TEST(NarrowConvGpu, SanitizerSampleOfWgmmaWgrad) {
   auto dev = gpu::open_device(gpu::BackendKind::Cuda, 0);
   const std::vector<Problem> ws = wgmma_narrow_problems();
   EXPECT_GE(validate_conv_candidates(*dev, conv_sample("wgmma_narrow_wgrad", ws, dev->info(), 2), ws), ws.size());
-  // Row groups in both walks (the sample's first candidates of each only cross them by chance): the odd P, one
-  // channel with two channel blocks, two warpgroups of filter columns; the dilated problem takes single rows only.
-  const auto grouped = conv_rows("wgmma_narrow_wgrad", ws, dev->info(), {{"ROWS", 2}}, {"WALK"},
-                                 {{0, 1}, {1, 0}, {1, 1}, {2, 1}, {3, 0}, {3, 1}});
+  const auto grouped = wgmma_wgrad_row_groups(dev->info());
   ASSERT_EQ(grouped.size(), 6u);
   validate_conv_candidates(*dev, grouped, ws);
 }
