@@ -274,8 +274,12 @@ TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, in
 // ------------------------------------------------------------------------------------------------
 // The pipeline.
 
-// Shared memory of a wgmma kernel, from the dynamic allocation aligned up to 1024 bytes (the
-// 128-byte swizzle's period): STAGES A stages of A_STAGE bytes, STAGES B stages of B_STAGE bytes,
+// Bytes from shared address `a` (a dynamic allocation's start) to the next 1024-byte boundary, the
+// 128-byte swizzle's period (__align__ on the extern array does not place it there): kernels size
+// their allocation 1024 bytes over.
+TT_DEVICE u32 pad_to_1024(u32 a) { return ((a + 1023u) & ~1023u) - a; }
+
+// Shared memory of a wgmma kernel, from the dynamic allocation's first 1024-byte boundary: STAGES A stages of A_STAGE bytes, STAGES B stages of B_STAGE bytes,
 // `staging_bytes` of fp32 epilogue staging, then the ring's mbarriers: full[s] at bars + 8 s,
 // empty[s] at bars + 8 (STAGES + s). CLUSTER here counts the CTAs of a cluster (wgmma_gemm passes
 // CLUSTER x CLUSTERN); with more than one a stage is filled by the producers of several CTAs of the
@@ -295,7 +299,7 @@ struct Ring {
 
   TT_DEVICE Ring(unsigned char* smem_raw, u32 staging_bytes) {
     const u32 raw = smem_addr(smem_raw);
-    const u32 pad = ((raw + 1023u) & ~1023u) - raw;
+    const u32 pad = pad_to_1024(raw);
     unsigned char* smem = smem_raw + pad;
     sA = raw + pad;
     sB = sA + STAGES * A_STAGE;

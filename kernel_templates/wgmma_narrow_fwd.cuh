@@ -30,10 +30,9 @@ __global__ void __launch_bounds__(128 * MT, OCC) wgmma_narrow_fwd(const TtConvPa
   static_assert(MT >= 1 && MT <= 2 && KS >= 1 && KS <= 12 && STAGES >= 3, "parameters");
   typedef TtWgmmaRs<64, IsBf16<TA>::value, 0> Mma;  // B (the filters) K-major
 
-  // The filters, then the stages, then the pairs, from the dynamic allocation aligned up to 1024 bytes.
+  // The filters, then the stages, then the pairs, from the allocation's first 1024-byte boundary.
   extern __shared__ __align__(1024) unsigned char smem_dyn[];
-  const u32 pad = ((smem_addr(smem_dyn) + 1023u) & ~1023u) - smem_addr(smem_dyn);
-  unsigned char* const smem = smem_dyn + pad;
+  unsigned char* const smem = smem_dyn + pad_to_1024(smem_addr(smem_dyn));
   const u32 sbase = smem_addr(smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, mt = tid >> 7;
   const int sc = p.s * p.c, scp = (sc + 1) / 2 * 2;  // a filter row's columns, rounded up to even

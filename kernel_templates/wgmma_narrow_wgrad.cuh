@@ -34,10 +34,9 @@ __global__ void __launch_bounds__(128 * MT, 1) wgmma_narrow_wgrad(const TtConvPa
   static_assert(MT >= 1 && MT <= 4 && KQ >= 1 && STAGES >= 3 && SPLIT >= 1 && ROWS >= 1, "parameters");
   typedef TtWgmmaRs<64, IsBf16<TA>::value, 1> Mma;  // B (dy) MN-major: channels contiguous
 
-  // The stages from the dynamic allocation aligned up to 1024 bytes (the 128-byte swizzle's period).
+  // The stages from the allocation's first 1024-byte boundary (the 128-byte swizzle's period).
   extern __shared__ __align__(1024) unsigned char smem_dyn[];
-  const u32 pad = ((smem_addr(smem_dyn) + 1023u) & ~1023u) - smem_addr(smem_dyn);
-  unsigned char* const smem_raw = smem_dyn + pad;
+  unsigned char* const smem_raw = smem_dyn + pad_to_1024(smem_addr(smem_dyn));
   const u32 sbase = smem_addr(smem_raw);
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, mt = tid >> 7;
   // Staged input rows a group: a single row's R filter rows (dil_h apart), or the (ROWS - 1) * stride_h + R

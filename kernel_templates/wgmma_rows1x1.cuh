@@ -52,8 +52,7 @@ __global__ void __launch_bounds__(128 * WGS, 1) wgmma_rows1x1(const TtConvParams
   const TA* wt = static_cast<const TA*>(p.wt);
 
   extern __shared__ __align__(1024) unsigned char smem_dyn[];
-  const u32 pad = ((smem_addr(smem_dyn) + 1023u) & ~1023u) - smem_addr(smem_dyn);
-  unsigned char* const smem = smem_dyn + pad;
+  unsigned char* const smem = smem_dyn + pad_to_1024(smem_addr(smem_dyn));
   const u32 sbase = smem_addr(smem);
   const u32 stage_out = (u32)(64 * nout * 2);  // a staging buffer: 64 rows of the output as they lie in memory
   const u32 a0 = sbase + NC * B_CHUNK;
