@@ -279,8 +279,9 @@ TT_DEVICE void tile_coords(int t, int tiles_m, int tiles_n, int& mb, int& nb, in
 // their allocation 1024 bytes over.
 TT_DEVICE u32 pad_to_1024(u32 a) { return ((a + 1023u) & ~1023u) - a; }
 
-// Shared memory of a wgmma kernel, from the dynamic allocation's first 1024-byte boundary: STAGES A stages of A_STAGE bytes, STAGES B stages of B_STAGE bytes,
-// `staging_bytes` of fp32 epilogue staging, then the ring's mbarriers: full[s] at bars + 8 s,
+// Shared memory of a wgmma kernel, from the dynamic allocation's first 1024-byte boundary: STAGES A
+// stages of A_STAGE bytes, STAGES B stages of B_STAGE bytes, `staging_bytes` of fp32 epilogue
+// staging, then the ring's mbarriers: full[s] at bars + 8 s,
 // empty[s] at bars + 8 (STAGES + s). CLUSTER here counts the CTAs of a cluster (wgmma_gemm passes
 // CLUSTER x CLUSTERN); with more than one a stage is filled by the producers of several CTAs of the
 // cluster (TMA multicast) and released to all of them.

@@ -65,8 +65,8 @@ __global__ void __launch_bounds__(128 * MT, 1) wgmma_narrow_wgrad(const TtConvPa
   // Row group `group`'s operands into `stage`: each row's dy, Q pixels x 64 channels from k0 as swizzled lines
   // (chunk v of line q at (v ^ q % 8) * 16; rows past P as zeros), then the input rows. A thread copies one chunk
   // v = tid % 8 of every THREADS / 8-th line from tid / 8 (THREADS / 8 a multiple of 8, so its swizzled place is the
-  // same on each), and the input rows go a warp a row: the loops are instruction-bound, and a walk over all chunks (a
-  // division a chunk) ran the stem 13-15% slower (H100, 2026-12-07).
+  // same on each), and the input rows go a warp a row: fewer instructions a step than a walk over all chunks (a
+  // division a chunk), which ran the stem 13-15% slower (H100, 2026-12-07).
   auto load = [&](int stage, int group) {
     const u32 s = sbase + stage * stage_bytes;
     const int n = group / groups, pr = (group - n * groups) * ROWS;
