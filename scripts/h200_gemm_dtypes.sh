@@ -6,13 +6,16 @@
 # Each stage has a time limit (T_TUNE, T_BENCH seconds); a sweep stopped by it keeps what it finished.
 # NO_VENDOR=1: tuned without the vendor (--no-vendor), so that every shape runs a generated kernel: how far
 # they stand from torch.matmul under do_bench, where the shipped database serves cuBLAS.
-# Usage: [T_TUNE=120] [T_BENCH=150] [NO_VENDOR=1] scripts/h200_gemm_dtypes.sh BUILD_DIR OUT_DIR LABEL BUDGET TYPE...
+# VENDOR_ALGOS=N: time N of cuBLASLt's other algorithms beside its default (the tuner's --vendor-algorithms; 0: the
+# default alone, the kernel torch.matmul runs), so that a served vendor row runs what PyTorch runs.
+# Usage: [T_TUNE=120] [T_BENCH=150] [NO_VENDOR=1 | VENDOR_ALGOS=N] scripts/h200_gemm_dtypes.sh BUILD_DIR OUT_DIR LABEL BUDGET TYPE...
 set -uo pipefail
 B=$1 OUT=$2 LABEL=$3 BUDGET=$4
 shift 4
 T_TUNE=${T_TUNE:-120} T_BENCH=${T_BENCH:-150}
 VENDOR= WHAT="the vendor's algorithms as candidates"
 [ "${NO_VENDOR:-0}" = 1 ] && VENDOR=--no-vendor WHAT="generated kernels only"
+[ -n "${VENDOR_ALGOS:-}" ] && VENDOR="--vendor-algorithms $VENDOR_ALGOS" WHAT="the vendor's default and $VENDOR_ALGOS of its other algorithms"
 mkdir -p "$OUT"
 source "$(dirname "$0")/h200_env.sh"
 for t in "$@"; do

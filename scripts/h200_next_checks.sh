@@ -23,6 +23,12 @@
 #               the vendor served at 0.94-0.97x torch.matmul timed with vs_torch --kernels --clocks (the
 #               kernels each side launches; each side back to back with its SM clock and power)
 #               (OUT/diagnose.tgz);
+#   vendor_default: whether the vendor-served GEMM rows lose under do_bench because the tuner crowns a cuBLASLt
+#               algorithm by a tune-time lead of a few % (issue 23): configs/h200/h200_gemm_bf16.json tuned as shipped
+#               and again with the vendor's default alone (VENDOR_ALGOS=0, the kernel torch.matmul runs), each through
+#               vs_torch in the same call (OUT/vendor_default.tgz; about 5 minutes). If the default-only database holds
+#               the rows that sat at 0.93-0.97x at about 1.0x and the geomean does not drop, a served vendor algorithm
+#               should need a lead over the default as a kernel needs one over the vendor (solutions/selection.h).
 #   diagnose_conv: the same for l4_3x3_512's weight gradient, then Nsight Compute at do_bench's
 #               clocks on it and on MobileNet's 1x1 input gradient beside cuDNN (OUT/diagnose_conv.tgz);
 #   swap:       wgmma_conv's SWAP 1 and 2 (channels as wgmma's M; 2, its epilogue staged by all four warps, built
@@ -210,6 +216,11 @@ for STEP in ${STEPS//,/ }; do
       show_all "$D/g.db" > "$D/db_show_gemm.txt" 2>&1
       rm -f "$D"/g.db*
       pack diagnose ;;
+    vendor_default)
+      T_TUNE=110 T_BENCH=130 "$(dirname "$0")/h200_gemm_dtypes.sh" "$B" "$D/shipped" "$LABEL, as shipped" 64 bf16
+      VENDOR_ALGOS=0 T_TUNE=110 T_BENCH=130 "$(dirname "$0")/h200_gemm_dtypes.sh" "$B" "$D/default_only" "$LABEL, vendor default only" 64 bf16
+      rm -f "$D"/*/*.db
+      pack vendor_default ;;
     diagnose_conv)
       # l4_3x3_512's weight gradient: the tap kernel and cuDNN back to back, their clocks and power
       timeout 60 "$B/tiletune" tune configs/probes/h200_tap_wgrad_streamk_probe.json --backend cuda --no-vendor \
