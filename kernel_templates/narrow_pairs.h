@@ -10,15 +10,15 @@
 
 namespace tt_narrow {
 
-// `rows` input rows from output row (n, pr)'s first, `step` apart, into the staged rows at shared address xs (row rr's
+// geo.rows input rows from output row (n, pr)'s first, `step` apart, into the staged rows at shared address xs (row rr's
 // elements at xs + (rr * xl + xoff) * 2; rows in the vertical padding zero-filled): its R filter rows (step dil_h),
 // or the rows of several consecutive output rows (step 1). smem / sbase: the block's shared memory as a pointer and
 // as an address (copy8's element path when !vec). BY_WARP: a warp a row, its lanes along it; else the block's
 // threads over all the rows' 16-byte chunks at once (a division a chunk).
 template <typename TA, int THREADS, bool BY_WARP = false>
-TT_DEVICE void stage_input_rows(tt_mma::u32 xs, const TA* x, const TtConvParams& p, int n, int pr, int rows, int step,
+TT_DEVICE void stage_input_rows(tt_mma::u32 xs, const TA* x, const TtConvParams& p, int n, int pr, int step,
                                 const PairRows& geo, bool vec, unsigned char* smem, tt_mma::u32 sbase, int tid) {
-  const int row_vecs = p.w * p.c / 8;
+  const int row_vecs = p.w * p.c / 8, rows = geo.rows;
   if (BY_WARP) {
     for (int rr = tid >> 5; rr < rows; rr += THREADS / 32) {
       const int h = pr * p.stride_h - p.pad_h + rr * step;
@@ -38,14 +38,14 @@ TT_DEVICE void stage_input_rows(tt_mma::u32 xs, const TA* x, const TtConvParams&
   }
 }
 
-// The pairs of `rows` staged rows at xs (xl halves apart) into pb (xl words apart): pair[i] = (row[i], row[i + pd])
+// The pairs of geo.rows staged rows at xs (xl halves apart) into pb (xl words apart): pair[i] = (row[i], row[i + pd])
 // for i < pairs(). Row by row, no division: all the block's threads along each row in turn (a row's pairs are about
 // one a thread), or (BY_WARP) a warp a row, its lanes along it, which spends a row's loop once per warp, not per
 // thread.
 template <int THREADS, bool BY_WARP = false>
-TT_DEVICE void build_pairs(const unsigned char* xs, unsigned char* pb, int rows, const PairRows& geo, int tid) {
+TT_DEVICE void build_pairs(const unsigned char* xs, unsigned char* pb, const PairRows& geo, int tid) {
   using tt_mma::u32;
-  const int np = geo.pairs(), pd = geo.pd;
+  const int np = geo.pairs(), pd = geo.pd, rows = geo.rows;
   const int r0 = BY_WARP ? tid >> 5 : 0, rstep = BY_WARP ? THREADS / 32 : 1;  // this thread's rows
   const int u0 = BY_WARP ? tid & 31 : tid, ustep = BY_WARP ? 32 : THREADS;    // and its place along each
   for (int rr = r0; rr < rows; rr += rstep) {

@@ -63,12 +63,12 @@ __global__ void __launch_bounds__(128 * MT, OCC) wgmma_narrow_fwd(const TtConvPa
   const bool vec = ((unsigned long long)p.x & 15) == 0, yvec = ((unsigned long long)p.y & 15) == 0;
   auto load = [&](int stage, int row) {
     const int n = row / p.p, pr = row - n * p.p;
-    tt_narrow::stage_input_rows<TA, THREADS>(stages0 + stage * geo.x_bytes, x, p, n, pr, p.r, p.dil_h, geo, vec, smem,
-                                             sbase, tid);
+    tt_narrow::stage_input_rows<TA, THREADS>(stages0 + stage * geo.x_bytes, x, p, n, pr, p.dil_h, geo, vec, smem, sbase,
+                                             tid);
   };
   auto build = [&](int stage, int buf) {
     tt_narrow::build_pairs<THREADS>(smem + b_bytes + stage * geo.x_bytes,
-                                    smem + (pairs0 - sbase) + buf * p.r * geo.xl * 4, p.r, geo, tid);
+                                    smem + (pairs0 - sbase) + buf * p.r * geo.xl * 4, geo, tid);
   };
 
   // This thread's A words: pixel rows (registers 0 / 2 and 1 / 3; rows past Q read pixel 0: finite, never stored)

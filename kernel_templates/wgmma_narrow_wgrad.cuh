@@ -80,13 +80,13 @@ __global__ void __launch_bounds__(128 * MT, 1) wgmma_narrow_wgrad(const TtConvPa
       for (int q = q0; q < p.q; q += THREADS / 8, src += (long long)(THREADS / 8) * p.k, dst += THREADS / 8 * 128)
         tt_narrow::copy8(dst, src, ok, vec, smem_raw, sbase);
     }
-    tt_narrow::stage_input_rows<TA, THREADS, true>(s + dy_bytes, x, p, n, pr, xrows, ROWS == 1 ? p.dil_h : 1, geo, vec,
+    tt_narrow::stage_input_rows<TA, THREADS, true>(s + dy_bytes, x, p, n, pr, ROWS == 1 ? p.dil_h : 1, geo, vec,
                                                    smem_raw, sbase, tid);
   };
   // The pairs of `stage`'s input rows into pair buffer `buf`: pair[i] = (row[i], row[i + D]).
   auto build = [&](int stage, int buf) {
     tt_narrow::build_pairs<THREADS, true>(smem_raw + stage * stage_bytes + dy_bytes,
-                                         smem_raw + STAGES * stage_bytes + buf * xrows * geo.xl * 4, xrows, geo, tid);
+                                         smem_raw + STAGES * stage_bytes + buf * xrows * geo.xl * 4, geo, tid);
   };
 
   // This thread's A rows (registers 0 / 2 and 1 / 3): filter row and column, as byte offsets into a pair
