@@ -208,9 +208,9 @@ TEST(NarrowCol2imIndex, TheTemplateSizesSharedMemoryAsTheKernel) {
 struct Staged {
   std::vector<std::vector<unsigned>> pairs;  // [staged row][pair]
 };
-// `xrows` consecutive input rows from output row p's first.
-Staged stage_and_pair(const Shape& f, const tt_narrow::PairRows& geo, const std::vector<int>& x, int n, int p,
-                      int xrows) {
+// geo.rows consecutive input rows from output row p's first.
+Staged stage_and_pair(const Shape& f, const tt_narrow::PairRows& geo, const std::vector<int>& x, int n, int p) {
+  const int xrows = geo.rows;
   std::vector<std::vector<unsigned>> rows(xrows, std::vector<unsigned>(geo.xl, 0u));
   for (int r = 0; r < xrows; ++r) {
     const int h = p * f.stride - f.pad + r;
@@ -247,7 +247,7 @@ void for_each_register(const Shape& f, const tt_narrow::PairRows& geo, int warpg
   for (int n = 0; n < f.n; ++n)
     for (int p = 0; p < P; p += group) {
       if (P > 32 && p > 2 && p < P - 3 - group) continue;
-      const Staged st = stage_and_pair(f, geo, x, n, p, geo.rows);
+      const Staged st = stage_and_pair(f, geo, x, n, p);
       for (int g = 0; g < group && p + g < P; ++g)  // rows past P: zero dy, their A never met
         for (int wg = 0; wg < warpgroups; ++wg)
           for (int warp = 0; warp < 4; ++warp)
