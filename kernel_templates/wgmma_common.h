@@ -110,6 +110,13 @@ TT_DEVICE uint4 lds_v4(u32 addr) {
   return v;
 }
 
+// Two bytes of shared memory (EPI 3's scalar rows).
+TT_DEVICE unsigned short lds_u16(u32 addr) {
+  unsigned short v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr) : "memory");
+  return v;
+}
+
 // The same for two 8x8 tiles (lanes 0-15 give the addresses).
 TT_DEVICE void stmatrix_x2_trans(u32 addr, u32 r0, u32 r1) {
   asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};" ::"r"(addr), "r"(r0), "r"(r1) : "memory");

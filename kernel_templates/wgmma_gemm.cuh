@@ -105,6 +105,14 @@
 // on consecutive rows (e.g. ldc odd); beta * C is read the same way only when beta != 0.
 // EPI 2 (16-bit C that is not 16-byte aligned): the same, each column's rows between its first and
 // last 16-byte boundaries as vectors, the few before and after as scalars (column_runs.h).
+// EPI 3 (16-bit C, beta == 0; cooperative consumers, TMA loader, no split-K): every epilogue above
+// holds the tensor cores while the consumers store (all of it where C is unaligned: the GPT-2 LM
+// head, K = 768, ran at 455 TFLOP/s against ~700 for large aligned shapes). Here each consumer
+// writes its whole tile in C's type into its own staging by stmatrix.trans (16 instructions a
+// thread for 128 x 128), arrives on its "staged" mbarrier and goes on with its next tile; warps
+// 1-3 of the producer warpgroup, idle under the TMA loader, store the tile (aligned runs as EPI 2,
+// vectors realigned in registers where a column starts off a 16-byte boundary) and arrive on
+// "stored", which the consumer waits for before it stages again. beta != 0 takes EPI 2's path.
 //
 // Operand layouts (column-major): A is K-major when TRANSA (stored K x M), MN-major otherwise;
 // B is K-major unless TRANSB. Shared memory per stage and operand:
@@ -289,6 +297,42 @@ TT_DEVICE int mma_k_tiles_areg(const R& ring, float (&acc)[MI][NACC], u32 a_off,
   return prev;
 }
 
+// 16-bit C: alpha times G 8-column groups of one m64 sub-tile's accumulators (f: a thread's
+// fragment, 4 floats a group) into shared memory by stmatrix.trans, two groups an x4 (an odd last
+// one by x2); at(line, row) is the address of the 16 bytes holding rows row .. row + 7 (of the
+// sub-tile's 64) of column `line` (counted from the first group). EPI 1 and EPI 3 stage this way.
+template <class E, int G, class At>
+TT_DEVICE void stmatrix_c_groups(const float* f, float alpha, int warp, int lane, At at) {
+  TT_UNROLL
+  for (int jj = 0; jj < (G + 1) / 2; ++jj) {
+    const bool pair = 2 * jj + 1 < G;
+    u32 r[4];
+    TT_UNROLL
+    for (int q = 0; q < 4; ++q) {
+      const float* x = f + (2 * jj + (pair ? (q >> 1) : 0)) * 4 + 2 * (q & 1);
+      r[q] = (u32)E::out(E::scale(alpha, x[0])).bits | ((u32)E::out(E::scale(alpha, x[1])).bits << 16);
+    }
+    const int q = lane >> 3;
+    const u32 addr = at((2 * jj + (q >> 1)) * 8 + (lane & 7), warp * 16 + (q & 1) * 8);
+    if (pair) stmatrix_x4_trans(addr, r[0], r[1], r[2], r[3]);
+    else stmatrix_x2_trans(addr, r[0], r[1]);
+  }
+}
+
+// EPI 3's storers: the 16 bytes of a staged column (16-bit C) from its element `e` on (shared
+// address `col`, 16-byte aligned), e any element: five aligned words read and shifted by a
+// half-word where e is odd. Words, not two aligned vectors and selects: the storers run at the
+// producer's 40 registers.
+TT_DEVICE uint4 lds_unaligned16(u32 col, int e) {
+  const u32 w0 = col + 4u * (u32)(e >> 1);
+  u32 s[5];
+  TT_UNROLL
+  for (int t = 0; t < 5; ++t) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(s[t]) : "r"(w0 + 4 * t) : "memory");
+  const u32 sel = (e & 1) ? 0x5432u : 0x3210u;
+  return make_uint4(__byte_perm(s[0], s[1], sel), __byte_perm(s[1], s[2], sel), __byte_perm(s[2], s[3], sel),
+                    __byte_perm(s[3], s[4], sel));
+}
+
 }  // namespace tt_wg
 
 // TAB: the input type, or tt_ab<A's, B's> for fp8 A and B of two types (tt_types.h).
@@ -326,8 +370,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
                 "two blocks per SM: one consumer, no cluster");
   static_assert(COOPN == 0 || (CONSUMERS == 2 && PINGPONG == 0 && SPLITK == 1 && BN >= 128),
                 "consumers split N: two cooperative consumers, no split-K, BN >= 128");
-  static_assert(EPI == 0 || EPI == 1 || (EPI == 2 && sizeof(TC) == 2),
-                "EPI: 0 stores from the threads, 1 TMA store, 2 the threads' stores in aligned runs (16-bit C)");
+  static_assert(EPI == 0 || EPI == 1 || (EPI == 2 && sizeof(TC) == 2) ||
+                    (EPI == 3 && sizeof(TC) == 2 && LOADER == 0 && PINGPONG == 0 && SPLITK == 1 && COOPK == 0 &&
+                     SCHED == 0),
+                "EPI: 0 stores from the threads, 1 TMA store, 2 the threads' stores in aligned runs (16-bit C), 3 "
+                "the tile staged for the producer warpgroup's spare warps to store (16-bit C; TMA loader, "
+                "cooperative consumers, no split-K or stream-K)");
   // Consumers splitting K: with an even ring, the position a consumer waits on and the one
   // STAGES before it are its own (an odd ring gives the latter to the other consumer, whose fill
   // may land later: the parity wait would pass a phase early); the cp.async loader signals a
@@ -379,7 +427,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   // Staging per consumer, for 32 columns whatever the chunk; with the TMA store 512 bytes more, so
   // that every consumer's share starts on a 1024-byte boundary (the 128-byte swizzle's period,
   // which the boxes assume).
-  constexpr u32 STG_BYTES = 32 * EP * 4 + (EPI == 1 ? 512 : 0);
+  // EPI 3: the consumer's whole tile in C's type, column by column, P3 elements apart (16-byte
+  // aligned columns, stmatrix's eight columns on eight different bank groups); the fp32 staging of
+  // the threads' stores (beta != 0) lives in the same bytes.
+  constexpr int P3 = WM + 8;
+  constexpr u32 STG3_BYTES = EPI == 3 ? (u32)(WN * P3 * CB) : 0u;
+  constexpr u32 STG_BYTES = 32 * EP * 4 + (EPI == 1 ? 512 : 0) > STG3_BYTES ? 32 * EP * 4 + (EPI == 1 ? 512 : 0)
+                                                                           : STG3_BYTES;
   static_assert(EPI != 1 || (NB * CHUNK_BYTES <= STG_BYTES && STG_BYTES % 1024 == 0), "TMA store staging");
   constexpr bool BF = IsBf16<TA>::value;
   typedef typename Pick<EB == 1, TtWgmma8<WNM, TA, TB>,
@@ -398,8 +452,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   constexpr int LAND_SLOTS = LAG + 2;
   constexpr u32 LAND_A = (LOADER == 2 && !A_K && !AREG) ? A_STAGE : 0u, LAND_B = (LOADER == 2 && !B_K) ? B_STAGE : 0u;
   constexpr u32 LAND_BYTES = LAND_SLOTS * (LAND_A + LAND_B);
-  const RingT ring(smem_raw, CONSUMERS * STG_BYTES + XCH_BYTES + LAND_BYTES);
+  // EPI 3: per consumer, "staged" (its 128 threads arrive) and "stored" (the 96 storers arrive).
+  constexpr u32 EPI3_BARS = EPI == 3 ? 16u * CONSUMERS : 0u;
+  const RingT ring(smem_raw, CONSUMERS * STG_BYTES + XCH_BYTES + LAND_BYTES + EPI3_BARS);
   const u32 land = smem_addr(ring.staging) + CONSUMERS * STG_BYTES + XCH_BYTES;  // landing slot 0 (A, then B)
+  const u32 staged_bar = land + LAND_BYTES, stored_bar = staged_bar + 8u * CONSUMERS;  // + 8 cw
   const u32 sA = ring.sA, sB = ring.sB, bars = ring.bars;
 
   const int M = p.g.m, N = p.g.n, K = p.g.k;
@@ -448,6 +505,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     prefetch_map(&p.map_b);
   }
   // full: TMA, one arrival + bytes; cp.async, every producer thread. empty: one per consuming warp of the cluster.
+  if (EPI == 3 && threadIdx.x == 0) {
+    for (int c = 0; c < CONSUMERS; ++c) {
+      mbar_init(staged_bar + 8 * c, 128);
+      mbar_init(stored_bar + 8 * c, 96);
+    }
+  }
   if (threadIdx.x == 0) ring.init(LOADER ? 128 : 1, ((PP || CK) ? 4 : CONSUMERS * 4) * CS * RingT::ARRIVALS_PER_WARP);
   // This CTA's tile (tile row mb, column nb, batch b), K split and K tiles of work unit u (SCHED
   // 1: of item u, `it` its streamed part; parts 1: a whole tile).
@@ -545,6 +608,45 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
         }
       }
       if (CS > 1) ring.drain(s, ph);  // no CTA of a cluster leaves while a peer may still use it
+    } else if (EPI == 3 && threadIdx.x >= 32 && p.g.beta == 0.0f) {
+      // Storers (EPI 3): each consumer's staged tile, column by column, LPC lanes a column and one
+      // 16-byte vector a lane; a column of C that does not start on a 16-byte boundary has its
+      // vectors realigned from the staged ones and its rows before the first boundary and after
+      // the last whole vector stored as scalars (column_runs.h).
+      constexpr int LPC = WM / 8, CPW = 32 / LPC, SW = 3;  // lanes a column, columns a warp, storer warps
+      const int sw = threadIdx.x / 32 - 1, lane = threadIdx.x % 32, i = lane % LPC;
+      const long long ldc = p.g.ldc;
+      const u32 stg0 = smem_addr(ring.staging);
+      u32 eph = 0;
+      for (int u = u_first; u < u_total; u += u_step) {
+        int mb, nb, b, split, kb, ke;
+        tt_sched::Item it;
+        unit_tile(u, mb, nb, b, split, kb, ke, it);
+        TC* C = reinterpret_cast<TC*>(p.g.c) + (long long)b * p.g.stride_c;
+#pragma unroll 1
+        for (int cw = 0; cw < CONSUMERS; ++cw) {
+          const int m_base = mb * BM + (CN ? 0 : cw * WM), n_tile = nb * BN + (CN ? cw * WN : 0);
+          const int rows = min(WM, M - m_base);
+          const u32 buf = stg0 + (u32)cw * STG_BYTES;
+          mbar_wait(staged_bar + 8 * cw, eph);
+#pragma unroll 1
+          for (int c = sw * CPW + lane / LPC; c < WN; c += SW * CPW) {
+            const int gn = n_tile + c;
+            if (gn >= N || rows <= 0) continue;
+            TC* col = C + m_base + (long long)gn * ldc;
+            const tt_runs::Runs runs = tt_runs::column_runs((unsigned long long)col / sizeof(TC), rows, 8);
+            const u32 src = buf + (u32)(c * P3 * CB);
+            if (i < runs.vectors)
+              *reinterpret_cast<uint4*>(col + runs.head + 8 * i) = lds_unaligned16(src, runs.head + 8 * i);
+            for (int e = i; e < 16; e += LPC) {
+              const int r = tt_runs::scalar_row(runs, e, 8);
+              if (r >= 0) reinterpret_cast<unsigned short*>(col)[r] = lds_u16(src + 2 * r);
+            }
+          }
+          mbar_arrive(stored_bar + 8 * cw);
+        }
+        eph ^= 1;
+      }
     }
   } else {
     // ------------------------------------------------------------------ consumers
@@ -555,6 +657,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     const float alpha = p.g.alpha, beta = p.g.beta;
     float* stg = ring.staging + cw * (STG_BYTES / 4);
     int chunks_stored = 0;  // TMA store: chunks issued so far, whose parity picks the buffer
+    u32 eph = 0;            // EPI 3: parity of this consumer's staged tiles
 
     constexpr int V = 16 / (int)sizeof(TC);  // elements per 16-byte vector of C
     constexpr int TPC = WM / V;              // threads per column in the store pass
@@ -686,6 +789,21 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       // ---------------------------------------------------------------- epilogue
       const int m_base = mb * BM + ((PP || CN || CK) ? 0 : cw * WM);
       const int n_tile = nb * BN + ((CN || CK) ? cw * WN : 0);
+      if (EPI == 3 && beta == 0.0f) {
+        // Staged stores: the tile in C's type into this consumer's staging, once the storers
+        // finished its previous tile; the storers take it from there and the consumer goes on
+        // with its next tile.
+        const u32 buf = smem_addr(stg);
+        mbar_wait(stored_bar + 8 * cw, eph ^ 1);
+        TT_UNROLL
+        for (int mi = 0; mi < MI; ++mi)
+          stmatrix_c_groups<E, WN / 8>(&acc[mi][0], alpha, warp, lane, [&](int line, int r) {
+            return buf + (u32)((line * P3 + mi * 64 + r) * CB);
+          });
+        mbar_arrive(staged_bar + 8 * cw);
+        eph ^= 1;
+        continue;
+      }
       if (EPI == 1 && beta == 0.0f) {
         // TMA store: the chunk (alpha * accumulators, converted to C's type) goes into a staging
         // buffer in the layout of WM / RB boxes of RB rows x EN columns with the 128-byte swizzle,
@@ -700,24 +818,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
           TT_UNROLL
           for (int mi = 0; mi < MI; ++mi) {
             if constexpr (CB == 2) {
-              // Two 8-column groups per stmatrix.x4; a last odd group (EN 24) by .x2.
-              TT_UNROLL
-              for (int jj = 0; jj < (EN + 8) / 16; ++jj) {
-                constexpr int GROUPS = EN / 8;
-                const bool pair = 2 * jj + 1 < GROUPS;
-                u32 r[4];
-                TT_UNROLL
-                for (int q = 0; q < 4; ++q) {
-                  const int g = 2 * jj + (pair ? (q >> 1) : 0);
-                  const float* f = &acc[mi][(ch * EN / 8 + g) * 4 + 2 * (q & 1)];
-                  r[q] = (u32)E::out(E::scale(alpha, f[0])).bits | ((u32)E::out(E::scale(alpha, f[1])).bits << 16);
-                }
-                const int q = lane >> 3, line = (2 * jj + (q >> 1)) * 8 + (lane & 7);
-                const int row = mi * 64 + warp * 16 + (q & 1) * 8;
-                const u32 addr = buf + (u32)((row / RB) * EN * 128 + line * 128 + ((((row % RB) / 8) ^ (line & 7)) << 4));
-                if (pair) stmatrix_x4_trans(addr, r[0], r[1], r[2], r[3]);
-                else stmatrix_x2_trans(addr, r[0], r[1]);
-              }
+              stmatrix_c_groups<E, EN / 8>(&acc[mi][ch * EN / 8 * 4], alpha, warp, lane, [&](int line, int r) {
+                const int row = mi * 64 + r;
+                return buf + (u32)((row / RB) * EN * 128 + line * 128 + ((((row % RB) / 8) ^ (line & 7)) << 4));
+              });
             } else {
               TT_UNROLL
               for (int j = 0; j < EN / 8; ++j) {

@@ -15,6 +15,11 @@
 #   split_tail: configs/probes/h200_split_tail_probe.json, time against split count on two 1x1 weight
 #               gradients of few tiles, every measurement kept (OUT/split_tail_probe.tgz);
 #   lmhead:     configs/probes/h200_lmhead_epi2_probe.json (the GPT-2 LM head, EPI 0 / 2), then vs_torch.
+#   lmhead_epi3: wgmma_gemm EPI 3 (the tile staged for the producer warpgroup's spare warps to store; built
+#               without a GPU on 2026-12-07): its GPU sample plain (CudaDevice.SanitizerSampleOfWgmmaStagedStores), then
+#               (if it passes) configs/probes/h200_lmhead_epi3_probe.json tuned (EPI 2 / 3 on the LM head, EPI 1 / 3 on
+#               it padded to aligned C, every measurement kept) and vs_torch on lmhead_odd in bf16 and fp16, then the
+#               sample under memcheck and racecheck (OUT/lmhead_epi3.tgz, OUT/lmhead_epi3_sanitizers.tgz).
 #   dgrad_budget: the other nets' input gradients (0.854x cuDNN on 2026-12-05) tuned with the shipped
 #               space at budget 96 instead of 16, every measurement kept: whether the space holds faster
 #               kernels than the model's 16 (a search problem) or not (a kernel problem);
@@ -194,6 +199,14 @@ for STEP in ${STEPS//,/ }; do
     lmhead)
       tune_then_vs_torch configs/probes/h200_lmhead_epi2_probe.json 100 gemm lmhead_odd "bf16 fp16"
       pack lmhead_probe ;;
+    lmhead_epi3)
+      timeout 150 "$G" --gtest_filter=CudaDevice.SanitizerSampleOfWgmmaStagedStores > "$D/gtest_staged.log" 2>&1
+      rc=$?; echo "staged-store sample exit $rc"
+      grep -E '^\[  FAILED  \]|^\[       OK \]|Failure|invalid' "$D/gtest_staged.log" | sort -u | head -20
+      [ $rc -eq 0 ] && tune_then_vs_torch configs/probes/h200_lmhead_epi3_probe.json 150 gemm lmhead_odd "bf16 fp16"
+      pack lmhead_epi3
+      [ "${PROBE_SANITIZE:-1}" = 0 ] || { gtest_and_sanitizers "$G" CudaDevice.SanitizerSampleOfWgmmaStagedStores staged 120 \
+                                            "memcheck racecheck"; pack lmhead_epi3_sanitizers; } ;;
     dgrad_budget)
       ONLY='^dgrad_' "$(dirname "$0")/h200_untuned.sh" conv "$B" "$D" "$LABEL, bf16, budget 96" 200 bf16 96
       show_all "$D/untuned.db" > "$D/db_show.txt" 2>&1

@@ -107,4 +107,25 @@ inline std::vector<std::map<std::string, std::int64_t>> skinny_split_sets() {
           set(64, 2, 1, 8, 0, 8),  set(64, 2, 1, 2, 0, 6),  set(128, 2, 0, 3, 1, 6), set(128, 2, 0, 6, 0, 4)};
 }
 
+// EPI 3 (the tile staged for the producer warpgroup's spare warps to store), the parameter set i on
+// problem i % 3 of staged_store_problems(): 128-row consumers (the LM head's 256 x 128 tile and 128 x
+// 256 split N), 64-row ones (two, and one alone), a 72-column tile (an odd last stmatrix group),
+// clusters of 2 sharing B. One list for the compile test and the GPU sample.
+inline std::vector<std::map<std::string, std::int64_t>> staged_store_sets() {
+  const auto set = [](int bm, int bn, int consumers, int coopn, int cluster, int stages) {
+    return std::map<std::string, std::int64_t>{{"BM", bm},       {"BN", bn},           {"CONSUMERS", consumers},
+                                               {"PINGPONG", 0},  {"COOPN", coopn},     {"CLUSTER", cluster},
+                                               {"EPI", 3},       {"STAGES", stages}};
+  };
+  return {set(256, 128, 2, 0, 1, 3), set(128, 128, 2, 0, 1, 4), set(128, 256, 2, 1, 1, 3), set(64, 128, 1, 0, 1, 4),
+          set(128, 72, 2, 0, 1, 4),  set(256, 128, 2, 0, 2, 3), set(128, 128, 2, 0, 2, 4)};
+}
+// C's columns at every alignment (ldc 1001) and edges in M and N; C aligned; a batch of two with
+// beta != 0 (EPI 2's path) and ldc 603.
+inline std::vector<GemmProblem> staged_store_problems() {
+  return {gemm(DataType::BF16, DataType::BF16, true, false, 1001, 200, 512),
+          gemm(DataType::F16, DataType::F16, true, false, 1024, 136, 320),
+          gemm(DataType::BF16, DataType::BF16, true, false, 603, 130, 256, 2, false)};
+}
+
 }  // namespace tiletune::testing

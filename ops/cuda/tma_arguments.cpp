@@ -156,9 +156,10 @@ std::vector<std::uint8_t> encode_tma_gemm_arguments(TensorMapEncoder encode, con
     const int chunk = tt_wgmma_epilogue_chunk(bn);
     encode_operand(encode, &args.map_c, "wgmma_gemm output C (TMA store)", map_type(c_type, "output"), cb, p.c, p.m,
                    p.n, p.ldc, p.stride_c, p.batch, 128 / cb, chunk, l2);
-  } else if (epi != 0 && epi != 2) {
+  } else if (epi != 0 && epi != 2 && epi != 3) {
     throw Error("wgmma_gemm: EPI " + std::to_string(epi) +
-                " (0 stores from the threads, 1 TMA store, 2 the threads' stores in aligned runs)");
+                " (0 stores from the threads, 1 TMA store, 2 the threads' stores in aligned runs, 3 stores by the "
+                "producer's spare warps)");
   }
   std::vector<std::uint8_t> bytes(sizeof args);
   std::memcpy(bytes.data(), &args, sizeof args);

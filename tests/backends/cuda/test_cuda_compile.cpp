@@ -373,6 +373,29 @@ TEST(CudaCompile, NvrtcCompilesWgmmaAlignedRunsEpilogueWithoutSpills) {
   expect_compiles_without_spills(t, jobs, true);
 }
 
+// EPI 3 (the tile staged for the producer warpgroup's spare warps to store): the arrangements of the
+// GPU sample (CudaDevice.SanitizerSampleOfWgmmaStagedStores) on the LM head, unaligned and aligned C,
+// 64- and 128-row consumers, split N, a 72-column tile, clusters; none spills (the storers run at the
+// producer's 40 registers). Refused: ping-pong, split-K, the cp.async loader, fp32 C.
+TEST(CudaCompile, NvrtcCompilesWgmmaStagedStoresWithoutSpills) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const auto jobs = wgmma_jobs(staged_store_sets(), {gemm(DataType::BF16, DataType::BF16, true, false, 50257, 4096, 768),
+                                                     gemm(DataType::F16, DataType::F16, true, false, 50304, 4096, 768)});
+  ASSERT_EQ(jobs.size(), staged_store_sets().size());
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const GemmProblem lmhead = gemm(DataType::BF16, DataType::BF16, true, false, 50257, 4096, 768);
+  for (const auto& [k, v] : std::vector<std::pair<std::string, int>>{{"PINGPONG", 1}, {"SPLITK", 2}, {"LOADER", 1}}) {
+    Solution s = t.default_solution();
+    s.params["EPI"] = 3, s.params["PINGPONG"] = 0, s.params[k] = v;
+    EXPECT_TRUE(t.violation(t.variables(s, lmhead, dev))) << k;
+  }
+  Solution s = t.default_solution();
+  s.params["EPI"] = 3, s.params["PINGPONG"] = 0;
+  EXPECT_FALSE(t.violation(t.variables(s, lmhead, dev)));
+  EXPECT_TRUE(t.violation(t.variables(s, gemm(DataType::BF16, DataType::F32, true, false, 4096, 4096, 768), dev)));
+  expect_compiles_without_spills(t, jobs, true);
+}
+
 // The transposing loader (LOADER 2) for tf32 with an MN-major operand (NN: A, TT: B, NT: both):
 // cooperative, ping-pong and split-N consumers up to 64 accumulators a thread, and split-K, none with
 // its wgmma serialised. Beyond, NVRTC's

@@ -322,6 +322,21 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC) {
   }
 }
 
+// EPI 3 (each consumer stages its tile in C's type; warps 1-3 of the producer warpgroup store it
+// while the consumers go on): staged_store_sets() on staged_store_problems(), on the full grid and on
+// two CTAs (each walks several tiles, so the staged / stored barriers turn many phases).
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaStagedStores) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const auto problems = staged_store_problems();
+  const auto sets = staged_store_sets();
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const GemmProblem& p = problems[i % problems.size()];
+    const WgmmaVariant w = wgmma_variant(*dev_, p, sets[i]);
+    ASSERT_TRUE(w.kernel) << i;
+    expect_valid_on_full_and_two_cta_grids(*dev_, w, p);
+  }
+}
+
 // The wgmma arrangements outside the default space, for the sanitizers too: clusters of 2 and 4
 // and 2-D ones (B and A multicast, remote releases, the producer's tail wait instead of a closing cluster barrier)
 // and consumers splitting N or K, on both majors of B and an edge in every dimension, on a grid of two
