@@ -905,8 +905,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
               }
             }
           }
-        } else if (EPI == 2) {
-          // Unaligned C (EPI 2): per column, the rows before its first 16-byte boundary and after
+        } else if (EPI >= 2) {
+          // Unaligned C (EPI 2, and EPI 3 with beta != 0): per column, the rows before its first 16-byte boundary and after
           // its last whole vector as scalars, the rest as 16-byte vectors (column_runs.h); TPC
           // threads a column, as above.
           const int k = tid % TPC;
