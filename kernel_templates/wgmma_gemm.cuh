@@ -320,14 +320,18 @@ TT_DEVICE void stmatrix_c_groups(const float* f, float alpha, int warp, int lane
 }
 
 // EPI 3's storers: the 16 bytes of a staged column (16-bit C) from its element `e` on (shared
-// address `col`, 16-byte aligned), e any element: five aligned words read and shifted by a
-// half-word where e is odd. Words, not two aligned vectors and selects: the storers run at the
-// producer's 40 registers.
+// address `col`, 16-byte aligned), e any element: the aligned vector holding element e and the
+// next one, shifted by e % 8 elements (words picked by selects, a half-word by byte_perm).
 TT_DEVICE uint4 lds_unaligned16(u32 col, int e) {
-  const u32 w0 = col + 4u * (u32)(e >> 1);
+  const u32 at = col + 16u * (u32)(e >> 3);
+  const uint4 x = lds_v4(at);
+  if ((e & 7) == 0) return x;  // a column of C on a 16-byte boundary
+  const uint4 y = lds_v4(at + 16);
+  const u32 w[8] = {x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
+  const int k = (e >> 1) & 3;
   u32 s[5];
   TT_UNROLL
-  for (int t = 0; t < 5; ++t) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(s[t]) : "r"(w0 + 4 * t) : "memory");
+  for (int t = 0; t < 5; ++t) s[t] = k == 0 ? w[t] : k == 1 ? w[t + 1] : k == 2 ? w[t + 2] : w[t + 3];
   const u32 sel = (e & 1) ? 0x5432u : 0x3210u;
   return make_uint4(__byte_perm(s[0], s[1], sel), __byte_perm(s[1], s[2], sel), __byte_perm(s[2], s[3], sel),
                     __byte_perm(s[3], s[4], sel));
@@ -538,7 +542,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     // ------------------------------------------------------------------ producer
     // The cp.async producer computes addresses for 128 threads: it keeps the registers it was
     // compiled with (no spills at 168 per thread for every variant), the TMA one gives them away.
-    if (CONSUMERS == 2 && LOADER == 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    // EPI 3's storers hold two staged vectors and their realignment: 56 registers, the consumers 224.
+    if (CONSUMERS == 2 && LOADER == 0) {
+      if (EPI == 3) asm volatile("setmaxnreg.dec.sync.aligned.u32 56;");
+      else asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    }
     if (LOADER >= 1) {
       const int tid = threadIdx.x;
       const TA* A = reinterpret_cast<const TA*>(p.g.a);
@@ -650,7 +658,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     }
   } else {
     // ------------------------------------------------------------------ consumers
-    if (CONSUMERS == 2 && LOADER == 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    if (CONSUMERS == 2 && LOADER == 0) {
+      if (EPI == 3) asm volatile("setmaxnreg.inc.sync.aligned.u32 224;");
+      else asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    }
     const int cw = wg - 1;
     const int tid = threadIdx.x - 128 * wg;
     const int warp = tid / 32, lane = tid % 32;
@@ -789,20 +800,22 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
       // ---------------------------------------------------------------- epilogue
       const int m_base = mb * BM + ((PP || CN || CK) ? 0 : cw * WM);
       const int n_tile = nb * BN + ((CN || CK) ? cw * WN : 0);
-      if (EPI == 3 && beta == 0.0f) {
-        // Staged stores: the tile in C's type into this consumer's staging, once the storers
-        // finished its previous tile; the storers take it from there and the consumer goes on
-        // with its next tile.
-        const u32 buf = smem_addr(stg);
-        mbar_wait(stored_bar + 8 * cw, eph ^ 1);
-        TT_UNROLL
-        for (int mi = 0; mi < MI; ++mi)
-          stmatrix_c_groups<E, WN / 8>(&acc[mi][0], alpha, warp, lane, [&](int line, int r) {
-            return buf + (u32)((line * P3 + mi * 64 + r) * CB);
-          });
-        mbar_arrive(staged_bar + 8 * cw);
-        eph ^= 1;
-        continue;
+      if constexpr (EPI == 3) {  // constexpr: the staging by stmatrix exists for 16-bit C only
+        if (beta == 0.0f) {
+          // Staged stores: the tile in C's type into this consumer's staging, once the storers
+          // finished its previous tile; the storers take it from there and the consumer goes on
+          // with its next tile.
+          const u32 buf = smem_addr(stg);
+          mbar_wait(stored_bar + 8 * cw, eph ^ 1);
+          TT_UNROLL
+          for (int mi = 0; mi < MI; ++mi)
+            stmatrix_c_groups<E, WN / 8>(&acc[mi][0], alpha, warp, lane, [&](int line, int r) {
+              return buf + (u32)((line * P3 + mi * 64 + r) * CB);
+            });
+          mbar_arrive(staged_bar + 8 * cw);
+          eph ^= 1;
+          continue;
+        }
       }
       if (EPI == 1 && beta == 0.0f) {
         // TMA store: the chunk (alpha * accumulators, converted to C's type) goes into a staging

@@ -720,9 +720,13 @@ TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
   EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 128, 64, 1,
                                                     3, 1, DataType::BF16),
                Error);
+  seen.clear();  // EPI 3 (stores by the producer's spare warps): no map over C, any alignment
+  gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 128, 64, 1, 3, 3,
+                                       DataType::BF16);
+  EXPECT_EQ(seen.size(), 2u);
   EXPECT_THROW(gpu::cuda::encode_tma_gemm_arguments(&TmaMaps::encode, p, DataType::BF16, false, false, 128, 128, 64, 1,
-                                                    3, 3, DataType::BF16),
-               Error);  // no EPI 3
+                                                    3, 4, DataType::BF16),
+               Error);  // no EPI 4
   // Clusters: each CTA loads 1 / CLUSTER of a K-major B tile's rows (and multicasts them).
   p.c = reinterpret_cast<void*>(std::uintptr_t(1) << 21);
   seen.clear();
