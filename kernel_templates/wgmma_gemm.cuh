@@ -320,18 +320,15 @@ TT_DEVICE void stmatrix_c_groups(const float* f, float alpha, int warp, int lane
 }
 
 // EPI 3's storers: the 16 bytes of a staged column (16-bit C) from its element `e` on (shared
-// address `col`, 16-byte aligned), e any element: the aligned vector holding element e and the
-// next one, shifted by e % 8 elements (words picked by selects, a half-word by byte_perm).
+// address `col`, 16-byte aligned), e any element: five aligned words read and shifted by a
+// half-word where e is odd. Measured on an H100 (LM head, 2026-12-07): two aligned 16-byte loads
+// and word selects instead (with 56 registers for the producer warpgroup, 224 for the consumers)
+// ran the head 9% slower; at 40 registers either spills once an aligned-column path joins it.
 TT_DEVICE uint4 lds_unaligned16(u32 col, int e) {
-  const u32 at = col + 16u * (u32)(e >> 3);
-  const uint4 x = lds_v4(at);
-  if ((e & 7) == 0) return x;  // a column of C on a 16-byte boundary
-  const uint4 y = lds_v4(at + 16);
-  const u32 w[8] = {x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
-  const int k = (e >> 1) & 3;
+  const u32 w0 = col + 4u * (u32)(e >> 1);
   u32 s[5];
   TT_UNROLL
-  for (int t = 0; t < 5; ++t) s[t] = k == 0 ? w[t] : k == 1 ? w[t + 1] : k == 2 ? w[t + 2] : w[t + 3];
+  for (int t = 0; t < 5; ++t) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(s[t]) : "r"(w0 + 4 * t) : "memory");
   const u32 sel = (e & 1) ? 0x5432u : 0x3210u;
   return make_uint4(__byte_perm(s[0], s[1], sel), __byte_perm(s[1], s[2], sel), __byte_perm(s[2], s[3], sel),
                     __byte_perm(s[3], s[4], sel));
@@ -542,11 +539,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     // ------------------------------------------------------------------ producer
     // The cp.async producer computes addresses for 128 threads: it keeps the registers it was
     // compiled with (no spills at 168 per thread for every variant), the TMA one gives them away.
-    // EPI 3's storers hold two staged vectors and their realignment: 56 registers, the consumers 224.
-    if (CONSUMERS == 2 && LOADER == 0) {
-      if (EPI == 3) asm volatile("setmaxnreg.dec.sync.aligned.u32 56;");
-      else asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    }
+    if (CONSUMERS == 2 && LOADER == 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (LOADER >= 1) {
       const int tid = threadIdx.x;
       const TA* A = reinterpret_cast<const TA*>(p.g.a);
@@ -658,10 +651,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
     }
   } else {
     // ------------------------------------------------------------------ consumers
-    if (CONSUMERS == 2 && LOADER == 0) {
-      if (EPI == 3) asm volatile("setmaxnreg.inc.sync.aligned.u32 224;");
-      else asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-    }
+    if (CONSUMERS == 2 && LOADER == 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int cw = wg - 1;
     const int tid = threadIdx.x - 128 * wg;
     const int warp = tid / 32, lane = tid % 32;
@@ -919,9 +909,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
             }
           }
         } else if (EPI >= 2) {
-          // Unaligned C (EPI 2, and EPI 3 with beta != 0): per column, the rows before its first 16-byte boundary and after
-          // its last whole vector as scalars, the rest as 16-byte vectors (column_runs.h); TPC
-          // threads a column, as above.
+          // Unaligned C (EPI 2, and EPI 3 with beta != 0): per column, the rows before its first
+          // 16-byte boundary and after its last whole vector as scalars, the rest as 16-byte vectors
+          // (column_runs.h); TPC threads a column, as above.
           const int k = tid % TPC;
           const int rows = min(WM, M - m_base);
           TT_UNROLL
