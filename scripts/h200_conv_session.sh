@@ -3,7 +3,7 @@
 # (a call brings back at most 8 files). The machine goes back 30 s after a call: have the next
 # one ready. Each step stays under the ten minutes of a call.
 #   check:  the GPU tests and sanitizer samples of the new kernel paths (h200_grad_probes.sh tests),
-#           then Nsight Compute beside cuDNN (h200_conv_ncu.sh);
+#           then Nsight Compute beside cuDNN (h200_ncu.sh);
 #   probes: their probes and vs_torch on the probed layers (h200_grad_probes.sh probes);
 #   tables: ResNet-50 in all three directions from configs/h200/h200_conv_resnet50.json in bf16, and
 #           the other nets' layers in bf16 (h200_conv_grad.sh, h200_untuned.sh conv);
@@ -28,7 +28,7 @@ case "$STEP" in
   check)  # the tests' logs packed first: what a call cut at its limit leaves still comes back
     "$here/h200_grad_probes.sh" tests "$B" "$T" "$OUT/$STEP/tests" "$LABEL"
     tar czf "$OUT/$STEP-tests.tgz" -C "$OUT/$STEP" tests && rm -rf "$OUT/$STEP/tests"
-    "$here/h200_conv_ncu.sh" "$B" "$OUT/$STEP/ncu" ;;
+    "$here/h200_ncu.sh" "$B" "$OUT/$STEP/ncu" ;;
   probes)
     "$here/h200_grad_probes.sh" probes "$B" "$T" "$OUT/$STEP" "$LABEL" ;;
   tables|tables_fp16)

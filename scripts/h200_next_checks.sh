@@ -20,6 +20,10 @@
 #               (if it passes) configs/probes/h200_lmhead_epi3_probe.json tuned (EPI 2 / 3 on the LM head, EPI 1 / 3 on
 #               it padded to aligned C, every measurement kept) and vs_torch on lmhead_odd in bf16 and fp16, then the
 #               sample under memcheck and racecheck (OUT/lmhead_epi3.tgz, OUT/lmhead_epi3_sanitizers.tgz).
+#   lmhead_ncu: Nsight Compute (with the source counters: where each warp waits) on the LM head's EPI 3 winners, its
+#               EPI 2 winner and the head padded to aligned rows on EPI 1 / EPI 3 (scripts/h200_ncu.sh 'lmhead'): whether
+#               the consumers wait on the storers ("stored") or the unaligned stores cost in the memory system
+#               (OUT/lmhead_ncu.tgz; about 3 minutes).
 #   dgrad_budget: the other nets' input gradients (0.854x cuDNN on 2026-12-05) tuned with the shipped
 #               space at budget 96 instead of 16, every measurement kept: whether the space holds faster
 #               kernels than the model's 16 (a search problem) or not (a kernel problem);
@@ -207,6 +211,9 @@ for STEP in ${STEPS//,/ }; do
       pack lmhead_epi3
       [ "${PROBE_SANITIZE:-1}" = 0 ] || { gtest_and_sanitizers "$G" CudaDevice.SanitizerSampleOfWgmmaStagedStores staged 120 \
                                             "memcheck racecheck"; pack lmhead_epi3_sanitizers; } ;;
+    lmhead_ncu)
+      SOURCE=1 "$(dirname "$0")/h200_ncu.sh" "$B" "$D/ncu" 'lmhead'
+      pack lmhead_ncu ;;
     dgrad_budget)
       ONLY='^dgrad_' "$(dirname "$0")/h200_untuned.sh" conv "$B" "$D" "$LABEL, bf16, budget 96" 200 bf16 96
       show_all "$D/untuned.db" > "$D/db_show.txt" 2>&1
@@ -243,7 +250,7 @@ for STEP in ${STEPS//,/ }; do
         --label "$LABEL, bf16" > "$D/vs_torch_tap.log" 2>&1
       echo "vs_torch tap exit $?"; grep -E "^clocks|^\| conv wgrad" "$D/vs_torch_tap.log"
       rm -f "$D"/t.db*
-      "$(dirname "$0")/h200_conv_ncu.sh" "$B" "$D/ncu" 'l4_tap_pack|l4_wgrad_cudnn|mbnet_dgrad'
+      "$(dirname "$0")/h200_ncu.sh" "$B" "$D/ncu" 'l4_tap_pack|l4_wgrad_cudnn|mbnet_dgrad'
       pack diagnose_conv ;;
     swap)
       gtest_and_sanitizers "$T" 'WgmmaConvGpu.SwappedOperandsSanitizerSample' swap 60

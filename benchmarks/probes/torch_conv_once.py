@@ -1,7 +1,7 @@
 """One convolution direction through PyTorch's cuDNN (benchmark mode, channels_last bf16), run 20 times
 to settle the engine choice, then once more between cudaProfilerStart / Stop: for
 `ncu --profile-from-start off` to profile exactly the kernels cuDNN runs for it
-(scripts/h200_conv_ncu.sh). Usage: torch_conv_once.py fwd|dgrad|wgrad N C H W K R S STRIDE PAD"""
+(scripts/h200_ncu.sh). Usage: torch_conv_once.py fwd|dgrad|wgrad N C H W K R S STRIDE PAD"""
 import sys
 
 import torch

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# On the H200 (or H100): Nsight Compute's view of convolutions that stay below cuDNN, one kernel
-# launch each: the generated kernel (a one-candidate sweep in-process, its first launch) and cuDNN's
-# kernels for the same layer and direction through PyTorch (benchmarks/probes/torch_conv_once.py).
+# On the H200 (or H100): Nsight Compute's view of generated kernels that stay below their peers, one
+# kernel launch each: the generated kernel (a one-candidate sweep in-process, its first launch) and,
+# for convolutions, cuDNN's kernels for the same layer and direction through PyTorch
+# (benchmarks/probes/torch_conv_once.py). GEMM lines ("gemm" as the direction, the layer as
+# TRANSA,TRANSB,M,N,K, bf16) profile wgmma_gemm arrangements side by side: the LM head's epilogues.
 # --clock-control none: the clocks as do_bench meets them (ncu's default locks them to base, 1.36 GHz
 # on the H100, where the tap kernel measured level with cuDNN on l3 that do_bench puts at 0.86x; METHOD.md).
 # The stall metrics: per issued instruction, the warps stalled for each reason (where the cycles go).
 # SOURCE=1: also the source counters (sampled stall reasons per SASS instruction), exported as OUT/sass_NAME.csv
 # (ncu's source page), which say which instruction each kernel's warps wait at.
-# Usage: [SOURCE=1] scripts/h200_conv_ncu.sh BUILD_DIR OUT_DIR [NAME_FILTER]   (NAME_FILTER: a grep -E pattern)
+# Usage: [SOURCE=1] scripts/h200_ncu.sh BUILD_DIR OUT_DIR [NAME_FILTER]   (NAME_FILTER: a grep -E pattern)
 set -uo pipefail
 B=$1 OUT=$2 ONLY=${3:-.}
 mkdir -p "$OUT"
@@ -27,7 +29,7 @@ profile() {  # NAME COMMAND...: ncu on the command, its report printed to OUT/nc
   rm -f "$OUT/rep_$name.ncu-rep" "$OUT/run_$name.log"
   return $rc
 }
-# name direction layer(n,c,h,w,k,r,s,stride,pad) template parameters ("cudnn": PyTorch's cuDNN)
+# name direction layer(n,c,h,w,k,r,s,stride,pad; gemm: transa,transb,m,n,k) template parameters ("cudnn": PyTorch's cuDNN)
 grep -E "^($ONLY)" <<'LIST' | while read -r name dir layer tpl params; do
 l3_tap wgrad 128,256,14,14,256,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=8,STAGES=4,SW=1,AREG=0
 l3_tap_areg wgrad 128,256,14,14,256,3,3,1,1 wgmma_tap_wgrad FR=3,FS=3,SHIFT=1,SPLITK=8,STAGES=4,SW=1,AREG=1
@@ -63,6 +65,11 @@ effnet_wgrad wgrad 64,240,28,28,40,1,1,1,0 wgmma_conv1x1 AREG=0,BK=64,BM=64,BN=6
 effnet_wgrad_cudnn wgrad 64,240,28,28,40,1,1,1,0 cudnn -
 mbnet_wgrad wgrad 64,144,56,56,24,1,1,1,0 wgmma_conv1x1 AREG=0,BK=64,BM=64,BN=64,CLUSTER=1,CLUSTERN=1,COOPK=0,COOPN=0,GROUP=8,L2PROMO=2,LOADER=0,OCC=1,RASTER=0,CONSUMERS=2,EPI=0,PINGPONG=1,SPLITK=44,STAGES=8
 mbnet_wgrad_cudnn wgrad 64,144,56,56,24,1,1,1,0 cudnn -
+lmhead_epi3 gemm T,N,50257,4096,768 wgmma_gemm BM=256,BN=128,STAGES=3,CONSUMERS=2,PINGPONG=0,COOPN=0,CLUSTER=1,EPI=3,L2PROMO=2,GROUP=8
+lmhead_epi3_cn gemm T,N,50257,4096,768 wgmma_gemm BM=128,BN=256,STAGES=3,CONSUMERS=2,PINGPONG=0,COOPN=1,CLUSTER=2,EPI=3,L2PROMO=2,GROUP=8
+lmhead_epi2 gemm T,N,50257,4096,768 wgmma_gemm BM=128,BN=128,STAGES=4,CONSUMERS=2,PINGPONG=1,COOPN=0,CLUSTER=2,EPI=2,L2PROMO=2,GROUP=8
+lmhead_pad_epi1 gemm T,N,50304,4096,768 wgmma_gemm BM=128,BN=256,STAGES=3,CONSUMERS=2,PINGPONG=0,COOPN=0,CLUSTER=1,EPI=1,L2PROMO=2,GROUP=8
+lmhead_pad_epi3 gemm T,N,50304,4096,768 wgmma_gemm BM=128,BN=256,STAGES=3,CONSUMERS=2,PINGPONG=0,COOPN=0,CLUSTER=1,EPI=3,L2PROMO=2,GROUP=8
 LIST
   read -r n c h w k r s st pad <<< "${layer//,/ }"
   if [ "$tpl" = cudnn ]; then
@@ -74,10 +81,15 @@ LIST
   python3 - "$OUT/$name.json" "$dir" "$tpl" "$params" $n $c $h $w $k $r $s $st $pad <<'PY'
 import json, sys
 out, direction, tpl, params = sys.argv[1:5]
-n, c, h, w, k, r, s, st, pad = (int(v) for v in sys.argv[5:14])
 values = {kv.split("=")[0]: [int(kv.split("=")[1])] for kv in params.split(",")}
-json.dump({"name": "ncu", "problems": [{"kind": "conv", "name": "p", "direction": direction, "dtype": "bf16",
-           "layout": "NHWC", "n": n, "c": c, "h": h, "w": w, "k": k, "r": r, "s": s, "stride": st, "pad": pad}],
+if direction == "gemm":
+    ta, tb, m, n, k = sys.argv[5:10]
+    problem = {"name": "p", "dtype": "bf16", "transA": ta, "transB": tb, "m": int(m), "n": int(n), "k": int(k)}
+else:
+    n, c, h, w, k, r, s, st, pad = (int(v) for v in sys.argv[5:14])
+    problem = {"kind": "conv", "name": "p", "direction": direction, "dtype": "bf16", "layout": "NHWC", "n": n, "c": c,
+               "h": h, "w": w, "k": k, "r": r, "s": s, "stride": st, "pad": pad}
+json.dump({"name": "ncu", "problems": [problem],
            "templates": {tpl: {"parameters": values}},
            "benchmark": {"warmup": 1, "min_iterations": 2, "max_iterations": 2, "target_ms": 1, "timeout_s": 20}},
           open(out, "w"))
