@@ -434,9 +434,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), OCC)
   // aligned columns, stmatrix's eight columns on eight different bank groups); the fp32 staging of
   // the threads' stores (beta != 0) lives in the same bytes.
   constexpr int P3 = WM + 8;
+  constexpr u32 STG32_BYTES = 32 * EP * 4 + (EPI == 1 ? 512 : 0);
   constexpr u32 STG3_BYTES = EPI == 3 ? (u32)(WN * P3 * CB) : 0u;
-  constexpr u32 STG_BYTES = 32 * EP * 4 + (EPI == 1 ? 512 : 0) > STG3_BYTES ? 32 * EP * 4 + (EPI == 1 ? 512 : 0)
-                                                                           : STG3_BYTES;
+  constexpr u32 STG_BYTES = STG32_BYTES > STG3_BYTES ? STG32_BYTES : STG3_BYTES;
   static_assert(EPI != 1 || (NB * CHUNK_BYTES <= STG_BYTES && STG_BYTES % 1024 == 0), "TMA store staging");
   constexpr bool BF = IsBf16<TA>::value;
   typedef typename Pick<EB == 1, TtWgmma8<WNM, TA, TB>,

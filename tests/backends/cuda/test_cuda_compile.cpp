@@ -379,11 +379,10 @@ TEST(CudaCompile, NvrtcCompilesWgmmaAlignedRunsEpilogueWithoutSpills) {
 // producer's 40 registers). Refused: ping-pong, split-K, the cp.async loader, fp32 C.
 TEST(CudaCompile, NvrtcCompilesWgmmaStagedStoresWithoutSpills) {
   const KernelTemplate& t = find_template("wgmma_gemm");
-  const auto jobs = wgmma_jobs(staged_store_sets(), {gemm(DataType::BF16, DataType::BF16, true, false, 50257, 4096, 768),
-                                                     gemm(DataType::F16, DataType::F16, true, false, 50304, 4096, 768)});
+  const GemmProblem lmhead = gemm(DataType::BF16, DataType::BF16, true, false, 50257, 4096, 768);
+  const auto jobs = wgmma_jobs(staged_store_sets(), {lmhead, gemm(DataType::F16, DataType::F16, true, false, 50304, 4096, 768)});
   ASSERT_EQ(jobs.size(), staged_store_sets().size());
   const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
-  const GemmProblem lmhead = gemm(DataType::BF16, DataType::BF16, true, false, 50257, 4096, 768);
   for (const auto& [k, v] : std::vector<std::pair<std::string, int>>{{"PINGPONG", 1}, {"SPLITK", 2}, {"LOADER", 1}}) {
     Solution s = t.default_solution();
     s.params["EPI"] = 3, s.params["PINGPONG"] = 0, s.params[k] = v;
