@@ -38,6 +38,10 @@
 #               vs_torch in the same call (OUT/vendor_default.tgz; about 5 minutes). If the default-only database holds
 #               the rows that sat at 0.93-0.97x at about 1.0x and the geomean does not drop, a served vendor algorithm
 #               should need a lead over the default as a kernel needs one over the vendor (solutions/selection.h).
+#   vendor_default_untuned: the same question on the untuned set's rows that sat at 0.93-0.97x (BERT's FFN input
+#               gradients, its FFN at 512 tokens, QKV at 16 tokens, 96^3) and a few level ones: tuned as shipped (with the
+#               kernels each side launches, vs_torch --kernels) and with the vendor's default alone
+#               (OUT/vendor_default_untuned.tgz; about 5 minutes).
 #   diagnose_conv: the same for l4_3x3_512's weight gradient, then Nsight Compute at do_bench's
 #               clocks on it and on MobileNet's 1x1 input gradient beside cuDNN (OUT/diagnose_conv.tgz);
 #   swap:       wgmma_conv's SWAP 1 and 2 (channels as wgmma's M; 2, its epilogue staged by all four warps, built
@@ -241,6 +245,17 @@ for STEP in ${STEPS//,/ }; do
       VENDOR_ALGOS=0 T_TUNE=110 T_BENCH=130 "$(dirname "$0")/h200_gemm_dtypes.sh" "$B" "$D/default_only" "$LABEL, vendor default only" 64 bf16
       rm -f "$D"/*/*.db
       pack vendor_default ;;
+    vendor_default_untuned)
+      names='^(bert_ffn1_dgrad|bert_ffn1_fwd_t512|bert_qkv_fwd_t(16|4096)|small_96|llama8b_qkv_fwd_t512|vit_l_qkv_fwd_t512)'
+      ONLY=$names "$(dirname "$0")/h200_untuned.sh" gemm "$B" "$D/shipped" "$LABEL, as shipped" 100 bf16 64
+      PYTHONUNBUFFERED=1 timeout 100 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" \
+        --db "$D/shipped/untuned.db" --set untuned --only gemm --dtype bf16 --names "$(cat "$D/shipped/names.txt")" \
+        --kernels --rounds 1 --out "$D/kernels.md" --label "$LABEL, kernels" > "$D/kernels.log" 2>&1
+      echo "kernels exit $?"; grep -E "^kernels" "$D/kernels.log"
+      ONLY=$names VENDOR_ALGOS=0 "$(dirname "$0")/h200_untuned.sh" gemm "$B" "$D/default_only" \
+        "$LABEL, vendor default only" 100 bf16 64
+      rm -f "$D"/*/*.db
+      pack vendor_default_untuned ;;
     diagnose_conv)
       # l4_3x3_512's weight gradient: the tap kernel and cuDNN back to back, their clocks and power
       timeout 60 "$B/tiletune" tune configs/probes/h200_tap_wgrad_streamk_probe.json --backend cuda --no-vendor \

@@ -15,12 +15,13 @@
 # ONLY=REGEX keeps the problems whose name matches (conv: "DIRECTION_LAYER", e.g. ONLY='^dgrad_'), and
 # vs_torch times their layers (all three directions of each; the untuned ones on their rung).
 # SHIPPED=CONFIG (conv): the templates and benchmark settings of another config than the ResNet one.
+# VENDOR_ALGOS=N (gemm): time N of cuBLASLt's other algorithms beside its default (0: the default alone).
 # Usage: [ONLY=REGEX] [SHIPPED=CONFIG] scripts/h200_untuned.sh conv|gemm BUILD_DIR OUT_DIR LABEL [TUNE_LIMIT_S] [DTYPE bf16|fp16] [BUDGET]
 set -uo pipefail
 OP=$1 B=$2 OUT=$3 LABEL=$4 LIMIT=${5:-300} DTYPE=${6:-bf16} BUDGET=${7:-}
 case "$OP" in
   conv) SHIPPED=${SHIPPED:-configs/h200/h200_conv_resnet50.json} VENDOR=--no-vendor DFLAG=--conv-dtype ;;
-  gemm) SHIPPED=configs/h200/h200_gemm_$DTYPE.json VENDOR= DFLAG=--dtype ;;
+  gemm) SHIPPED=configs/h200/h200_gemm_$DTYPE.json VENDOR=${VENDOR_ALGOS:+--vendor-algorithms $VENDOR_ALGOS} DFLAG=--dtype ;;
   *) echo "usage: $0 conv|gemm BUILD_DIR OUT_DIR LABEL [TUNE_LIMIT_S] [DTYPE] [BUDGET]" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT"
