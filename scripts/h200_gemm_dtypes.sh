@@ -8,6 +8,8 @@
 # they stand from torch.matmul under do_bench, where the shipped database serves cuBLAS.
 # VENDOR_ALGOS=N: time N of cuBLASLt's other algorithms beside its default (the tuner's --vendor-algorithms; 0: the
 # default alone, the kernel torch.matmul runs), so that a served vendor row runs what PyTorch runs.
+# ROUNDS=N: vs_torch rounds, alternating the sides (default 5: with 2, kernels of a few microseconds spread by
+# several percent between two timings of one database; results/gemm/2026-12-07_h100_lmhead_ncu_vendor_noise_b023579.md).
 # Usage: [T_TUNE=120] [T_BENCH=150] [NO_VENDOR=1 | VENDOR_ALGOS=N] scripts/h200_gemm_dtypes.sh BUILD_DIR OUT_DIR LABEL BUDGET TYPE...
 set -uo pipefail
 B=$1 OUT=$2 LABEL=$3 BUDGET=$4
@@ -24,7 +26,7 @@ for t in "$@"; do
     --budget "$BUDGET" > "$OUT/tune_$t.log" 2>&1
   echo "tune $t exit $?"; grep -E "^summary|took|no candidate" "$OUT/tune_$t.log" | tail -3
   PYTHONUNBUFFERED=1 timeout "$T_BENCH" python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$db" \
-    --set shipped --only gemm --dtype "$t" --rounds 2 --out "$OUT/gemm_$t.md" \
+    --set shipped --only gemm --dtype "$t" --rounds "${ROUNDS:-5}" --out "$OUT/gemm_$t.md" \
     --label "$LABEL, $t, database tuned on configs/h200/h200_gemm_$t.json (model search, budget $BUDGET, $WHAT)" \
     > "$OUT/vs_torch_$t.log" 2>&1
   echo "vs_torch $t exit $?"; grep -E "^\| gemm|geometric" "$OUT/gemm_$t.md"

@@ -15,6 +15,7 @@
 # ONLY=REGEX keeps the problems whose name matches (conv: "DIRECTION_LAYER", e.g. ONLY='^dgrad_'), and
 # vs_torch times their layers (all three directions of each; the untuned ones on their rung).
 # SHIPPED=CONFIG (conv): the templates and benchmark settings of another config than the ResNet one.
+# ROUNDS=N: vs_torch rounds, alternating the sides (default 5).
 # VENDOR_ALGOS=N (gemm): time N of cuBLASLt's other algorithms beside its default (0: the default alone).
 # Usage: [ONLY=REGEX] [SHIPPED=CONFIG] scripts/h200_untuned.sh conv|gemm BUILD_DIR OUT_DIR LABEL [TUNE_LIMIT_S] [DTYPE bf16|fp16] [BUDGET]
 set -uo pipefail
@@ -55,7 +56,7 @@ timeout "$LIMIT" "$B/tiletune" tune "$OUT/untuned.json" --backend cuda $VENDOR -
 rc=$? took=$(( $(date +%s) - start ))
 echo "tune exit $rc after $took s ($(python3 -c "print(round($took / max(1, ${count:-0}), 1))") s a problem)"; tail -4 "$OUT/tune.log"
 PYTHONUNBUFFERED=1 timeout 200 python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$OUT/untuned.db" \
-  --set untuned --only "$OP" "$DFLAG" "$DTYPE" ${ONLY:+--names "$(cat "$OUT/names.txt")"} --rounds 2 --out "$OUT/untuned.md" --label "$LABEL" > "$OUT/vs_torch.log" 2>&1
+  --set untuned --only "$OP" "$DFLAG" "$DTYPE" ${ONLY:+--names "$(cat "$OUT/names.txt")"} --rounds "${ROUNDS:-5}" --out "$OUT/untuned.md" --label "$LABEL" > "$OUT/vs_torch.log" 2>&1
 echo "vs_torch exit $?"; grep -E "^\| $OP|geometric" "$OUT/untuned.md"
 # Which kernel won each problem: the table's rows say how fast, this says what ran.
 "$B/tiletune" db winners "$OUT/untuned.db" > "$OUT/winners.txt" 2>&1
