@@ -4,8 +4,8 @@
 # tuned (EPI 3 alone, without the vendor; DTYPES, default bf16), vs_torch on lmhead_odd (3 rounds), every timing kept
 # (OUT/{A,B}/db_show.txt); then B's sample under memcheck and racecheck while BUDGET seconds last.
 # A build: a folder with tiletune, libtiletune_runtime.so and tests/test_cuda_gemm (a build directory, or a copy of
-# those three files, e.g. the branch epi3-storers-v4 built elsewhere and copied into an ignored folder that the call
-# carries).
+# those three files, e.g. main with benchmarks/results/gemm/2026-12-07_epi3_storers_v4.patch applied, built in a
+# worktree and copied into an ignored folder that the call carries).
 # Usage: [DTYPES="bf16 fp16"] [BUDGET=S] scripts/h200_ab_lmhead.sh OUT_DIR BUILD_A BUILD_B
 set -uo pipefail
 OUT=$1 A=$2 BB=$3; s=$(date +%s)
