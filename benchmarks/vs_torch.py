@@ -13,8 +13,8 @@ kind of their own, through tiletune_gemm_strided_batched_mixed) and torch._int_m
 the product of the two scales as alpha. Each problem runs on the same PyTorch tensors, in one process, through
 tiletune_gemm / tiletune_conv_* on PyTorch's current stream, and through PyTorch itself
 (torch.matmul on cuBLAS; convolutions in cuDNN benchmark mode). Both are timed with
-triton.testing.do_bench (median, L2 cleared between runs; --rounds rounds that alternate the two
-sides, the median of each side's round medians). tiletune's output is checked against PyTorch's in
+triton.testing.do_bench (median, L2 cleared between runs; --rounds rounds, odd ones in reverse
+order, the median of each side's round medians). tiletune's output is checked against PyTorch's in
 fp32 after poisoning it with NaN, again after online tuning. --online tunes every problem online
 first (TILETUNE_ONLINE_* set the budget) and reports the seconds each took. Prints a markdown table
 with the rung that served each problem (tiletune_explain) and the geometric mean per kind.
@@ -465,7 +465,13 @@ def main():
     bench = lambda f: triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median")
     for cs in cases:
         sides = ["ours", "theirs"] + (["triton"] if "triton" in cs else [])
-        rounds = [[bench(cs[side]) for side in sides] for _ in range(a.rounds)]
+        # Odd rounds run the sides in reverse, so that no side is always timed first after the previous
+        # problem (the clocks a side meets depend on what ran before it).
+        rounds = []
+        for r in range(a.rounds):
+            order = sides if r % 2 == 0 else sides[::-1]
+            ms = {side: bench(cs[side]) for side in order}
+            rounds.append([ms[side] for side in sides])
         t = [statistics.median(r[i] for r in rounds) for i in range(len(sides))]
         ratio, best = t[1] / t[0], min(t[1:]) / t[0]
         ok = cs["err"] < 2e-2
