@@ -2,11 +2,12 @@
 # On the H200 (or H100): two or more builds of wgmma_gemm's EPI 3 timed on the GPT-2 LM head in one call, the
 # last first: each build's GPU sample of EPI 3 (CudaDevice.SanitizerSampleOfWgmmaStagedStores), configs/probes/h200_lmhead_epi3_storers_probe.json
 # tuned (EPI 3 alone, without the vendor; DTYPES, default bf16), vs_torch on lmhead_odd (3 rounds), every timing kept
-# (OUT/{A,B,...}/db_show.txt); then the sample of each build but A under memcheck and racecheck while BUDGET seconds last.
+# (OUT/{A,B,...}/db_show.txt); then the fastest build named, and the sample of each build but A under memcheck and
+# racecheck (the fastest first) while BUDGET seconds from the start last; with TABLES="bf16 ...", then the gemm.json
+# tables (scripts/h200_gemm_dtypes.sh, budget 64) on the fastest build while LIMIT seconds (default 580) last.
 # A build: a folder with tiletune, libtiletune_runtime.so and tests/test_cuda_gemm (a build directory, or a copy of
-# those three files, e.g. main with benchmarks/results/gemm/2026-12-07_epi3_storers_v4.patch applied, built in a
-# worktree and copied into an ignored folder that the call carries).
-# Usage: [DTYPES="bf16 fp16"] [BUDGET=S] scripts/h200_ab_lmhead.sh OUT_DIR BUILD_A BUILD_B [BUILD_C ...]
+# those three files: scripts/build_patched.sh makes one from main and a patch, in an ignored folder the call carries).
+# Usage: [DTYPES="bf16 fp16"] [BUDGET=S] [TABLES="bf16 fp16" [LIMIT=S]] scripts/h200_ab_lmhead.sh OUT_DIR BUILD_A BUILD_B [BUILD_C ...]
 set -uo pipefail
 OUT=$1; shift; s=$(date +%s)
 builds=("$@") names=(A B C D E F G H)
@@ -32,6 +33,7 @@ for (( j = ${#builds[@]} - 1; j >= 0; j-- )); do
   timeout 70 "$b/tiletune" tune "$cfg" --backend cuda --no-vendor --db "$D/p.db" > "$D/tune.log" 2>&1
   echo "$v tune exit $?: $(grep -E '^summary' "$D/tune.log")"
   for dt in $DTYPES; do
+    rm -f "$D/vs_torch_$dt.md"
     PYTHONUNBUFFERED=1 timeout 50 python3 benchmarks/vs_torch.py --lib "$b/libtiletune_runtime.so" --db "$D/p.db" --set shipped \
       --only gemm --names lmhead_odd --dtype "$dt" --rounds 3 --out "$D/vs_torch_$dt.md" --label "EPI 3 build $v ($b), $dt" \
       > "$D/vs_torch_$dt.log" 2>&1
@@ -42,7 +44,29 @@ for (( j = ${#builds[@]} - 1; j >= 0; j-- )); do
   rm -f "$D"/p.db*
   echo "$v done at +$(( $(date +%s) - s )) s"
 done
-for (( j = ${#builds[@]} - 1; j >= 1; j-- )); do
+# The fastest build: the geometric mean of its tiletune TFLOP/s over DTYPES on the head.
+best=0 bestv=0
+for (( j = 0; j < ${#builds[@]}; j++ )); do
+  g=$(python3 - "$OUT/${names[$j]}" $DTYPES <<'PY'
+import math, re, sys
+v = []
+for dt in sys.argv[2:]:
+    try:
+        row = next(l for l in open(f"{sys.argv[1]}/vs_torch_{dt}.md") if l.startswith("| gemm"))
+        v.append(float(row.split("|")[5]))
+    except Exception:
+        v.append(0.0)
+print(f"{math.prod(v) ** (1 / len(v)):.1f}" if all(v) else 0)
+PY
+)
+  echo "${names[$j]} (${builds[$j]}): head ${g} TFLOP/s (geometric mean over $DTYPES)"
+  python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)" "$g" "$bestv" && best=$j bestv=$g
+done
+echo "fastest: ${names[$best]} (${builds[$best]})"
+# Sanitizers on each build but A, the fastest first, while BUDGET lasts.
+order=$best; for (( j = ${#builds[@]} - 1; j >= 1; j-- )); do [ $j = $best ] || order="$order $j"; done
+for j in $order; do
+  [ $j -ge 1 ] || continue
   v=${names[$j]} b=${builds[$j]}
   export LD_LIBRARY_PATH=$PWD/$b:$ENVLIBS
   for tool in memcheck racecheck; do
@@ -53,3 +77,12 @@ for (( j = ${#builds[@]} - 1; j >= 1; j-- )); do
     echo "$tool ($v) exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/${tool}_$v.log" | tail -1)"
   done
 done
+# TABLES="bf16 ...": then the gemm.json tables on the fastest build while LIMIT seconds (from the start) last.
+if [ -n "${TABLES:-}" ]; then
+  left=$(( ${LIMIT:-580} - ($(date +%s) - s) ))
+  if [ $left -lt 200 ]; then echo "no time left for the tables ($left s)"; exit 0; fi
+  n=$(echo $TABLES | wc -w) b=${builds[$best]}
+  export LD_LIBRARY_PATH=$PWD/$b:$ENVLIBS
+  T_TUNE=150 T_BENCH=$(( left / n - 160 > 60 ? left / n - 160 : 60 )) "$(dirname "$0")/h200_gemm_dtypes.sh" "$b" "$OUT/tables" \
+    "build ${names[$best]} ($b)" 64 $TABLES
+fi
