@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Here (no GPU needed): main's build with a kernel patch applied, copied into a folder that a device call carries,
 # e.g. for scripts/h200_ab_lmhead.sh. Kernel templates are embedded at build time, so the patch is applied to this
-# tree, BUILD_DIR rebuilt (only the embedded sources and the links), tiletune, libtiletune_runtime.so* and
+# tree, BUILD_DIR rebuilt (only the embedded sources and the links), tiletune, libtiletune_runtime.so and
 # tests/test_cuda_gemm copied into DEST, and the patch reverted and BUILD_DIR rebuilt, also when a step fails.
 # Refuses a tree whose files the patch touches have uncommitted changes.
 # Usage: scripts/build_patched.sh BUILD_DIR PATCH DEST   (e.g. build-h200 benchmarks/results/gemm/X.patch scratch/B)
@@ -26,5 +26,5 @@ ninja -C "$B" $targets | tail -1
 mkdir -p "$DEST/tests"
 cp "$B/tiletune" "$DEST/"
 cp "$B/tests/test_cuda_gemm" "$DEST/tests/"
-for f in "$B"/libtiletune_runtime.so*; do cp -L "$f" "$DEST/"; done
+cp -L "$B/libtiletune_runtime.so" "$DEST/"  # what vs_torch.py loads; the programs link the runtime statically
 echo "$DEST: $(git rev-parse --short HEAD) with $PATCH"
