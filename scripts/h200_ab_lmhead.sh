@@ -48,7 +48,7 @@ done
 best=0 bestv=0
 for (( j = 0; j < ${#builds[@]}; j++ )); do
   g=$(python3 - "$OUT/${names[$j]}" $DTYPES <<'PY'
-import math, re, sys
+import math, sys
 v = []
 for dt in sys.argv[2:]:
     try:
