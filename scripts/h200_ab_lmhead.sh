@@ -2,7 +2,7 @@
 # On the H200 (or H100): two or more builds of wgmma_gemm's EPI 3 timed on the GPT-2 LM head in one call, the
 # last first: each build's GPU sample of EPI 3 (CudaDevice.SanitizerSampleOfWgmmaStagedStores), configs/probes/h200_lmhead_epi3_storers_probe.json
 # tuned (EPI 3 alone, without the vendor; DTYPES, default bf16), vs_torch on lmhead_odd (3 rounds), every timing kept
-# (OUT/{A,B,...}/db_show.txt); then the fastest build named, and the sample of each build but A under memcheck and
+# (OUT/{A,B,...}/db_show.txt, packed into OUT/runs.tgz at exit); then the fastest build named, and the sample of each build but A under memcheck and
 # racecheck (the fastest first) while BUDGET seconds from the start last; with TABLES="bf16 ...", then the gemm.json
 # tables (scripts/h200_gemm_dtypes.sh, budget 64) on the fastest build while LIMIT seconds (default 580) last.
 # A build: a folder with tiletune, libtiletune_runtime.so and tests/test_cuda_gemm (a build directory, or a copy of
@@ -17,6 +17,9 @@ source "$(dirname "$0")/h200_env.sh"
 ENVLIBS=$LD_LIBRARY_PATH DTYPES=${DTYPES:-bf16}
 cfg=$OUT/probe.json
 mkdir -p "$OUT"
+# The device tool brings back 8 files at most: the builds' folders come back as one archive, runs.tgz.
+pack() { (cd "$OUT" && d=$(ls -d [A-H] tables 2>/dev/null; true) && [ -n "$d" ] && tar czf runs.tgz --remove-files $d); }
+trap pack EXIT
 python3 - "$DTYPES" "$cfg" <<'PY'
 import json, os, sys
 d = json.load(open("configs/probes/h200_lmhead_epi3_storers_probe.json"))
