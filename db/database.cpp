@@ -549,7 +549,7 @@ bool Database::better(const MeasurementRecord& a, const MeasurementRecord& b) {
   const bool b_ok = b.status == Status::Ok && !std::isnan(b.median_ms);
   if (a_ok != b_ok) return a_ok;
   if (!a_ok) return false;
-  auto final = [](const MeasurementRecord& m) { return m.reason == kFinalistReason || m.reason == kFinalistReasonV1; };
+  auto final = [](const MeasurementRecord& m) { return is_finalist_reason(m.reason); };
   if (final(a) != final(b)) return final(a);
   return a.median_ms < b.median_ms;
 }

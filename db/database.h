@@ -30,6 +30,12 @@ namespace tiletune::db {
 // databases say it; tuner/sweep.cpp checks that the two agree).
 inline constexpr const char* kFinalistReason = "finalist: timed fully twice";
 inline constexpr const char* kFinalistReasonV1 = "halving: timed fully twice";
+// A finalist timed at the end in alternating rounds with the other side's (the generated kernels'
+// against the vendor's: tuner/sweep.cpp, head_to_head), recorded at the median of its rounds.
+inline constexpr const char* kHeadToHeadReason = "finalist: median of rounds against the other side";
+inline bool is_finalist_reason(const std::string& reason) {
+  return reason == kFinalistReason || reason == kFinalistReasonV1 || reason == kHeadToHeadReason;
+}
 
 enum class Mode {
   ReadOnly,   // SQLITE_OPEN_READONLY; the file must exist with the newest schema

@@ -70,7 +70,8 @@ Json tune_json(const CLI::App& cmd, int exit_code, const tuner::SweepSummary& s,
       {"crashed", s.crashed},           {"timed_out", s.timed_out},
       {"over_budget", s.over_budget},   {"short_timed", s.short_timed},
       {"fully_timed", s.fully_timed},   {"promoted", s.promoted},
-      {"remeasured", s.remeasured}};
+      {"remeasured", s.remeasured},
+      {"head_to_head", s.head_to_head}};
   doc["pruned_by_reason"] = s.pruned_by_reason;
   doc["first_compile_error"] = s.first_compile_error.empty() ? Json(nullptr) : Json(s.first_compile_error);
   doc["seconds"] = {{"compile_wall", s.compile_wall_s}, {"compile_busy", s.compile_busy_s},

@@ -96,4 +96,10 @@ std::vector<std::size_t> finalists(const std::vector<HalvingRow>& rows, bool hal
   return out;
 }
 
+std::vector<std::size_t> head_to_head_order(std::size_t n, std::size_t round) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t j = 0; j < n; ++j) order[j] = (round % 2 ? round + n * (j + 1) - j : round + j) % n;
+  return order;
+}
+
 }  // namespace tiletune::tuner

@@ -60,6 +60,13 @@ void print_selection(std::FILE* log, const Problem& p, const std::vector<SearchC
 // Finalists of every strategy: timed fully twice, at the end of the problem's measuring, the
 // second time for at least final_ms (BenchmarkOptions).
 inline constexpr std::size_t kFinalists = 3;
+// Then the finalists of the kernels and of the vendor, timed together in this many rounds, each
+// a third of final_ms (Sweep::head_to_head).
+inline constexpr std::size_t kHeadToHeadRounds = 3;
+// The order of n contenders in round `round` of a head-to-head: round r starts at contender r mod
+// n, and every other round walks backwards from there, so that no two of the first n rounds start
+// with the same contender, and the neighbours of one round meet in the other order in the next.
+std::vector<std::size_t> head_to_head_order(std::size_t n, std::size_t round);
 BenchmarkOptions final_benchmark(const BenchmarkOptions& full, gpu::BackendKind backend);
 // Successive halving.
 // The short first round: warmup 1, 2 iterations, target_ms / 8 (at most max_iterations / 4 + 2).

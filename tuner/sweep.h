@@ -85,6 +85,9 @@ struct SweepSummary {
   // they had become the problem's winner (a winner is never a short timing), and every later full
   // timing of a candidate already recorded (contenders, the final re-measurements, promotions).
   std::size_t not_selected = 0, over_budget = 0, short_timed = 0, fully_timed = 0, promoted = 0, remeasured = 0;
+  // Finalists timed at the end against the other side's (generated kernels against the vendor's
+  // algorithms), in rounds: one per finalist and match.
+  std::size_t head_to_head = 0;
   std::map<std::string, std::size_t> pruned_by_reason;
   struct DeviceCount {
     int device = 0;

@@ -81,11 +81,17 @@ class Sweep {
   void start_measuring();
   std::optional<db::MeasurementRecord> measure_one(MeasureSlot& slot, std::size_t pi, const Work& w,
                                                    const BenchmarkOptions& bench, RecordAs timing, bool count_step);
+  MeasureResult time_work(MeasureSlot& slot, std::size_t pi, const Work& w, const BenchmarkOptions& bench,
+                          std::int64_t& code_object_id);
   void record(db::MeasurementRecord& m, MeasureSlot& slot, const Work& w, RecordAs timing, bool count_step);
   db::MeasurementRecord new_record(std::size_t pi, std::int64_t solution_id, const MeasureSlot& slot) const;
+  MeasureResult time_vendor(MeasureSlot& slot, std::size_t pi, const Solution& choice, int alternatives,
+                            const BenchmarkOptions& bench);
   MeasureResult measure_vendor_choice(MeasureSlot& slot, std::size_t pi, const Solution& choice, int alternatives,
                                       bool final);
   void compare_vendor(MeasureSlot& slot, std::size_t pi);
+  void head_to_head(MeasureSlot& slot, std::size_t pi, const std::string& vendor, const std::vector<Solution>& vendor_choices,
+                    const std::vector<Solution>& vendor_finalists);
   void note_vendor(std::size_t pi, const MeasureResult& res, const MeasureSlot& slot);
   bool in_budget(std::size_t pi, std::size_t& started_in_round, bool first_of_round);
   std::optional<Work> measured_again(std::size_t pi, std::int64_t sid, const Candidate* c);

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "db/database.h"
+#include "solutions/solution.h"
 #include "tests/test_util.h"
 #include "tuner/config.h"
 #include "tuner/enumerator.h"
@@ -52,13 +53,13 @@ class Search : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  SweepRun sweep(const tuner::SearchOptions& s, const std::string& name) {
+  SweepRun sweep(const tuner::SearchOptions& s, const std::string& name, bool vendor = false) {
     tuner::TuningConfig c = tuner::parse_config(kSearchConfig, dir_.string());
     c.search = s;
     tuner::SweepOptions o;
     o.backend = gpu::BackendKind::Host;
     o.db_path = (dir_ / (name + ".db")).string();
-    o.compare_vendor = false;
+    o.compare_vendor = vendor;
     SweepRun r{tuner::run_sweep(c, o, stderr), o.db_path};
     return r;
   }
@@ -442,6 +443,51 @@ TEST_F(Search, EveryStrategyFindsAWinner) {
     EXPECT_GE(r.summary.remeasured, 2 * tuner::kFinalists);
     SweepRun again = sweep(s, strategy);
     EXPECT_EQ(again.summary.benchmarked + again.summary.remeasured, 0u) << "a rerun finds the finals done";
+  }
+}
+
+TEST(HeadToHead, EachRoundIsAnOrderThatStartsElsewhere) {
+  for (std::size_t n = 1; n <= 7; ++n) {
+    std::set<std::size_t> starts;
+    for (std::size_t r = 0; r < n; ++r) {
+      std::vector<std::size_t> order = tuner::head_to_head_order(n, r);
+      ASSERT_EQ(order.size(), n);
+      EXPECT_EQ(std::set<std::size_t>(order.begin(), order.end()).size(), n) << n << " contenders, round " << r;
+      EXPECT_LT(*std::max_element(order.begin(), order.end()), n);
+      starts.insert(order[0]);
+    }
+    EXPECT_EQ(starts.size(), n) << "each of " << n << " contenders starts one of the first " << n << " rounds";
+  }
+  // Two contenders, the kernel's and the vendor's: each goes first in turn.
+  EXPECT_EQ(tuner::head_to_head_order(2, 0), (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(tuner::head_to_head_order(2, 1), (std::vector<std::size_t>{1, 0}));
+  EXPECT_EQ(tuner::head_to_head_order(3, 1), (std::vector<std::size_t>{1, 0, 2}));
+}
+
+// With the vendor compared, each problem ends with the finalists of both sides timed together in
+// rounds: the fastest kernel and the fastest vendor choice carry that timing, and so does the
+// winner, whichever side it is, and the fastest few are all finalists.
+TEST_F(Search, FinalistsOfBothSidesMeetHeadToHead) {
+  tuner::SearchOptions s;
+  s.strategy = "exhaustive";
+  SweepRun r = sweep(s, "h2h", true);
+  expect_valid(r);
+  EXPECT_GE(r.summary.head_to_head, 2 * 2u) << "at least a kernel and a vendor choice a problem";
+  db::Database d = db::Database::open(r.db, db::Mode::ReadOnly);
+  for (const auto& [key, ms] : rows(r.db)) {
+    expect_finals(ms, key);
+    const db::MeasurementRow *kernel = nullptr, *vendor = nullptr;
+    for (const auto& [name, m] : ms) {
+      if (m.status != db::Status::Ok) continue;
+      auto& side = name.rfind(kVendorTemplate, 0) == 0 ? vendor : kernel;
+      if (!side || m.median_ms < side->median_ms) side = &m;
+    }
+    ASSERT_TRUE(kernel && vendor) << key;
+    EXPECT_EQ(kernel->reason, db::kHeadToHeadReason) << key << " " << kernel->kernel_name;
+    EXPECT_EQ(vendor->reason, db::kHeadToHeadReason) << key << " " << vendor->kernel_name;
+    auto w = d.find_winner(kernel->arch, key);
+    ASSERT_TRUE(w) << key;
+    EXPECT_EQ(d.find_measurement(w->problem_id, w->solution_id, w->arch)->reason, db::kHeadToHeadReason) << key;
   }
 }
 
