@@ -10,7 +10,11 @@
 # default alone, the kernel torch.matmul runs), so that a served vendor row runs what PyTorch runs.
 # ROUNDS=N: vs_torch rounds, alternating the sides (default 5: with 2, kernels of a few microseconds spread by
 # several percent between two timings of one database; results/gemm/2026-12-07_h100_lmhead_ncu_vendor_noise_b023579.md).
-# Usage: [T_TUNE=120] [T_BENCH=150] [NO_VENDOR=1 | VENDOR_ALGOS=N] scripts/h200_gemm_dtypes.sh BUILD_DIR OUT_DIR LABEL BUDGET TYPE...
+# FLUSH_L2=1: every timing of the sweep as do_bench times (benchmark.flush_l2: each run alone behind an overwrite of
+# twice the L2), through a copy of the config in OUT_DIR; the vendor's algorithms claim more at tune time than they keep
+# against torch.matmul on large shapes (results/gemm/2026-12-07_h100_head_to_head_89dafa6.md).
+# KERNELS=1: vs_torch also names the GPU kernels each side launches (--kernels).
+# Usage: [T_TUNE=120] [T_BENCH=150] [NO_VENDOR=1 | VENDOR_ALGOS=N] [FLUSH_L2=1] [KERNELS=1] scripts/h200_gemm_dtypes.sh BUILD_DIR OUT_DIR LABEL BUDGET TYPE...
 set -uo pipefail
 B=$1 OUT=$2 LABEL=$3 BUDGET=$4
 shift 4
@@ -21,12 +25,23 @@ VENDOR= WHAT="the vendor's algorithms as candidates"
 mkdir -p "$OUT"
 source "$(dirname "$0")/h200_env.sh"
 for t in "$@"; do
-  db="$OUT/gemm_$t.db"
-  timeout "$T_TUNE" "$B/tiletune" tune "configs/h200/h200_gemm_$t.json" --backend cuda $VENDOR --db "$db" --search model \
+  db="$OUT/gemm_$t.db" cfg="configs/h200/h200_gemm_$t.json"
+  if [ "${FLUSH_L2:-0}" = 1 ]; then
+    python3 - "$cfg" "$OUT/h200_gemm_${t}_flush_l2.json" <<'PY'
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+d["shapes"]["file"] = os.path.abspath(os.path.join(os.path.dirname(sys.argv[1]), d["shapes"]["file"]))
+d["benchmark"]["flush_l2"] = True
+d["name"] = d.get("name", "gemm") + "-flush-l2"
+json.dump(d, open(sys.argv[2], "w"), indent=1)
+PY
+    cfg="$OUT/h200_gemm_${t}_flush_l2.json" WHAT="$WHAT, every run timed behind an L2 overwrite"
+  fi
+  timeout "$T_TUNE" "$B/tiletune" tune "$cfg" --backend cuda $VENDOR --db "$db" --search model \
     --budget "$BUDGET" > "$OUT/tune_$t.log" 2>&1
   echo "tune $t exit $?"; grep -E "^summary|took|no candidate" "$OUT/tune_$t.log" | tail -3
   PYTHONUNBUFFERED=1 timeout "$T_BENCH" python3 benchmarks/vs_torch.py --lib "$B/libtiletune_runtime.so" --db "$db" \
-    --set shipped --only gemm --dtype "$t" --rounds "${ROUNDS:-5}" --out "$OUT/gemm_$t.md" \
+    --set shipped --only gemm --dtype "$t" --rounds "${ROUNDS:-5}" $([ "${KERNELS:-0}" = 1 ] && echo --kernels) --out "$OUT/gemm_$t.md" \
     --label "$LABEL, $t, database tuned on configs/h200/h200_gemm_$t.json (model search, budget $BUDGET, $WHAT)" \
     > "$OUT/vs_torch_$t.log" 2>&1
   echo "vs_torch $t exit $?"; grep -E "^\| gemm|geometric" "$OUT/gemm_$t.md"
