@@ -17,6 +17,7 @@
 # SHIPPED=CONFIG (conv): the templates and benchmark settings of another config than the ResNet one.
 # ROUNDS=N: vs_torch rounds, alternating the sides (default 5).
 # VENDOR_ALGOS=N (gemm): time N of cuBLASLt's other algorithms beside its default (0: the default alone).
+# FLUSH_L2=1: every timing of the sweep as do_bench times (benchmark.flush_l2), as scripts/h200_gemm_dtypes.sh.
 # Usage: [ONLY=REGEX] [SHIPPED=CONFIG] scripts/h200_untuned.sh conv|gemm BUILD_DIR OUT_DIR LABEL [TUNE_LIMIT_S] [DTYPE bf16|fp16] [BUDGET]
 set -uo pipefail
 OP=$1 B=$2 OUT=$3 LABEL=$4 LIMIT=${5:-300} DTYPE=${6:-bf16} BUDGET=${7:-}
@@ -29,11 +30,13 @@ mkdir -p "$OUT"
 [ -n "$BUDGET" ] || BUDGET=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1])).get('search', {}).get('budget', 16))" "$SHIPPED") \
   || { echo "$0: cannot read the search budget of $SHIPPED" >&2; exit 2; }
 source "$(dirname "$0")/h200_env.sh"
-count=$(python3 - "$OP" "$SHIPPED" "$OUT/untuned.json" "$DTYPE" "${ONLY:-}" "$OUT/names.txt" <<'PY'
+count=$(python3 - "$OP" "$SHIPPED" "$OUT/untuned.json" "$DTYPE" "${ONLY:-}" "$OUT/names.txt" "${FLUSH_L2:-0}" <<'PY'
 import json, re, sys
 sys.path.insert(0, "benchmarks")
 import vs_torch
 op, shipped, out, dtype, only, names = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+if sys.argv[7] == "1":
+    shipped["benchmark"]["flush_l2"] = True
 if op == "conv":
     problems = [{"kind": "conv", "name": f"{d}_{name}", "direction": d, "dtype": dtype, "layout": "NHWC",
                  "n": n, "c": c, "h": h, "w": w, "k": k, "r": r, "s": s, "stride": st, "pad": pad}
