@@ -75,9 +75,7 @@ for j in $order; do
   for tool in memcheck racecheck; do
     left=$(( ${BUDGET:-240} - ($(date +%s) - s) ))
     [ $left -gt 30 ] || { echo "no time left for $tool on $v"; continue; }
-    timeout $(( left / 2 )) compute-sanitizer --tool $tool --print-limit 5 "$b/tests/test_cuda_gemm" \
-      --gtest_filter=CudaDevice.SanitizerSampleOfWgmmaStagedStores > "$OUT/${tool}_$v.log" 2>&1
-    echo "$tool ($v) exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/${tool}_$v.log" | tail -1)"
+    sanitize $tool $(( left / 2 )) "$b/tests/test_cuda_gemm" CudaDevice.SanitizerSampleOfWgmmaStagedStores "$OUT/${tool}_$v.log" $v
   done
 done
 # TABLES="bf16 ...": then the gemm.json tables on the fastest build while LIMIT seconds (from the start) last.

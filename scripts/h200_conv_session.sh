@@ -19,6 +19,7 @@
 set -uo pipefail
 STEP=$1 B=$2 T=$3 OUT=$4 LABEL=$5
 here=$(dirname "$0")
+source "$here/h200_env.sh" > /dev/null  # sanitize()
 if [ "$STEP" = tables_both ]; then
   "$0" tables "$B" "$T" "$OUT" "$LABEL"
   exec "$0" tables_fp16 "$B" "$T" "$OUT" "$LABEL"
@@ -45,9 +46,7 @@ case "$STEP" in
     rm -f "$OUT/$STEP/resnet50_bf16"/*.db*
     tar czf "$OUT/$STEP.tgz" -C "$OUT" "$STEP"  # so far, in one file: a call cut short brings back 8 files at most
     for tool in memcheck racecheck; do
-      timeout 60 compute-sanitizer --tool "$tool" --print-limit 5 "$T" --gtest_filter='WgmmaConvGpu.StreamKSanitizerSample' \
-        > "$OUT/$STEP/${tool}_stream_k.log" 2>&1
-      echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$STEP/${tool}_stream_k.log" | tail -1)"
+      sanitize "$tool" 60 "$T" WgmmaConvGpu.StreamKSanitizerSample "$OUT/$STEP/${tool}_stream_k.log"
     done ;;
   *) echo "usage: $0 check|probes|tables|tables_fp16|tables_both|sk_tables BUILD_DIR TESTS_BINARY OUT_DIR LABEL" >&2; exit 2 ;;
 esac

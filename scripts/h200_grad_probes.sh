@@ -23,8 +23,8 @@ if [ "$MODE" = tests ]; then
   # The failing variants by SHIFT, AREG and PHASE.
   grep -oE 'wgmma_(tap_wgrad|conv)_[A-Z0-9_-]+ on' "$OUT/gtest.log" | grep -oE '(SHIFT|AREG|PHASE)-[0-9]' | sort | uniq -c
   for tool in memcheck racecheck; do
-    timeout 170 compute-sanitizer --tool "$tool" --print-limit 5 "$T" --gtest_filter='WgmmaTapWgradGpu.SanitizerSample:WgmmaConvGpu.SanitizerSample:NarrowConvGpu.SanitizerSampleOfTheForwardPass' > "$OUT/$tool.log" 2>&1
-    echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1)"
+    sanitize "$tool" 170 "$T" 'WgmmaTapWgradGpu.SanitizerSample:WgmmaConvGpu.SanitizerSample:NarrowConvGpu.SanitizerSampleOfTheForwardPass' \
+      "$OUT/$tool.log"
   done
   exit 0
 fi

@@ -129,8 +129,7 @@ gtest_and_sanitizers() {  # BINARY FILTER NAME LIMIT_S [TOOLS]: the filter's tes
     echo "$3 exit $?"; grep -E '^\[  FAILED  \]|^\[       OK \]|PASSED|Failure' "$D/gtest_$3.log" | sort -u | head
   fi
   for tool in ${5:-memcheck racecheck}; do
-    timeout "$(( $4 * 2 ))" compute-sanitizer --tool "$tool" --print-limit 5 "$1" --gtest_filter="$2" > "$D/${tool}_$3.log" 2>&1
-    echo "$tool ($3) exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$D/${tool}_$3.log" | tail -1)"
+    sanitize "$tool" "$(( $4 * 2 ))" "$1" "$2" "$D/${tool}_$3.log" "$3"
   done
 }
 sample_probe_sanitizers() {  # NAME SAMPLE CONFIG LIMIT_S SET:NAMES...: a new kernel's GPU sample plain; if it passes,

@@ -19,9 +19,7 @@ timeout 150 "$T" --gtest_filter='WgmmaTapWgrad*' > "$D/gtest.log" 2>&1
 echo "gtest exit $?"; grep -E '^\[  FAILED  \]|validated|PASSED' "$D/gtest.log" | sort -u | head
 grep -oE 'wgmma_tap_wgrad_[A-Z0-9_-]+ on' "$D/gtest.log" | grep -oE 'PACK-[0-9]' | sort | uniq -c
 for tool in memcheck racecheck; do
-  timeout 150 compute-sanitizer --tool "$tool" --print-limit 5 "$T" --gtest_filter='WgmmaTapWgradGpu.SanitizerSample' \
-    > "$D/$tool.log" 2>&1
-  echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$D/$tool.log" | tail -1)"
+  sanitize "$tool" 150 "$T" WgmmaTapWgradGpu.SanitizerSample "$D/$tool.log"
 done
 tar czf "$OUT/small_probes_tests.tgz" -C "$D" gtest.log memcheck.log racecheck.log
 probe() {  # config, tune limit, vs_torch set, names, dtypes, --only
