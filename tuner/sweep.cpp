@@ -595,14 +595,14 @@ void Sweep::head_to_head(MeasureSlot& slot, std::size_t pi, const std::string& v
       double min_ms = std::numeric_limits<double>::infinity(), max_ms = 0;
     };
     std::vector<Timings> t(match.size());
+    std::vector<std::optional<Work>> work(match.size());
+    for (std::size_t i = 0; i < match.size(); ++i)
+      if (match[i].kernel && !(work[i] = measured_again(pi, match[i].sid, match[i].kernel)))
+        t[i].last.status = db::Status::CompileFailed, t[i].last.reason = "code object missing";
     for (std::size_t r = 0; r < kHeadToHeadRounds; ++r)
       for (std::size_t i : head_to_head_order(match.size(), r)) {
-        if (t[i].last.status != db::Status::Ok) continue;  // failed in an earlier round
-        std::optional<Work> w;
-        if (match[i].kernel && !(w = measured_again(pi, match[i].sid, match[i].kernel))) {
-          t[i].last.status = db::Status::CompileFailed, t[i].last.reason = "code object missing";
-          continue;
-        }
+        if (t[i].last.status != db::Status::Ok) continue;  // failed to compile, or in an earlier round
+        const std::optional<Work>& w = work[i];
         MeasureResult res = w ? time_work(slot, pi, *w, bench, t[i].code_object_id)
                               : time_vendor(slot, pi, match[i].choice, 0, bench);
         if (res.status == db::Status::PrepareTimeout) return;
@@ -616,7 +616,6 @@ void Sweep::head_to_head(MeasureSlot& slot, std::size_t pi, const std::string& v
       }
     std::lock_guard<std::mutex> lock(mu_);
     for (std::size_t i = 0; i < match.size(); ++i) {
-      if (t[i].last.status == db::Status::Ok && t[i].ms.empty()) continue;  // never timed (cannot happen)
       MeasureResult res = t[i].last;
       if (res.status == db::Status::Ok) {
         std::sort(t[i].ms.begin(), t[i].ms.end());
