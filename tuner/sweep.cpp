@@ -507,36 +507,36 @@ void Sweep::compare_vendor(MeasureSlot& slot, std::size_t pi) {
   MeasureResult res = measure_vendor_choice(slot, pi, library_default, options_.vendor_algorithms, false);
   struct Timed {
     double ms;
-    Solution choice;
+    VendorChoiceRow row;
     bool final = false;
   };
   std::vector<Timed> timed;
-  if (res.status == db::Status::Ok) timed.push_back({res.median_ms, library_default});
+  if (res.status == db::Status::Ok) timed.push_back({res.median_ms, {library_default, res.vendor}});
   for (const auto& choice : res.alternatives) {
     const MeasureResult alt = measure_vendor_choice(slot, pi, Solution{kVendorTemplate, choice}, 0, false);
     if (alt.status == db::Status::Crashed && slot.local) throw Error("the device failed in the vendor library (" + alt.reason + ")");
-    if (alt.status == db::Status::Ok) timed.push_back({alt.median_ms, Solution{kVendorTemplate, choice}});
+    if (alt.status == db::Status::Ok) timed.push_back({alt.median_ms, {Solution{kVendorTemplate, choice}, alt.vendor}});
   }
   for (bool more = !timed.empty(); more;) {
     more = false;
     std::stable_sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) { return a.ms < b.ms; });
     for (std::size_t i = 0; i < std::min(kFinalists, timed.size()) && !more; ++i) {
       if (timed[i].final) continue;
-      const MeasureResult again = measure_vendor_choice(slot, pi, timed[i].choice, 0, true);
+      const MeasureResult again = measure_vendor_choice(slot, pi, timed[i].row.choice, 0, true);
       if (again.status == db::Status::Crashed && slot.local) throw Error("the device failed in the vendor library (" + again.reason + ")");
       timed[i].final = true;
       timed[i].ms = again.status == db::Status::Ok ? again.median_ms : std::numeric_limits<double>::infinity();
-      if (timed[i].choice.params.empty() && again.status == db::Status::Ok) res.median_ms = again.median_ms;
+      if (timed[i].row.choice.params.empty() && again.status == db::Status::Ok) res.median_ms = again.median_ms;
       more = true;
     }
   }
-  std::vector<Solution> choices, finalists;
+  std::vector<VendorChoiceRow> choices, finalists;
   for (const Timed& t : timed) {
-    choices.push_back(t.choice);
-    if (t.final && std::isfinite(t.ms) && finalists.size() < kFinalists) finalists.push_back(t.choice);
+    choices.push_back(t.row);
+    if (t.final && std::isfinite(t.ms) && finalists.size() < kFinalists) finalists.push_back(t.row);
   }
   if (!res.vendor.empty()) {
-    head_to_head(slot, pi, res.vendor, choices, finalists);
+    head_to_head(slot, pi, choices, finalists);
     std::lock_guard<std::mutex> lock(mu_);
     const auto m = db_.find_measurement(problem_ids_[pi], db_.upsert_solution(library_default, res.vendor), dev_->info().arch);
     if (res.status == db::Status::Ok && m && m->status == db::Status::Ok) res.median_ms = m->median_ms;
@@ -554,8 +554,8 @@ void Sweep::compare_vendor(MeasureSlot& slot, std::size_t pi) {
 // in another order, each recorded at the median of its rounds (benchmarks/vs_torch.py compares
 // two sides so). A candidate whose earlier timing is then among the kFinalists fastest joins
 // another such match (each candidate once) with the fastest of each side so far.
-void Sweep::head_to_head(MeasureSlot& slot, std::size_t pi, const std::string& vendor,
-                         const std::vector<Solution>& vendor_choices, const std::vector<Solution>& vendor_finalists) {
+void Sweep::head_to_head(MeasureSlot& slot, std::size_t pi, const std::vector<VendorChoiceRow>& vendor_choices,
+                         const std::vector<VendorChoiceRow>& vendor_finalists) {
   const Problem& problem = config_.problems[pi];
   const std::string& arch = dev_->info().arch;
   struct Contender {
@@ -567,9 +567,9 @@ void Sweep::head_to_head(MeasureSlot& slot, std::size_t pi, const std::string& v
   std::vector<Contender> first;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const Solution& c : vendor_choices) {
-      const std::int64_t sid = db_.upsert_solution(c, vendor);
-      known[sid] = {sid, nullptr, c};
+    for (const VendorChoiceRow& c : vendor_choices) {
+      const std::int64_t sid = db_.upsert_solution(c.choice, c.source);
+      known[sid] = {sid, nullptr, c.choice};
     }
     std::vector<std::pair<double, std::int64_t>> kernels;
     for (const auto& [sid, cand] : selected_[pi]) {
@@ -581,7 +581,7 @@ void Sweep::head_to_head(MeasureSlot& slot, std::size_t pi, const std::string& v
     std::sort(kernels.begin(), kernels.end());
     if (kernels.empty() || vendor_finalists.empty()) return;  // nothing to compare
     for (std::size_t i = 0; i < std::min(kFinalists, kernels.size()); ++i) first.push_back(known[kernels[i].second]);
-    for (const Solution& c : vendor_finalists) first.push_back(known[db_.upsert_solution(c, vendor)]);
+    for (const VendorChoiceRow& c : vendor_finalists) first.push_back(known[db_.upsert_solution(c.choice, c.source)]);
   }
   BenchmarkOptions bench = final_bench_;
   bench.target_ms = std::max(config_.benchmark.target_ms, final_bench_.target_ms / double(kHeadToHeadRounds));

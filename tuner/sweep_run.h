@@ -90,8 +90,15 @@ class Sweep {
   MeasureResult measure_vendor_choice(MeasureSlot& slot, std::size_t pi, const Solution& choice, int alternatives,
                                       bool final);
   void compare_vendor(MeasureSlot& slot, std::size_t pi);
-  void head_to_head(MeasureSlot& slot, std::size_t pi, const std::string& vendor, const std::vector<Solution>& vendor_choices,
-                    const std::vector<Solution>& vendor_finalists);
+  // A vendor choice and the source its timings were recorded under (MeasureResult::vendor: the
+  // library, and for an algorithm other than the default its version), which is what the runtime
+  // checks before it runs the choice.
+  struct VendorChoiceRow {
+    Solution choice;
+    std::string source;
+  };
+  void head_to_head(MeasureSlot& slot, std::size_t pi, const std::vector<VendorChoiceRow>& vendor_choices,
+                    const std::vector<VendorChoiceRow>& vendor_finalists);
   void note_vendor(std::size_t pi, const MeasureResult& res, const MeasureSlot& slot);
   bool in_budget(std::size_t pi, std::size_t& started_in_round, bool first_of_round);
   std::optional<Work> measured_again(std::size_t pi, std::int64_t sid, const Candidate* c);

@@ -35,6 +35,9 @@ using testing_util::dispatch_host;
 
 namespace {
 
+// The source OpenBLAS's thread-count choices are recorded under (its default call: "OpenBLAS").
+constexpr const char* kOpenblasChoices = "OpenBLAS, threads set";
+
 GemmProblem f32(std::int64_t m, std::int64_t n, std::int64_t k) {
   GemmProblem p;
   p.m = m, p.n = n, p.k = k;
@@ -616,7 +619,7 @@ TEST_F(Ladder, AVendorAlgorithmWinnerIsServedWithItsChoice) {
   const GemmProblem p = f32(40, 48, 56);
   record_kernel(db, p, 3.0);
   record_vendor(db, p, 2.0);
-  record(db, p, Solution{kVendorTemplate, {{"THREADS", 1}}}, "OpenBLAS", 1.0);
+  record(db, p, Solution{kVendorTemplate, {{"THREADS", 1}}}, kOpenblasChoices, 1.0);
   db::Database d = db::Database::open(db, db::Mode::ReadOnly);
   const auto w = d.find_winner(arch_, Problem(p).key());
   ASSERT_TRUE(w);
@@ -634,7 +637,7 @@ TEST_F(Ladder, AVendorAlgorithmWinnerIsServedWithItsChoice) {
   tiletune_destroy(h);
   // A packed database, as a trainer ships it, keeps the default's time beside the winner, also
   // where another algorithm came second.
-  record(db, p, Solution{kVendorTemplate, {{"THREADS", 2}}}, "OpenBLAS", 1.5);
+  record(db, p, Solution{kVendorTemplate, {{"THREADS", 2}}}, kOpenblasChoices, 1.5);
   const std::string packed = (dir_ / "choice-packed.db").string();
   db::pack(db, packed, {}, false);
   h = open(packed);
@@ -664,7 +667,7 @@ TEST_F(Ladder, AVendorAlgorithmOfAnotherLibraryVersionGivesWayToTheDefault) {
     expect_correct(h, p);
     EXPECT_EQ(stats(h).tuned, 1u);
     const std::string why = explain(h, p);
-    EXPECT_NE(why.find("timed under OpenBLAS 0.0-elsewhere, this process has OpenBLAS: the library's default serves"),
+    EXPECT_NE(why.find("timed under OpenBLAS 0.0-elsewhere, this process has OpenBLAS, threads set: the library's default serves"),
               std::string::npos) << why;
     EXPECT_EQ(why.find("vendor_THREADS-1"), std::string::npos) << why;
     EXPECT_DOUBLE_EQ(choice(h, p).vendor_ratio, 1.0) << "the default runs: no lead over itself";

@@ -52,6 +52,9 @@ class OpenblasGemm final : public VendorGemm {
  public:
   explicit OpenblasGemm(const Openblas& lib) : lib_(lib) {}
   std::string name() const override { return "OpenBLAS"; }
+  // A choice is a thread count around the same call: a source of its own, so that a database
+  // tells its rows from the default's (as cuBLASLt's algorithms from cublasGemmEx's default).
+  std::string choice_source() const override { return "OpenBLAS, threads set"; }
   std::string unsupported(const GemmProblem& p) const override {
     if (p.a_type != DataType::F32 || p.c_type != DataType::F32 || p.compute_tf32)
       return "OpenBLAS computes fp32 GEMMs only (cblas_sgemm); this problem is " + p.key();
