@@ -530,13 +530,15 @@ void Sweep::compare_vendor(MeasureSlot& slot, std::size_t pi) {
       more = true;
     }
   }
-  std::vector<VendorChoiceRow> choices, finalists;
+  std::vector<VendorChoiceRow> choices;
+  std::size_t finalists = 0;
   for (const Timed& t : timed) {
     choices.push_back(t.row);
-    if (t.final && std::isfinite(t.ms) && finalists.size() < kFinalists) finalists.push_back(t.row);
+    choices.back().finalist = t.final && std::isfinite(t.ms) && finalists < kFinalists;
+    finalists += choices.back().finalist;
   }
   if (!res.vendor.empty()) {
-    head_to_head(slot, pi, choices, finalists);
+    head_to_head(slot, pi, choices);
     std::lock_guard<std::mutex> lock(mu_);
     const auto m = db_.find_measurement(problem_ids_[pi], db_.upsert_solution(library_default, res.vendor), dev_->info().arch);
     if (res.status == db::Status::Ok && m && m->status == db::Status::Ok) res.median_ms = m->median_ms;
@@ -552,10 +554,10 @@ void Sweep::compare_vendor(MeasureSlot& slot, std::size_t pi) {
 // right after an idle stretch runs at clocks that sustained load does not keep. So the finalists
 // of both sides meet at the end, timed one after another in kHeadToHeadRounds rounds, each round
 // in another order, each recorded at the median of its rounds (benchmarks/vs_torch.py compares
-// two sides so). A candidate whose earlier timing is then among the kFinalists fastest joins
-// another such match (each candidate once) with the fastest of each side so far.
-void Sweep::head_to_head(MeasureSlot& slot, std::size_t pi, const std::vector<VendorChoiceRow>& vendor_choices,
-                         const std::vector<VendorChoiceRow>& vendor_finalists) {
+// two sides so). A candidate whose earlier timing is then among the kFinalists fastest, or the
+// fastest of its side, joins another such match (each candidate once) with the fastest of each
+// side so far, so that neither side's best stands on a timing the other side did not share.
+void Sweep::head_to_head(MeasureSlot& slot, std::size_t pi, const std::vector<VendorChoiceRow>& vendor_choices) {
   const Problem& problem = config_.problems[pi];
   const std::string& arch = dev_->info().arch;
   struct Contender {
@@ -564,12 +566,13 @@ void Sweep::head_to_head(MeasureSlot& slot, std::size_t pi, const std::vector<Ve
     Solution choice;
   };
   std::map<std::int64_t, Contender> known;  // every candidate of this problem that can be timed again
-  std::vector<Contender> first;
+  std::vector<Contender> first, vendor_first;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const VendorChoiceRow& c : vendor_choices) {
       const std::int64_t sid = db_.upsert_solution(c.choice, c.source);
       known[sid] = {sid, nullptr, c.choice};
+      if (c.finalist) vendor_first.push_back(known[sid]);
     }
     std::vector<std::pair<double, std::int64_t>> kernels;
     for (const auto& [sid, cand] : selected_[pi]) {
@@ -579,15 +582,16 @@ void Sweep::head_to_head(MeasureSlot& slot, std::size_t pi, const std::vector<Ve
         kernels.emplace_back(m->median_ms, sid);
     }
     std::sort(kernels.begin(), kernels.end());
-    if (kernels.empty() || vendor_finalists.empty()) return;  // nothing to compare
+    if (kernels.empty() || vendor_first.empty()) return;  // nothing to compare
     for (std::size_t i = 0; i < std::min(kFinalists, kernels.size()); ++i) first.push_back(known[kernels[i].second]);
-    for (const VendorChoiceRow& c : vendor_finalists) first.push_back(known[db_.upsert_solution(c.choice, c.source)]);
+    first.insert(first.end(), vendor_first.begin(), vendor_first.end());
   }
   BenchmarkOptions bench = final_bench_;
   bench.target_ms = std::max(config_.benchmark.target_ms, final_bench_.target_ms / double(kHeadToHeadRounds));
   std::set<std::int64_t> together;
-  std::size_t matches = 0;
-  for (std::vector<Contender> match = first; match.size() >= 2 && matches++ <= kFinalists;) {
+  // Each match times at least one candidate for the first time, so there are at most as many as
+  // there are candidates; in practice one or two.
+  for (std::vector<Contender> match = first; match.size() >= 2;) {
     struct Timings {
       std::int64_t code_object_id = 0;
       MeasureResult last;  // the failure, or the last 'ok' result
@@ -631,22 +635,25 @@ void Sweep::head_to_head(MeasureSlot& slot, std::size_t pi, const std::vector<Ve
       ++sum_.head_to_head;
       together.insert(match[i].sid);
     }
-    // The kFinalists fastest now: any not timed together join the next match, with the fastest
-    // kernel and the fastest vendor choice of those that were.
+    // The kFinalists fastest now, and the fastest of each side: any not timed together join the
+    // next match, with the fastest kernel and the fastest vendor choice of those that were.
     std::vector<Contender> next;
     std::optional<Contender> best_kernel, best_vendor;
     std::size_t fastest = 0;
+    bool kernel_seen = false, vendor_seen = false;
     for (const db::MeasurementRow& row : db_.measurements(problem_ids_[pi])) {
       if (row.arch != arch || row.status != db::Status::Ok || row.reason == kShortTimingReason) continue;
       auto it = known.find(row.solution_id);
       if (it == known.end()) continue;  // not a candidate of this sweep: left as it is
       const bool is_kernel = it->second.kernel != nullptr;
+      bool& seen = is_kernel ? kernel_seen : vendor_seen;
       if (together.count(row.solution_id)) {
         auto& best = is_kernel ? best_kernel : best_vendor;
         if (!best) best = it->second;
-      } else if (fastest < kFinalists) {
+      } else if (fastest < kFinalists || !seen) {
         next.push_back(it->second);
       }
+      seen = true;
       ++fastest;
     }
     if (next.empty()) break;

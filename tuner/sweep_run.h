@@ -90,15 +90,15 @@ class Sweep {
   MeasureResult measure_vendor_choice(MeasureSlot& slot, std::size_t pi, const Solution& choice, int alternatives,
                                       bool final);
   void compare_vendor(MeasureSlot& slot, std::size_t pi);
-  // A vendor choice and the source its timings were recorded under (MeasureResult::vendor: the
-  // library, and for an algorithm other than the default its version), which is what the runtime
-  // checks before it runs the choice.
+  // A vendor choice, the source its timings were recorded under (MeasureResult::vendor: the
+  // library, and for an algorithm other than the default its version: what the runtime checks
+  // before it runs the choice), and whether it is one of the vendor's finalists.
   struct VendorChoiceRow {
     Solution choice;
     std::string source;
+    bool finalist = false;
   };
-  void head_to_head(MeasureSlot& slot, std::size_t pi, const std::vector<VendorChoiceRow>& vendor_choices,
-                    const std::vector<VendorChoiceRow>& vendor_finalists);
+  void head_to_head(MeasureSlot& slot, std::size_t pi, const std::vector<VendorChoiceRow>& vendor_choices);
   void note_vendor(std::size_t pi, const MeasureResult& res, const MeasureSlot& slot);
   bool in_budget(std::size_t pi, std::size_t& started_in_round, bool first_of_round);
   std::optional<Work> measured_again(std::size_t pi, std::int64_t sid, const Candidate* c);
