@@ -11,8 +11,8 @@
 # ROUNDS=N: vs_torch rounds, alternating the sides (default 5: with 2, kernels of a few microseconds spread by
 # several percent between two timings of one database; results/gemm/2026-12-07_h100_lmhead_ncu_vendor_noise_b023579.md).
 # FLUSH_L2=1: every timing of the sweep as do_bench times (benchmark.flush_l2: each run alone behind an overwrite of
-# twice the L2), through a copy of the config in OUT_DIR; the vendor's algorithms claim more at tune time than they keep
-# against torch.matmul on large shapes (results/gemm/2026-12-07_h100_head_to_head_89dafa6.md).
+# twice the L2), through a copy of the config in OUT_DIR; on an H100 no better than without
+# (results/gemm/2026-12-08_h100_bulk_stores_flush_l2_vendor_source_b847675.md).
 # KERNELS=1: vs_torch also names the GPU kernels each side launches (--kernels).
 # Usage: [T_TUNE=120] [T_BENCH=150] [NO_VENDOR=1 | VENDOR_ALGOS=N] [FLUSH_L2=1] [KERNELS=1] scripts/h200_gemm_dtypes.sh BUILD_DIR OUT_DIR LABEL BUDGET TYPE...
 set -uo pipefail
