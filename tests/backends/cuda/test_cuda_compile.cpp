@@ -780,6 +780,16 @@ TEST(CudaCompile, WgmmaTmaStoreMapAndAlignment) {
   const Variables v = t.variables(s, even, dev);
   EXPECT_FALSE(t.violation(v));
   EXPECT_EQ(v.at("SMEM_BYTES"), smem0 + 512 * v.at("CONSUMERS"));  // every consumer's staging on 1024 bytes
+  // C a view of a taller matrix (ldc 1008) with M off 16 bytes: the TMA store would write the rest of
+  // the last 16-byte run of each column, rows that are the caller's (on an H100, as
+  // triton-lang/triton#11583 reports; CudaDevice.WgmmaLeavesTheRowsPastMAlone).
+  GemmProblem view = gemm(DataType::BF16, DataType::BF16, true, false, 1001, 1000, 1000);
+  view.ldc = 1008;
+  const auto past_m = t.violation(t.variables(s, view.canonical(), dev));
+  ASSERT_TRUE(past_m);
+  EXPECT_NE(past_m->find("tma_store_needs_16_byte_c"), std::string::npos) << *past_m;
+  view.m = 1000;
+  EXPECT_FALSE(t.violation(t.variables(s, view.canonical(), dev)));
 }
 
 // configs/probes/h200_odd_splitk.json stays a short probe: split-K only on odd1000 (3000^3 has 576

@@ -449,6 +449,34 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTf32AFromRegisters) {
   EXPECT_EQ(checked, cases.size());
 }
 
+// C as a view of a taller matrix (ldc past M): the rows between M and ldc are the caller's and keep
+// their bytes. The threads' stores (EPI 0, and EPI 1 with beta != 0) on an M off 16 bytes, the TMA
+// store on an M of whole 16-byte runs (past an M off them it would write the rest of the run:
+// CudaCompile's constraint test).
+TEST_F(CudaDevice, WgmmaLeavesTheRowsPastMAlone) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  auto view = [](DataType in, DataType out, bool ta, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t ldc,
+                 bool beta_zero = true) {
+    GemmProblem p = gemm(in, out, ta, false, m, n, k, 1, beta_zero);
+    p.ldc = ldc;
+    return p.canonical();
+  };
+  const std::vector<GemmProblem> problems = {view(DataType::BF16, DataType::BF16, true, 201, 72, 128, 208),
+                                             view(DataType::F16, DataType::F16, false, 250, 136, 64, 264, false),
+                                             view(DataType::BF16, DataType::F32, true, 203, 64, 64, 208),
+                                             view(DataType::BF16, DataType::BF16, true, 200, 72, 128, 216),
+                                             view(DataType::F16, DataType::F32, false, 196, 64, 64, 200)};
+  struct Case { std::size_t problem; int bm, bn, epi; };
+  const std::vector<Case> cases = {{0, 128, 128, 0}, {1, 128, 64, 0}, {1, 128, 128, 1}, {2, 128, 64, 0},
+                                   {3, 128, 128, 1}, {3, 64, 64, 1},  {4, 128, 64, 1}};
+  for (const Case& c : cases) {
+    const GemmProblem& p = problems[c.problem];
+    const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"EPI", c.epi}});
+    ASSERT_TRUE(w.kernel) << p.key();
+    expect_valid_on_full_and_two_cta_grids(*dev_, w, p);
+  }
+}
+
 // The TMA-store epilogue (EPI 1) on every output type, edges in M and N (the TMA clips), batches,
 // split-K, ping-pong and split-N consumers, and beta != 0 (which takes the threads' stores): each
 // validated on the full grid and on a grid of two clusters (or CTAs), where every CTA walks
