@@ -46,9 +46,11 @@ class KernelLaunch {
   const gpu::LaunchDims& dims() const { return dims_; }
   std::int64_t workspace_bytes() const { return workspace_bytes_; }
   bool copies_operands() const { return repack_.has_value(); }
+  int column_phases() const { return phases_ ? phases_->phases : 0; }
   // Enqueues `kernel` on `stream` for `params` (the problem's, with the caller's pointers);
   // `workspace`: workspace_bytes() of zeroed scratch (null when none is needed). `cache`: reuse
-  // the argument bytes of the previous call with the same parameters (null: built every call).
+  // the argument bytes of the previous call with the same parameters (null: built every call; a
+  // solution run in column phases builds them every call).
   void launch(gpu::Device& dev, gpu::Kernel& kernel, CallParams params, void* workspace, gpu::Stream stream,
               ArgumentCache* cache = nullptr) const;
 
@@ -59,6 +61,7 @@ class KernelLaunch {
   gpu::LaunchDims dims_;
   std::int64_t workspace_bytes_ = 0;
   std::optional<RepackPlan> repack_;  // the operand copies made first
+  std::optional<ColumnPhases> phases_;  // or C's column phases, a launch each (ops/column_phases.h)
   Problem kernel_problem_;            // what the kernel runs: the problem, with the copies' ld's
 };
 

@@ -531,8 +531,12 @@ std::string Runtime::explain(const Problem& problem) {
   const Problem p = problem.canonical();
   auto describe = [&](const Loaded& w) {
     const std::string vendor = "the vendor library" + (w.vendor_choice.empty() ? "" : " (" + w.solution.kernel_name() + ")");
+    const int phases = w.tmpl ? w.launcher.column_phases() : 0;
+    const std::string how = phases ? "; run once per phase of C's columns (" + std::to_string(phases) +
+                                         "), each from its first 16-byte boundary, the edge rows through scratch"
+                                   : "";
     std::string s = std::string("tuned: exact winner ") + (w.tmpl ? w.solution.kernel_name() : vendor) +
-                    " of " + p.key() + w.note + w.vendor_choice_dropped + (w.user ? " (user database" : "");
+                    " of " + p.key() + how + w.note + w.vendor_choice_dropped + (w.user ? " (user database" : "");
     if (w.online_seconds >= 0)
       s += w.tuned_elsewhere ? std::string(", tuned online by another process or handle sharing it")
                              : ", tuned online in " + std::to_string(w.online_seconds) + " s";

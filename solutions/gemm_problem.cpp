@@ -183,6 +183,33 @@ RepackPlan repack_plan(const GemmProblem& problem) {
   return plan;
 }
 
+ColumnPhases column_phases(const GemmProblem& problem) {
+  const GemmProblem p = problem.canonical();
+  ColumnPhases plan;
+  const int cb = size_of(p.c_type), ab = size_of(p.a_type), bb = size_of(p.type_b());
+  const std::int64_t per16 = 16 / cb;  // elements of C in 16 bytes
+  if (!p.trans_a || p.trans_b || p.batch != 1 || p.m < 64 || alignment_elements(p.ldc, 0, 1, cb) * cb >= 16 ||
+      alignment_elements(p.lda, 0, 1, ab) * ab < 16 || alignment_elements(p.ldb, 0, 1, bb) * bb < 16)
+    return plan;
+  const std::int64_t stride_bytes = p.ldc * cb;
+  std::int64_t g = 16;
+  while (stride_bytes % g != 0) g /= 2;
+  plan.phases = int(16 / g);
+  if (p.n < plan.phases) return ColumnPhases{};
+  GemmProblem& k = plan.kernel_problem;
+  k = p;
+  k.m = p.m / per16 * per16;  // phases starting on a 16-byte boundary have this many rows at most
+  k.n = (p.n + plan.phases - 1) / plan.phases;
+  k.ldb = p.ldb * plan.phases;
+  k.ldc = p.ldc * plan.phases;
+  plan.head_rows = per16;
+  plan.tail_ld = 2 * per16;
+  auto round256 = [](std::int64_t b) { return (b + 255) / 256 * 256; };
+  plan.tail_offset = round256(plan.head_rows * p.n * cb);
+  plan.bytes = plan.tail_offset + round256(plan.tail_ld * p.n * cb);
+  return plan;
+}
+
 std::string input_type_name(const GemmProblem& p) {
   if (!p.mixed_inputs()) return device_type_name(p.a_type);
   return std::string("tt_ab<") + device_type_name(p.a_type) + ", " + device_type_name(p.type_b()) + ">";

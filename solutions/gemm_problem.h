@@ -93,4 +93,26 @@ struct RepackPlan {
 };
 RepackPlan repack_plan(const GemmProblem& p);
 
+// Column phases (REPACK = 2, offered by templates with "column_phases": true): C whose leading
+// dimension is not a multiple of 16 bytes still has columns j, j + P, j + 2P, ... P * ldc elements
+// apart, a multiple of 16 bytes for P = 16 / gcd(ldc * c_bytes, 16). Each phase (the columns of one
+// j mod P) is a GEMM whose C starts at the column's first 16-byte boundary and ends at its last, so
+// a TMA store can write it: A from that row on (K-major A, so the row moves A by whole 16-byte
+// lines), B's columns of the phase (K-major B). The rows before the first boundary and after the last
+// (under 16 bytes each) are computed by the same kernel for every column into scratch, the first
+// 16 bytes' rows and the last 16 to 31 bytes', and copied into place after the phases
+// (ops/column_phases.h). TN GEMMs only, one batch, M of at least 64 and every operand 16-byte aligned.
+// The values of a solution's REPACK besides 0.
+constexpr int kRepackOperands = 1, kRepackColumnPhases = 2;
+
+struct ColumnPhases {
+  int phases = 0;               // P; 0: the problem does not qualify
+  GemmProblem kernel_problem;   // what the variables describe: the phase of most rows and columns
+  std::int64_t head_rows = 0;   // rows of the first edge (16 bytes' worth), scratch ld the same
+  std::int64_t tail_ld = 0;     // scratch ld of the last edge (32 bytes' worth)
+  std::int64_t tail_offset = 0; // bytes into the scratch where the last edge's block starts
+  std::int64_t bytes = 0;       // scratch for both edges
+};
+ColumnPhases column_phases(const GemmProblem& p);
+
 }  // namespace tiletune

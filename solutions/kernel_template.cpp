@@ -70,6 +70,7 @@ KernelTemplate KernelTemplate::from_json(const nlohmann::ordered_json& j,
     const std::string arguments = j.value("arguments", std::string("gemm"));
     t.fallback_rank_ = j.value("fallback_rank", -1);
     t.repack_ = j.value("repack", false);
+    t.column_phases_ = j.value("column_phases", false);
     // A template that does not say it reads A and B of two types (TA then names tt_ab<A's, B's>:
     // gemm_problem.h, input_type_name) never sees such a problem.
     if (!j.value("mixed_inputs", false))
@@ -202,19 +203,37 @@ Variables KernelTemplate::variables(const Solution& s, const Problem& problem, c
   Variables v(defaults_.begin(), defaults_.end());
   for (const auto& [name, value] : s.params) v[name] = value;
   const auto r = v.find("REPACK");
-  add_fixed_variables(problem, r != v.end() && r->second != 0, dev, v);
+  add_fixed_variables(problem, r != v.end() ? int(r->second) : 0, dev, v);
   for (const auto& [name, expr] : derived_) v[name] = expr.eval(v);
   return v;
 }
 
-void KernelTemplate::add_fixed_variables(const Problem& problem, bool repack, const gpu::DeviceInfo& dev,
+std::vector<int> KernelTemplate::repack_offers(const Problem& p) const {
+  std::vector<int> offers;
+  if (p.is_conv()) return offers;
+  if (repack_ && repack_plan(p.gemm()).bytes > 0) offers.push_back(kRepackOperands);
+  if (column_phases_ && column_phases(p.gemm()).phases > 0) offers.push_back(kRepackColumnPhases);
+  return offers;
+}
+
+void KernelTemplate::add_fixed_variables(const Problem& problem, int repack, const gpu::DeviceInfo& dev,
                                          Variables& v) const {
   v["MIXED_AB"] = 0;  // convolutions read one input type
+  v["COLUMN_PHASES"] = 1;  // C's column phases the kernel runs once each (REPACK 2)
   if (problem.is_conv()) {
     conv_variables(problem.conv(), v);
     // The GEMM's names (M, N, K in its order, TRANSA, LDA, ALIGN_A, ...) over the implicit GEMM's,
     // so that a GEMM template's expressions read the same here.
     if (arguments_ == Arguments::ConvAsGemmWithTma) gemm_variables(problem.conv_gemm().gemm, v);
+  } else if (repack == kRepackColumnPhases) {
+    // The kernel sees one phase of C's columns (solutions/gemm_problem.h, column_phases); the
+    // edge rows' scratch is REPACK_BYTES at the end of the workspace.
+    const ColumnPhases plan = column_phases(problem.gemm());
+    if (!plan.phases) throw Error("REPACK 2 on " + problem.key() + ", whose C is not cut into column phases");
+    gemm_variables(plan.kernel_problem, v);
+    v["COLUMN_PHASES"] = plan.phases;
+    v["REPACKED"] = 0;
+    v["REPACK_BYTES"] = plan.bytes;
   } else if (repack) {
     // The kernel sees the copied operands (solutions/gemm_problem.h, repack_plan); REPACKED counts
     // them, REPACK_BYTES is the scratch they take at the end of the workspace.

@@ -89,8 +89,9 @@ class KernelTemplate {
   // those of solutions/conv_gemm.h's GEMM, not the implicit GEMM's).
   Variables variables(const Solution& s, const Problem& p, const gpu::DeviceInfo& dev) const;
   // The problem's and the device's names of variables(), written over `v`: what variables() puts
-  // over the solution's values before the derived ones. `repack`: the solution's REPACK is nonzero.
-  void add_fixed_variables(const Problem& p, bool repack, const gpu::DeviceInfo& dev, Variables& v) const;
+  // over the solution's values before the derived ones. `repack`: the solution's REPACK (0 none,
+  // kRepackOperands, kRepackColumnPhases): the names are those of the problem the kernel sees.
+  void add_fixed_variables(const Problem& p, int repack, const gpu::DeviceInfo& dev, Variables& v) const;
   // Name and text of the first constraint the candidate breaks, or nullopt when it can run.
   std::optional<std::string> violation(const Variables& vars) const;
   gpu::LaunchDims launch_dims(const Variables& vars) const;
@@ -132,6 +133,12 @@ class KernelTemplate {
   // any template; a template declares it where copies help (TMA, 16-byte loads).
   bool offers_repack() const { return repack_; }
   void set_offers_repack(bool on) { repack_ = on; }  // a config's "repack" override
+  // "column_phases": true: the enumerator also offers each solution with REPACK 2 for the GEMMs
+  // solutions/gemm_problem.h's column_phases takes (C's columns off 16 bytes, run a phase at a time).
+  bool offers_column_phases() const { return column_phases_; }
+  void set_offers_column_phases(bool on) { column_phases_ = on; }  // a config's "column_phases" override
+  // The REPACK values besides 0 the enumerator offers this template's solutions with on `p`.
+  std::vector<int> repack_offers(const Problem& p) const;
   // Whether the JSON has a "model" section, and its values for one candidate (nullopt without one).
   bool has_model() const { return has_model_; }
   std::optional<ModelShape> model_shape(const Variables& vars) const;
@@ -164,6 +171,7 @@ class KernelTemplate {
   bool persistent_ = false;  // launch "persistent": see gpu::LaunchDims::persistent
   int fallback_rank_ = -1;
   bool repack_ = false;
+  bool column_phases_ = false;
   ProblemKind kind_ = ProblemKind::Gemm;
   bool has_model_ = false;
   std::map<std::string, Expression> model_;  // key of the "model" section -> expression

@@ -49,9 +49,11 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const P
   ModelEstimate e;
   if (!t.has_model()) return e;
   std::optional<ModelShape> shape;
-  double blocks = 0;
+  double blocks = 0, phases = 1;
   try {
     const Variables vars = t.variables(s, problem, dev);
+    const auto ph = vars.find("COLUMN_PHASES");
+    if (ph != vars.end() && ph->second > 1) phases = double(ph->second);
     shape = t.model_shape(vars);
     const gpu::LaunchDims d = t.launch_dims(vars);
     blocks = double(d.grid[0]) * double(d.grid[1]) * double(d.grid[2]);
@@ -60,7 +62,9 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const P
   }
   if (!shape) return e;
   const ModelShape& sh = *shape;
-  const GemmProblem p = t.kernel_gemm(problem.canonical());
+  // C's column phases (REPACK 2): the kernel runs once a phase, on the phase's problem; the edge
+  // rows it also computes are left out.
+  const GemmProblem p = phases > 1 ? column_phases(problem.gemm()).kernel_problem : t.kernel_gemm(problem.canonical());
   const ModelMachine mm = model_machine(dev, p);
   const double sms = double(std::max(1, dev.multiprocessors));
   const double tm = double(sh.tile_m), tn = double(sh.tile_n), tk = double(sh.tile_k);
@@ -140,6 +144,7 @@ ModelEstimate model_estimate(const KernelTemplate& t, const Solution& s, const P
     e.dram_seconds = bytes / mm.dram_bytes_per_s;
     e.seconds = std::max(e.seconds, e.dram_seconds);
   }
+  e.seconds *= phases, e.schedule_seconds *= phases, e.dram_seconds *= phases, e.traffic_seconds *= phases;
   return e;
 }
 

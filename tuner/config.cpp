@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -194,12 +195,15 @@ void parse_templates(const json& j, TuningConfig& c) {
     return;
   }
   for (const auto& [name, spec] : j["templates"].items()) {
-    only_keys(spec, {"parameters", "constraints", "repack"}, "template \"" + name + "\"");
+    only_keys(spec, {"parameters", "constraints", "repack", "column_phases"}, "template \"" + name + "\"");
     KernelTemplate t = find_template(name);
-    if (spec.contains("repack")) {
-      if (!spec["repack"].is_boolean()) throw Error("template \"" + name + "\": \"repack\" must be true or false");
-      t.set_offers_repack(spec["repack"].get<bool>());
-    }
+    auto flag = [&](const char* key) -> std::optional<bool> {
+      if (!spec.contains(key)) return std::nullopt;
+      if (!spec[key].is_boolean()) throw Error("template \"" + name + "\": \"" + key + "\" must be true or false");
+      return spec[key].get<bool>();
+    };
+    if (const auto on = flag("repack")) t.set_offers_repack(*on);
+    if (const auto on = flag("column_phases")) t.set_offers_column_phases(*on);
     const json params = spec.value("parameters", json::object()), constraints = spec.value("constraints", json::object());
     for (const auto& [param, values] : params.items()) {
       if (!values.is_array()) throw Error("template \"" + name + "\": parameter " + param + " needs a list of values");

@@ -63,8 +63,8 @@ struct Task {
   std::size_t problem;
 };
 
-// The solution numbered `combination` in cartesian() order, with REPACK 1 for a copy.
-Solution solution_of(const KernelTemplate& t, std::size_t combination, bool copy) {
+// The solution numbered `combination` in cartesian() order, with REPACK = `copy` for a copy.
+Solution solution_of(const KernelTemplate& t, std::size_t combination, int copy) {
   Solution s{t.name(), {}};
   const auto& params = t.parameters();
   for (std::size_t i = params.size(); i-- > 0;) {
@@ -72,43 +72,52 @@ Solution solution_of(const KernelTemplate& t, std::size_t combination, bool copy
     s.params[name] = values[combination % values.size()];
     combination /= values.size();
   }
-  if (copy) s.params["REPACK"] = 1;
+  if (copy) s.params["REPACK"] = copy;
   return s;
 }
 
-// Visits the entries of two walks' lists (of the space and of its REPACK copies) in the order
-// enumeration considers them: each solution, then its copy.
+// Visits the entries of the walks' lists (of the space, then of its REPACK copies in the order of
+// `copies`) in the order enumeration considers them: each solution, then its copies.
 template <class Entry, class Visit>
-void merge_walks(const std::vector<Entry>& plain, const std::vector<Entry>& copies, const Visit& visit) {
-  std::size_t i = 0, j = 0;
-  while (i < plain.size() || j < copies.size()) {
-    if (j == copies.size() || (i < plain.size() && plain[i].combination <= copies[j].combination))
-      visit(plain[i++], false);
-    else
-      visit(copies[j++], true);
+void merge_walks(const std::vector<const std::vector<Entry>*>& lists, const std::vector<int>& copies,
+                 const Visit& visit) {
+  std::vector<std::size_t> at(lists.size(), 0);
+  for (;;) {
+    std::size_t best = lists.size();
+    for (std::size_t w = 0; w < lists.size(); ++w)
+      if (at[w] < lists[w]->size() &&
+          (best == lists.size() || (*lists[w])[at[w]].combination < (*lists[best])[at[best]].combination))
+        best = w;
+    if (best == lists.size()) return;
+    visit((*lists[best])[at[best]++], best ? copies[best - 1] : 0);
   }
 }
 
 Part enumerate_part(const Task& task, const Problem& problem, const gpu::DeviceInfo& device, bool keep_pruned) {
   const KernelTemplate& t = *task.tmpl;
-  const bool repack = t.offers_repack() && !problem.is_conv() && repack_plan(problem.gemm()).bytes > 0;
-  const WalkResult plain = SpaceWalk(t, problem, device, false).run(keep_pruned);
-  const WalkResult copies = repack ? SpaceWalk(t, problem, device, true).run(keep_pruned) : WalkResult{};
+  const std::vector<int> copies = t.repack_offers(problem);
+  std::vector<WalkResult> walks;
+  walks.push_back(SpaceWalk(t, problem, device, 0).run(keep_pruned));
+  for (int r : copies) walks.push_back(SpaceWalk(t, problem, device, r).run(keep_pruned));
   Part part;
-  part.total = combinations(t) * (repack ? 2 : 1);
+  part.total = combinations(t) * walks.size();
   const auto& constraints = t.constraints();
-  for (const WalkResult* w : {&plain, &copies})
-    for (std::size_t c = 0; c < w->pruned_counts.size(); ++c) {
-      if (!w->pruned_counts[c]) continue;
+  for (const WalkResult& w : walks)
+    for (std::size_t c = 0; c < w.pruned_counts.size(); ++c) {
+      if (!w.pruned_counts[c]) continue;
       const std::string& name = constraints[c].first;
-      part.pruned_by_reason[name.substr(0, name.find(':'))] += w->pruned_counts[c];
-      part.pruned_count += w->pruned_counts[c];
+      part.pruned_by_reason[name.substr(0, name.find(':'))] += w.pruned_counts[c];
+      part.pruned_count += w.pruned_counts[c];
     }
-  part.candidates.reserve(plain.admitted.size() + copies.admitted.size());
-  merge_walks(plain.admitted, copies.admitted, [&](const WalkResult::Admitted& a, bool copy) {
+  std::vector<const std::vector<WalkResult::Admitted>*> admitted;
+  std::vector<const std::vector<WalkResult::Pruned>*> pruned;
+  std::size_t count = 0;
+  for (const WalkResult& w : walks) admitted.push_back(&w.admitted), pruned.push_back(&w.pruned), count += w.admitted.size();
+  part.candidates.reserve(count);
+  merge_walks(admitted, copies, [&](const WalkResult::Admitted& a, int copy) {
     part.candidates.push_back({task.problem, task.tmpl, solution_of(t, a.combination, copy), a.dims});
   });
-  merge_walks(plain.pruned, copies.pruned, [&](const WalkResult::Pruned& p, bool copy) {
+  merge_walks(pruned, copies, [&](const WalkResult::Pruned& p, int copy) {
     const auto& [name, expr] = constraints[p.constraint];
     part.pruned.push_back({task.problem, solution_of(t, p.combination, copy), name + ": " + expr.text()});
   });

@@ -12,7 +12,7 @@ namespace tiletune::tuner {
 // parameters, then the problem's and the device's names, then the derived values in order. Each
 // assignment gets a slot of its own, so a derived value that reuses a name leaves what the earlier
 // expressions read untouched, whatever the order the walk evaluates them in.
-SpaceWalk::SpaceWalk(const KernelTemplate& t, const Problem& p, const gpu::DeviceInfo& dev, bool repack_copy) : t_(t) {
+SpaceWalk::SpaceWalk(const KernelTemplate& t, const Problem& p, const gpu::DeviceInfo& dev, int repack_copy) : t_(t) {
   std::map<std::string, int> slot_of;
   std::vector<std::size_t> slot_level;  // the level at which a slot's value is known
   auto add_slot = [&](std::int64_t value, std::size_t level) {
@@ -38,19 +38,30 @@ SpaceWalk::SpaceWalk(const KernelTemplate& t, const Problem& p, const gpu::Devic
     param_slot_.push_back(slot_of[name] = add_slot(values.front(), i + 1));
     if (name == "REPACK" && !repack_copy) repack_param_ = int(i);
   }
-  if (repack_copy) slot_of["REPACK"] = add_slot(1, 0);
+  if (repack_copy) slot_of["REPACK"] = add_slot(repack_copy, 0);
 
   // The problem's names depend on REPACK only: fixed for the whole walk unless it is a parameter.
   const auto d = t.defaults().find("REPACK");
-  const bool repack = repack_copy || (d != t.defaults().end() && d->second != 0);
-  Variables fixed[2];
-  t.add_fixed_variables(p, repack, dev, fixed[repack]);
-  if (repack_param_ >= 0) t.add_fixed_variables(p, !repack, dev, fixed[!repack]);
+  const int repack = repack_copy ? repack_copy : d != t.defaults().end() ? int(d->second) : 0;
+  if (repack < 0 || repack > kRepackColumnPhases)
+    throw Error("template " + t.name() + ": REPACK " + std::to_string(repack) + " (0, 1 or 2)");
+  // As a parameter (0 or 1; column phases are offered by the template's "column_phases" only, for
+  // the problems they fit), each value gets its names, which the walk rewrites at its level.
+  std::vector<int> values = {repack};
+  if (repack_param_ >= 0)
+    for (std::int64_t v : values_[std::size_t(repack_param_)]) {
+      if (v != 0 && v != kRepackOperands)
+        throw Error("template " + t.name() + ": REPACK " + std::to_string(v) +
+                    " as a parameter (0, or 1 to copy A and B; \"column_phases\": true offers 2)");
+      if (v != repack) values.push_back(int(v));
+    }
+  Variables fixed[3];
+  for (int r : values) t.add_fixed_variables(p, r, dev, fixed[r]);
   const std::size_t fixed_level = repack_param_ >= 0 ? std::size_t(repack_param_) + 1 : 0;
   for (const auto& [name, value] : fixed[repack]) {
     const int slot = slot_of[name] = add_slot(value, fixed_level);
-    for (int r = 0; r < 2; ++r)
-      if (repack_param_ >= 0) {
+    if (repack_param_ >= 0)
+      for (int r : values) {
         auto it = fixed[r].find(name);
         if (it == fixed[r].end()) throw Error("template " + t.name() + ": the problem's names differ with REPACK");
         fixed_[r].emplace_back(slot, it->second);
@@ -118,7 +129,7 @@ void SpaceWalk::descend(State& s, std::size_t level, std::size_t next, std::size
   for (std::size_t k = 0; k < choices.size(); ++k) {
     values[param_slot_[level]] = choices[k];
     if (int(level) == repack_param_)
-      for (const auto& [slot, value] : fixed_[choices[k] != 0]) values[slot] = value;
+      for (const auto& [slot, value] : fixed_[choices[k]]) values[slot] = value;
     descend(s, level + 1, next, combination * choices.size() + k);
   }
 }

@@ -31,9 +31,9 @@ struct WalkResult {
 
 class SpaceWalk {
  public:
-  // `repack_copy`: the candidates are the space's solutions with REPACK 1 added (the enumerator's
-  // copies, see KernelTemplate::offers_repack).
-  SpaceWalk(const KernelTemplate& t, const Problem& p, const gpu::DeviceInfo& dev, bool repack_copy);
+  // `repack` > 0: the candidates are the space's solutions with REPACK = `repack` added (the
+  // enumerator's copies, see KernelTemplate::repack_offers).
+  SpaceWalk(const KernelTemplate& t, const Problem& p, const gpu::DeviceInfo& dev, int repack);
   // Same results as variables() + violation() + launch_dims() per solution of cartesian(t), and
   // the same errors for expressions that throw, except that a derived value is not evaluated for
   // candidates a constraint on fewer parameters has already rejected.
@@ -63,9 +63,9 @@ class SpaceWalk {
   std::vector<std::size_t> below_;  // combinations under one choice of the first `level` parameters
   std::vector<std::unique_ptr<bool[]>> known_;  // per level: the slots whose values are set by then
   // A template that has REPACK as a parameter: the problem's names change with its value, so they
-  // are rewritten (from fixed_[value != 0]) at its level.
+  // are rewritten (from fixed_[value]) at its level.
   int repack_param_ = -1;
-  std::vector<std::pair<int, std::int64_t>> fixed_[2];  // slot, value
+  std::vector<std::pair<int, std::int64_t>> fixed_[3];  // per REPACK value: slot, value
 };
 
 }  // namespace tiletune::tuner

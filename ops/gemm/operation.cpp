@@ -50,7 +50,10 @@ class GemmOperation final : public Operation {
     const RepackPlan plan = repacks(vars) ? tiletune::repack_plan(p) : RepackPlan{};
     if (!plan.a.copied) vars["ALIGN_A"] = std::min<std::int64_t>(vars["ALIGN_A"], pointer_alignment(ptrs[0], ab));
     if (!plan.b.copied) vars["ALIGN_B"] = std::min<std::int64_t>(vars["ALIGN_B"], pointer_alignment(ptrs[1], ab));
-    vars["ALIGN_C"] = std::min<std::int64_t>(vars["ALIGN_C"], pointer_alignment(ptrs[2], cb));
+    // C's column phases start each phase at a 16-byte boundary of C, wherever C starts.
+    const auto r = vars.find("REPACK");
+    if (r == vars.end() || r->second != kRepackColumnPhases)
+      vars["ALIGN_C"] = std::min<std::int64_t>(vars["ALIGN_C"], pointer_alignment(ptrs[2], cb));
   }
 
   bool admits(const KernelTemplate& t, const Solution& s, const Problem& p, const Pointers& ptrs,

@@ -41,13 +41,14 @@ Enumeration reference(const std::vector<KernelTemplate>& templates, const std::v
         }
         e.candidates.push_back({pi, shared, s, t.launch_dims(vars)});
       };
-      const bool repack = t.offers_repack() && !problems[pi].is_conv() && repack_plan(problems[pi].gemm()).bytes > 0;
+      const std::vector<int> copies = t.repack_offers(problems[pi]);
       for (const auto& s : space) {
         consider(s);
-        if (!repack) continue;
-        Solution copied = s;
-        copied.params["REPACK"] = 1;
-        consider(copied);
+        for (int r : copies) {
+          Solution copied = s;
+          copied.params["REPACK"] = r;
+          consider(copied);
+        }
       }
     }
   }
@@ -114,6 +115,16 @@ TEST(EnumerationReference, ShippedGemmConfigWithRepack) {
   odd.lda = odd.rows_a() + 1;
   problems.push_back(odd.canonical());
   ASSERT_GT(repack_plan(problems.back().gemm()).bytes, 0);
+  // C's columns off 16 bytes on a TN GEMM: REPACK 2 (column phases) is offered too, and with an odd
+  // lda besides, both copies.
+  GemmProblem phased = tiletune::testing::gemm(DataType::BF16, DataType::BF16, true, false, 1000, 256, 512);
+  phased.ldc = 1001;
+  problems.push_back(phased.canonical());
+  ASSERT_EQ(column_phases(problems.back().gemm()).phases, 8);
+  phased.lda = 513;
+  phased.m = 2000, phased.ldc = 2002;
+  problems.push_back(phased.canonical());
+  ASSERT_EQ(column_phases(problems.back().gemm()).phases, 0);  // A off 16 bytes: copies only
   expect_same(c.templates, problems, tiletune::testing::fake_device(gpu::BackendKind::Cuda));
 }
 

@@ -181,6 +181,42 @@ TEST(SearchModel, WaveQuantisationOn132SMs) {
   EXPECT_EQ(tuner::select_candidates(o, cands, p, dev), (std::vector<std::size_t>{2, 0}));
 }
 
+// C's column phases (REPACK 2): priced as the kernel on one phase's problem, once per phase; and a
+// family of their own for the quota, so that a budget the plain kernels' ranks would fill still times
+// the best phased candidate.
+TEST(SearchModel, ColumnPhasesArePricedPerPhaseAndKeepAQuota) {
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  GemmProblem p = gemm(DataType::BF16, DataType::BF16, true, false, 8191, 1024, 512);
+  p.ldc = 8191;
+  p = p.canonical();
+  const ColumnPhases plan = column_phases(p);
+  ASSERT_EQ(plan.phases, 8);
+  Solution phased = t.default_solution();
+  phased.params["EPI"] = 1, phased.params["PINGPONG"] = 0, phased.params["REPACK"] = kRepackColumnPhases;
+  ASSERT_FALSE(t.violation(t.variables(phased, p, dev)));
+  EXPECT_EQ(t.variables(phased, p, dev).at("COLUMN_PHASES"), 8);
+  Solution one = phased;
+  one.params.erase("REPACK");
+  const ModelEstimate all = model_estimate(t, phased, p, dev), each = model_estimate(t, one, plan.kernel_problem, dev);
+  ASSERT_TRUE(all.has_model && each.has_model);
+  EXPECT_NEAR(all.seconds, 8 * each.seconds, 1e-12 * all.seconds);
+  EXPECT_EQ(all.tiles, each.tiles);
+
+  std::vector<Solution> plain(4, t.default_solution());
+  for (std::size_t i = 0; i < plain.size(); ++i) plain[i].params["STAGES"] = std::int64_t(4 + i);
+  std::vector<tuner::SearchCandidate> cands;
+  for (const Solution& s : plain) cands.push_back({&t, &s});
+  cands.push_back({&t, &phased});
+  tuner::SearchOptions o;
+  o.strategy = "model";
+  ASSERT_EQ(tuner::select_candidates(o, cands, p, dev).back(), 4u) << "ranked last, so only a quota can pick it";
+  o.budget = 2;
+  const auto picked = tuner::select_candidates(o, cands, p, dev);
+  ASSERT_EQ(picked.size(), 2u);
+  EXPECT_NE(std::find(picked.begin(), picked.end(), 4u), picked.end()) << "the phased family lost its quota";
+}
+
 // wgmma_gemm launches min(tiles, SMs) blocks that loop over the tiles: 264 tiles on 132 SMs are
 // two tiles per block, one round, no idle SM; 133 tiles leave 131 SMs idle for the second tile.
 TEST(SearchModel, PersistentGridLoopsOverTiles) {

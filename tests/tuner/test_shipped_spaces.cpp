@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/error.h"
 #include "tests/test_util.h"
 #include "tuner/config.h"
 #include "tuner/enumerator.h"
@@ -173,6 +174,37 @@ TEST(ShippedSpaceTest, AnOddLeadingDimensionNeedsElementCopiesOrRepacking) {
   EXPECT_TRUE(uncovered(config, {Problem(odd.canonical())}).empty());
   config.templates[0].set_offers_repack(false);
   EXPECT_EQ(uncovered(config, {Problem(odd.canonical())}).size(), 1u);
+}
+
+// The GPT-2 LM head (C's ldc 50257, off 16 bytes) gets phased candidates (REPACK 2) in the shipped
+// bf16 space, with the TMA store they need; a config's "column_phases": false takes them away.
+TEST(ShippedSpaceTest, AnOddLeadingDimensionOfCOffersColumnPhases) {
+  tuner::TuningConfig config = shipped("h200_gemm_bf16.json");
+  std::erase_if(config.templates, [](const KernelTemplate& t) { return t.name() != "wgmma_gemm"; });
+  ASSERT_EQ(config.templates.size(), 1u);
+  GemmProblem head = tiletune::testing::gemm(DataType::BF16, DataType::BF16, true, false, 50257, 4096, 768);
+  const gpu::DeviceInfo dev = tiletune::testing::fake_device(gpu::BackendKind::Cuda);
+  auto phased = [&] {
+    std::size_t n = 0;
+    for (const auto& c : tuner::enumerate(config.templates, {head}, dev).candidates) {
+      const auto r = c.solution.params.find("REPACK");
+      if (r == c.solution.params.end() || r->second != kRepackColumnPhases) continue;
+      EXPECT_EQ(c.solution.params.at("EPI"), 1) << c.solution.kernel_name();
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_GT(phased(), 0u);
+  const tuner::TuningConfig off = tuner::parse_config(
+      R"({"name": "x", "problems": [{"dtype": "bf16", "m": 64, "n": 64, "k": 64}],
+          "templates": {"wgmma_gemm": {"column_phases": false}}})", ".");
+  ASSERT_EQ(off.templates.size(), 1u);
+  EXPECT_FALSE(off.templates[0].offers_column_phases());
+  config.templates[0].set_offers_column_phases(false);
+  EXPECT_EQ(phased(), 0u);
+  EXPECT_THROW(tuner::parse_config(R"({"name": "x", "problems": [{"dtype": "bf16", "m": 64, "n": 64, "k": 64}],
+                                       "templates": {"wgmma_gemm": {"column_phases": 1}}})", "."),
+               Error);
 }
 
 }  // namespace

@@ -477,6 +477,98 @@ TEST_F(CudaDevice, WgmmaLeavesTheRowsPastMAlone) {
   }
 }
 
+// C's column phases (REPACK 2) as the tuner validates them (C on 256 bytes), then at every element
+// offset of C from 16 bytes and with beta != 0, against the threads' stores (EPI 0) of the same tile
+// on the same data: C within the tolerance, every byte around and between its columns untouched.
+// Phase counts 8, 4 and 2, an N that leaves the last phases a column short, M and the last edge
+// off 16 bytes, fp32 C. Cheap enough for compute-sanitizer.
+TEST_F(CudaDevice, SanitizerSampleOfWgmmaColumnPhases) {
+  if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  auto tn = [](DataType c, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t ldc, bool beta_zero) {
+    GemmProblem p = gemm(DataType::BF16, c, true, false, m, n, k, 1, beta_zero);
+    p.ldc = ldc;
+    return p.canonical();
+  };
+  const std::vector<GemmProblem> problems = {tn(DataType::BF16, 1001, 203, 256, 1001, true),
+                                             tn(DataType::F16, 333, 70, 320, 334, false),
+                                             tn(DataType::BF16, 260, 64, 128, 268, false),
+                                             tn(DataType::F32, 203, 45, 192, 205, false)};
+  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, cluster; };
+  const std::vector<Case> cases = {{0, 128, 128, 2, 0, 1}, {0, 128, 256, 2, 0, 2}, {1, 128, 64, 2, 1, 1},
+                                   {2, 64, 128, 1, 0, 1},  {3, 128, 64, 2, 0, 1}};
+  for (const Case& c : cases) {
+    const GemmProblem& p = problems[c.problem];
+    ASSERT_GT(column_phases(p).phases, 0) << p.key();
+    const std::map<std::string, std::int64_t> tile = {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers},
+                                                      {"PINGPONG", c.pingpong}, {"CLUSTER", c.cluster}};
+    Solution phased = t.default_solution(), plain = t.default_solution();
+    for (const auto& [k, v] : tile) phased.params[k] = v, plain.params[k] = v;
+    phased.params["EPI"] = 1, phased.params["REPACK"] = kRepackColumnPhases, plain.params["EPI"] = 0;
+    ASSERT_NO_FATAL_FAILURE(validate_as_launched(*dev_, t, phased, p));
+
+    const int cb = size_of(p.c_type), ab = size_of(p.a_type);
+    auto kernel_of = [&](const Solution& s) {
+      auto r = dev_->compiler().compile(t.compile_request(s, p, dev_->info()));
+      EXPECT_TRUE(r.ok) << s.kernel_name() << "\n" << r.log;
+      return r.ok ? dev_->load(r.code) : nullptr;
+    };
+    const auto k_phased = kernel_of(phased), k_plain = kernel_of(plain);
+    ASSERT_TRUE(k_phased && k_plain);
+    const Variables v_phased = t.variables(phased, p, dev_->info()), v_plain = t.variables(plain, p, dev_->info());
+    ASSERT_FALSE(t.violation(v_phased)) << *t.violation(v_phased);
+    const ops::KernelLaunch l_phased(t, v_phased, p), l_plain(t, v_plain, p);
+    gpu::DeviceBuffer ws(*dev_, std::size_t(std::max<std::int64_t>(256, l_phased.workspace_bytes())));
+    dev_->fill_bytes(ws.get(), 0, ws.size());
+    std::mt19937_64 rng(11);
+    std::vector<std::uint8_t> a(std::size_t(p.elements_a() * ab)), b(std::size_t(p.elements_b() * ab));
+    for (std::int64_t i = 0; i < p.elements_a(); ++i) ops::store_element(a.data(), i, p.a_type, ops::random_input(rng));
+    for (std::int64_t i = 0; i < p.elements_b(); ++i) ops::store_element(b.data(), i, p.a_type, ops::random_input(rng));
+    const std::size_t c_bytes = std::size_t(p.elements_c() * cb), around = 64;
+    std::vector<std::uint8_t> c0(c_bytes + 2 * around, 0xFF);
+    for (std::int64_t j = 0; j < p.n; ++j)
+      for (std::int64_t i = 0; i < p.m; ++i)
+        ops::store_element(c0.data() + around, i + j * p.ldc, p.c_type, ops::random_input(rng));
+    gpu::DeviceBuffer da(*dev_, a.size()), db(*dev_, b.size()), dc[2] = {{*dev_, c0.size()}, {*dev_, c0.size()}};
+    dev_->copy_to_device(da.get(), a.data(), a.size());
+    dev_->copy_to_device(db.get(), b.data(), b.size());
+    for (int off = 0; off < 16 / cb; ++off)
+      for (float beta : {0.f, -1.25f}) {
+        if (beta != 0.f && p.beta_zero) continue;
+        std::vector<std::uint8_t> out[2];
+        for (int side = 0; side < 2; ++side) {
+          dev_->copy_to_device(dc[side].get(), c0.data(), c0.size());
+          void* cp = static_cast<char*>(dc[side].get()) + around - 16 + off * cb;
+          // The same bytes under C at every offset: C0 moved with it.
+          dev_->copy_to_device(cp, c0.data() + around, c_bytes);
+          TtGemmParams g{da.get(), db.get(), cp, p.lda, p.ldb, p.ldc, 0, 0, 0, int(p.m), int(p.n), int(p.k), 1, 0.5f, beta, nullptr};
+          (side ? l_plain : l_phased).launch(*dev_, side ? *k_plain : *k_phased, g, ws.get(), nullptr);
+          dev_->synchronize();
+          out[side].resize(c0.size());
+          dev_->copy_to_host(out[side].data(), dc[side].get(), c0.size());
+        }
+        const std::size_t at = around - 16 + std::size_t(off * cb);
+        std::int64_t bad = -1;
+        double worst = 0;
+        for (std::size_t i = 0; i < c0.size() && bad < 0; ++i) {
+          const bool inside = i >= at && i < at + c_bytes && ((i - at) / cb) % p.ldc < std::size_t(p.m);
+          if (!inside) {
+            if (out[0][i] != out[1][i]) bad = std::int64_t(i);
+            continue;
+          }
+          if ((i - at) % cb) continue;
+          const double x = ops::load_element(out[0].data() + at, std::int64_t((i - at) / cb), p.c_type);
+          const double y = ops::load_element(out[1].data() + at, std::int64_t((i - at) / cb), p.c_type);
+          worst = std::max(worst, std::abs(x - y) / (1 + std::abs(y)));
+          if (!(std::abs(x - y) <= 2e-2 * (1 + std::abs(y)))) bad = std::int64_t(i);
+        }
+        EXPECT_LT(bad, 0) << phased.kernel_name() << " on " << p.key() << ", C at offset " << off << ", beta " << beta
+                          << ": byte " << bad - std::int64_t(at) << " from C's start differs (worst relative difference "
+                          << worst << ")";
+      }
+  }
+}
+
 // The TMA-store epilogue (EPI 1) on every output type, edges in M and N (the TMA clips), batches,
 // split-K, ping-pong and split-N consumers, and beta != 0 (which takes the threads' stores): each
 // validated on the full grid and on a grid of two clusters (or CTAs), where every CTA walks
