@@ -113,6 +113,12 @@
 #               wgmma_tap_wgrad's 2, wgmma_conv1x1's BN 32 and BN 160, narrow_fwd's and narrow_col2im's), each plain,
 #               under memcheck and under racecheck (OUT/conv_samples.tgz; about 3 minutes). The 13 before
 #               PhasesOverSeveralPasses ran as one step on an H200 on 2026-12-06: all pass, 0 errors, 0 hazards.
+#   phases:     C's column phases (wgmma_gemm REPACK 2; built without a GPU on 2026-12-08) and the TMA store's
+#               refusal past M: CudaDevice.SanitizerSampleOfWgmmaColumnPhases (every offset of C against EPI 0, both
+#               betas, 8 / 4 / 2 phases, fp32 C) and CudaDevice.WgmmaLeavesTheRowsPastMAlone plain, then under memcheck
+#               and racecheck; then (if they pass) the bf16 table of configs/h200/h200_gemm_bf16.json, whose sweep now
+#               times phased LM head candidates (scripts/h200_gemm_dtypes.sh, KERNELS=1), and the LM head's measurements
+#               (OUT/phases.tgz; about 7 minutes).
 # Usage: scripts/h200_next_checks.sh STEP[,STEP...] BUILD_DIR TESTS_BINARY OUT_DIR LABEL
 # (TESTS_BINARY: tests_backends_cuda, with test_cuda_gemm beside it; both need LD_LIBRARY_PATH=BUILD_DIR.)
 set -uo pipefail
@@ -193,6 +199,20 @@ for STEP in ${STEPS//,/ }; do
       pack streamk_probe
       tune_then_vs_torch configs/probes/h200_tap_wgrad_streamk_probe.json 100 conv l4_3x3_512 "bf16 fp16"
       pack tap_probe ;;
+    phases)
+      timeout 150 "$G" --gtest_filter='CudaDevice.SanitizerSampleOfWgmmaColumnPhases:CudaDevice.WgmmaLeavesTheRowsPastMAlone' \
+        > "$D/gtest_phases.log" 2>&1
+      rc=$?; echo "phases samples exit $rc"; grep -E '^\[  FAILED  \]|^\[       OK \]|Failure|differs' "$D/gtest_phases.log" | sort -u | head
+      if [ $rc -eq 0 ]; then
+        KERNELS=1 T_TUNE=150 T_BENCH=110 scripts/h200_gemm_dtypes.sh "$B" "$D/bf16" "$LABEL" 64 bf16
+        "$B/tiletune" db show "$D/bf16/gemm_bf16.db" \
+          'gemm|bf16>bf16|acc_f32|TN|m50257|n4096|k768|b1|lda768|ldb768|ldc50257|sa0|sb0|sc0|beta0' > "$D/lmhead_show.txt" 2>&1
+        head -12 "$D/lmhead_show.txt" | cut -c1-200
+        rm -f "$D"/bf16/*.db*
+      fi
+      gtest_and_sanitizers "$G" 'CudaDevice.SanitizerSampleOfWgmmaColumnPhases:CudaDevice.WgmmaLeavesTheRowsPastMAlone' phases 90 \
+        "memcheck racecheck"
+      pack phases ;;
     gemm_tests)
       gtest_and_sanitizers "$G" 'CudaDevice.SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC:CudaDevice.SanitizerSampleOfWgmmaDeepSplitK' gemm 60
       timeout 100 "$G" --gtest_filter=CudaDevice.WgmmaSplitKValidatesOnOddShapesDeterministically > "$D/gtest_odd.log" 2>&1
