@@ -88,6 +88,53 @@ inline std::vector<std::map<std::string, std::int64_t>> deep_split_sets() {
           {{"BM", 64}, {"BN", 128}, {"CONSUMERS", 1}, {"PINGPONG", 0}, {"SPLITK", 44}}};
 }
 
+// C as a view of a taller matrix (ldc past M), the parameter set i on problem i % 5: the TMA store (EPI 1) where M
+// is whole 16-byte runs (bf16, fp32 C from fp16), the threads' stores (EPI 0) where it is not (bf16, fp16 with
+// beta != 0, fp32 C). One list for the compile test and the GPU sample.
+inline std::vector<GemmProblem> rows_past_m_problems() {
+  auto view = [](DataType in, DataType out, bool ta, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t ldc,
+                 bool beta_zero = true) {
+    GemmProblem p = gemm(in, out, ta, false, m, n, k, 1, beta_zero);
+    p.ldc = ldc;
+    if (!ta) p.lda = (m + 7) / 8 * 8;  // A of 16-byte columns, as the TMA loads need
+    return p.canonical();
+  };
+  return {view(DataType::BF16, DataType::BF16, true, 200, 72, 128, 216),
+          view(DataType::F16, DataType::F32, false, 196, 64, 64, 200),
+          view(DataType::BF16, DataType::BF16, true, 201, 72, 128, 208),
+          view(DataType::F16, DataType::F16, false, 250, 136, 64, 264, false),
+          view(DataType::BF16, DataType::F32, true, 203, 64, 64, 208)};
+}
+inline std::vector<std::map<std::string, std::int64_t>> rows_past_m_sets() {
+  const auto set = [](int bm, int bn, int epi) {
+    return std::map<std::string, std::int64_t>{{"BM", bm}, {"BN", bn}, {"EPI", epi}};
+  };
+  return {set(128, 128, 1), set(128, 64, 1), set(128, 128, 0), set(128, 64, 0), set(128, 64, 0), set(64, 64, 1)};
+}
+
+// C's column phases (REPACK 2, EPI 1), the parameter set i on problem i % 4: 8 phases (bf16, ldc 1001 = M, N of
+// 2051 leaving the last five phases a column short), 4 (fp16, ldc 334, beta != 0), 2 (ldc 268, one consumer, beta != 0)
+// and fp32 C (4 phases of ldc 205, beta != 0); ping-pong and a 2-CTA cluster of 256-column tiles. One list for
+// the compile test and the GPU sample.
+inline std::vector<GemmProblem> column_phase_problems() {
+  auto tn = [](DataType c, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t ldc, bool beta_zero) {
+    GemmProblem p = gemm(DataType::BF16, c, true, false, m, n, k, 1, beta_zero);
+    p.ldc = ldc;
+    return p.canonical();
+  };
+  return {tn(DataType::BF16, 1001, 2051, 256, 1001, true), tn(DataType::F16, 333, 70, 320, 334, false),
+          tn(DataType::BF16, 260, 64, 128, 268, false), tn(DataType::F32, 203, 45, 192, 205, false)};
+}
+inline std::vector<std::map<std::string, std::int64_t>> column_phase_sets() {
+  const auto set = [](int bm, int bn, int consumers, int pingpong, int cluster) {
+    return std::map<std::string, std::int64_t>{{"BM", bm},         {"BN", bn}, {"CONSUMERS", consumers},
+                                               {"PINGPONG", pingpong}, {"CLUSTER", cluster}, {"EPI", 1},
+                                               {"REPACK", kRepackColumnPhases}};
+  };
+  return {set(128, 128, 2, 0, 1), set(128, 64, 2, 1, 1), set(64, 128, 1, 0, 1), set(128, 64, 2, 0, 1),
+          set(128, 256, 2, 0, 2)};
+}
+
 // Skinny GEMMs as the shipped bf16 / fp16 configs tile them (32-column tiles over N of 16, 8 and
 // 12: a K-major B of fewer rows than the tile's box), the parameter set i on problem i % 3: split-K
 // in one level and in two (16), one and two consumers, ping-pong, both epilogues, a batch of two with

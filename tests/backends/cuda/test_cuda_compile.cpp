@@ -353,6 +353,27 @@ TEST(CudaCompile, NvrtcCompilesWgmmaSkinnySplitKWithoutSpills) {
   expect_workspaces_and_no_spills(t, jobs);
 }
 
+// C as a view of a taller matrix: the variants of the GPU sample (CudaDevice.WgmmaLeavesTheRowsPastMAlone), all
+// admissible, none spilling.
+TEST(CudaCompile, NvrtcCompilesWgmmaViewsOfTallerCWithoutSpills) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const auto jobs = wgmma_jobs(rows_past_m_sets(), rows_past_m_problems());
+  ASSERT_EQ(jobs.size(), 6u);
+  expect_compiles_without_spills(t, jobs);
+}
+
+// C's column phases (REPACK 2): the variants of the GPU sample (CudaDevice.SanitizerSampleOfWgmmaColumnPhases),
+// all admissible, with the edge rows' scratch as their workspace, none spilling.
+TEST(CudaCompile, NvrtcCompilesWgmmaColumnPhasesWithoutSpills) {
+  const KernelTemplate& t = find_template("wgmma_gemm");
+  const auto jobs = wgmma_jobs(column_phase_sets(), column_phase_problems());
+  ASSERT_EQ(jobs.size(), 5u);
+  const gpu::DeviceInfo dev = fake_device(gpu::BackendKind::Cuda);
+  for (const auto& [s, p] : jobs)
+    EXPECT_EQ(t.workspace_bytes(t.variables(s, p, dev)), column_phases(p).bytes) << s.kernel_name();
+  expect_compiles_without_spills(t, jobs, true);
+}
+
 // EPI 2 (unaligned 16-bit C in aligned runs) on the GPT-2 LM head (C's leading dimension 50257):
 // the consumer arrangements it takes, bf16 and fp16; none spills. Where C is aligned EPI 2 would
 // be EPI 0: refused.

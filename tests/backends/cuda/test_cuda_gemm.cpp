@@ -449,62 +449,40 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTf32AFromRegisters) {
   EXPECT_EQ(checked, cases.size());
 }
 
-// C as a view of a taller matrix (ldc past M): the rows between M and ldc are the caller's and keep
-// their bytes. The threads' stores (EPI 0, and EPI 1 with beta != 0) on an M off 16 bytes, the TMA
-// store on an M of whole 16-byte runs (past an M off them it would write the rest of the run:
-// CudaCompile's constraint test).
+// C as a view of a taller matrix (ldc past M; rows_past_m_sets() on rows_past_m_problems()): the rows
+// between M and ldc are the caller's and keep their bytes. The threads' stores (EPI 0) on an M off 16
+// bytes, beta zero and not; the TMA store on an M of whole 16-byte runs (past an M off them it would
+// write the rest of the run, so EPI 1 is refused there: CudaCompile's constraint test).
 TEST_F(CudaDevice, WgmmaLeavesTheRowsPastMAlone) {
   if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
-  auto view = [](DataType in, DataType out, bool ta, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t ldc,
-                 bool beta_zero = true) {
-    GemmProblem p = gemm(in, out, ta, false, m, n, k, 1, beta_zero);
-    p.ldc = ldc;
-    return p.canonical();
-  };
-  const std::vector<GemmProblem> problems = {view(DataType::BF16, DataType::BF16, true, 201, 72, 128, 208),
-                                             view(DataType::F16, DataType::F16, false, 250, 136, 64, 264, false),
-                                             view(DataType::BF16, DataType::F32, true, 203, 64, 64, 208),
-                                             view(DataType::BF16, DataType::BF16, true, 200, 72, 128, 216),
-                                             view(DataType::F16, DataType::F32, false, 196, 64, 64, 200)};
-  struct Case { std::size_t problem; int bm, bn, epi; };
-  const std::vector<Case> cases = {{0, 128, 128, 0}, {1, 128, 64, 0}, {1, 128, 128, 1}, {2, 128, 64, 0},
-                                   {3, 128, 128, 1}, {3, 64, 64, 1},  {4, 128, 64, 1}};
-  for (const Case& c : cases) {
-    const GemmProblem& p = problems[c.problem];
-    const WgmmaVariant w = wgmma_variant(*dev_, p, {{"BM", c.bm}, {"BN", c.bn}, {"EPI", c.epi}});
+  const auto problems = rows_past_m_problems();
+  const auto sets = rows_past_m_sets();
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const GemmProblem& p = problems[i % problems.size()];
+    ASSERT_GT(p.ldc, p.m) << p.key();
+    const WgmmaVariant w = wgmma_variant(*dev_, p, sets[i]);
     ASSERT_TRUE(w.kernel) << p.key();
     expect_valid_on_full_and_two_cta_grids(*dev_, w, p);
   }
 }
 
-// C's column phases (REPACK 2) as the tuner validates them (C on 256 bytes), then at every element
-// offset of C from 16 bytes and with beta != 0, against the threads' stores (EPI 0) of the same tile
-// on the same data: C within the tolerance, every byte around and between its columns untouched.
-// Phase counts 8, 4 and 2, an N that leaves the last phases a column short, M and the last edge
-// off 16 bytes, fp32 C. Cheap enough for compute-sanitizer.
+// C's column phases (REPACK 2; column_phase_sets() on column_phase_problems()) as the tuner validates
+// them (C on 256 bytes), then at every element offset of C from 16 bytes and with beta != 0, against the
+// threads' stores (EPI 0) of the same tile on the same data: C within the tolerance, every byte around
+// and between its columns untouched. Cheap enough for compute-sanitizer.
 TEST_F(CudaDevice, SanitizerSampleOfWgmmaColumnPhases) {
   if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
   const KernelTemplate& t = find_template("wgmma_gemm");
-  auto tn = [](DataType c, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t ldc, bool beta_zero) {
-    GemmProblem p = gemm(DataType::BF16, c, true, false, m, n, k, 1, beta_zero);
-    p.ldc = ldc;
-    return p.canonical();
-  };
-  const std::vector<GemmProblem> problems = {tn(DataType::BF16, 1001, 203, 256, 1001, true),
-                                             tn(DataType::F16, 333, 70, 320, 334, false),
-                                             tn(DataType::BF16, 260, 64, 128, 268, false),
-                                             tn(DataType::F32, 203, 45, 192, 205, false)};
-  struct Case { std::size_t problem; int bm, bn, consumers, pingpong, cluster; };
-  const std::vector<Case> cases = {{0, 128, 128, 2, 0, 1}, {0, 128, 256, 2, 0, 2}, {1, 128, 64, 2, 1, 1},
-                                   {2, 64, 128, 1, 0, 1},  {3, 128, 64, 2, 0, 1}};
-  for (const Case& c : cases) {
-    const GemmProblem& p = problems[c.problem];
+  const auto problems = column_phase_problems();
+  const auto sets = column_phase_sets();
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const GemmProblem& p = problems[i % problems.size()];
     ASSERT_GT(column_phases(p).phases, 0) << p.key();
-    const std::map<std::string, std::int64_t> tile = {{"BM", c.bm}, {"BN", c.bn}, {"CONSUMERS", c.consumers},
-                                                      {"PINGPONG", c.pingpong}, {"CLUSTER", c.cluster}};
-    Solution phased = t.default_solution(), plain = t.default_solution();
-    for (const auto& [k, v] : tile) phased.params[k] = v, plain.params[k] = v;
-    phased.params["EPI"] = 1, phased.params["REPACK"] = kRepackColumnPhases, plain.params["EPI"] = 0;
+    Solution phased = t.default_solution();
+    for (const auto& [k, v] : sets[i]) phased.params[k] = v;
+    Solution plain = phased;  // the same tile, the threads' stores on C as it is
+    plain.params.erase("REPACK");
+    plain.params["EPI"] = 0;
     ASSERT_NO_FATAL_FAILURE(validate_as_launched(*dev_, t, phased, p));
 
     const int cb = size_of(p.c_type), ab = size_of(p.a_type);
@@ -522,13 +500,13 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaColumnPhases) {
     dev_->fill_bytes(ws.get(), 0, ws.size());
     std::mt19937_64 rng(11);
     std::vector<std::uint8_t> a(std::size_t(p.elements_a() * ab)), b(std::size_t(p.elements_b() * ab));
-    for (std::int64_t i = 0; i < p.elements_a(); ++i) ops::store_element(a.data(), i, p.a_type, ops::random_input(rng));
-    for (std::int64_t i = 0; i < p.elements_b(); ++i) ops::store_element(b.data(), i, p.a_type, ops::random_input(rng));
+    for (std::int64_t e = 0; e < p.elements_a(); ++e) ops::store_element(a.data(), e, p.a_type, ops::random_input(rng));
+    for (std::int64_t e = 0; e < p.elements_b(); ++e) ops::store_element(b.data(), e, p.a_type, ops::random_input(rng));
     const std::size_t c_bytes = std::size_t(p.elements_c() * cb), around = 64;
     std::vector<std::uint8_t> c0(c_bytes + 2 * around, 0xFF);
-    for (std::int64_t j = 0; j < p.n; ++j)
-      for (std::int64_t i = 0; i < p.m; ++i)
-        ops::store_element(c0.data() + around, i + j * p.ldc, p.c_type, ops::random_input(rng));
+    for (std::int64_t col = 0; col < p.n; ++col)
+      for (std::int64_t row = 0; row < p.m; ++row)
+        ops::store_element(c0.data() + around, row + col * p.ldc, p.c_type, ops::random_input(rng));
     gpu::DeviceBuffer da(*dev_, a.size()), db(*dev_, b.size()), dc[2] = {{*dev_, c0.size()}, {*dev_, c0.size()}};
     dev_->copy_to_device(da.get(), a.data(), a.size());
     dev_->copy_to_device(db.get(), b.data(), b.size());
@@ -550,17 +528,17 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaColumnPhases) {
         const std::size_t at = around - 16 + std::size_t(off * cb);
         std::int64_t bad = -1;
         double worst = 0;
-        for (std::size_t i = 0; i < c0.size() && bad < 0; ++i) {
-          const bool inside = i >= at && i < at + c_bytes && ((i - at) / cb) % p.ldc < std::size_t(p.m);
+        for (std::size_t byte = 0; byte < c0.size() && bad < 0; ++byte) {
+          const bool inside = byte >= at && byte < at + c_bytes && ((byte - at) / cb) % p.ldc < std::size_t(p.m);
           if (!inside) {
-            if (out[0][i] != out[1][i]) bad = std::int64_t(i);
+            if (out[0][byte] != out[1][byte]) bad = std::int64_t(byte);
             continue;
           }
-          if ((i - at) % cb) continue;
-          const double x = ops::load_element(out[0].data() + at, std::int64_t((i - at) / cb), p.c_type);
-          const double y = ops::load_element(out[1].data() + at, std::int64_t((i - at) / cb), p.c_type);
+          if ((byte - at) % cb) continue;
+          const double x = ops::load_element(out[0].data() + at, std::int64_t((byte - at) / cb), p.c_type);
+          const double y = ops::load_element(out[1].data() + at, std::int64_t((byte - at) / cb), p.c_type);
           worst = std::max(worst, std::abs(x - y) / (1 + std::abs(y)));
-          if (!(std::abs(x - y) <= 2e-2 * (1 + std::abs(y)))) bad = std::int64_t(i);
+          if (!(std::abs(x - y) <= 2e-2 * (1 + std::abs(y)))) bad = std::int64_t(byte);
         }
         EXPECT_LT(bad, 0) << phased.kernel_name() << " on " << p.key() << ", C at offset " << off << ", beta " << beta
                           << ": byte " << bad - std::int64_t(at) << " from C's start differs (worst relative difference "
