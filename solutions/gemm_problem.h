@@ -93,6 +93,9 @@ struct RepackPlan {
 };
 RepackPlan repack_plan(const GemmProblem& p);
 
+// The values of a solution's REPACK besides 0: operand copies (above), C's column phases (below).
+constexpr int kRepackOperands = 1, kRepackColumnPhases = 2;
+
 // Column phases (REPACK = 2, offered by templates with "column_phases": true): C whose leading
 // dimension is not a multiple of 16 bytes still has columns j, j + P, j + 2P, ... P * ldc elements
 // apart, a multiple of 16 bytes for P = 16 / gcd(ldc * c_bytes, 16). Each phase (the columns of one
@@ -102,9 +105,6 @@ RepackPlan repack_plan(const GemmProblem& p);
 // (under 16 bytes each) are computed by the same kernel for every column into scratch, the first
 // 16 bytes' rows and the last 16 to 31 bytes', and copied into place after the phases
 // (ops/column_phases.h). TN GEMMs only, one batch, M of at least 64 and every operand 16-byte aligned.
-// The values of a solution's REPACK besides 0.
-constexpr int kRepackOperands = 1, kRepackColumnPhases = 2;
-
 struct ColumnPhases {
   int phases = 0;               // P; 0: the problem does not qualify
   GemmProblem kernel_problem;   // what the variables describe: the phase of most rows and columns
