@@ -172,6 +172,18 @@ void expect_valid_on_full_and_two_cta_grids(gpu::Device& dev, const WgmmaVariant
   }
 }
 
+// Parameter set i on problem i % problems.size(), each admitted, compiled and validated on the full
+// grid and on two CTAs.
+void expect_sets_valid_on_full_and_two_cta_grids(gpu::Device& dev, const std::vector<GemmProblem>& problems,
+                                                 const std::vector<std::map<std::string, std::int64_t>>& sets) {
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const GemmProblem& p = problems[i % problems.size()];
+    const WgmmaVariant w = wgmma_variant(dev, p, sets[i]);
+    ASSERT_TRUE(w.kernel) << i << " on " << p.key();
+    expect_valid_on_full_and_two_cta_grids(dev, w, p);
+  }
+}
+
 // Runs a wgmma_gemm variant twice on `dims` through data.validate: valid both times, bit-identical
 // (its reductions sum in a fixed order), and the workspace left zeroed.
 void expect_valid_deterministic_and_zeroed(gpu::Device& dev, const WgmmaVariant& w, const GemmProblem& p,
@@ -327,14 +339,7 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaAlignedRunsOfUnalignedC) {
 // two CTAs (each walks several tiles, so the staged / stored barriers turn many phases).
 TEST_F(CudaDevice, SanitizerSampleOfWgmmaStagedStores) {
   if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
-  const auto problems = staged_store_problems();
-  const auto sets = staged_store_sets();
-  for (std::size_t i = 0; i < sets.size(); ++i) {
-    const GemmProblem& p = problems[i % problems.size()];
-    const WgmmaVariant w = wgmma_variant(*dev_, p, sets[i]);
-    ASSERT_TRUE(w.kernel) << i;
-    expect_valid_on_full_and_two_cta_grids(*dev_, w, p);
-  }
+  expect_sets_valid_on_full_and_two_cta_grids(*dev_, staged_store_problems(), staged_store_sets());
 }
 
 // The wgmma arrangements outside the default space, for the sanitizers too: clusters of 2 and 4
@@ -456,14 +461,8 @@ TEST_F(CudaDevice, SanitizerSampleOfWgmmaTf32AFromRegisters) {
 TEST_F(CudaDevice, WgmmaLeavesTheRowsPastMAlone) {
   if (dev_->info().compute_capability != 90) GTEST_SKIP() << "wgmma_gemm needs sm_90a";
   const auto problems = rows_past_m_problems();
-  const auto sets = rows_past_m_sets();
-  for (std::size_t i = 0; i < sets.size(); ++i) {
-    const GemmProblem& p = problems[i % problems.size()];
-    ASSERT_GT(p.ldc, p.m) << p.key();
-    const WgmmaVariant w = wgmma_variant(*dev_, p, sets[i]);
-    ASSERT_TRUE(w.kernel) << p.key();
-    expect_valid_on_full_and_two_cta_grids(*dev_, w, p);
-  }
+  for (const GemmProblem& p : problems) ASSERT_GT(p.ldc, p.m) << p.key();
+  expect_sets_valid_on_full_and_two_cta_grids(*dev_, problems, rows_past_m_sets());
 }
 
 // C's column phases (REPACK 2; column_phase_sets() on column_phase_problems()) as the tuner validates
